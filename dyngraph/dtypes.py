@@ -1,0 +1,62 @@
+"""dtypes with PyTorch's names (``dyngraph.float32`` ...) mapped onto numpy's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class dtype:
+    """A dtype object that prints like ``torch.float32`` and compares to numpy's."""
+
+    __slots__ = ("name", "numpy", "is_floating_point")
+
+    def __init__(self, name: str, numpy_dtype: Any) -> None:
+        self.name = name
+        self.numpy = np.dtype(numpy_dtype)
+        self.is_floating_point = self.numpy.kind == "f"
+
+    def __repr__(self) -> str:
+        return f"dyngraph.{self.name}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, dtype):
+            return self.numpy == other.numpy
+        try:
+            return self.numpy == np.dtype(other)  # type: ignore[arg-type]
+        except TypeError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.numpy)
+
+
+float32 = float_ = float = dtype("float32", np.float32)
+float64 = double = dtype("float64", np.float64)
+float16 = half = dtype("float16", np.float16)
+int64 = long = dtype("int64", np.int64)
+int32 = int_ = dtype("int32", np.int32)
+uint8 = dtype("uint8", np.uint8)
+bool_ = dtype("bool", np.bool_)
+
+_BY_NUMPY = {d.numpy: d for d in (float32, float64, float16, int64, int32, uint8, bool_)}
+
+
+def dtype_of(numpy_dtype: np.dtype) -> dtype:
+    found = _BY_NUMPY.get(np.dtype(numpy_dtype))
+    if found is None:
+        raise TypeError(f"dyngraph does not support numpy dtype {numpy_dtype}")
+    return found
+
+
+def to_numpy_dtype(d: Any) -> np.dtype:
+    if isinstance(d, dtype):
+        return d.numpy
+    if d is bool:
+        return np.dtype(np.bool_)
+    if d is float:
+        return np.dtype(np.float32)
+    if d is int:
+        return np.dtype(np.int64)
+    return np.dtype(d)

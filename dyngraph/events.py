@@ -1,0 +1,238 @@
+"""The event schema: what the engine tells the world.
+
+Every forward op, every backward step and every bookkeeping moment of a run becomes one
+frozen, slotted dataclass below. Tensors are referred to by integer id, never by object,
+so events can cross a process boundary or sit in a file. This module imports nothing of
+dyngraph: it is the ground every other part stands on. The schema is described for users
+in ``docs/events.md``; bump ``SCHEMA_VERSION`` on any incompatible change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Statistics of one tensor (a value or a gradient).
+
+    ``sampled`` is True when the statistics were computed on a sample of a large tensor;
+    NaN/Inf counts are then counts in that sample (0 still means none seen).
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    std: float | None = None
+    norm: float | None = None
+    nan: int = 0
+    inf: int = 0
+    preview: tuple[float, ...] = ()
+    sampled: bool = False
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def finite(self) -> bool:
+        return self.nan == 0 and self.inf == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of all events. ``seq`` is global and strictly increasing within a run."""
+
+    kind: ClassVar[str] = "event"
+    seq: int
+    iteration: int
+
+    def replace(self, **changes: Any) -> Event:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Header(Event):
+    """First event of every stream (trace file or live channel); marks the run's start."""
+
+    kind: ClassVar[str] = "header"
+    schema_version: int = SCHEMA_VERSION
+    dyngraph_version: str = ""
+    script: str = ""
+    argv: tuple[str, ...] = ()
+    stats: str = "cheap"
+    created: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TensorCreated(Event):
+    """A leaf tensor that requires grad, or a parameter, came into view.
+
+    Emitted for parameters when a Module that owns them is first called (so ``name`` is
+    the qualified ``encoder.0.weight``), and for other leaves the first time an op uses them.
+    """
+
+    kind: ClassVar[str] = "tensor"
+    tensor: int = 0
+    name: str = ""
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    requires_grad: bool = False
+    is_param: bool = False
+    summary: Summary | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Op(Event):
+    """One forward op: ``output = op(*inputs, **attrs)``.
+
+    ``inputs`` holds tensor ids; constants (Python scalars, arrays that are not tensors)
+    appear as -1. ``module`` is the qualified module path the op ran in ("" at top level).
+    """
+
+    kind: ClassVar[str] = "op"
+    op: str = ""
+    inputs: tuple[int, ...] = ()
+    output: int = 0
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    requires_grad: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+    module: str = ""
+    file: str = ""
+    line: int = 0
+    function: str = ""
+    grad_enabled: bool = True
+    duration_ns: int = 0
+    summary: Summary | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardStart(Event):
+    kind: ClassVar[str] = "backward_start"
+    root: int = 0
+    retain_graph: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardStep(Event):
+    """The backward of one forward op ran.
+
+    ``node`` is the id of the forward op's output tensor; ``grad_fn`` its PyTorch-style
+    name (``MulBackward0``). ``grad_inputs`` has one entry per forward input: the summary of
+    the gradient flowing to it, or None where no gradient flows.
+    """
+
+    kind: ClassVar[str] = "backward_step"
+    node: int = 0
+    op: str = ""
+    grad_fn: str = ""
+    inputs: tuple[int, ...] = ()
+    grad_output: Summary | None = None
+    grad_inputs: tuple[Summary | None, ...] = ()
+    duration_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class GradAccumulated(Event):
+    """A gradient was accumulated into a leaf's ``.grad``; ``summary`` is of the new ``.grad``."""
+
+    kind: ClassVar[str] = "grad"
+    tensor: int = 0
+    name: str = ""
+    summary: Summary | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardEnd(Event):
+    kind: ClassVar[str] = "backward_end"
+    root: int = 0
+    duration_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OptimizerStep(Event):
+    """``updates`` pairs each parameter's tensor id with the L2 norm of its update."""
+
+    kind: ClassVar[str] = "optimizer_step"
+    optimizer: str = ""
+    lr: float = 0.0
+    updates: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IterationEnd(Event):
+    kind: ClassVar[str] = "iteration_end"
+    node_count: int = 0
+    structure_key: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BreakpointHit(Event):
+    """The debug runtime stopped. ``reason`` is the breakpoint kind (``op``, ``nan``, ``step`` ...)."""
+
+    kind: ClassVar[str] = "breakpoint"
+    reason: str = ""
+    description: str = ""
+    at_seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptOutput(Event):
+    kind: ClassVar[str] = "output"
+    stream: str = "stdout"
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionRaised(Event):
+    """The script raised. ``at_seq`` is the seq of the last op event before the raise."""
+
+    kind: ClassVar[str] = "exception"
+    type: str = ""
+    message: str = ""
+    traceback: str = ""
+    at_seq: int = 0
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnd(Event):
+    """Last event of a run. ``status`` is the exit status Python would give."""
+
+    kind: ClassVar[str] = "run_end"
+    status: int = 0
+    reason: str = ""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.kind: cls
+    for cls in (
+        Header,
+        TensorCreated,
+        Op,
+        BackwardStart,
+        BackwardStep,
+        GradAccumulated,
+        BackwardEnd,
+        OptimizerStep,
+        IterationEnd,
+        BreakpointHit,
+        ScriptOutput,
+        ExceptionRaised,
+        RunEnd,
+    )
+}
+
+FIELD_NAMES: dict[str, tuple[str, ...]] = {
+    kind: tuple(f.name for f in fields(cls)) for kind, cls in EVENT_TYPES.items()
+}
