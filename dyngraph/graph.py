@@ -1,0 +1,240 @@
+"""Events -> per-iteration graphs: plain data the exporters and the UI can walk.
+
+A ``Graph`` is one iteration's forward graph: a node per op output and per leaf, an edge
+per op input. After backward, nodes carry their gradient summaries and the order in which
+backward reached them. ``GraphBuilder`` grows graphs event by event, so a live debugger
+can show the graph "so far" at any moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import events as ev
+from .tracing import structure_key
+
+
+@dataclass(slots=True)
+class GraphNode:
+    """One node: an op's output (``kind="op"``) or a leaf (``"param"`` or ``"leaf"``)."""
+
+    id: int
+    kind: str
+    op: str = ""
+    name: str = ""
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+    module: str = ""
+    file: str = ""
+    line: int = 0
+    function: str = ""
+    seq: int = 0
+    requires_grad: bool = False
+    grad_enabled: bool = True
+    attrs: dict[str, Any] = field(default_factory=dict)
+    summary: ev.Summary | None = None
+    # After backward: for an op node the gradient flowing into its output, for a leaf the
+    # accumulated ``.grad``; ``grad_fn`` is ``MulBackward0`` / ``AccumulateGrad``.
+    grad: ev.Summary | None = None
+    grad_fn: str = ""
+    backward_seq: int = 0
+    # How many nodes with the same (module, op or name, file:line) came before this one in
+    # the iteration: with it, ``key`` matches "the same node" across iterations.
+    occurrence: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str, int, int]:
+        return (self.module, self.op or self.name or self.kind, self.file, self.line,
+                self.occurrence)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.kind != "op"
+
+    @property
+    def label(self) -> str:
+        """Short human label: the op name, or a leaf's name."""
+        if self.kind == "op":
+            return self.op
+        return self.name or ("input" if not self.requires_grad else "leaf")
+
+    @property
+    def has_nonfinite(self) -> bool:
+        return any(s is not None and not s.finite for s in (self.summary, self.grad))
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEdge:
+    """Data flows from ``src`` into input slot ``index`` of ``dst`` (both node ids)."""
+
+    src: int
+    dst: int
+    index: int = 0
+
+
+@dataclass(slots=True)
+class Graph:
+    iteration: int
+    nodes: dict[int, GraphNode] = field(default_factory=dict)
+    edges: list[GraphEdge] = field(default_factory=list)
+    # Node ids in the order backward reached them (op nodes, then leaves as accumulated).
+    backward_order: list[int] = field(default_factory=list)
+    complete: bool = False
+    _structure_key: str | None = None
+    _ops: list[ev.Op] = field(default_factory=list, repr=False)
+
+    @property
+    def structure_key(self) -> str:
+        if self._structure_key is None:
+            return structure_key(self._ops)
+        return self._structure_key
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def inputs_of(self, node_id: int) -> list[int]:
+        return [e.src for e in self.edges if e.dst == node_id]
+
+    def consumers_of(self, node_id: int) -> list[int]:
+        return [e.dst for e in self.edges if e.src == node_id]
+
+    def modules(self) -> list[str]:
+        """Every module path that owns a node, with all its ancestors, sorted."""
+        paths: set[str] = set()
+        for node in self.nodes.values():
+            parts = node.module.split(".") if node.module else []
+            for i in range(1, len(parts) + 1):
+                paths.add(".".join(parts[:i]))
+        return sorted(paths)
+
+    def diff(self, other: Graph) -> GraphDiff:
+        """What changed from ``other`` (typically the previous iteration) to this graph."""
+        return diff_graphs(other, self)
+
+
+@dataclass(frozen=True, slots=True)
+class GraphDiff:
+    """Nodes matched by ``GraphNode.key``. ``added`` are ids in the new graph, ``removed``
+    ids in the old one, ``reshaped`` pairs of (old id, new id) whose shape changed."""
+
+    added: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
+    reshaped: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.added or self.removed or self.reshaped)
+
+
+def diff_graphs(old: Graph, new: Graph) -> GraphDiff:
+    old_by_key = {n.key: n for n in old.nodes.values()}
+    new_by_key = {n.key: n for n in new.nodes.values()}
+    added = tuple(n.id for k, n in new_by_key.items() if k not in old_by_key)
+    removed = tuple(n.id for k, n in old_by_key.items() if k not in new_by_key)
+    reshaped = tuple(
+        (old_by_key[k].id, n.id)
+        for k, n in new_by_key.items()
+        if k in old_by_key and old_by_key[k].shape != n.shape
+    )
+    return GraphDiff(added, removed, reshaped)
+
+
+class GraphBuilder:
+    """Feeds on events; holds the graph of the iteration in progress and the finished ones.
+
+    >>> builder = GraphBuilder()
+    >>> for event in events: builder.add(event)    # doctest: +SKIP
+    >>> builder.current.nodes                      # doctest: +SKIP
+    """
+
+    def __init__(self) -> None:
+        self.finished: list[Graph] = []
+        self.current = Graph(iteration=1)
+        self._occurrences: dict[tuple[str, str, str, int], int] = {}
+
+    def add(self, event: ev.Event) -> Graph | None:
+        """Apply one event; returns the graph it completed, if it ended an iteration."""
+        graph = self.current
+        if event.iteration != graph.iteration and not graph.nodes:
+            graph.iteration = event.iteration
+        if isinstance(event, ev.Op):
+            self._add_op(graph, event)
+        elif isinstance(event, ev.TensorCreated):
+            self._add_leaf(graph, event)
+        elif isinstance(event, ev.BackwardStep):
+            node = graph.nodes.get(event.node)
+            if node is not None:
+                node.grad = event.grad_output
+                node.grad_fn = event.grad_fn
+                node.backward_seq = event.seq
+                graph.backward_order.append(node.id)
+        elif isinstance(event, ev.GradAccumulated):
+            node = graph.nodes.get(event.tensor)
+            if node is not None:
+                node.grad = event.summary
+                node.grad_fn = "AccumulateGrad"
+                node.backward_seq = event.seq
+                graph.backward_order.append(node.id)
+        elif isinstance(event, ev.IterationEnd):
+            graph._structure_key = event.structure_key
+            graph.complete = True
+            self.finished.append(graph)
+            self.current = Graph(iteration=event.iteration + 1)
+            self._occurrences = {}
+            return graph
+        return None
+
+    def _occurrence(self, module: str, what: str, file: str, line: int) -> int:
+        k = (module, what, file, line)
+        n = self._occurrences.get(k, 0)
+        self._occurrences[k] = n + 1
+        return n
+
+    def _add_leaf(self, graph: Graph, e: ev.TensorCreated) -> None:
+        graph.nodes[e.tensor] = GraphNode(
+            id=e.tensor,
+            kind="param" if e.is_param else "leaf",
+            name=e.name,
+            shape=tuple(e.shape),
+            dtype=e.dtype,
+            seq=e.seq,
+            requires_grad=e.requires_grad,
+            summary=e.summary,
+            occurrence=self._occurrence("", e.name or "leaf", "", 0),
+        )
+
+    def _add_op(self, graph: Graph, e: ev.Op) -> None:
+        graph._ops.append(e)
+        graph.nodes[e.output] = GraphNode(
+            id=e.output,
+            kind="op",
+            op=e.op,
+            shape=tuple(e.shape),
+            dtype=e.dtype,
+            module=e.module,
+            file=e.file,
+            line=e.line,
+            function=e.function,
+            seq=e.seq,
+            requires_grad=e.requires_grad,
+            grad_enabled=e.grad_enabled,
+            attrs=e.attrs,
+            summary=e.summary,
+            occurrence=self._occurrence(e.module, e.op, e.file, e.line),
+        )
+        for index, src in enumerate(e.inputs):
+            if src >= 0 and src in graph.nodes:
+                graph.edges.append(GraphEdge(src, e.output, index))
+
+
+def build_graphs(events: Iterable[ev.Event]) -> Iterator[Graph]:
+    """Yield each finished iteration's graph, then the unfinished one if it has nodes."""
+    builder = GraphBuilder()
+    for event in events:
+        done = builder.add(event)
+        if done is not None:
+            yield done
+    if builder.current.nodes:
+        yield builder.current
