@@ -1,0 +1,104 @@
+"""The ``dyngraph`` command line.
+
+Each command's work lives elsewhere and is imported only when that command runs, so
+``dyngraph record`` never pays for Textual and the engine never depends on the UI.
+Everything after SCRIPT belongs to the script: ``dyngraph record -o x.dgtrace train.py --epochs 3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import UserError
+
+# command -> (module, function) that runs it; the function takes the parsed args and
+# returns the exit status.
+COMMANDS = {
+    "debug": ("dyngraph.tui.cli", "run_debug"),
+    "view": ("dyngraph.tui.cli", "run_view"),
+    "demo": ("dyngraph.tui.cli", "run_demo"),
+    "record": ("dyngraph.debug.commands", "run_record"),
+    "check": ("dyngraph.debug.commands", "run_check"),
+    "summary": ("dyngraph.debug.commands", "run_summary"),
+    "export": ("dyngraph.exporters.cli", "run_export"),
+}
+
+
+def _script_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("script", help="the Python script to run")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dyngraph",
+        description="See and debug define-by-run computational graphs.",
+    )
+    parser.add_argument("--version", action="version", version=f"dyngraph {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("debug", help="step through a script's graph in the terminal debugger")
+    p.add_argument("--export-dir", metavar="DIR", help="export every iteration's graph to DIR")
+    p.add_argument("--stats", choices=("full", "cheap", "none"), default="full")
+    _script_args(p)
+
+    p = sub.add_parser("view", help="replay a recorded trace in the terminal debugger")
+    p.add_argument("trace", help="a .dgtrace file")
+
+    p = sub.add_parser("demo", help="open the debugger on a bundled demo")
+    p.add_argument("name", nargs="?", default="rnn_varlen", help="demo name (see --list)")
+    p.add_argument("--list", action="store_true", help="list the bundled demos")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the demo")
+
+    p = sub.add_parser("record", help="run a script headless and write its trace")
+    p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
+    p.add_argument("--stats", choices=("full", "cheap", "none"), default="cheap")
+    p.add_argument("--values", choices=("none", "small"), default="none")
+    _script_args(p)
+
+    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
+    p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
+    p.add_argument("--nan", dest="nan", action=argparse.BooleanOptionalAction, default=True,
+                   help="fail on the first NaN/Inf (default: on)")
+    _script_args(p)
+
+    p = sub.add_parser("summary", help="summarise a recorded trace")
+    p.add_argument("trace", help="a .dgtrace file")
+
+    p = sub.add_parser("export", help="write DOT/SVG of every iteration's graph")
+    p.add_argument("source", help="a .dgtrace file or a script to record first")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--format", default="dot,svg")
+    p.add_argument("--iterations", default="all", help="e.g. 1-10,15 | all | changed")
+    p.add_argument("--graph", choices=("forward", "backward", "both"), default="forward")
+    p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
+    p.add_argument("--diff", action="store_true", help="mark changes against the previous iteration")
+    p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    module_name, function = COMMANDS[args.command]
+    try:
+        run = getattr(importlib.import_module(module_name), function)
+        return int(run(args) or 0)
+    except UserError as exc:
+        print(f"dyngraph {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"dyngraph {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
