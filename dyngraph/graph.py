@@ -238,3 +238,29 @@ def build_graphs(events: Iterable[ev.Event]) -> Iterator[Graph]:
             yield done
     if builder.current.nodes:
         yield builder.current
+
+
+def backward_graph(forward: Graph) -> Graph:
+    """The gradient-flow graph of a forward graph, as PyTorch's autograd sees it.
+
+    One node per forward node that backward reached (same id; ``op`` is its grad_fn name
+    such as ``MulBackward0``, or ``AccumulateGrad`` for leaves; ``kind`` is ``"backward"``
+    or ``"accumulate"``); edges run the way gradients flow, from a consumer to the node
+    that produced its input.
+    """
+    out = Graph(iteration=forward.iteration, complete=forward.complete,
+                backward_order=list(forward.backward_order))
+    out._structure_key = forward.structure_key
+    for node_id in forward.backward_order:
+        node = forward.nodes[node_id]
+        out.nodes[node_id] = GraphNode(
+            id=node.id, kind="accumulate" if node.is_leaf else "backward", op=node.grad_fn,
+            name=node.name, shape=node.shape, dtype=node.dtype, module=node.module,
+            file=node.file, line=node.line, function=node.function, seq=node.backward_seq,
+            requires_grad=True, summary=node.grad, grad=node.grad, grad_fn=node.grad_fn,
+            backward_seq=node.backward_seq, occurrence=node.occurrence,
+        )
+    for edge in forward.edges:
+        if edge.src in out.nodes and edge.dst in out.nodes:
+            out.edges.append(GraphEdge(edge.dst, edge.src, edge.index))
+    return out
