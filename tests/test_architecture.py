@@ -1,0 +1,66 @@
+"""The dependency rules of DESIGN.md, checked on the source: the engine never imports the
+UI or the exporters, and the UI and exporters never reach into engine internals."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE_INTERNALS = {"dyngraph.tensor", "dyngraph.autograd", "dyngraph.ops", "dyngraph.ops_nn"}
+
+
+def _imports(path: Path, package: str) -> list[tuple[str, bool]]:
+    """(imported module, at module level?) for every import in a file."""
+    tree = ast.parse(path.read_text(), str(path))
+    top_level = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, id(node) in top_level) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([module] if module else []))
+            found.append((module, id(node) in top_level))
+    return found
+
+
+def _package_files(folder: str, package: str):
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        rel = path.relative_to(ROOT / folder).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        pkg = ".".join([package, *parts[:-1]]) if path.name != "__init__.py" else ".".join(
+            [package, *parts]
+        )
+        yield path, pkg
+
+
+def test_engine_never_imports_ui_or_exporters_at_module_level():
+    offenders = []
+    for path, pkg in _package_files("dyngraph", "dyngraph"):
+        for module, top in _imports(path, pkg):
+            if module.startswith(("dyngraph.tui", "dyngraph.exporters", "textual", "graphviz")):
+                if top or path.name != "cli.py":
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert offenders == []
+
+
+def test_ui_and_exporters_do_not_reach_into_engine_internals():
+    offenders = []
+    for folder, package in (("tui", "dyngraph.tui"), ("exporters", "dyngraph.exporters")):
+        for path, pkg in _package_files(folder, package):
+            for module, _ in _imports(path, pkg):
+                if module in ENGINE_INTERNALS:
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert offenders == []
+
+
+def test_no_top_level_tui_or_exporters_package_is_installed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = set(config["packages"])
+    assert not {"tui", "exporters", "demos"} & packages
+    assert config["package-dir"]["dyngraph.tui"] == "tui"
+    assert config["package-dir"]["dyngraph.exporters"] == "exporters"
