@@ -1,1 +1,46 @@
+"""The bundled demos: small training scripts whose graphs are worth looking at.
 
+Each demo is a standalone script written as a PyTorch user would write it
+(``import dyngraph as torch``). Run one directly (``python demos/rnn_varlen.py --steps 50``),
+step through it (``dyngraph demo rnn_varlen``), or find its file here:
+
+>>> from dyngraph import demos
+>>> demos.path("mlp").name
+'mlp.py'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dyngraph.errors import UserError
+
+_HERE = Path(__file__).resolve().parent
+
+# name -> one-line description (shown by ``dyngraph demo --list``), in tour order.
+DEMOS: dict[str, str] = {
+    "mlp": "MLP classifier on two spirals: the same graph every iteration (the baseline)",
+    "rnn_varlen": "GRU cell summing digit sequences of varying length, one loop step per token",
+    "tree_rnn": "recursive Tree-RNN predicting the value of random arithmetic expression trees",
+    "dynamic_routing": "hard-routed mixture of experts: an `if` picks the expert for each input",
+    "gnn": "message-passing GNN over random molecule-like graphs of varying size",
+    "transformer": "tiny character-level decoder-only Transformer on a built-in text, then samples",
+    "rl_policy": "REINFORCE agent in a numpy gridworld: episode length (and graph) varies",
+    "nan_hunt": "a classifier with a log(softmax) bug that turns into NaN at a predictable step",
+}
+
+
+def path(name: str) -> Path:
+    """The script of demo ``name``; raises UserError naming the demos for an unknown one.
+
+    >>> path("gnn").suffix
+    '.py'
+    """
+    if name not in DEMOS:
+        raise UserError(f"unknown demo {name!r}; choose one of: {', '.join(DEMOS)}")
+    return _HERE / f"{name}.py"
+
+
+def names() -> list[str]:
+    """The demo names in tour order."""
+    return list(DEMOS)
