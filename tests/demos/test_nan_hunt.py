@@ -1,0 +1,83 @@
+"""nan_hunt goes non-finite at a known iteration, in the gradient of its ``log`` line, and
+``dyngraph check`` says so."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+from demo_helpers import record
+
+from dyngraph import demos
+from dyngraph import events as ev
+
+SCRIPT = demos.path("nan_hunt")
+LOG_LINE = next(i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1)
+                if "torch.log(" in text)
+
+
+def first_nonfinite(events) -> tuple[int, str, int, str]:
+    """(iteration, op, line, where) of the first non-finite forward value or gradient."""
+    first_iteration = next(e.iteration for e in events if isinstance(e, ev.Op))
+    ops: dict[int, ev.Op] = {}
+    for e in events:
+        if isinstance(e, ev.Op):
+            ops[e.output] = e
+            if e.summary is not None and not e.summary.finite:
+                return e.iteration - first_iteration + 1, e.op, e.line, "forward"
+        elif isinstance(e, ev.BackwardStep):
+            summaries = (e.grad_output, *e.grad_inputs)
+            if any(s is not None and not s.finite for s in summaries):
+                op = ops[e.node]
+                return e.iteration - first_iteration + 1, op.op, op.line, "gradient"
+    raise AssertionError("no NaN/Inf anywhere in the run")
+
+
+@pytest.fixture(scope="module")
+def recording():
+    return record("nan_hunt", steps=62, stats="cheap")
+
+
+def test_losses_fall_then_turn_nan(recording):
+    losses = recording.losses
+    assert losses[-1] != losses[-1]  # NaN
+    broken = next(i for i, v in enumerate(losses) if not math.isfinite(v))
+    assert broken > 40 and min(losses[:broken]) < 0.1 * losses[0]
+
+
+def test_first_nonfinite_is_in_the_log_line(recording):
+    iteration, op, line, where = first_nonfinite(recording.events)
+    assert (op, line) == ("log", LOG_LINE), (iteration, op, line, where)
+    # The docstring promises the same iteration every run.
+    assert iteration == first_nonfinite(record("nan_hunt", 62, stats="cheap").events)[0]
+    assert 45 <= iteration <= 61
+
+
+needs_check = pytest.mark.skipif(
+    importlib.util.find_spec("dyngraph.debug.commands") is None,
+    reason="`dyngraph check` (dyngraph.debug.commands) is not built yet",
+)
+
+
+def _check(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dyngraph", "check", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@needs_check
+def test_check_fails_naming_the_op_and_line():
+    result = _check(str(SCRIPT))
+    output = result.stdout + result.stderr
+    assert result.returncode not in (0, 2), output  # 2 is a usage error, not a finding
+    assert re.search(r"\blog\b", output), output
+    assert re.search(rf"nan_hunt\.py:{LOG_LINE}\b|\bline {LOG_LINE}\b", output), output
+
+
+@needs_check
+def test_check_passes_a_healthy_demo():
+    result = _check(str(demos.path("mlp")), "--steps", "20")
+    assert result.returncode == 0, result.stdout + result.stderr
