@@ -1,0 +1,39 @@
+"""``dyngraph.nn``: modules, parameters, containers, losses, ``functional`` and ``init``.
+
+>>> import dyngraph.nn as nn
+>>> nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+Sequential(
+  (0): Linear(in_features=2, out_features=3, bias=True)
+  (1): ReLU()
+)
+"""
+
+from . import functional, init  # noqa: F401
+from .activation import (
+    GELU,
+    Dropout,
+    LayerNorm,
+    LeakyReLU,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Tanh,
+)
+from .attention import MultiheadAttention
+from .container import ModuleDict, ModuleList, ParameterList, Sequential
+from .conv import Conv2d, MaxPool2d
+from .linear import Embedding, Flatten, Identity, Linear
+from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .module import Module
+from .parameter import Parameter
+from .rnn import GRUCell, LSTMCell, RNNCell
+
+__all__ = [
+    "BCELoss", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding",
+    "Flatten", "GELU", "GRUCell", "Identity", "L1Loss", "LSTMCell", "LayerNorm", "LeakyReLU",
+    "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
+    "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList", "RNNCell", "ReLU",
+    "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init",
+]

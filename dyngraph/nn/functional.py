@@ -1,0 +1,317 @@
+"""``dyngraph.nn.functional`` (``F``): the stateless half of ``nn``, as in PyTorch.
+
+Every function ends in one ``apply`` of a registered op, so a call shows in the graph as
+one node named after it ("linear", "cross_entropy" ...).
+
+>>> import dyngraph as torch
+>>> import dyngraph.nn.functional as F
+>>> logits = torch.tensor([[2.0, 0.5, -1.0]], requires_grad=True)
+>>> loss = F.cross_entropy(logits, torch.tensor([0]))
+>>> loss.backward()
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import functions as _fn
+from ..ops import OPS
+from ..ops_nn import NN_OPS
+from ..tensor import Tensor, apply
+
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy",
+    "dropout", "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
+    "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "tanh",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _pair(value: Any, name: str) -> tuple[int, int]:
+    if isinstance(value, int):
+        return (value, value)
+    pair = tuple(int(v) for v in value)
+    if len(pair) != 2:
+        raise ValueError(f"{name} must be an int or a pair of ints, got {value!r}")
+    return pair  # type: ignore[return-value]
+
+
+def _check_reduction(reduction: str) -> str:
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _softmax_dim(ndim: int, dim: int | None, name: str) -> int:
+    if dim is None:
+        # PyTorch's legacy implicit choice (it warns too).
+        import warnings
+
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning, stacklevel=3)
+        return 0 if ndim in (0, 1, 3) else 1
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise IndexError(f"Dimension out of range (expected to be in range of "
+                         f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {dim})")
+    return dim
+
+
+def _cast(x: Tensor, dtype: Any) -> Tensor:
+    return x if dtype is None else x.to(dtype)
+
+
+# -- activations --------------------------------------------------------------------------
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    return apply(OPS["relu"], input)
+
+
+def tanh(input: Tensor) -> Tensor:
+    return apply(OPS["tanh"], input)
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return apply(OPS["sigmoid"], input)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate}")
+    return apply(NN_OPS["gelu"], input, approximate=approximate)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    if "leaky_relu" in OPS:
+        return apply(OPS["leaky_relu"], input, negative_slope=negative_slope)
+    return _fn.relu(input) - _fn.relu(-input) * negative_slope
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * sigmoid(input)
+
+
+def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    dim = _softmax_dim(input.ndim, dim, "softmax")
+    return apply(NN_OPS["softmax"], _cast(input, dtype), dim=dim)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    dim = _softmax_dim(input.ndim, dim, "log_softmax")
+    return apply(NN_OPS["log_softmax"], _cast(input, dtype), dim=dim)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    return apply(NN_OPS["dropout"], input, p=float(p))
+
+
+# -- layers -------------------------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` as one "linear" node."""
+    if input.shape[-1] != weight.shape[-1]:
+        rows = int(np.prod(input.shape[:-1])) if input.ndim > 1 else 1
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
+            f"{weight.shape[-1]}x{weight.shape[0]})"
+        )
+    if bias is None:
+        return apply(NN_OPS["linear"], input, weight)
+    return apply(NN_OPS["linear"], input, weight, bias)
+
+
+def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={list(shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
+    return apply(NN_OPS["layer_norm"], *_inputs(input, weight, bias), normalized_shape=shape,
+                 eps=float(eps))
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(
+            "dyngraph's embedding supports no max_norm, scale_grad_by_freq or sparse"
+        )
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return apply(NN_OPS["embedding"], input, weight, padding_idx=padding_idx)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution by im2col (zero padding; ``padding`` may be an int, a pair, "valid"
+    or "same")."""
+    squeeze = input.ndim == 3
+    if squeeze:
+        input = input.reshape(1, *input.shape)
+    dil = _pair(dilation, "dilation")
+    if padding == "valid":
+        pad = (0, 0)
+    elif padding == "same":
+        if _pair(stride, "stride") != (1, 1):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        kh, kw = weight.shape[2:]
+        totals = (dil[0] * (kh - 1), dil[1] * (kw - 1))
+        if totals[0] % 2 or totals[1] % 2:
+            raise NotImplementedError("dyngraph's padding='same' needs an odd effective kernel")
+        pad = (totals[0] // 2, totals[1] // 2)
+    else:
+        pad = _pair(padding, "padding")
+    args = [input, weight] if bias is None else [input, weight, bias]
+    out = apply(NN_OPS["conv2d"], *args, stride=_pair(stride, "stride"), padding=pad,
+                dilation=dil, groups=int(groups))
+    return out.reshape(*out.shape[1:]) if squeeze else out
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    if return_indices:
+        raise NotImplementedError("dyngraph's max_pool2d does not return indices")
+    k = _pair(kernel_size, "kernel_size")
+    s = k if stride is None or stride == [] else _pair(stride, "stride")
+    return apply(NN_OPS["max_pool2d"], input, kernel_size=k, stride=s,
+                 padding=_pair(padding, "padding"), dilation=_pair(dilation, "dilation"),
+                 ceil_mode=bool(ceil_mode))
+
+
+def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:
+    if mode != "constant":
+        raise NotImplementedError(f"dyngraph's pad supports mode='constant' only, got {mode!r}")
+    return apply(NN_OPS["pad"], input, pad=tuple(int(p) for p in pad),
+                 value=0.0 if value is None else float(value))
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    return apply(NN_OPS["one_hot"], tensor, num_classes=int(num_classes))
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None) -> Tensor:
+    """softmax(q kᵀ · scale + mask) v over the last two dimensions."""
+    weights = _attention_weights(query, key, attn_mask, is_causal, scale)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p)
+    return weights @ value
+
+
+def _attention_weights(query: Tensor, key: Tensor, mask: Any, is_causal: bool,
+                       scale: float | None) -> Tensor:
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = (query * scale) @ key.transpose(-2, -1)
+    additive = additive_mask(mask, L, S, scores.data.dtype, is_causal)
+    if additive is not None:
+        scores = scores + (additive if isinstance(additive, Tensor) else additive)
+    return softmax(scores, dim=-1)
+
+
+def additive_mask(mask: Any, L: int, S: int, dtype: Any, is_causal: bool = False) -> Any:
+    """A boolean mask (True = may not attend) or float mask turned into an additive one.
+
+    Returns None (no mask), a numpy constant, or the float mask Tensor itself (so a learnt
+    mask keeps its gradient).
+    """
+    if mask is None:
+        if not is_causal:
+            return None
+        return np.triu(np.full((L, S), -np.inf, dtype=dtype), k=1)
+    data = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    if data.dtype == np.bool_:
+        return np.where(data, np.asarray(-np.inf, dtype), np.asarray(0, dtype))
+    if isinstance(mask, Tensor):
+        return mask
+    return data.astype(dtype)
+
+
+# -- losses -------------------------------------------------------------------------------
+def _inputs(*xs: Any) -> list[Any]:
+    """Positional op inputs without trailing Nones (absent optional tensors)."""
+    out = list(xs)
+    while out and out[-1] is None:
+        out.pop()
+    return out
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax + nll_loss as one "cross_entropy" node; targets are class indices (or
+    class probabilities shaped like ``input``)."""
+    _legacy(size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    return apply(NN_OPS["cross_entropy"], *_inputs(input, target, weight),
+                 ignore_index=int(ignore_index), reduction=_check_reduction(reduction),
+                 label_smoothing=float(label_smoothing))
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    _legacy(size_average, reduce)
+    return apply(NN_OPS["nll_loss"], *_inputs(input, target, weight),
+                 ignore_index=int(ignore_index), reduction=_check_reduction(reduction))
+
+
+def _same_shape(input: Tensor, target: Tensor, name: str) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(
+            f"{name}: target size ({list(target.shape)}) must be the same as input size "
+            f"({list(input.shape)})"
+        )
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    _legacy(size_average, reduce)
+    _same_shape(input, target, "mse_loss")
+    return apply(NN_OPS["mse_loss"], input, target, reduction=_check_reduction(reduction))
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+            reduction: str = "mean") -> Tensor:
+    _legacy(size_average, reduce)
+    _same_shape(input, target, "l1_loss")
+    return apply(NN_OPS["l1_loss"], input, target, reduction=_check_reduction(reduction))
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    _legacy(size_average, reduce)
+    _same_shape(input, target, "binary_cross_entropy")
+    return apply(NN_OPS["binary_cross_entropy"], *_inputs(input, target, weight),
+                 reduction=_check_reduction(reduction))
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: Any = None, reduce: Any = None,
+                                     reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    _legacy(size_average, reduce)
+    _same_shape(input, target, "binary_cross_entropy_with_logits")
+    return apply(NN_OPS["binary_cross_entropy_with_logits"],
+                 *_inputs(input, target, weight, pos_weight),
+                 reduction=_check_reduction(reduction))
+
+
+def _legacy(size_average: Any, reduce: Any) -> None:
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError(
+            "size_average and reduce are deprecated in PyTorch and not supported by dyngraph: "
+            "use reduction='none'|'mean'|'sum'"
+        )

@@ -1,0 +1,531 @@
+"""The neural-network ops: numpy forward and backward side by side, as in ``ops.py``.
+
+Each op here is one readable node in the graph ("linear", "cross_entropy", "layer_norm"
+...) rather than the dozen elementwise nodes it would decompose into. Like ``ops.py`` this
+module knows no Tensor: ``nn.functional`` calls these through ``tensor.apply``.
+
+An op whose name the core registry already holds (the engine may define ``softmax`` or
+``gelu`` for Tensor methods) is kept here as a private OpDef with the same name, so its
+events read the same and neither definition breaks the other's import.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import creation
+from .ops import OPS, Forward, OpDef, register
+
+NN_OPS: dict[str, OpDef] = {}
+
+
+def _define(name: str, grad_fn: str, saves: bool = True) -> Callable[[Forward], Forward]:
+    def decorate(forward: Forward) -> Forward:
+        if name in OPS:
+            NN_OPS[name] = OpDef(name, forward, saves, grad_fn)
+        else:
+            register(name, saves=saves, grad_fn=grad_fn)(forward)
+            NN_OPS[name] = OPS[name]
+        return forward
+
+    return decorate
+
+
+def _sum_to_last(g: np.ndarray, ndim: int) -> np.ndarray:
+    """Sum ``g`` over every leading axis, keeping the last ``ndim`` (a bias's gradient)."""
+    lead = g.ndim - ndim
+    return g.sum(axis=tuple(range(lead))) if lead > 0 else g
+
+
+# -- linear -------------------------------------------------------------------------------
+@_define("linear", "AddmmBackward0")
+def linear(x, w, b=None):
+    out = x @ w.T
+    if b is not None:
+        out += b
+
+    def backward(g):
+        gx = g @ w
+        g2 = g.reshape(-1, g.shape[-1])
+        gw = g2.T @ x.reshape(-1, x.shape[-1])
+        gb = g2.sum(axis=0) if b is not None else None
+        return gx, gw, gb
+
+    return out, backward
+
+
+# -- activations --------------------------------------------------------------------------
+def _erf(z: np.ndarray) -> np.ndarray:
+    """erf with fractional error below 1.2e-7 (Numerical Recipes' Chebyshev erfc fit)."""
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.5 * a)
+    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(-a * a + poly)
+    return np.where(z >= 0, 1.0 - erfc, erfc - 1.0)
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@_define("gelu", "GeluBackward0")
+def gelu(a, approximate="none"):
+    x = a.astype(np.float64)  # the erf fit and tanh form are evaluated in float64
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x**3)
+        th = np.tanh(inner)
+        out = 0.5 * x * (1.0 + th)
+
+        def backward(g):
+            d_inner = _SQRT_2_OVER_PI * (1.0 + 3 * 0.044715 * x * x)
+            d = 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * d_inner
+            return ((g * d).astype(a.dtype),)
+    else:
+        cdf = 0.5 * (1.0 + _erf(x / math.sqrt(2.0)))
+        out = x * cdf
+
+        def backward(g):
+            d = cdf + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)
+            return ((g * d).astype(a.dtype),)
+
+    return out.astype(a.dtype), backward
+
+
+@_define("softmax", "SoftmaxBackward0")
+def softmax(a, dim):
+    e = np.exp(a - a.max(axis=dim, keepdims=True))
+    out = e / e.sum(axis=dim, keepdims=True)
+    return out, lambda g: (out * (g - (g * out).sum(axis=dim, keepdims=True)),)
+
+
+def _log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
+    shifted = a - a.max(axis=dim, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+@_define("log_softmax", "LogSoftmaxBackward0")
+def log_softmax(a, dim):
+    out = _log_softmax(a, dim)
+    return out, lambda g: (g - np.exp(out) * g.sum(axis=dim, keepdims=True),)
+
+
+@_define("dropout", "NativeDropoutBackward0")
+def dropout(a, p=0.5):
+    if p >= 1.0:
+        mask = np.zeros_like(a)
+    else:
+        keep = creation.generator().random(a.shape) >= p
+        mask = keep.astype(a.dtype) / np.asarray(1.0 - p, dtype=a.dtype)
+    return a * mask, lambda g: (g * mask,)
+
+
+# -- normalisation and lookup -------------------------------------------------------------
+@_define("layer_norm", "NativeLayerNormBackward0")
+def layer_norm(x, w=None, b=None, normalized_shape=(), eps=1e-5):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    xc = x - mu
+    var = (xc * xc).mean(axis=axes, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))
+    xhat = xc * rstd
+    out = xhat
+    if w is not None:
+        out = out * w
+    if b is not None:
+        out = out + b
+    nd = len(normalized_shape)
+
+    def backward(g):
+        gxhat = g * w if w is not None else g
+        gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
+                     - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+        gw = _sum_to_last(g * xhat, nd) if w is not None else None
+        gb = _sum_to_last(g, nd) if b is not None else None
+        return gx, gw, gb
+
+    return out, backward
+
+
+@_define("embedding", "EmbeddingBackward0")
+def embedding(indices, weight, padding_idx=None):
+    if indices.dtype.kind not in "iu":
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {indices.dtype} instead"
+        )
+    num = weight.shape[0]
+    if indices.size and (indices.min() < -num or indices.max() >= num):
+        raise IndexError("index out of range in self")
+
+    def backward(g):
+        gw = np.zeros_like(weight)
+        np.add.at(gw, indices.reshape(-1), g.reshape(-1, weight.shape[1]))
+        if padding_idx is not None:
+            gw[padding_idx] = 0
+        return None, gw
+
+    return weight[indices], backward
+
+
+# -- losses -------------------------------------------------------------------------------
+def _class_last(x: np.ndarray) -> np.ndarray:
+    """(N, C, d1, ...) -> (N*d1*..., C): the class axis last, one row per prediction."""
+    if x.ndim <= 2:
+        return x.reshape(-1, x.shape[-1])
+    return np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+
+
+def _class_back(g2: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Inverse of ``_class_last`` for a gradient."""
+    if len(shape) <= 2:
+        return g2.reshape(shape)
+    moved = (shape[0], *shape[2:], shape[1])
+    return np.moveaxis(g2.reshape(moved), -1, 1)
+
+
+def _reduce(per_item: np.ndarray, reduction: str, denom: Any, item_shape: tuple[int, ...]):
+    """Apply ``reduction``; returns (out, scale) where d(out)/d(item) = g * scale."""
+    if reduction == "none":
+        return per_item.reshape(item_shape), None
+    if reduction == "sum":
+        return per_item.sum(), 1.0
+    if reduction == "mean":
+        return per_item.sum() / denom, 1.0 / denom
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _nll_core(logp, target, weight, ignore_index, reduction, label_smoothing):
+    """Negative log-likelihood on (M, C) log-probabilities with integer targets (M,).
+
+    Returns (loss, dlogp(g)): the loss and a function from the output's gradient to the
+    gradient with respect to ``logp``.
+    """
+    m, c = logp.shape
+    t = target.reshape(-1)
+    if t.shape[0] != m:
+        raise ValueError(f"Expected input batch_size ({m}) to match target batch_size "
+                         f"({t.shape[0]}).")
+    valid = t != ignore_index
+    safe_t = np.where(valid, t, 0)
+    if valid.any() and (safe_t[valid].min() < 0 or safe_t[valid].max() >= c):
+        bad = int(safe_t[valid][(safe_t[valid] < 0) | (safe_t[valid] >= c)][0])
+        raise IndexError(f"Target {bad} is out of bounds.")
+    rows = np.arange(m)
+    w_t = (weight[safe_t] if weight is not None else np.ones(m, logp.dtype)) * valid
+    picked = logp[rows, safe_t]
+    per = -w_t * picked
+    eps = label_smoothing
+    if eps:
+        smooth = -(logp * weight).sum(axis=1) if weight is not None else -logp.sum(axis=1)
+        per = (1.0 - eps) * per + (eps / c) * smooth * valid
+    denom = w_t.sum()
+    item_shape = target.shape
+    loss, scale = _reduce(per, reduction, denom, item_shape)
+
+    def dlogp(g):
+        gi = g.reshape(-1) if scale is None else np.full(m, g * scale, dtype=logp.dtype)
+        out = np.zeros_like(logp)
+        out[rows, safe_t] = -(1.0 - eps) * w_t * gi
+        if eps:
+            row = (gi * valid * (eps / c))[:, None]
+            out -= row * (weight[None, :] if weight is not None else 1.0)
+        return out
+
+    return np.asarray(loss, dtype=logp.dtype), dlogp
+
+
+@_define("nll_loss", "NllLossBackward0")
+def nll_loss(logp, target, weight=None, ignore_index=-100, reduction="mean"):
+    shape = logp.shape
+    lp = logp.reshape(1, -1) if logp.ndim == 1 else _class_last(logp)
+    tgt = np.asarray(target)
+    loss, dlogp = _nll_core(lp, tgt, weight, ignore_index, reduction, 0.0)
+    return loss, lambda g: (_class_back(dlogp(g), shape), None, None)
+
+
+def _soft_target_ce(logp2, tgt2, weight, reduction, label_smoothing, item_shape):
+    """Cross entropy against class probabilities (target shaped like the input)."""
+    m, c = logp2.shape
+    if label_smoothing:
+        tgt2 = tgt2 * (1.0 - label_smoothing) + label_smoothing / c
+    wt = tgt2 * weight if weight is not None else tgt2
+    per = -(wt * logp2).sum(axis=1)
+    loss, scale = _reduce(per, reduction, m, item_shape)
+
+    def grads(g):
+        gi = g.reshape(-1, 1) if scale is None else np.asarray(g * scale)
+        dlogp = -wt * gi
+        dx = dlogp - np.exp(logp2) * dlogp.sum(axis=1, keepdims=True)
+        dw = weight if weight is not None else 1.0
+        dt = -(logp2 * dw) * gi * (1.0 - label_smoothing)
+        return dx, dt
+
+    return loss, grads
+
+
+@_define("cross_entropy", "NllLossBackward0")
+def cross_entropy(x, target, weight=None, ignore_index=-100, reduction="mean",
+                  label_smoothing=0.0):
+    shape = x.shape
+    x2 = x.reshape(1, -1) if x.ndim == 1 else _class_last(x)
+    logp2 = _log_softmax(x2, 1)
+    tgt = np.asarray(target)
+    if tgt.dtype.kind == "f":  # class probabilities
+        if tgt.shape != shape:
+            raise RuntimeError(f"cross_entropy: target shape {tgt.shape} must match input "
+                               f"shape {shape} for class probabilities")
+        item_shape = (shape[0], *shape[2:]) if x.ndim > 1 else ()
+        tgt2 = tgt.reshape(1, -1) if x.ndim == 1 else _class_last(tgt)
+        loss, grads = _soft_target_ce(logp2, tgt2, weight, reduction, label_smoothing,
+                                      item_shape)
+
+        def backward_soft(g):
+            dx, dt = grads(g)
+            return _class_back(dx, shape), _class_back(dt, shape), None
+
+        return np.asarray(loss, dtype=x.dtype), backward_soft
+    loss, dlogp = _nll_core(logp2, tgt, weight, ignore_index, reduction, label_smoothing)
+
+    def backward(g):
+        d = dlogp(g)
+        dx = d - np.exp(logp2) * d.sum(axis=1, keepdims=True)
+        return _class_back(dx, shape), None, None
+
+    return loss, backward
+
+
+@_define("mse_loss", "MseLossBackward0")
+def mse_loss(a, b, reduction="mean"):
+    diff = a - b
+    sq = diff * diff
+    loss, scale = _reduce(sq, reduction, sq.size, sq.shape)
+
+    def backward(g):
+        ga = 2.0 * diff * (g if scale is None else g * scale)
+        return ga, -ga
+
+    return np.asarray(loss, dtype=sq.dtype), backward
+
+
+@_define("l1_loss", "L1LossBackward0")
+def l1_loss(a, b, reduction="mean"):
+    diff = a - b
+    loss, scale = _reduce(np.abs(diff), reduction, diff.size, diff.shape)
+
+    def backward(g):
+        ga = np.sign(diff) * (g if scale is None else g * scale)
+        return ga, -ga
+
+    return np.asarray(loss, dtype=diff.dtype), backward
+
+
+@_define("binary_cross_entropy", "BinaryCrossEntropyBackward0")
+def binary_cross_entropy(p, y, weight=None, reduction="mean"):
+    if p.size and (p.min() < 0 or p.max() > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    with np.errstate(divide="ignore"):
+        # PyTorch clamps each log at -100 so a confident wrong answer stays finite.
+        log_p = np.maximum(np.log(p), -100)
+        log_q = np.maximum(np.log1p(-p), -100)
+    per = -(y * log_p + (1 - y) * log_q)
+    if weight is not None:
+        per = per * weight
+    loss, scale = _reduce(per, reduction, per.size, per.shape)
+
+    def backward(g):
+        gs = g if scale is None else g * scale
+        w = weight if weight is not None else 1.0
+        eps = 1e-12  # PyTorch's guard against p*(1-p) == 0
+        gp = gs * w * (p - y) / np.maximum(p * (1 - p), eps)
+        gy = gs * w * (log_q - log_p)
+        return gp, gy, None
+
+    return np.asarray(loss, dtype=per.dtype), backward
+
+
+@_define("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0")
+def binary_cross_entropy_with_logits(x, y, weight=None, pos_weight=None, reduction="mean"):
+    # log(sigmoid(x)) = -softplus(-x), computed without overflow.
+    log_sig = -(np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x))))
+    log_one_minus = log_sig - x
+    pw = 1.0 if pos_weight is None else pos_weight
+    per = -(pw * y * log_sig + (1 - y) * log_one_minus)
+    if weight is not None:
+        per = per * weight
+    loss, scale = _reduce(per, reduction, per.size, per.shape)
+    sig = np.exp(log_sig)
+
+    def backward(g):
+        gs = g if scale is None else g * scale
+        w = weight if weight is not None else 1.0
+        gx = gs * w * ((pw * y + 1 - y) * sig - pw * y)
+        gy = gs * w * (log_one_minus - pw * log_sig)
+        return gx, gy, None, None
+
+    return np.asarray(loss, dtype=per.dtype), backward
+
+
+# -- convolution and pooling (im2col) -----------------------------------------------------
+def _windows(xp: np.ndarray, kh: int, kw: int, stride: tuple[int, int],
+             dilation: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
+    """A read-only (N, C, kh, kw, Ho, Wo) view of every window of a padded input."""
+    n, c = xp.shape[:2]
+    sn, sc, sh, sw = xp.strides
+    return as_strided(
+        xp,
+        shape=(n, c, kh, kw, out_hw[0], out_hw[1]),
+        strides=(sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1]),
+        writeable=False,
+    )
+
+
+def _scatter_windows(gcols: np.ndarray, padded_shape: tuple[int, ...], stride, dilation,
+                     dtype) -> np.ndarray:
+    """col2im: add each window position's gradient back into the padded input."""
+    gxp = np.zeros(padded_shape, dtype=dtype)
+    kh, kw, ho, wo = gcols.shape[2:]
+    for i in range(kh):
+        r = i * dilation[0]
+        for j in range(kw):
+            s = j * dilation[1]
+            gxp[:, :, r:r + stride[0] * ho:stride[0], s:s + stride[1] * wo:stride[1]] += (
+                gcols[:, :, i, j]
+            )
+    return gxp
+
+
+def _out_size(size: int, k: int, s: int, p: int, d: int, ceil: bool = False) -> int:
+    span = size + 2 * p - d * (k - 1) - 1
+    if ceil:
+        out = -(-span // s) + 1
+        if (out - 1) * s >= size + p:  # the last window must start inside the input
+            out -= 1
+        return out
+    return span // s + 1
+
+
+@_define("conv2d", "ConvolutionBackward0")
+def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    if x.ndim != 4:
+        raise RuntimeError(f"conv2d: expected a 4-D input (N, C, H, W), got shape {x.shape}")
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    if c != cg * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(w.shape)}, expected input{list(x.shape)}"
+            f" to have {cg * groups} channels, but got {c} channels instead"
+        )
+    ph, pw = padding
+    ho = _out_size(h, kh, stride[0], ph, dilation[0])
+    wo = _out_size(wd, kw, stride[1], pw, dilation[1])
+    if ho <= 0 or wo <= 0:
+        raise RuntimeError(f"conv2d: kernel {kh}x{kw} is larger than the padded input "
+                           f"{h + 2 * ph}x{wd + 2 * pw}")
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else x
+    cols = _windows(xp, kh, kw, stride, dilation, (ho, wo))
+    og = o // groups
+    outs = []
+    for gi in range(groups):
+        cols_g = cols[:, gi * cg:(gi + 1) * cg]
+        # (N, C, kh, kw, Ho, Wo) x (O, C, kh, kw) -> (N, Ho, Wo, O)
+        outs.append(np.tensordot(cols_g, w[gi * og:(gi + 1) * og], axes=((1, 2, 3), (1, 2, 3))))
+    out = np.concatenate(outs, axis=-1) if groups > 1 else outs[0]
+    out = np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+
+    def backward(g):
+        gw = np.empty_like(w)
+        gcols = np.empty((n, c, kh, kw, ho, wo), dtype=x.dtype)
+        for gi in range(groups):
+            gg = g[:, gi * og:(gi + 1) * og]
+            cols_g = cols[:, gi * cg:(gi + 1) * cg]
+            gw[gi * og:(gi + 1) * og] = np.tensordot(gg, cols_g, axes=((0, 2, 3), (0, 4, 5)))
+            # (O, C, kh, kw) x (N, O, Ho, Wo) -> (C, kh, kw, N, Ho, Wo)
+            part = np.tensordot(w[gi * og:(gi + 1) * og], gg, axes=((0,), (1,)))
+            gcols[:, gi * cg:(gi + 1) * cg] = part.transpose(3, 0, 1, 2, 4, 5)
+        gxp = _scatter_windows(gcols, xp.shape, stride, dilation, x.dtype)
+        gx = gxp[:, :, ph:ph + h, pw:pw + wd]
+        gb = g.sum(axis=(0, 2, 3)) if b is not None else None
+        return gx, gw, gb
+
+    return out, backward
+
+
+@_define("max_pool2d", "MaxPool2DWithIndicesBackward0")
+def max_pool2d(x, kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1),
+               ceil_mode=False):
+    squeeze = x.ndim == 3
+    xb = x[None] if squeeze else x
+    n, c, h, wd = xb.shape
+    kh, kw = kernel_size
+    ph, pw = padding
+    if ph > kh // 2 or pw > kw // 2:
+        raise RuntimeError("pad should be at most half of effective kernel size, but got "
+                           f"pad={max(ph, pw)}, kernel_size={max(kh, kw)}")
+    ho = _out_size(h, kh, stride[0], ph, dilation[0], ceil_mode)
+    wo = _out_size(wd, kw, stride[1], pw, dilation[1], ceil_mode)
+    # Pad far enough on the bottom/right for ceil_mode's partial windows too.
+    need_h = (ho - 1) * stride[0] + dilation[0] * (kh - 1) + 1
+    need_w = (wo - 1) * stride[1] + dilation[1] * (kw - 1) + 1
+    pad_h = (ph, max(need_h - h - ph, 0))
+    pad_w = (pw, max(need_w - wd - pw, 0))
+    xp = np.pad(xb, ((0, 0), (0, 0), pad_h, pad_w), constant_values=-np.inf)
+    cols = _windows(xp, kh, kw, stride, dilation, (ho, wo))
+    flat = cols.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, ho, wo, kh * kw)
+    arg = flat.argmax(axis=-1)
+    out = np.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+
+    def backward(g):
+        gb = g[None] if squeeze else g
+        onehot = (arg[..., None] == np.arange(kh * kw)) * gb[..., None]
+        gcols = onehot.reshape(n, c, ho, wo, kh, kw).transpose(0, 1, 4, 5, 2, 3)
+        gxp = _scatter_windows(gcols, xp.shape, stride, dilation, x.dtype)
+        gx = gxp[:, :, ph:ph + h, pw:pw + wd]
+        return (gx[0] if squeeze else gx,)
+
+    return (out[0] if squeeze else out), backward
+
+
+@_define("one_hot", "OneHotBackward0", saves=False)
+def one_hot(indices, num_classes=-1):
+    if indices.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes < 0:
+        num_classes = int(indices.max()) + 1 if indices.size else 0
+    if indices.size and (indices.min() < 0 or indices.max() >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return np.eye(num_classes, dtype=np.int64)[indices], None
+
+
+@_define("pad", "ConstantPadNdBackward0", saves=False)
+def pad(a, pad=(), value=0.0):
+    if len(pad) % 2 or len(pad) // 2 > a.ndim:
+        raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the "
+                           f"input's dimensions ({a.ndim}), got {len(pad)}")
+    widths = [(0, 0)] * a.ndim
+    for i in range(len(pad) // 2):  # pad lists the last dimension first, as in PyTorch
+        widths[a.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    # Negative padding crops: pad with the positive part, then slice the negative part off.
+    grow = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    out = np.pad(a, grow, constant_values=value) if any(lo or hi for lo, hi in grow) else a
+    crop = tuple(slice(-min(lo, 0), out.shape[d] + min(hi, 0)) for d, (lo, hi)
+                 in enumerate(widths))
+    out = out[crop]
+    shape = a.shape
+
+    def backward(g):
+        gfull = np.zeros(tuple(s + max(lo, 0) + max(hi, 0) for s, (lo, hi)
+                               in zip(shape, widths, strict=True)), dtype=g.dtype)
+        gfull[crop] = g
+        back = tuple(slice(lo, lo + s) for s, (lo, _) in zip(shape, grow, strict=True))
+        return (gfull[back],)
+
+    return np.ascontiguousarray(out), backward
