@@ -19,3 +19,5 @@ from .tensor import Size, Tensor
 from .tracing import Handle, iteration, subscribe
 
 __version__ = "0.1.0"
+
+from . import nn, optim  # noqa: E402,F401
