@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar
 
+import numpy as np
+
 SCHEMA_VERSION = 1
 
 
@@ -61,7 +63,13 @@ class Event:
 
 @dataclass(frozen=True, slots=True)
 class Header(Event):
-    """First event of every stream (trace file or live channel); marks the run's start."""
+    """First event of every stream (trace file or live channel); marks the run's start.
+
+    ``script`` and ``argv`` are those of the recorded program (whoever starts the recording
+    sets them, see ``tracing.make_header``); ``stats`` and ``values`` the recording's modes;
+    ``created`` the wall-clock start (seconds since the epoch). A header has seq 0 and
+    iteration 0: it precedes every numbered event of its stream.
+    """
 
     kind: ClassVar[str] = "header"
     schema_version: int = SCHEMA_VERSION
@@ -69,15 +77,19 @@ class Header(Event):
     script: str = ""
     argv: tuple[str, ...] = ()
     stats: str = "cheap"
+    values: str = "none"
     created: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class TensorCreated(Event):
-    """A leaf tensor that requires grad, or a parameter, came into view.
+    """A tensor entered the current iteration's graph from outside it.
 
-    Emitted for parameters when a Module that owns them is first called (so ``name`` is
-    the qualified ``encoder.0.weight``), and for other leaves the first time an op uses them.
+    Emitted the first time in an iteration that an op uses a tensor the iteration did not
+    produce: leaves (inputs, parameters: ``name`` is then the qualified
+    ``encoder.0.weight``), and tensors computed earlier, such as an RNN hidden state carried
+    over from the previous iteration or a value computed before recording started
+    (``is_leaf=False``; ``grad_fn`` names the node that produced it).
     """
 
     kind: ClassVar[str] = "tensor"
@@ -88,6 +100,32 @@ class TensorCreated(Event):
     requires_grad: bool = False
     is_param: bool = False
     summary: Summary | None = None
+    is_leaf: bool = True
+    grad_fn: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TensorValues(Event):
+    """The full values of a small tensor (recorded with ``values="small"``).
+
+    Follows the Op or TensorCreated event of tensor ``tensor``. The array is a copy, so
+    later in-place updates do not change it.
+    """
+
+    kind: ClassVar[str] = "values"
+    tensor: int = 0
+    array: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorValues):
+            return NotImplemented
+        return (self.seq, self.iteration, self.tensor) == (
+            other.seq, other.iteration, other.tensor
+        ) and self.array.dtype == other.array.dtype and np.array_equal(
+            self.array, other.array, equal_nan=self.array.dtype.kind in "fc"
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +133,9 @@ class Op(Event):
     """One forward op: ``output = op(*inputs, **attrs)``.
 
     ``inputs`` holds tensor ids; constants (Python scalars, arrays that are not tensors)
-    appear as -1. ``module`` is the qualified module path the op ran in ("" at top level).
+    appear as -1. ``attrs`` holds plain data only (ints, floats, bools, strings, None and
+    tuples of them; a slice reads ``"1:3"``). ``module`` is the qualified module path the op
+    ran in ("" at top level). ``grad_enabled`` is False for ops run under ``no_grad``.
     """
 
     kind: ClassVar[str] = "op"
@@ -177,7 +217,7 @@ class IterationEnd(Event):
 
 @dataclass(frozen=True, slots=True)
 class BreakpointHit(Event):
-    """The debug runtime stopped. ``reason`` is the breakpoint kind (``op``, ``nan``, ``step`` ...)."""
+    """The debug runtime stopped; ``reason`` is the breakpoint kind (``op``, ``nan``, ``step``)."""
 
     kind: ClassVar[str] = "breakpoint"
     reason: str = ""
@@ -219,6 +259,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     for cls in (
         Header,
         TensorCreated,
+        TensorValues,
         Op,
         BackwardStart,
         BackwardStep,

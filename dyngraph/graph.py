@@ -43,6 +43,9 @@ class GraphNode:
     # How many nodes with the same (module, op or name, file:line) came before this one in
     # the iteration: with it, ``key`` matches "the same node" across iterations.
     occurrence: int = 0
+    # A leaf-kind node that is really a tensor computed before this iteration (an RNN
+    # hidden state carried over, a value computed under no_grad earlier ...).
+    carried: bool = False
 
     @property
     def key(self) -> tuple[str, str, str, int, int]:
@@ -58,7 +61,11 @@ class GraphNode:
         """Short human label: the op name, or a leaf's name."""
         if self.kind == "op":
             return self.op
-        return self.name or ("input" if not self.requires_grad else "leaf")
+        if self.name:
+            return self.name
+        if self.carried:
+            return "carried"
+        return "input" if not self.requires_grad else "leaf"
 
     @property
     def has_nonfinite(self) -> bool:
@@ -83,12 +90,14 @@ class Graph:
     backward_order: list[int] = field(default_factory=list)
     complete: bool = False
     _structure_key: str | None = None
-    _ops: list[ev.Op] = field(default_factory=list, repr=False)
+    # The Op and TensorCreated events the graph was built from (for its structure key).
+    _events: list[ev.Event] = field(default_factory=list, repr=False)
 
     @property
     def structure_key(self) -> str:
+        """The key IterationEnd carried; for an unfinished graph, computed from its events."""
         if self._structure_key is None:
-            return structure_key(self._ops)
+            return structure_key(self._events)
         return self._structure_key
 
     def __len__(self) -> int:
@@ -193,6 +202,7 @@ class GraphBuilder:
         return n
 
     def _add_leaf(self, graph: Graph, e: ev.TensorCreated) -> None:
+        graph._events.append(e)
         graph.nodes[e.tensor] = GraphNode(
             id=e.tensor,
             kind="param" if e.is_param else "leaf",
@@ -202,11 +212,13 @@ class GraphBuilder:
             seq=e.seq,
             requires_grad=e.requires_grad,
             summary=e.summary,
+            grad_fn=e.grad_fn,
             occurrence=self._occurrence("", e.name or "leaf", "", 0),
+            carried=not e.is_leaf,
         )
 
     def _add_op(self, graph: Graph, e: ev.Op) -> None:
-        graph._ops.append(e)
+        graph._events.append(e)
         graph.nodes[e.output] = GraphNode(
             id=e.output,
             kind="op",

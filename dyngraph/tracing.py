@@ -5,7 +5,11 @@ The engine calls into the single ``tracer`` below. When nobody subscribes,
 attribute check is the whole cost of instrumentation when it is off.
 
 This module knows no Tensor. The engine hands it duck-typed objects with ``_id``,
-``data``, ``requires_grad``, ``grad_fn`` and ``_name``.
+``data``, ``requires_grad``, ``grad_fn``, ``_grad`` and ``_name``.
+
+Numbering: ``seq`` and ``iteration`` restart (at 1) whenever listening starts from nobody,
+so every recording is numbered from its own beginning; a second subscriber joining later
+shares the running numbers.
 """
 
 from __future__ import annotations
@@ -25,10 +29,19 @@ from .summaries import STATS_MODES, summarize
 
 Subscriber = Callable[[ev.Event], None]
 
+VALUES_MODES = ("none", "small")
+VALUES_LIMIT = 4_096
+"""With ``values="small"``, tensors of at most this many elements have their values recorded."""
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # Demos ship inside the package but are user code: their lines are the interesting ones.
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
+_PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
+_NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
+_getframe = sys._getframe
+_Op = ev.Op
+_TensorCreated = ev.TensorCreated
 
 
 class Handle:
@@ -51,30 +64,76 @@ class Handle:
         self.remove()
 
 
-def structure_key(ops: Iterable[ev.Op]) -> str:
-    """A canonical key of a graph's ops, connectivity and shapes.
+def structure_key(events: Iterable[ev.Event]) -> str:
+    """A canonical key of an iteration's ops, connectivity and shapes.
 
     Tensor ids differ between iterations, so each input is named by where it came from:
-    ``o3`` is the output of the iteration's fourth op, ``l1`` its second distinct leaf
-    (leaves keep their names, so swapping two parameters changes the key).
+    ``o3`` is the output of the iteration's fourth op, ``x1:fc.weight`` the second tensor
+    that entered from outside (leaves keep their names, so swapping two parameters changes
+    the key). Each op contributes its name, input refs, output shape and dtype, module path,
+    attrs and grad mode. Events other than Op and TensorCreated are ignored.
     """
     local: dict[int, str] = {}
-    leaves = 0
-    parts: list[str] = []
-    for i, op in enumerate(ops):
+    parts: list[tuple[Any, ...]] = []
+    outside = 0
+    for e in events:
+        if type(e) is _TensorCreated:
+            if e.tensor not in local:
+                local[e.tensor] = f"x{outside}:{e.name}"
+                outside += 1
+            continue
+        if type(e) is not _Op:
+            continue
         refs = []
-        for tid in op.inputs:
+        for tid in e.inputs:
             if tid < 0:
                 refs.append("c")
                 continue
             ref = local.get(tid)
-            if ref is None:
-                ref = local[tid] = f"l{leaves}"
-                leaves += 1
+            if ref is None:  # a stream that began mid-iteration
+                ref = local[tid] = f"x{outside}:"
+                outside += 1
             refs.append(ref)
-        local[op.output] = f"o{i}"
-        parts.append(f"{op.op}({','.join(refs)}){op.shape}{op.dtype}@{op.module}")
-    return hashlib.blake2b("\n".join(parts).encode(), digest_size=8).hexdigest()
+        local[e.output] = f"o{len(parts)}"
+        parts.append((e.op, tuple(refs), e.shape, e.dtype, e.module, e.attrs or None,
+                      e.grad_enabled))
+    return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain data an event can carry and a trace file can store.
+
+    >>> plain((slice(1, 3), np.int64(2), Ellipsis))
+    ('1:3', 2, '...')
+    """
+    t = type(value)
+    if t in _PLAIN_TYPES:
+        return value
+    if t is tuple or t is list:
+        return tuple(plain(v) for v in value)
+    if t is slice:
+        parts = ["" if p is None else str(plain(p)) for p in (value.start, value.stop)]
+        if value.step is not None:
+            parts.append(str(plain(value.step)))
+        return ":".join(parts)
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        # Never the values: an index array's contents are data, not structure.
+        return f"array{tuple(value.shape)}:{value.dtype}"
+    for base in (bool, int, float, str):  # subclasses (IntEnum, ...) become the base type
+        if isinstance(value, base):
+            return base(value)
+    return str(value)[:80]
+
+
+def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    for v in attrs.values():
+        if type(v) not in _PLAIN_TYPES:
+            return {k: plain(v) for k, v in attrs.items()}
+    return attrs
 
 
 class Tracer:
@@ -83,21 +142,33 @@ class Tracer:
     def __init__(self) -> None:
         self.listening = False
         self.stats = "none"
-        self._subscribers: list[tuple[Subscriber, str]] = []
+        self.values = "none"
+        self._subscribers: list[tuple[Subscriber, str, str]] = []
+        self._callbacks: tuple[Subscriber, ...] = ()
         self.seq = 0
         self.iteration = 1
         self.module_stack: list[str] = [""]
+        self.run_info: tuple[str, tuple[str, ...]] | None = None
         self._pending_end = False
-        self._iteration_ops: list[ev.Op] = []
-        self._announced: set[int] = set()
+        # This iteration's Op and TensorCreated events (for its structure key), and the ids
+        # of every tensor it produced or announced.
+        self._iteration_events: list[ev.Event] = []
+        self._known: set[int] = set()
         self._internal_code: dict[Any, bool] = {}
+        self._dtype_names: dict[Any, str] = {}
+        self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     # -- subscribers -------------------------------------------------------------------
-    def subscribe(self, callback: Subscriber, stats: str = "cheap") -> Handle:
+    def subscribe(self, callback: Subscriber, stats: str = "cheap",
+                  values: str = "none") -> Handle:
         """Send every event to ``callback`` until the returned handle is removed."""
         if stats not in _STATS_RANK:
             raise ValueError(f"stats must be one of {STATS_MODES}, got {stats!r}")
-        entry = (callback, stats)
+        if values not in VALUES_MODES:
+            raise ValueError(f"values must be one of {VALUES_MODES}, got {values!r}")
+        if not self._subscribers:
+            self.restart()
+        entry = (callback, stats, values)
         self._subscribers.append(entry)
         self._refresh()
 
@@ -109,25 +180,39 @@ class Tracer:
         return Handle(remove)
 
     def _refresh(self) -> None:
-        self.listening = bool(self._subscribers)
-        self.stats = max((s for _, s in self._subscribers), key=_STATS_RANK.__getitem__,
-                         default="none")
+        subs = self._subscribers
+        self.listening = bool(subs)
+        self._callbacks = tuple(cb for cb, _, _ in subs)
+        self.stats = max((s for _, s, _ in subs), key=_STATS_RANK.__getitem__, default="none")
+        self.values = "small" if any(v == "small" for _, _, v in subs) else "none"
+
+    def restart(self) -> None:
+        """Number seq and iterations afresh (a new recording in the same process)."""
+        self.seq = 0
+        self.iteration = 1
+        self._pending_end = False
+        self._iteration_events = []
+        self._known = set()
 
     def next_seq(self) -> int:
         self.seq += 1
         return self.seq
 
     def emit(self, event: ev.Event) -> None:
-        for callback, _ in tuple(self._subscribers):
+        for callback in self._callbacks:
             callback(event)
 
     def summary(self, array: np.ndarray) -> ev.Summary | None:
         return summarize(array, self.stats)
 
     # -- where and when ----------------------------------------------------------------
-    def source(self) -> tuple[str, int, str]:
-        """The first frame outside the dyngraph package: (file, line, function)."""
-        frame = sys._getframe(2)
+    def source(self, depth: int = 2) -> tuple[str, int, str]:
+        """The first frame outside the dyngraph package: (file, line, function).
+
+        Whether a code object is internal is cached per code object, so the walk costs a
+        dict lookup per frame.
+        """
+        frame = _getframe(depth)
         internal = self._internal_code
         while frame is not None:
             code = frame.f_code
@@ -146,25 +231,30 @@ class Tracer:
     def module(self) -> str:
         return self.module_stack[-1]
 
-    def _begin_op(self) -> None:
-        if self._pending_end:
-            self.end_iteration()
-
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
         self._pending_end = False
-        ops = self._iteration_ops
         self.emit(
             ev.IterationEnd(
                 seq=self.next_seq(),
                 iteration=self.iteration,
-                node_count=len(ops) + len(self._announced),
-                structure_key=structure_key(ops),
+                node_count=len(self._known),
+                structure_key=structure_key(self._iteration_events),
             )
         )
         self.iteration += 1
-        self._iteration_ops = []
-        self._announced = set()
+        self._iteration_events = []
+        self._known = set()
+
+    def flush_iteration(self) -> None:
+        """End a pending iteration now (used at the end of a run or a trace)."""
+        if self._pending_end:
+            self.end_iteration()
+
+    def reset(self) -> None:
+        """End any pending iteration, then number afresh."""
+        self.flush_iteration()
+        self.restart()
 
     # -- engine hooks ------------------------------------------------------------------
     def on_op(
@@ -177,7 +267,9 @@ class Tracer:
         duration_ns: int,
     ) -> None:
         """Called by ``apply()`` after an op ran. ``inputs`` mixes tensors and constants."""
-        self._begin_op()
+        if self._pending_end:
+            self.end_iteration()
+        known = self._known
         ids = []
         for x in inputs:
             tid = getattr(x, "_id", None)
@@ -185,48 +277,63 @@ class Tracer:
                 ids.append(-1)
                 continue
             ids.append(tid)
-            if x.grad_fn is None and tid not in self._announced:
+            if tid not in known:
                 self.announce(x)
-        file, line, function = self.source()
+        file, line, function = self.source(2)
         data = out.data
-        event = ev.Op(
-            seq=self.next_seq(),
-            iteration=self.iteration,
-            op=name,
-            inputs=tuple(ids),
-            output=out._id,
-            shape=data.shape,
-            dtype=str(data.dtype),
-            requires_grad=out.requires_grad,
-            attrs=attrs,
-            module=self.module_stack[-1],
-            file=file,
-            line=line,
-            function=function,
-            grad_enabled=grad_enabled,
-            duration_ns=duration_ns,
-            summary=summarize(data, self.stats),
+        dt = data.dtype
+        dtype = self._dtype_names.get(dt)
+        if dtype is None:
+            dtype = self._dtype_names[dt] = str(dt)
+        shape = data.shape
+        shape = self._shapes.setdefault(shape, shape)
+        seq = self.seq = self.seq + 1
+        out_id = out._id
+        # Positional, in field order: this is the hottest line of a recording.
+        event = _Op(
+            seq, self.iteration, name, tuple(ids), out_id, shape, dtype, out.requires_grad,
+            plain_attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
+            function, grad_enabled, duration_ns, summarize(data, self.stats),
         )
-        self._iteration_ops.append(event)
-        self.emit(event)
+        known.add(out_id)
+        self._iteration_events.append(event)
+        for callback in self._callbacks:
+            callback(event)
+        if self.values == "small" and data.size <= VALUES_LIMIT:
+            self._emit_values(out_id, data)
+
+    def _emit_values(self, tensor_id: int, data: np.ndarray) -> None:
+        self.emit(ev.TensorValues(seq=self.next_seq(), iteration=self.iteration,
+                                  tensor=tensor_id, array=np.array(data, copy=True)))
 
     def announce(self, tensor: Any) -> None:
-        """Emit TensorCreated for a leaf (once per iteration), with its name if it has one."""
-        self._announced.add(tensor._id)
+        """Emit TensorCreated for a tensor entering this iteration's graph (once per iteration).
+
+        That is any input the iteration did not produce: a leaf, a parameter, or a non-leaf
+        computed earlier (a hidden state carried across iterations, a value computed before
+        recording began).
+        """
+        tid = tensor._id
+        self._known.add(tid)
         data = tensor.data
-        self.emit(
-            ev.TensorCreated(
-                seq=self.next_seq(),
-                iteration=self.iteration,
-                tensor=tensor._id,
-                name=tensor._name or "",
-                shape=data.shape,
-                dtype=str(data.dtype),
-                requires_grad=tensor.requires_grad,
-                is_param=getattr(tensor, "_is_param", False),
-                summary=summarize(data, self.stats),
-            )
+        grad_fn = tensor.grad_fn
+        event = ev.TensorCreated(
+            seq=self.next_seq(),
+            iteration=self.iteration,
+            tensor=tid,
+            name=getattr(tensor, "_name", "") or "",
+            shape=self._shapes.setdefault(data.shape, data.shape),
+            dtype=str(data.dtype),
+            requires_grad=tensor.requires_grad,
+            is_param=getattr(tensor, "_is_param", False),
+            summary=summarize(data, self.stats),
+            is_leaf=grad_fn is None,
+            grad_fn="" if grad_fn is None else grad_fn.name(),
         )
+        self._iteration_events.append(event)
+        self.emit(event)
+        if self.values == "small" and data.size <= VALUES_LIMIT:
+            self._emit_values(tid, data)
 
     def on_backward_start(self, root: Any, retain_graph: bool) -> None:
         self.emit(ev.BackwardStart(seq=self.next_seq(), iteration=self.iteration,
@@ -243,24 +350,23 @@ class Tracer:
         duration_ns: int,
     ) -> None:
         stats = self.stats
-        self.emit(
-            ev.BackwardStep(
-                seq=self.next_seq(),
-                iteration=self.iteration,
-                node=node_id,
-                op=op,
-                grad_fn=grad_fn,
-                inputs=input_ids,
-                grad_output=summarize(grad_output, stats),
-                grad_inputs=tuple(None if g is None else summarize(g, stats) for g in grad_inputs),
-                duration_ns=duration_ns,
-            )
+        self.seq += 1
+        event = ev.BackwardStep(
+            self.seq, self.iteration, node_id, op, grad_fn, input_ids,
+            summarize(grad_output, stats),
+            tuple(None if g is None else summarize(g, stats) for g in grad_inputs),
+            duration_ns,
         )
+        for callback in self._callbacks:
+            callback(event)
 
     def on_grad_accumulated(self, tensor: Any) -> None:
+        grad = getattr(tensor, "_grad", None)
+        if grad is None:
+            grad = tensor.grad
         self.emit(ev.GradAccumulated(seq=self.next_seq(), iteration=self.iteration,
-                                     tensor=tensor._id, name=tensor._name or "",
-                                     summary=summarize(tensor.grad.data, self.stats)))
+                                     tensor=tensor._id, name=getattr(tensor, "_name", "") or "",
+                                     summary=summarize(grad.data, self.stats)))
 
     def on_backward_end(self, root: Any, duration_ns: int) -> None:
         self.emit(ev.BackwardEnd(seq=self.next_seq(), iteration=self.iteration,
@@ -272,33 +378,56 @@ class Tracer:
     def on_optimizer_step(self, optimizer: str, lr: float,
                           updates: tuple[tuple[int, float], ...]) -> None:
         self.emit(ev.OptimizerStep(seq=self.next_seq(), iteration=self.iteration,
-                                   optimizer=optimizer, lr=lr, updates=updates))
+                                   optimizer=optimizer, lr=float(lr),
+                                   updates=tuple((int(t), float(n)) for t, n in updates)))
 
-    def flush_iteration(self) -> None:
-        """End a pending iteration now (used at the end of a run or a trace)."""
-        if self._pending_end:
-            self.end_iteration()
+    def make_header(self, stats: str | None = None, values: str | None = None,
+                    script: str | None = None, argv: Iterable[str] | None = None) -> ev.Header:
+        """The header that opens a recording's stream.
 
-    def reset(self) -> None:
-        """Start numbering afresh (a new recording in the same process)."""
-        self.flush_iteration()
-        self.seq = 0
-        self.iteration = 1
-        self._iteration_ops = []
-        self._announced = set()
+        ``script``/``argv`` default to ``run_info`` (set by whoever starts the recorded
+        program, e.g. the debug runtime, with ``set_run_info``), else ``sys.argv``.
+        """
+        from . import __version__
+
+        if script is None or argv is None:
+            if self.run_info is not None:
+                default_script, default_argv = self.run_info
+            else:
+                default_script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+                default_argv = tuple(sys.argv[1:])
+            script = default_script if script is None else script
+            argv = default_argv if argv is None else argv
+        # seq 0 and iteration 0: the header precedes every numbered event of its stream.
+        return ev.Header(
+            seq=0, iteration=0, dyngraph_version=__version__,
+            script=str(script), argv=tuple(str(a) for a in argv),
+            stats=stats or self.stats, values=values or self.values, created=time.time(),
+        )
 
 
 tracer = Tracer()
 
 
-def subscribe(callback: Subscriber, stats: str = "cheap") -> Handle:
+def subscribe(callback: Subscriber, stats: str = "cheap", values: str = "none") -> Handle:
     """Receive every event the engine emits from now on.
 
     >>> seen = []
     >>> with subscribe(seen.append):
     ...     pass
     """
-    return tracer.subscribe(callback, stats)
+    return tracer.subscribe(callback, stats, values)
+
+
+def set_run_info(script: str, argv: Iterable[str]) -> None:
+    """Name the program being recorded (its path and arguments) for stream headers."""
+    tracer.run_info = (str(script), tuple(str(a) for a in argv))
+
+
+def make_header(stats: str | None = None, values: str | None = None, script: str | None = None,
+                argv: Iterable[str] | None = None) -> ev.Header:
+    """The Header event that opens a stream; see ``Tracer.make_header``."""
+    return tracer.make_header(stats, values, script, argv)
 
 
 @contextmanager

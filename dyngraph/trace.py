@@ -1,0 +1,359 @@
+"""Traces: a run's events, in memory or from a file, split into iterations with their graphs.
+
+>>> import dyngraph
+>>> with dyngraph.trace(stats="cheap") as t:          # doctest: +SKIP
+...     train_one_step()
+>>> t.iterations[0].graph.nodes                       # doctest: +SKIP
+
+A trace read from a file decodes lazily: ``read_trace`` only indexes the file's frames, and
+each frame is decoded (and cached, a few at a time) when an iteration or event in it is
+first looked at. So opening a million-event trace takes well under two seconds and holds
+about the file's size in memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import overload
+
+import numpy as np
+
+from . import events as ev
+from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
+from .tracefile import FLAG_VALUES, FrameRef, TraceWriter, encode_events, read_frames
+from .tracing import tracer
+
+_CACHED_FRAMES = 64
+
+
+class LazyEvents(Sequence[ev.Event]):
+    """The events of a trace file, decoded a frame at a time when first looked at."""
+
+    def __init__(self, frames: list[FrameRef]) -> None:
+        self._frames = frames
+        self._starts: list[int] = []
+        total = 0
+        for f in frames:
+            self._starts.append(total)
+            total += f.count
+        self._len = total
+        self._cache: OrderedDict[int, list[ev.Event]] = OrderedDict()
+
+    def frame(self, index: int) -> list[ev.Event]:
+        cache = self._cache
+        events = cache.get(index)
+        if events is None:
+            events = cache[index] = self._frames[index].decode()
+            if len(cache) > _CACHED_FRAMES:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(index)
+        return events
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, i: int) -> ev.Event: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[ev.Event]: ...
+
+    def __getitem__(self, i: int | slice) -> ev.Event | list[ev.Event]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("event index out of range")
+        f = bisect.bisect_right(self._starts, i) - 1
+        return self.frame(f)[i - self._starts[f]]
+
+    def __iter__(self) -> Iterator[ev.Event]:
+        for f in range(len(self._frames)):
+            yield from self.frame(f)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or len(other) != self._len:
+            return False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<LazyEvents: {self._len} events in {len(self._frames)} frames>"
+
+
+class Iteration:
+    """One iteration of a trace: its events, forward and backward graphs, structure key."""
+
+    def __init__(self, trace: Trace, index: int) -> None:
+        self.trace = trace
+        self.index = index
+        self._graph: Graph | None = None
+        self._backward: Graph | None = None
+        self._graph_len = -1
+
+    @property
+    def events(self) -> list[ev.Event]:
+        """This iteration's events (the stream header excluded)."""
+        return self.trace._iteration_events(self.index)
+
+    @property
+    def graph(self) -> Graph:
+        """The forward graph (rebuilt if the live trace grew since last asked)."""
+        events = self.events
+        if self._graph is None or self._graph_len != len(events):
+            builder = GraphBuilder()
+            builder.current.iteration = self.index
+            done = None
+            for e in events:
+                done = builder.add(e) or done
+            self._graph = done if done is not None else builder.current
+            self._graph_len = len(events)
+            self._backward = None
+        return self._graph
+
+    @property
+    def backward_graph(self) -> Graph:
+        graph = self.graph
+        if self._backward is None:
+            self._backward = backward_graph(graph)
+        return self._backward
+
+    @property
+    def complete(self) -> bool:
+        """True once the iteration ended (an IterationEnd event is in the trace)."""
+        events = self.events
+        return bool(events) and type(events[-1]) is ev.IterationEnd
+
+    @property
+    def structure_key(self) -> str:
+        events = self.events
+        if events and type(events[-1]) is ev.IterationEnd:
+            return events[-1].structure_key
+        return self.graph.structure_key
+
+    def diff(self, other: Iteration | Graph) -> GraphDiff:
+        """What changed from ``other`` (typically the previous iteration) to this one."""
+        other_graph = other.graph if isinstance(other, Iteration) else other
+        return self.graph.diff(other_graph)
+
+    def __repr__(self) -> str:
+        return f"<Iteration {self.index}: {len(self.events)} events>"
+
+
+class Trace:
+    """A run's events: ``events`` (header first), ``iterations``, ``values(tensor_id)``.
+
+    Built in memory by ``dyngraph.trace()`` (``events`` is a list that grows while the
+    recording runs) or from a file by ``dyngraph.read_trace()`` (``events`` decodes lazily).
+    """
+
+    def __init__(self, events: list[ev.Event] | None = None, header: ev.Header | None = None,
+                 path: str | None = None) -> None:
+        self.events: Sequence[ev.Event] = [] if events is None else events
+        if header is None and self.events and type(self.events[0]) is ev.Header:
+            header = self.events[0]  # type: ignore[assignment]
+        self.header = header
+        self.path = path
+        # iteration number -> [start, end) positions in events (in-memory traces)
+        self._spans: dict[int, list[int]] = {}
+        self._scanned = 0
+        self._iterations: dict[int, Iteration] = {}
+        self._values: dict[int, np.ndarray] | None = None
+        self._values_scanned = 0
+        # iteration number -> frame indexes (file traces)
+        self._frame_spans: dict[int, list[int]] | None = None
+
+    @classmethod
+    def from_frames(cls, header: ev.Header, frames: list[FrameRef],
+                    path: str | None = None) -> Trace:
+        trace = cls(LazyEvents(frames), header=header, path=path)  # type: ignore[arg-type]
+        spans: dict[int, list[int]] = {}
+        for i, f in enumerate(frames):
+            if i == 0 and f.count == 1:
+                continue  # the header alone
+            for it in range(f.first_iteration, f.last_iteration + 1):
+                spans.setdefault(it, []).append(i)
+        trace._frame_spans = spans
+        return trace
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __repr__(self) -> str:
+        where = f" from {self.path}" if self.path else ""
+        return f"<Trace{where}: {len(self.events)} events, {len(self.iterations)} iterations>"
+
+    # -- iterations --------------------------------------------------------------------
+    def _scan(self) -> None:
+        events = self.events
+        spans = self._spans
+        Header = ev.Header
+        for i in range(self._scanned, len(events)):
+            e = events[i]
+            if type(e) is Header:
+                continue
+            span = spans.get(e.iteration)
+            if span is None:
+                spans[e.iteration] = [i, i + 1]
+            else:
+                span[1] = i + 1
+        self._scanned = len(events)
+
+    def _iteration_numbers(self) -> list[int]:
+        if self._frame_spans is not None:
+            return sorted(self._frame_spans)
+        self._scan()
+        return sorted(self._spans)
+
+    def _iteration_events(self, index: int) -> list[ev.Event]:
+        if self._frame_spans is not None:
+            lazy: LazyEvents = self.events  # type: ignore[assignment]
+            return [e for f in self._frame_spans.get(index, ()) for e in lazy.frame(f)
+                    if e.iteration == index and type(e) is not ev.Header]
+        self._scan()
+        span = self._spans.get(index)
+        if span is None:
+            return []
+        return [e for e in self.events[span[0]:span[1]]
+                if e.iteration == index and type(e) is not ev.Header]
+
+    @property
+    def iterations(self) -> list[Iteration]:
+        """The iterations in the trace, in order; ``index`` is the iteration number (from 1)."""
+        out = []
+        for n in self._iteration_numbers():
+            it = self._iterations.get(n)
+            if it is None:
+                it = self._iterations[n] = Iteration(self, n)
+            out.append(it)
+        return out
+
+    def iteration(self, index: int) -> Iteration:
+        """The iteration numbered ``index``; KeyError if the trace has none."""
+        if index not in self._iteration_numbers():
+            raise KeyError(f"no iteration {index} in this trace")
+        return self.iterations[self._iteration_numbers().index(index)]
+
+    # -- values ------------------------------------------------------------------------
+    def values(self, tensor_id: int) -> np.ndarray | None:
+        """The values recorded for ``tensor_id`` (``values="small"``), or None."""
+        if self.header is not None and self.header.values == "none":
+            return None
+        if self._values is None:
+            self._values = {}
+        if self._frame_spans is not None:
+            if self._values_scanned == 0:
+                lazy: LazyEvents = self.events  # type: ignore[assignment]
+                for f in lazy._frames:
+                    if f.flags & FLAG_VALUES:
+                        for e in f.decode():
+                            if type(e) is ev.TensorValues:
+                                self._values[e.tensor] = e.array
+                self._values_scanned = 1
+        else:
+            events = self.events
+            for i in range(self._values_scanned, len(events)):
+                e = events[i]
+                if type(e) is ev.TensorValues:
+                    self._values[e.tensor] = e.array
+            self._values_scanned = len(events)
+        return self._values.get(tensor_id)
+
+    # -- files -------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write this trace to a file (the format of ``dyngraph.record``)."""
+        events = list(self.events)
+        header = self.header or tracer.make_header()
+        body = events[1:] if events and type(events[0]) is ev.Header else events
+        with TraceWriter(path, header) as writer:
+            writer.write(body)
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """Open a trace file written by ``dyngraph.record`` or ``dyngraph record``.
+
+    Raises ``TraceFileError`` (one line naming the file and the problem) for a damaged,
+    foreign, empty or newer-schema file; warns and loads the whole frames of a file cut short.
+
+    >>> t = read_trace("run.dgtrace")                # doctest: +SKIP
+    >>> [it.structure_key for it in t.iterations]    # doctest: +SKIP
+    """
+    header, frames = read_frames(path)
+    return Trace.from_frames(header, frames, path=os.fspath(path))
+
+
+def _check_modes(stats: str, values: str) -> None:
+    if stats not in ("full", "cheap", "none"):
+        raise ValueError(f"stats must be 'full', 'cheap' or 'none', got {stats!r}")
+    if values not in ("none", "small"):
+        raise ValueError(f"values must be 'none' or 'small', got {values!r}")
+
+
+def _finish(sole: bool) -> None:
+    # Close a pending iteration so the recording ends with its IterationEnd; when someone
+    # else listens too, leave their stream's iteration alone.
+    if sole:
+        tracer.flush_iteration()
+
+
+@contextmanager
+def trace(stats: str = "full", values: str = "none") -> Iterator[Trace]:
+    """Record every event in memory while the block runs.
+
+    >>> import dyngraph
+    >>> with dyngraph.trace(stats="cheap") as t:
+    ...     x = dyngraph.tensor([1.0, 2.0], requires_grad=True)
+    ...     (x * x).sum().backward()
+    >>> [e.kind for e in t.events][:3]
+    ['header', 'tensor', 'op']
+    >>> len(t.iterations[0].graph.nodes)
+    3
+    """
+    _check_modes(stats, values)
+    events: list[ev.Event] = []
+    events.append(tracer.make_header(stats, values))
+    handle = tracer.subscribe(events.append, stats, values)
+    result = Trace(events)
+    try:
+        yield result
+    finally:
+        _finish(len(tracer._subscribers) == 1)
+        handle.remove()
+
+
+@contextmanager
+def record(path: str | os.PathLike[str], stats: str = "cheap",
+           values: str = "none") -> Iterator[TraceWriter]:
+    """Write every event to the trace file ``path`` as it happens.
+
+    Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
+    killed midway leaves a file that loads up to its last whole frame.
+
+    >>> with dyngraph.record("run.dgtrace"):       # doctest: +SKIP
+    ...     train()
+    >>> dyngraph.read_trace("run.dgtrace")          # doctest: +SKIP
+    """
+    _check_modes(stats, values)
+    writer = TraceWriter(path, tracer.make_header(stats, values))
+    sub = tracer.subscribe(writer.add, stats, values)
+    try:
+        yield writer
+    finally:
+        _finish(len(tracer._subscribers) == 1)
+        sub.remove()
+        writer.close()
+
+
+def encode_trace(t: Trace) -> bytes:
+    """The bytes of ``t`` as a trace file (one frame), for tests and the wire."""
+    return encode_events(list(t.events))
+
+
+__all__ = ["Iteration", "LazyEvents", "Trace", "read_trace", "record", "trace"]

@@ -1,0 +1,527 @@
+"""Frames on disk and on the wire: the one encoding of the event stream.
+
+A stream (a ``.dgtrace`` file, or the live debugger's channel) is a sequence of frames.
+Each frame is a 12-byte header, then its payload::
+
+    magic b"DG" | type: b"E" events, b"C" control | format version (1)
+    | payload length (uint32 LE) | CRC-32 of the payload (uint32 LE)
+
+An events frame's payload starts with 20 bytes of metadata (event count, first and last
+iteration, flags, first seq; so a reader can index a file without decoding it), then a
+UTF-8 JSON array with one array per event: ``[kind, field, field, ...]`` in the dataclass's
+field order (``events.FIELD_NAMES``); summaries are arrays of their fields; arrays of
+``TensorValues`` are ``{"__ndarray__": base64, "dtype", "shape"}``. A control frame's payload
+is one JSON object. JSON keeps decoding in C (``json.loads``) and never runs code: no pickle
+anywhere. The full description is in ``docs/trace-format.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import warnings
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import fields
+from operator import attrgetter
+from types import TracebackType
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from . import events as ev
+from .errors import TraceFileError
+
+MAGIC = b"DG"
+FORMAT_VERSION = 1
+EVENTS = ord("E")
+CONTROL = ord("C")
+FRAME_HEADER = struct.Struct("<2sBBII")
+EVENTS_META = struct.Struct("<IIIIQ")  # count, first iteration, last iteration, flags, first seq
+FLAG_VALUES = 1  # the frame holds TensorValues events
+MAX_FRAME = 1 << 30  # a length above this is garbage, not a frame
+BATCH_EVENTS = 1024  # TraceWriter writes a frame at least this often (and at iteration ends)
+_ARRAY_KINDS = "biuf"  # numeric and bool dtypes only: an object array could carry code
+
+__all__ = [
+    "FrameDecoder", "TraceWriter", "decode_array", "encode_array", "encode_events",
+    "encode_message", "iter_events", "read_frames",
+]
+
+
+# -- numpy arrays as plain JSON ------------------------------------------------------------
+def encode_array(a: np.ndarray) -> dict[str, Any]:
+    """A JSON-compatible dict holding ``a`` exactly (numeric and bool dtypes).
+
+    >>> decode_array(encode_array(np.arange(3.0))).tolist()
+    [0.0, 1.0, 2.0]
+    """
+    a = np.asarray(a)
+    if a.dtype.kind not in _ARRAY_KINDS:
+        raise TypeError(f"encode_array: dtype {a.dtype} is not numeric")
+    if not a.flags.c_contiguous:
+        a = a.copy(order="C")  # not ascontiguousarray: it turns 0-d arrays into 1-d ones
+    dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+    data = a.astype(dtype, copy=False).tobytes()
+    return {"__ndarray__": base64.b64encode(data).decode("ascii"), "dtype": dtype.str,
+            "shape": list(a.shape)}
+
+
+def decode_array(d: dict[str, Any]) -> np.ndarray:
+    """The array ``encode_array`` stored; TraceFileError if ``d`` is not one."""
+    try:
+        dtype = np.dtype(d["dtype"])
+        shape = tuple(int(n) for n in d["shape"])
+        raw = base64.b64decode(d["__ndarray__"], validate=True)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TraceFileError(f"malformed array ({exc})") from None
+    if dtype.kind not in _ARRAY_KINDS or dtype.hasobject:
+        raise TraceFileError(f"array of unsupported dtype {dtype}")
+    if any(n < 0 for n in shape) or len(raw) != dtype.itemsize * int(np.prod(shape)):
+        raise TraceFileError(f"array of shape {shape} does not match its {len(raw)} bytes")
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+# -- encoding ------------------------------------------------------------------------------
+_GETTERS: dict[type, Any] = {}
+_KINDS: dict[type, str] = {}
+for _cls in ev.EVENT_TYPES.values():
+    _names = [f.name for f in fields(_cls)]
+    _GETTERS[_cls] = attrgetter(*_names)
+    _KINDS[_cls] = _cls.kind
+_SUMMARY_GET = attrgetter(*(f.name for f in fields(ev.Summary)))
+
+
+def _default(o: Any) -> Any:
+    if type(o) is ev.Summary:
+        return _SUMMARY_GET(o)
+    if isinstance(o, np.ndarray):
+        return encode_array(o)
+    if isinstance(o, np.generic):
+        return o.item()
+    raise TypeError(f"cannot store {type(o).__name__} in a trace")
+
+
+_dumps = json.JSONEncoder(default=_default, separators=(",", ":"), allow_nan=True).encode
+
+
+def _frame(ftype: int, payload: bytes) -> bytes:
+    if len(payload) > MAX_FRAME:
+        raise ValueError(f"frame of {len(payload)} bytes is too large")
+    return FRAME_HEADER.pack(MAGIC, ftype, FORMAT_VERSION, len(payload),
+                             zlib.crc32(payload)) + payload
+
+
+def encode_events(events: Sequence[ev.Event]) -> bytes:
+    """One complete events frame holding ``events`` (for a file or a socket)."""
+    getters, kinds = _GETTERS, _KINDS
+    rows = []
+    flags = 0
+    for e in events:
+        cls = type(e)
+        if cls is ev.TensorValues:
+            flags |= FLAG_VALUES
+        rows.append((kinds[cls], *getters[cls](e)))
+    body = _dumps(rows).encode()
+    if events:
+        meta = EVENTS_META.pack(len(rows), events[0].iteration, events[-1].iteration, flags,
+                                events[0].seq)
+    else:
+        meta = EVENTS_META.pack(0, 0, 0, 0, 0)
+    return _frame(EVENTS, meta + body)
+
+
+def encode_message(message: dict[str, Any]) -> bytes:
+    """One complete control frame holding a JSON-compatible dict (never in trace files)."""
+    return _frame(CONTROL, _dumps(message).encode())
+
+
+# -- decoding ------------------------------------------------------------------------------
+def _summary(v: Any) -> ev.Summary | None:
+    if v is None:
+        return None
+    shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
+    return ev.Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf, tuple(preview),
+                      sampled)
+
+
+def _tuples(v: Any) -> Any:
+    if type(v) is list:
+        return tuple(_tuples(x) for x in v)
+    return v
+
+
+def _attrs(v: dict[str, Any]) -> dict[str, Any]:
+    if not v:
+        return _NO_ATTRS
+    return {k: _tuples(x) for k, x in v.items()}
+
+
+_NO_ATTRS: dict[str, Any] = {}
+_CONVERT: dict[str, Any] = {
+    "shape": tuple,
+    "inputs": tuple,
+    "argv": tuple,
+    "summary": _summary,
+    "grad_output": _summary,
+    "grad_inputs": lambda v: tuple(_summary(s) for s in v),
+    "updates": lambda v: tuple(tuple(p) for p in v),
+    "attrs": _attrs,
+    "array": decode_array,
+}
+
+
+def _make_decoder(cls: type[ev.Event]) -> Any:
+    """A function building ``cls`` from its JSON row, with a conversion only where needed."""
+    names = [f.name for f in fields(cls)]
+    namespace: dict[str, Any] = {"cls": cls}
+    args = []
+    for i, name in enumerate(names, start=1):
+        if name in _CONVERT:
+            namespace[f"c_{name}"] = _CONVERT[name]
+            args.append(f"c_{name}(r[{i}])")
+        else:
+            args.append(f"r[{i}]")
+    src = f"def decode(r):\n    return cls({', '.join(args)})\n"
+    exec(src, namespace)  # built from our own field names only, never from file content
+    decode = namespace["decode"]
+    decode.width = len(names) + 1
+    return decode
+
+
+_DECODERS = {kind: _make_decoder(cls) for kind, cls in ev.EVENT_TYPES.items()}
+
+
+def decode_rows(rows: Any) -> list[ev.Event]:
+    """Events from a decoded JSON array of rows; TraceFileError if they are not events."""
+    if type(rows) is not list:
+        raise TraceFileError("events frame does not hold a list")
+    decoders = _DECODERS
+    out = []
+    try:
+        for r in rows:
+            dec = decoders.get(r[0])
+            if dec is None:
+                raise TraceFileError(f"unknown event kind {str(r[0])[:40]!r}")
+            if len(r) != dec.width:
+                raise TraceFileError(f"{r[0]} event with {len(r) - 1} fields, expected "
+                                     f"{dec.width - 1}")
+            out.append(dec(r))
+    except TraceFileError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError) as exc:
+        raise TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200]) from None
+    return out
+
+
+def decode_events_payload(payload: bytes | memoryview) -> list[ev.Event]:
+    """The events of an events frame's payload (metadata included)."""
+    if len(payload) < EVENTS_META.size:
+        raise TraceFileError("events frame too short")
+    count = EVENTS_META.unpack_from(payload)[0]
+    try:
+        rows = json.loads(bytes(payload[EVENTS_META.size:]))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceFileError(f"undecodable events frame ({exc})"[:200]) from None
+    events = decode_rows(rows)
+    if len(events) != count:
+        raise TraceFileError(f"events frame says {count} events but holds {len(events)}")
+    return events
+
+
+def decode_message_payload(payload: bytes | memoryview) -> dict[str, Any]:
+    try:
+        message = json.loads(bytes(payload))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TraceFileError(f"undecodable control frame ({exc})"[:200]) from None
+    if type(message) is not dict:
+        raise TraceFileError("control frame does not hold an object")
+    return message
+
+
+def _check_header(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """(type, length) of the frame at ``pos``; TraceFileError if it is not one of ours."""
+    magic, ftype, version, length, _crc = FRAME_HEADER.unpack_from(buf, pos)
+    if magic != MAGIC:
+        raise TraceFileError(f"not a dyngraph frame at byte {pos}")
+    if version > FORMAT_VERSION:
+        raise TraceFileError(
+            f"frame format {version} is from a newer dyngraph (this one reads up to "
+            f"{FORMAT_VERSION}); upgrade dyngraph"
+        )
+    if version < 1 or ftype not in (EVENTS, CONTROL) or length > MAX_FRAME:
+        raise TraceFileError(f"damaged frame header at byte {pos}")
+    return ftype, length
+
+
+class FrameDecoder:
+    """Incremental decoder for a byte stream of frames (the live channel).
+
+    >>> d = FrameDecoder()
+    >>> data = encode_message({"cmd": "step_op"})
+    >>> d.feed(data[:5]), d.feed(data[5:])
+    ([], [{'cmd': 'step_op'}])
+    """
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self.offset = 0  # bytes consumed so far, for error messages
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an incomplete frame waiting for more data."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[list[ev.Event] | dict[str, Any]]:
+        buf = self._buf
+        buf += data
+        out: list[list[ev.Event] | dict[str, Any]] = []
+        pos = 0
+        size = len(buf)
+        hsize = FRAME_HEADER.size
+        try:
+            while size - pos >= hsize:
+                try:
+                    ftype, length = _check_header(buf, pos)
+                except TraceFileError as exc:
+                    raise TraceFileError(f"{exc} of the stream (offset {self.offset + pos})"
+                                         ) from None
+                end = pos + hsize + length
+                if end > size:
+                    break
+                payload = memoryview(buf)[pos + hsize:end]
+                crc = FRAME_HEADER.unpack_from(buf, pos)[4]
+                if zlib.crc32(payload) != crc:
+                    raise TraceFileError(
+                        f"damaged frame at offset {self.offset + pos} (checksum mismatch)")
+                if ftype == EVENTS:
+                    out.append(decode_events_payload(payload))
+                else:
+                    out.append(decode_message_payload(payload))
+                payload.release()
+                pos = end
+        finally:
+            del buf[:pos]
+            self.offset += pos
+        return out
+
+
+# -- files -------------------------------------------------------------------------------
+class TraceWriter:
+    """Writes a trace file: the header frame at once, then frames of events as they come.
+
+    Events are buffered and written as one frame every ``BATCH_EVENTS`` events, at every
+    iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
+    the unwritten tail, and the file still loads up to its last whole frame.
+
+    >>> from dyngraph.tracing import make_header    # doctest: +SKIP
+    >>> with TraceWriter("run.dgtrace", make_header()) as w:    # doctest: +SKIP
+    ...     w.write(events)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], header: ev.Header,
+                 batch: int = BATCH_EVENTS) -> None:
+        self.path = os.fspath(path)
+        self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115
+        self._pending: list[ev.Event] = []
+        self._batch = batch
+        self.events_written = 0
+        self.bytes_written = 0
+        self._write_frame([header])
+        self._file.flush()
+
+    def _write_frame(self, events: Sequence[ev.Event]) -> None:
+        assert self._file is not None
+        data = encode_events(events)
+        self._file.write(data)
+        self.events_written += len(events)
+        self.bytes_written += len(data)
+
+    def write(self, events: Iterable[ev.Event]) -> None:
+        """Queue events; full batches and finished iterations are written out."""
+        if self._file is None:
+            raise ValueError(f"TraceWriter for {self.path} is closed")
+        pending = self._pending
+        for e in events:
+            pending.append(e)
+            if type(e) is ev.IterationEnd or len(pending) >= self._batch:
+                self._write_frame(pending)
+                pending.clear()
+
+    def add(self, event: ev.Event) -> None:
+        """Queue one event (usable directly as a tracer subscriber)."""
+        pending = self._pending
+        pending.append(event)
+        if type(event) is ev.IterationEnd or len(pending) >= self._batch:
+            self._write_frame(pending)
+            pending.clear()
+
+    def flush(self) -> None:
+        if self._file is None:
+            return
+        if self._pending:
+            self._write_frame(self._pending)
+            self._pending.clear()
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is None:
+            return
+        self.flush()
+        self._file.close()
+        self._file = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class FrameRef:
+    """An events frame of a file, indexed but not decoded."""
+
+    __slots__ = ("count", "first_iteration", "last_iteration", "flags", "first_seq",
+                 "payload")
+
+    def __init__(self, payload: memoryview | bytes) -> None:
+        (self.count, self.first_iteration, self.last_iteration, self.flags,
+         self.first_seq) = EVENTS_META.unpack_from(payload)
+        self.payload = payload
+
+    def decode(self) -> list[ev.Event]:
+        return decode_events_payload(self.payload)
+
+
+def _open_error(path: str, problem: str) -> TraceFileError:
+    return TraceFileError(f"{path}: {problem}")
+
+
+def read_frames(path: str | os.PathLike[str]) -> tuple[ev.Header, list[FrameRef]]:
+    """Index a whole trace file: its header and its events frames (payloads not decoded).
+
+    Holds the file's bytes once. A file cut short yields its whole frames with a warning;
+    anything else wrong raises TraceFileError naming the file and the problem.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise _open_error(name, "no such file") from None
+    except IsADirectoryError:
+        raise _open_error(name, "is a directory, not a trace file") from None
+    except OSError as exc:
+        raise _open_error(name, f"cannot read ({exc.strerror or exc})") from None
+    view = memoryview(data)
+    frames, end = _index(name, view)
+    header = _first_header(name, frames)
+    if end < len(data):
+        warnings.warn(
+            f"{name}: trace cut short ({len(data) - end} bytes of an incomplete frame at the "
+            f"end); loaded the {sum(f.count for f in frames)} events before it",
+            stacklevel=3,
+        )
+    return header, frames
+
+
+def _index(name: str, view: memoryview) -> tuple[list[FrameRef], int]:
+    size = len(view)
+    if size == 0:
+        raise _open_error(name, "empty file, not a dyngraph trace")
+    if size >= 2 and bytes(view[:2]) != MAGIC:
+        raise _open_error(name, "not a dyngraph trace (unknown file signature)")
+    frames: list[FrameRef] = []
+    pos = 0
+    hsize = FRAME_HEADER.size
+    unpack = FRAME_HEADER.unpack_from
+    crc32 = zlib.crc32
+    while size - pos >= hsize:
+        try:
+            ftype, length = _check_header(view, pos)
+        except TraceFileError as exc:
+            raise _open_error(name, str(exc)) from None
+        end = pos + hsize + length
+        if end > size:
+            break
+        payload = view[pos + hsize:end]
+        if crc32(payload) != unpack(view, pos)[4]:
+            raise _open_error(name, f"damaged frame at byte {pos} (checksum mismatch)")
+        if ftype != EVENTS or length < EVENTS_META.size:
+            raise _open_error(name, f"damaged frame at byte {pos} (not an events frame)")
+        frames.append(FrameRef(payload))
+        pos = end
+    if not frames:
+        raise _open_error(name, "trace cut short before its first complete frame")
+    return frames, pos
+
+
+def _first_header(name: str, frames: list[FrameRef]) -> ev.Header:
+    try:
+        first = frames[0].decode()
+    except TraceFileError as exc:
+        raise _open_error(name, str(exc)) from None
+    return _header_of(name, first)
+
+
+def _header_of(name: str, first: list[ev.Event]) -> ev.Header:
+    if not first or type(first[0]) is not ev.Header:
+        raise _open_error(name, "damaged trace (it does not begin with a header)")
+    header = first[0]
+    if not isinstance(header.schema_version, int) or header.schema_version < 1:
+        raise _open_error(name, f"damaged header (schema version {header.schema_version!r})")
+    if header.schema_version > ev.SCHEMA_VERSION:
+        raise _open_error(
+            name,
+            f"written by a newer dyngraph ({header.dyngraph_version or '?'}, trace schema "
+            f"{header.schema_version}; this dyngraph reads up to schema {ev.SCHEMA_VERSION}); "
+            "upgrade dyngraph to open it",
+        )
+    return header
+
+
+def iter_events(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iterator[ev.Event]:
+    """Stream the events of a trace file, header first, reading ``chunk_size`` bytes at a time.
+
+    Memory stays at about one chunk plus one frame. Problems are reported as by
+    ``read_trace``: TraceFileError naming the file, or a warning for a file cut short.
+    """
+    name = os.fspath(path)
+    try:
+        f = open(name, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        raise _open_error(name, "no such file") from None
+    except OSError as exc:
+        raise _open_error(name, f"cannot read ({exc.strerror or exc})") from None
+    with f:
+        decoder = FrameDecoder()
+        first = True
+        total = 0
+        while True:
+            chunk = f.read(chunk_size)
+            if not chunk:
+                break
+            if first and len(chunk) >= 2 and chunk[:2] != MAGIC:
+                raise _open_error(name, "not a dyngraph trace (unknown file signature)")
+            try:
+                items = decoder.feed(chunk)
+            except TraceFileError as exc:
+                raise _open_error(name, str(exc)) from None
+            for item in items:
+                if not isinstance(item, list):
+                    raise _open_error(name, "damaged trace (control frame in a file)")
+                if first:
+                    _header_of(name, item)
+                    first = False
+                total += len(item)
+                yield from item
+        if first:
+            if decoder.pending or total:
+                raise _open_error(name, "trace cut short before its first complete frame")
+            raise _open_error(name, "empty file, not a dyngraph trace")
+        if decoder.pending:
+            warnings.warn(f"{name}: trace cut short ({decoder.pending} bytes of an incomplete "
+                          f"frame at the end); read the {total} events before it", stacklevel=2)
