@@ -155,6 +155,9 @@ class Tracer:
         self._iteration_events: list[ev.Event] = []
         self._known: set[int] = set()
         self._internal_code: dict[Any, bool] = {}
+        # The debug agent's view of raw arrays (kept values, exact NaN checks), called just
+        # before the event describing them; None unless a script runs under dyngraph.debug.
+        self.array_hook: Callable[[str, int, Any], None] | None = None
         self._dtype_names: dict[Any, str] = {}
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
 
@@ -297,6 +300,8 @@ class Tracer:
         )
         known.add(out_id)
         self._iteration_events.append(event)
+        if self.array_hook is not None:
+            self.array_hook("value", out_id, data)
         for callback in self._callbacks:
             callback(event)
         if self.values == "small" and data.size <= VALUES_LIMIT:
@@ -331,6 +336,8 @@ class Tracer:
             grad_fn="" if grad_fn is None else grad_fn.name(),
         )
         self._iteration_events.append(event)
+        if self.array_hook is not None:
+            self.array_hook("value", tid, data)
         self.emit(event)
         if self.values == "small" and data.size <= VALUES_LIMIT:
             self._emit_values(tid, data)
@@ -357,6 +364,8 @@ class Tracer:
             tuple(None if g is None else summarize(g, stats) for g in grad_inputs),
             duration_ns,
         )
+        if self.array_hook is not None:
+            self.array_hook("grads", node_id, (grad_output, grad_inputs))
         for callback in self._callbacks:
             callback(event)
 
@@ -364,6 +373,8 @@ class Tracer:
         grad = getattr(tensor, "_grad", None)
         if grad is None:
             grad = tensor.grad
+        if self.array_hook is not None:
+            self.array_hook("grad", tensor._id, grad.data)
         self.emit(ev.GradAccumulated(seq=self.next_seq(), iteration=self.iteration,
                                      tensor=tensor._id, name=getattr(tensor, "_name", "") or "",
                                      summary=summarize(grad.data, self.stats)))
