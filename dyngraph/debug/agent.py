@@ -1,0 +1,549 @@
+"""The agent: the half of the debug runtime that lives in the script's process.
+
+It subscribes to the tracer, batches events up the channel (flushing on a pause, every
+``BATCH`` events and every ``FLUSH_INTERVAL`` seconds from its pump thread), checks every
+event against the breakpoints and the current stepping command, and when one hits it
+emits ``BreakpointHit`` and blocks the script until the session says how to go on. It
+also keeps recent tensor values (``values.ValueStore``) to answer value requests.
+
+Threads: the script's own thread runs ``on_event`` (the hot path: no locks, no syscalls
+unless a batch is full); a command thread reads the channel; a pump thread drains the
+captured C-level output and flushes batches on the timer.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import threading
+import time
+import traceback
+from collections import deque
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from .. import events as ev
+from .. import tracefile
+from ..tracing import set_run_info, tracer
+from .breakpoints import Breakpoint, Matcher, all_finite, array_norm, nonfinite_counts, same_file
+from .channel import Channel, ChannelClosed
+from .values import ValueStore
+
+BATCH = 512
+FLUSH_INTERVAL = 0.05
+RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
+                   "continue", "run_to_line", "pause")
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+_Op = ev.Op
+_hard_exit = os._exit  # the real one: the child wraps os._exit for the script
+_BackwardStep = ev.BackwardStep
+
+
+class Agent:
+    """Runs in the child. ``start()`` before the script, ``finish()`` after it."""
+
+    def __init__(self, channel: Channel, *, stats: str = "full", values: str = "none",
+                 breakpoints: list[dict[str, Any]] | tuple[()] = (), keep_values: bool = True,
+                 post_mortem: bool = True, keep_iterations: int = 2,
+                 max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
+                 decoder: tracefile.FrameDecoder | None = None,
+                 early_commands: list[dict[str, Any]] | tuple[()] = ()) -> None:
+        self.channel = channel
+        self.detached = False  # set in a forked worker: it must not write to the channel
+        self._main_ident = threading.get_ident()
+        self._decoder = decoder or tracefile.FrameDecoder()
+        self._early = list(early_commands)
+        self.stats = stats
+        self.values = values
+        self.post_mortem = post_mortem
+        self.store = ValueStore(keep_iterations, max_bytes) if keep_values else None
+        self._bps: dict[int, Breakpoint] = {}
+        for d in breakpoints:
+            bp = Breakpoint.from_dict(d)
+            self._bps[bp.id] = bp
+        self._matcher = Matcher.build(self._bps.values())
+        self._batch = batch
+        self._queue: deque[ev.Event] = deque()
+        self._flush_lock = threading.Lock()
+        self._last_flush = time.monotonic()
+        self._closing = threading.Event()
+        self._handle: Any = None
+        self._capture: Any = None
+        # stepping: None (run until a breakpoint) or a tuple naming where to stop next
+        self._stop: tuple[Any, ...] | None = None
+        self._cond = threading.Condition()
+        self._paused = False
+        self._resume: dict[str, Any] | None = None
+        # per-iteration state, touched only by the script's thread
+        self._value_id = -1
+        self._value: np.ndarray | None = None
+        self._grads: tuple[int, np.ndarray, tuple[np.ndarray | None, ...]] | None = None
+        self._leaf_grad: tuple[int, np.ndarray] | None = None
+        self._ops: dict[int, ev.Op] = {}
+        self._bad: set[int] = set()
+        self._leaf_sq: dict[int, float] = {}
+        self._leaf_names: dict[int, str] = {}
+        self._seen_iteration = 0
+        self._prev_module = None
+        self._prev_line: tuple[str, int] | None = None
+        self.last_op: ev.Op | None = None
+        self._handlers = {
+            ev.TensorCreated: self._on_tensor,
+            ev.BackwardStart: self._on_backward_start,
+            ev.GradAccumulated: self._on_grad,
+            ev.BackwardEnd: self._on_backward_end,
+            ev.IterationEnd: self._on_iteration_end,
+        }
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self, script: str, argv: list[str], pause_at_start: bool,
+              capture: Any = None) -> None:
+        self._capture = capture
+        set_run_info(script, argv)
+        self._handle = tracer.subscribe(self.on_event, self.stats, self.values)
+        tracer.array_hook = self.on_array
+        self._queue.append(tracer.make_header(self.stats, self.values, script, argv))
+        self.flush()
+        for target, name in ((self._read_commands, "dyngraph-commands"),
+                             (self._pump, "dyngraph-pump")):
+            threading.Thread(target=target, name=name, daemon=True).start()
+        for msg in self._early:
+            self._command(msg)
+        if pause_at_start:
+            self._pause("start", "paused before the script's first line", 0)
+
+    def finish(self, status: int, reason: str) -> None:
+        """Close the last iteration, send RunEnd and everything still queued."""
+        if self._handle is None:
+            return
+        tracer.flush_iteration()
+        if self._capture is not None:
+            self._capture.drain()
+        self._queue.append(ev.RunEnd(tracer.next_seq(), tracer.iteration, status, reason))
+        tracer.array_hook = None
+        self._handle.remove()
+        self._handle = None
+        self._closing.set()
+        self.flush()
+
+    # -- the hot path --------------------------------------------------------------------
+    def on_array(self, kind: str, tensor_id: int, payload: Any) -> None:
+        """Tracer hook: raw arrays, called right before the event that describes them."""
+        if kind == "value":
+            self._value_id = tensor_id
+            self._value = payload
+            if self.store is not None:
+                self.store.put(tensor_id, payload)
+        elif kind == "grads":
+            self._grads = (tensor_id, payload[0], payload[1])
+            if self.store is not None:
+                self.store.put_grad(tensor_id, payload[0])
+        elif kind == "grad":
+            self._leaf_grad = (tensor_id, payload)
+            if self.store is not None:
+                self.store.put_grad(tensor_id, payload)
+
+    def on_event(self, event: ev.Event) -> None:
+        queue = self._queue
+        queue.append(event)
+        t = type(event)
+        if t is _Op:
+            self._on_op(event)  # type: ignore[arg-type]
+        elif t is _BackwardStep:
+            self._on_backward_step(event)  # type: ignore[arg-type]
+        else:
+            handler = self._handlers.get(t)
+            if handler is not None:
+                handler(event)
+        if len(queue) >= self._batch:
+            self.flush()
+
+    def _on_op(self, e: ev.Op) -> None:
+        self._ops[e.output] = e
+        self.last_op = e
+        m = self._matcher
+        hit: tuple[str, str] | None = None
+        if m.nan is not None:
+            hit = self._check_nan_op(e)
+        if m.checks_ops:
+            hit = hit or self._check_op_breakpoints(m, e)
+        if e.iteration != self._seen_iteration:
+            self._seen_iteration = e.iteration
+            if hit is None and e.iteration in m.iterations:
+                hit = ("iteration", f"iteration {e.iteration} begins: {describe_op(e)}")
+        stop = self._stop
+        if hit is None and stop is not None:
+            hit = self._check_stop_op(stop, e)
+        if hit is not None:
+            self._pause(hit[0], hit[1], e.seq)
+
+    def _value_of(self, tensor_id: int) -> np.ndarray | None:
+        return self._value if self._value_id == tensor_id else None
+
+    def _check_nan_op(self, e: ev.Op) -> tuple[str, str] | None:
+        value = self._value_of(e.output)
+        if value is None or all_finite(value, e.summary):
+            return None
+        bad = self._bad
+        upstream = any(i in bad for i in e.inputs)
+        bad.add(e.output)
+        if upstream:
+            return None
+        nan, inf = nonfinite_counts(value)
+        return ("nan", f"first NaN/Inf: {describe_op(e)} produced {_counts(nan, inf)} "
+                       f"from finite inputs")
+
+    def _check_op_breakpoints(self, m: Matcher, e: ev.Op) -> tuple[str, str] | None:
+        hit = None
+        for bp in m.for_op(e.op):
+            if m.condition_holds(bp, self._value_of(e.output)):
+                hit = ("op", f"breakpoint {bp}: {describe_op(e)}")
+                break
+        if hit is None and m.modules:
+            entering = e.module != self._prev_module
+            for bp in m.for_module(e.module):
+                if bp.condition:
+                    if m.condition_holds(bp, self._value_of(e.output)):
+                        hit = ("module", f"breakpoint {bp}: {describe_op(e)}")
+                        break
+                elif entering and bp not in m.for_module(self._prev_module or ""):
+                    hit = ("module", f"breakpoint {bp}: entering module {e.module or '(top)'}"
+                                     f" at {describe_op(e)}")
+                    break
+        if hit is None and m.lines:
+            where = (e.file, e.line)
+            for bp in m.for_line(e.file, e.line):
+                if bp.condition:
+                    if not m.condition_holds(bp, self._value_of(e.output)):
+                        continue
+                elif where == self._prev_line:
+                    continue
+                hit = ("line", f"breakpoint {bp}: {describe_op(e)}")
+                break
+        self._prev_module = e.module
+        self._prev_line = (e.file, e.line)
+        return hit
+
+    def _check_stop_op(self, stop: tuple[Any, ...], e: ev.Op) -> tuple[str, str] | None:
+        mode = stop[0]
+        if mode == "op":
+            return ("step", describe_op(e))
+        if mode == "iteration" and e.iteration > stop[1]:
+            return ("step", f"iteration {e.iteration} begins: {describe_op(e)}")
+        if mode == "line" and e.line == stop[2] and same_file(stop[1], e.file):
+            return ("step", f"reached {stop[1]}:{stop[2]}: {describe_op(e)}")
+        return None
+
+    def _on_tensor(self, e: ev.TensorCreated) -> None:
+        if self._matcher.nan is None:
+            return
+        value = self._value_of(e.tensor)
+        if value is None or all_finite(value, e.summary):
+            return
+        self._bad.add(e.tensor)
+        what = f"{'parameter' if e.is_param else 'tensor'} {e.name or '#' + str(e.tensor)}"
+        nan, inf = nonfinite_counts(value)
+        self._pause("nan", f"first NaN/Inf: {what} {tuple(e.shape)} holds {_counts(nan, inf)} "
+                           f"as it enters iteration {e.iteration}", e.seq)
+
+    def _on_backward_step(self, e: ev.BackwardStep) -> None:
+        m = self._matcher
+        hit: tuple[str, str] | None = None
+        grads = self._grads if self._grads is not None and self._grads[0] == e.node else None
+        if m.nan is not None and grads is not None:
+            hit = self._check_nan_grads(e, grads[1], grads[2])
+        if hit is None and m.node_norm and grads is not None:
+            norm = _norm(grads[1], e.grad_output)
+            if norm > m.node_threshold:
+                hit = ("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} flowing "
+                                    f"into {self._describe_node(e.node, e.op)}")
+        if hit is None and self._stop is not None and self._stop[0] == "op":
+            hit = ("step", f"backward {e.grad_fn}: {self._describe_node(e.node, e.op)}")
+        if hit is not None:
+            self._pause(hit[0], hit[1], e.seq)
+
+    def _check_nan_grads(self, e: ev.BackwardStep, grad_output: np.ndarray,
+                         grad_inputs: tuple[np.ndarray | None, ...]) -> tuple[str, str] | None:
+        bad = self._bad
+        if e.node in bad or any(i in bad for i in e.inputs) or not all_finite(grad_output):
+            return None  # already reported upstream (forward NaN, or a NaN gradient coming in)
+        for index, g in enumerate(grad_inputs):
+            if g is not None and not all_finite(np.asarray(g)):
+                nan, inf = nonfinite_counts(np.asarray(g))
+                return ("nan", f"first NaN/Inf in backward: {e.grad_fn} produced "
+                               f"{_counts(nan, inf)} in the gradient for input {index} of "
+                               f"{self._describe_node(e.node, e.op)}")
+        return None
+
+    def _on_grad(self, e: ev.GradAccumulated) -> None:
+        leaf = self._leaf_grad
+        if leaf is None or leaf[0] != e.tensor:
+            return
+        m = self._matcher
+        if not (m.node_norm or m.global_norm):
+            return
+        norm = _norm(leaf[1], e.summary)
+        self._leaf_sq[e.tensor] = norm * norm
+        self._leaf_names[e.tensor] = e.name
+        if norm > m.node_threshold:
+            name = e.name or f"#{e.tensor}"
+            self._pause("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} in "
+                                     f".grad of {name}{self._used_by(e.tensor)}", e.seq)
+
+    def _on_backward_start(self, e: ev.BackwardStart) -> None:
+        self._leaf_sq = {}
+        if self._stop is not None and self._stop[0] == "forward":
+            self._pause("step", f"end of forward: backward starts from "
+                                f"{self._describe_node(e.root, 'tensor')}", e.seq)
+
+    def _on_backward_end(self, e: ev.BackwardEnd) -> None:
+        m = self._matcher
+        hit = None
+        if m.global_norm and self._leaf_sq:
+            total = math.sqrt(sum(self._leaf_sq.values()))
+            if total > m.global_threshold:
+                top = max(self._leaf_sq, key=self._leaf_sq.__getitem__)
+                hit = ("grad_norm", f"global gradient norm {total:.4g} > {m.global_threshold:g} "
+                                    f"at the end of backward (iteration {e.iteration}); largest: "
+                                    f"{self._leaf_name(top)} ({math.sqrt(self._leaf_sq[top]):.4g})")
+        if hit is None and self._stop is not None and self._stop[0] == "backward":
+            hit = ("step", f"end of backward (iteration {e.iteration})")
+        if hit is not None:
+            self._pause(hit[0], hit[1], e.seq)
+
+    def _on_iteration_end(self, e: ev.IterationEnd) -> None:
+        if self.store is not None:
+            self.store.new_iteration(e.iteration + 1)
+        self._ops = {}
+        self._bad = set()
+        self._leaf_names = {}
+
+    # -- descriptions ----------------------------------------------------------------------
+    def _describe_node(self, node: int, op: str) -> str:
+        forward = self._ops.get(node)
+        return describe_op(forward) if forward is not None else f"{op} #{node}"
+
+    def _leaf_name(self, tensor: int) -> str:
+        return self._leaf_names.get(tensor) or f"#{tensor}"
+
+    def _used_by(self, tensor: int) -> str:
+        for e in self._ops.values():
+            if tensor in e.inputs:
+                return f", used by {describe_op(e)}"
+        return ""
+
+    # -- pausing -------------------------------------------------------------------------
+    def _pause(self, reason: str, description: str, at_seq: int) -> None:
+        """Emit BreakpointHit, flush, and block the script until a resume command."""
+        self._stop = None
+        self._queue.append(ev.BreakpointHit(tracer.next_seq(), tracer.iteration, reason,
+                                            description, at_seq))
+        self.flush()
+        with self._cond:
+            self._paused = True
+            while self._resume is None:
+                if self.channel.closed:
+                    _hard_exit(1)  # the session is gone: nobody will ever resume us
+                self._cond.wait(0.2)
+            command, self._resume = self._resume, None
+            self._paused = False
+        self._apply_resume(command)
+
+    def _apply_resume(self, msg: dict[str, Any]) -> None:
+        cmd = msg["cmd"]
+        if cmd in ("step_op", "pause"):
+            self._stop = ("op",)
+        elif cmd == "next_iteration":
+            self._stop = ("iteration", tracer.iteration)
+        elif cmd == "finish_forward":
+            self._stop = ("forward",)
+        elif cmd == "finish_backward":
+            self._stop = ("backward",)
+        elif cmd == "run_to_line":
+            self._stop = ("line", str(msg["file"]), int(msg["line"]))
+        else:
+            self._stop = None
+
+    def script_breakpoint(self, description: str = "") -> None:
+        """``dyngraph.breakpoint()`` in the script."""
+        file, line, function = tracer.source(2)
+        where = f"{os.path.basename(file)}:{line} in {function}()" if file else "the script"
+        text = f"dyngraph.breakpoint() at {where}" + (f": {description}" if description else "")
+        self._pause("breakpoint", text, self.last_op.seq if self.last_op is not None else 0)
+
+    def exception(self, exc: BaseException) -> ev.ExceptionRaised:
+        """Report an exception that ended the script; post-mortem pause if asked to."""
+        op, module, file, line = locate_exception(exc.__traceback__)
+        if isinstance(exc, SyntaxError) and exc.filename:
+            file, line = exc.filename, exc.lineno or 0
+        last = self.last_op
+        if module is None:
+            module = last.module if last is not None else ""
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        at_seq = last.seq if last is not None else 0
+        event = ev.ExceptionRaised(tracer.next_seq(), tracer.iteration, type(exc).__name__,
+                                   str(exc), text, at_seq, file, line)
+        self._queue.append(event)
+        where = f" in op {op}" if op else (f" after op {last.op}" if last is not None else "")
+        self.exception_description = (
+            f"{type(exc).__name__}: {exc}{where}"
+            f"{f' (module {module})' if module else ''}, iteration {tracer.iteration}, "
+            f"{os.path.basename(file) if file else '?'}:{line}"
+        )
+        self.flush()
+        return event
+
+    def post_mortem_pause(self) -> None:
+        if self.post_mortem and self._handle is not None:
+            last = self.last_op
+            self._pause("exception", self.exception_description,
+                        last.seq if last is not None else 0)
+
+    # -- script output -------------------------------------------------------------------
+    def output(self, stream: str, text: str) -> None:
+        """Called by the capture (any thread, capture lock held)."""
+        queue = self._queue
+        newline = "\n" in text
+        if threading.get_ident() == self._main_ident:
+            # print() writes its pieces separately: join them into one event. Only the
+            # script's thread appends events, and the lock keeps the pump from popping.
+            with self._flush_lock:
+                last = queue[-1] if queue else None
+                if type(last) is ev.ScriptOutput and last.stream == stream:
+                    queue[-1] = ev.ScriptOutput(last.seq, last.iteration, stream, last.text + text)
+                    text = ""
+        if text:
+            queue.append(ev.ScriptOutput(tracer.next_seq(), tracer.iteration, stream, text))
+        if newline:
+            self.flush()
+
+    # -- the channel -----------------------------------------------------------------------
+    def flush(self) -> None:
+        """Send everything queued, in order, as one frame."""
+        if self.detached:
+            return
+        with self._flush_lock:
+            queue = self._queue
+            n = len(queue)
+            if not n:
+                return
+            batch = [queue.popleft() for _ in range(n)]
+            self._last_flush = time.monotonic()
+            try:
+                self.channel.send(tracefile.encode_events(batch))
+            except ChannelClosed:
+                _hard_exit(1)  # the session is gone; a run nobody watches must not go on
+
+    def send_message(self, message: dict[str, Any]) -> None:
+        try:
+            self.channel.send(tracefile.encode_message(message))
+        except ChannelClosed:
+            pass
+
+    def _pump(self) -> None:
+        while not self._closing.is_set():
+            fds = self._capture.fds if self._capture is not None else ()
+            if fds:
+                try:
+                    ready, _, _ = select.select(fds, (), (), FLUSH_INTERVAL)
+                except (OSError, ValueError):
+                    ready = []
+                if ready:
+                    self._capture.drain()
+            else:
+                self._closing.wait(FLUSH_INTERVAL)
+            if self._queue and time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
+                self.flush()
+
+    def _read_commands(self) -> None:
+        decoder = self._decoder
+        while True:
+            data = self.channel.recv(0.5)
+            if data is None:
+                continue
+            if not data:
+                with self._cond:
+                    self._cond.notify_all()
+                if not self._closing.is_set():
+                    _hard_exit(1)  # the session closed the channel: end the run now
+                return
+            for item in decoder.feed(data):
+                if isinstance(item, dict):
+                    self._command(item)
+
+    def _command(self, msg: dict[str, Any]) -> None:
+        cmd = msg.get("cmd")
+        if cmd in RESUME_COMMANDS:
+            with self._cond:
+                if self._paused:
+                    if cmd != "pause":  # a pause request that crossed a hit is moot
+                        self._resume = msg
+                        self._cond.notify_all()
+                    return
+            if cmd != "continue":
+                self._apply_resume(msg)
+        elif cmd == "add_breakpoint":
+            bp = Breakpoint.from_dict(msg["breakpoint"])
+            self._bps[bp.id] = bp
+            self._matcher = Matcher.build(self._bps.values())
+        elif cmd == "remove_breakpoint":
+            self._bps.pop(int(msg["id"]), None)
+            self._matcher = Matcher.build(self._bps.values())
+        elif cmd == "values":
+            self._answer_values(msg)
+
+    def _answer_values(self, msg: dict[str, Any]) -> None:
+        array = None
+        if self.store is not None:
+            array = self.store.get(int(msg["tensor"]), grad=bool(msg.get("grad", False)))
+        self.send_message({
+            "reply": "values", "request": msg.get("request"), "tensor": msg["tensor"],
+            "array": None if array is None else tracefile.encode_array(np.asarray(array)),
+        })
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def describe_op(e: ev.Op) -> str:
+    """``matmul -> (64, 10) in module fc2 at train.py:12 (iteration 3)``."""
+    where = f"{os.path.basename(e.file)}:{e.line}" if e.file else "?"
+    module = f" in module {e.module}" if e.module else ""
+    return f"{e.op} -> {tuple(e.shape)}{module} at {where} (iteration {e.iteration})"
+
+
+def _counts(nan: int, inf: int) -> str:
+    parts = [f"{nan} NaN"] if nan else []
+    if inf:
+        parts.append(f"{inf} Inf")
+    return " and ".join(parts) or "non-finite values"
+
+
+def _norm(array: np.ndarray, summary: ev.Summary | None) -> float:
+    if summary is not None and not summary.sampled and summary.norm is not None:
+        return summary.norm
+    return array_norm(array)
+
+
+def locate_exception(tb: TracebackType | None) -> tuple[str | None, str | None, str, int]:
+    """(op that raised or None, module path or None, user file, user line) from a traceback.
+
+    The op is read from ``tensor.apply``'s frame, the module path from the innermost module
+    call on the stack, the location from the innermost frame outside the dyngraph package.
+    """
+    op = module = None
+    file, line = "", 0
+    while tb is not None:
+        frame = tb.tb_frame
+        code = frame.f_code
+        if code.co_filename.startswith(_PACKAGE_DIR):
+            if code.co_name == "apply" and code.co_filename.endswith("tensor.py"):
+                op = getattr(frame.f_locals.get("op"), "name", op)
+            elif code.co_name == "_call_traced" and isinstance(frame.f_locals.get("path"), str):
+                module = frame.f_locals["path"]
+        else:
+            file, line = code.co_filename, tb.tb_lineno
+        tb = tb.tb_next
+    return op, module, file, line

@@ -1,0 +1,86 @@
+"""The private channel between a session (parent) and the agent in the script's process.
+
+A byte stream carrying trace-file frames (``dyngraph.tracefile``): event batches up,
+control messages (dicts) both ways. Nothing else crosses it, so either end may live in
+another process or on another machine. Today the parent makes a socket pair and hands one
+end to the child as an inherited fd (``fd:N``); ``host:port`` connects over TCP instead.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+# Big kernel buffers: the child writes batches of events while the parent may be busy.
+_BUFFER = 4 * 1024 * 1024
+_READ = 1024 * 1024
+
+
+class ChannelClosed(Exception):
+    """The other end went away."""
+
+
+class Channel:
+    """One end of the channel. ``send`` is thread-safe; ``recv`` belongs to one reader."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._send_lock = threading.Lock()
+        for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, opt, _BUFFER)
+            except OSError:  # pragma: no cover - some platforms refuse; the default works
+                pass
+        self.closed = False
+
+    def send(self, data: bytes) -> None:
+        """Send whole frames; raises ChannelClosed if the other end is gone."""
+        try:
+            with self._send_lock:
+                self.sock.sendall(data)
+        except OSError as exc:
+            self.closed = True
+            raise ChannelClosed(str(exc)) from None
+
+    def recv(self, timeout: float | None = None) -> bytes | None:
+        """Up to 1 MiB of bytes; ``None`` on timeout; ``b""`` once the other end closed."""
+        try:
+            self.sock.settimeout(timeout)
+            data = self.sock.recv(_READ)
+        except (TimeoutError, BlockingIOError):
+            return None
+        except OSError:
+            data = b""
+        if not data:
+            self.closed = True
+        return data
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def close(self) -> None:
+        self.closed = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def socket_pair() -> tuple[Channel, socket.socket]:
+    """The parent's channel, and the socket whose fd the child inherits."""
+    parent, child = socket.socketpair()
+    return Channel(parent), child
+
+
+def connect(address: str) -> Channel:
+    """Open the child's end: ``fd:N`` (an inherited socket) or ``HOST:PORT`` (TCP)."""
+    kind, _, rest = address.rpartition(":")
+    if kind == "fd":
+        return Channel(socket.socket(fileno=int(rest)))
+    if not kind:
+        raise ValueError(f"bad channel address {address!r}: expected fd:N or HOST:PORT")
+    sock = socket.create_connection((kind, int(rest)), timeout=10)
+    sock.settimeout(None)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return Channel(sock)

@@ -1,0 +1,418 @@
+"""The parent side of the debug runtime: start a script in a child process and drive it.
+
+>>> from dyngraph.debug import Breakpoint, Session
+>>> with Session.start("train.py", ["--epochs", "1"],
+...                    breakpoints=[Breakpoint.op("matmul")]) as s:   # doctest: +SKIP
+...     s.continue_()                       # leave the initial pause
+...     events = s.poll(timeout=1.0)        # events so far; s.state says we are paused
+...     s.fetch_values(events[-2].output)   # the matmul's full output
+...     s.step_op()
+
+A reader thread decodes the channel's frames into a queue (``poll``) and keeps ``state``
+current; commands return at once and their effect shows up as events and state. The child
+runs in its own session (process group), so a crash, a segfault, a busy loop or Ctrl-C in
+the script never reaches this process, and ``abort``/``close`` kill the whole group.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import tokenize
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import events as ev
+from .. import tracefile
+from ..errors import TraceFileError, UserError
+from .breakpoints import Breakpoint
+from .channel import ChannelClosed, socket_pair
+
+# After the child closed the channel it is about to exit; past this, it is killed.
+EXIT_GRACE = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """``status`` is "running", "paused" or "finished".
+
+    Paused: ``reason`` is the breakpoint kind ("op", "nan", ...), "step", "start",
+    "exception" or "breakpoint" (``dyngraph.breakpoint()``), ``at_seq`` the seq of the event
+    it stopped at. Finished: ``exit_status`` is the child's as ``subprocess`` reports it
+    (negative signal number when killed by one: -11 for a segfault).
+    """
+
+    status: str
+    reason: str = ""
+    description: str = ""
+    at_seq: int = 0
+    exit_status: int | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.status == "paused"
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
+
+
+def check_script(script: str | os.PathLike[str]) -> str:
+    """The script's absolute path, or UserError naming what is wrong with it."""
+    path = os.fspath(script)
+    if not os.path.exists(path):
+        raise UserError(f"no such script: {path}")
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a directory, not a Python script")
+    try:
+        with tokenize.open(path) as f:
+            source = f.read()
+        compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" if exc.lineno else "?"
+        raise UserError(f"{path}, {where}: {type(exc).__name__}: {exc.msg}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UserError(f"{path} is not a Python script ({exc})") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return os.path.abspath(path)
+
+
+class Session:
+    """A script running in a child process under the debug runtime. Use ``Session.start``."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], channel: Any, script: str,
+                 args: Sequence[str], breakpoints: dict[int, Breakpoint],
+                 stderr_file: Any) -> None:
+        self.script = script
+        self.args = tuple(args)
+        self._proc = proc
+        self._channel = channel
+        self._bps = breakpoints
+        self._bp_ids = itertools.count(max(breakpoints, default=0) + 1)
+        self._stderr = stderr_file
+        self._queue: queue.SimpleQueue[list[ev.Event]] = queue.SimpleQueue()
+        self._state = SessionState("running")
+        self._replies: dict[int, tuple[threading.Event, list[Any]]] = {}
+        self._request_ids = itertools.count(1)
+        self._aborted = False
+        self.header: ev.Header | None = None
+        self.exception: ev.ExceptionRaised | None = None
+        self.run_end: ev.RunEnd | None = None
+        self.last_seq = 0
+        self.iteration = 1
+        self.events_received = 0
+        self._done = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="dyngraph-session", daemon=True)
+        self._reader.start()
+
+    @classmethod
+    def start(cls, script: str | os.PathLike[str], args: Iterable[str] = (), *,
+              stats: str = "full", breakpoints: Iterable[Breakpoint] = (),
+              pause_at_start: bool = True, cwd: str | os.PathLike[str] | None = None,
+              values: str = "none", post_mortem: bool = True, keep_values: bool = True,
+              keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
+              python: str | None = None, env: dict[str, str] | None = None) -> Session:
+        """Start ``script`` with ``args`` in a child process.
+
+        ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
+        an uncaught exception (reason "exception") instead of ending at once.
+        ``keep_values``/``keep_iterations``/``max_bytes`` bound the values the child keeps
+        for ``fetch_values`` (see ``dyngraph.debug.values``). Raises UserError for a missing
+        script, a directory or a syntax error.
+        """
+        if stats not in ("full", "cheap", "none"):
+            raise UserError(f"stats must be full, cheap or none, not {stats!r}")
+        if values not in ("none", "small"):
+            raise UserError(f"values must be none or small, not {values!r}")
+        path = check_script(script)
+        args = [str(a) for a in args]
+        bps: dict[int, Breakpoint] = {}
+        for i, bp in enumerate(breakpoints, start=1):
+            bps[i] = bp.with_id(i)
+        channel, child_sock = socket_pair()
+        stderr_file = tempfile.TemporaryFile()
+        command = [python or sys.executable, "-m", "dyngraph.debug.child",
+                   "--connect", f"fd:{child_sock.fileno()}", path, *args]
+        try:
+            proc = subprocess.Popen(
+                command, pass_fds=(child_sock.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=stderr_file, cwd=cwd, env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            channel.close()
+            stderr_file.close()
+            raise UserError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
+        finally:
+            child_sock.close()
+        session = cls(proc, channel, path, args, bps, stderr_file)
+        session._send({
+            "cmd": "start", "stats": stats, "values": values,
+            "breakpoints": [bp.to_dict() for bp in bps.values()],
+            "pause_at_start": pause_at_start, "post_mortem": post_mortem,
+            "keep_values": keep_values, "keep_iterations": keep_iterations,
+            "max_bytes": max_bytes,
+        })
+        return session
+
+    # -- what happened -------------------------------------------------------------------
+    @property
+    def state(self) -> SessionState:
+        return self._state
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def poll(self, timeout: float = 0.0) -> list[ev.Event]:
+        """Events received since the last poll; waits up to ``timeout`` for the first ones."""
+        out: list[ev.Event] = []
+        try:
+            out.extend(self._queue.get(timeout=timeout) if timeout > 0
+                       else self._queue.get_nowait())
+        except queue.Empty:
+            return out
+        while True:
+            try:
+                out.extend(self._queue.get_nowait())
+            except queue.Empty:
+                return out
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Block until the child has exited; its exit status (None on timeout)."""
+        self._done.wait(timeout)
+        return self._state.exit_status if self._done.is_set() else None
+
+    # -- commands --------------------------------------------------------------------------
+    def step_op(self) -> None:
+        """Run to the next forward op or backward step (or pause a running script there)."""
+        self._resume({"cmd": "step_op"} if self._state.paused else {"cmd": "pause"})
+
+    def pause(self) -> None:
+        """Stop a running script at its next op; nothing if it is already paused."""
+        self._send({"cmd": "pause"})
+
+    def next_iteration(self) -> None:
+        """Run to the first op of the next iteration."""
+        self._resume({"cmd": "next_iteration"})
+
+    def finish_forward(self) -> None:
+        """Run to the end of the forward pass (stops as backward starts)."""
+        self._resume({"cmd": "finish_forward"})
+
+    def finish_backward(self) -> None:
+        """Run to the end of the backward pass."""
+        self._resume({"cmd": "finish_backward"})
+
+    def continue_(self) -> None:
+        """Run until a breakpoint hits or the script ends."""
+        self._resume({"cmd": "continue"})
+
+    def run_to_line(self, file: str, line: int) -> None:
+        """Run to the next op at ``file:line`` (``file`` may be a bare file name)."""
+        self._resume({"cmd": "run_to_line", "file": str(file), "line": int(line)})
+
+    def add_breakpoint(self, bp: Breakpoint) -> int:
+        """Add a breakpoint (takes effect in the child at once); returns its id."""
+        bp_id = next(self._bp_ids)
+        bp = bp.with_id(bp_id)
+        self._bps[bp_id] = bp
+        self._send({"cmd": "add_breakpoint", "breakpoint": bp.to_dict()})
+        return bp_id
+
+    def remove_breakpoint(self, bp_id: int) -> None:
+        if self._bps.pop(bp_id, None) is not None:
+            self._send({"cmd": "remove_breakpoint", "id": bp_id})
+
+    def breakpoints(self) -> list[Breakpoint]:
+        return list(self._bps.values())
+
+    def fetch_values(self, tensor_id: int, timeout: float = 5.0,
+                     grad: bool = False) -> np.ndarray | None:
+        """Full values (or, with ``grad=True``, the gradient) of a tensor the child still
+        keeps: the current iteration's and a few before it. None if not kept or no answer."""
+        if self._state.finished:
+            return None
+        request = next(self._request_ids)
+        slot: tuple[threading.Event, list[Any]] = (threading.Event(), [])
+        self._replies[request] = slot
+        try:
+            self._send({"cmd": "values", "request": request, "tensor": int(tensor_id),
+                        "grad": grad})
+            if not slot[0].wait(timeout) or not slot[1]:
+                return None
+            encoded = slot[1][0].get("array")
+            return None if encoded is None else tracefile.decode_array(encoded)
+        finally:
+            self._replies.pop(request, None)
+
+    def interrupt(self) -> None:
+        """Send SIGINT to the script (a KeyboardInterrupt, as Ctrl-C would)."""
+        self._signal(signal.SIGINT)
+
+    def abort(self) -> None:
+        """Kill the script (and anything it started) now; the session finishes as aborted."""
+        if not self._done.is_set():
+            self._aborted = True
+            self._signal(signal.SIGKILL)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """End the child (killing it if still running), leaving no process behind."""
+        self.abort()
+        self._done.wait(timeout)
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(timeout)
+        self._channel.close()
+        self._stderr.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _signal(self, sig: int) -> None:
+        if self._proc.poll() is not None:
+            return
+        try:
+            os.killpg(self._proc.pid, sig)  # the child leads its own process group
+        except (ProcessLookupError, PermissionError):
+            try:
+                self._proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def _resume(self, msg: dict[str, Any]) -> None:
+        if self._state.paused:
+            self._state = SessionState("running")
+        self._send(msg)
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        if self._channel.closed:
+            return
+        try:
+            self._channel.send(tracefile.encode_message(msg))
+        except ChannelClosed:
+            pass
+
+    # -- the reader thread -------------------------------------------------------------------
+    def _read(self) -> None:
+        decoder = tracefile.FrameDecoder()
+        problem = ""
+        try:
+            while True:
+                data = self._channel.recv(0.2)
+                if data is None:
+                    if self._proc.poll() is not None:
+                        break  # exited, yet something it forked still holds the channel
+                    continue
+                if not data:
+                    break
+                for item in decoder.feed(data):
+                    if isinstance(item, dict):
+                        self._on_message(item)
+                    else:
+                        self._on_events(item)
+        except TraceFileError as exc:
+            problem = f"the child sent garbage: {exc}"
+            self._signal(signal.SIGKILL)
+        except OSError as exc:  # the channel was closed under us (close())
+            problem = str(exc)
+        self._finish(problem)
+
+    def _on_events(self, events: list[ev.Event]) -> None:
+        for e in events:
+            t = type(e)
+            if t is ev.BreakpointHit:
+                self._state = SessionState("paused", e.reason, e.description, e.at_seq)
+            elif t is ev.Header:
+                self.header = e  # type: ignore[assignment]
+            elif t is ev.ExceptionRaised:
+                self.exception = e  # type: ignore[assignment]
+            elif t is ev.RunEnd:
+                self.run_end = e  # type: ignore[assignment]
+        if events:
+            self.last_seq = events[-1].seq
+            self.iteration = events[-1].iteration
+            self.events_received += len(events)
+            self._queue.put(events)
+
+    def _on_message(self, msg: dict[str, Any]) -> None:
+        if msg.get("reply") == "values":
+            slot = self._replies.get(msg.get("request", -1))
+            if slot is not None:
+                slot[1].append(msg)
+                slot[0].set()
+
+    def _finish(self, problem: str) -> None:
+        try:
+            status = self._proc.wait(EXIT_GRACE)
+        except subprocess.TimeoutExpired:
+            self._signal(signal.SIGKILL)
+            status = self._proc.wait()
+        if self._aborted:
+            reason = "aborted"
+        elif self.run_end is not None:
+            reason = self.run_end.reason
+        elif status < 0:
+            reason = f"killed by {_signal_name(-status)}"
+        else:
+            reason = "exited"
+        description = _describe_exit(status, reason)
+        if self.header is None and not self._aborted:
+            tail = self._stderr_tail()
+            description = f"the child failed to start ({tail or description})"
+        if problem:
+            description += f"; {problem}"
+        if self.run_end is None or self._aborted:
+            # Nobody else will say the run ended: os._exit bypassing us, a signal, abort.
+            end = ev.RunEnd(self.last_seq + 1, self.iteration, status, reason)
+            self.run_end = end
+            self.last_seq += 1
+            self._queue.put([end])
+        self._state = SessionState("finished", reason, description, self.last_seq, status)
+        for event, _ in list(self._replies.values()):
+            event.set()
+        self._done.set()
+
+    def _stderr_tail(self) -> str:
+        try:
+            self._stderr.seek(0)
+            lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1] if lines else ""
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _describe_exit(status: int, reason: str) -> str:
+    if reason == "aborted":
+        return "aborted"
+    if status < 0:
+        return f"killed by {_signal_name(-status)} (exit status {status})"
+    return f"exited with status {status}" + (f" ({reason})" if reason not in ("exit",
+                                                                                "finished") else "")
+
+
+def shell_status(status: int | None) -> int:
+    """A session's exit status as a shell reports it: a signal n becomes 128 + n."""
+    if status is None:
+        return 1
+    return 128 - status if status < 0 else status
