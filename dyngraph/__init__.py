@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import methods as _methods  # noqa: F401  (binds Tensor methods)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import from_numpy, manual_seed, ones, rand, randn, tensor, zeros
+from .debug.hooks import breakpoint  # noqa: A001  (a no-op outside the debugger)
 from .dtypes import bool_ as bool  # noqa: A001
 from .dtypes import double, dtype, float, float16, float32, float64, half, int32, int64, long
 from .functions import (
