@@ -215,3 +215,10 @@ class ParameterList(Module):
 
     def __iter__(self) -> Iterator[Parameter]:
         return iter(self._parameters.values())  # type: ignore[arg-type]
+
+    def extra_repr(self) -> str:
+        lines = []
+        for name, p in self._parameters.items():
+            size = "x".join(str(d) for d in p.data.shape)  # type: ignore[union-attr]
+            lines.append(f"({name}): Parameter containing: [{p.dtype} of size {size}]")
+        return "\n".join(lines)

@@ -1,0 +1,306 @@
+"""nn layers against PyTorch: identical weights in both (loaded from torch's state dict),
+then outputs, input gradients and parameter gradients compared; state-dict keys and
+default initialisation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dyngraph as dg
+import dyngraph.nn as nn
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+
+
+def _randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _flat(out):
+    if isinstance(out, tuple):
+        return [o for item in out for o in _flat(item)]
+    return [] if out is None else [out]
+
+
+def _convert(a, lib):
+    if isinstance(a, tuple):
+        return tuple(_convert(x, lib) for x in a)
+    if isinstance(a, np.ndarray):
+        return lib.tensor(a, requires_grad=a.dtype.kind == "f")
+    return a
+
+
+def compare(ours, theirs, *arrays, kwargs=None, atol=1e-5, rtol=1e-4):
+    """Load torch's weights into ours, run both, compare outputs and all gradients."""
+    kwargs = kwargs or {}
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values(),
+                            strict=True):
+        assert tuple(a.shape) == tuple(b.shape), name
+    ours.load_state_dict(theirs.state_dict())
+    ours_in = [_convert(a, dg) for a in arrays]
+    theirs_in = [_convert(a, torch) for a in arrays]
+    ours_out = _flat(ours(*ours_in, **kwargs.get("ours", {})))
+    theirs_out = _flat(theirs(*theirs_in, **kwargs.get("theirs", {})))
+    assert len(ours_out) == len(theirs_out)
+    loss_ours, loss_theirs = 0, 0
+    for o, t in zip(ours_out, theirs_out, strict=True):
+        assert tuple(o.shape) == tuple(t.shape)
+        np.testing.assert_allclose(o.data, t.detach().numpy(), atol=atol, rtol=rtol)
+        probe = RNG.standard_normal(tuple(t.shape)).astype(np.float32)
+        loss_ours = loss_ours + (o * dg.tensor(probe)).sum()
+        loss_theirs = loss_theirs + (t * torch.tensor(probe)).sum()
+    loss_ours.backward()
+    loss_theirs.backward()
+    for o, t in zip(ours_in, theirs_in, strict=True):
+        if isinstance(o, dg.Tensor) and o.requires_grad:
+            np.testing.assert_allclose(o.grad.data, t.grad.numpy(), atol=atol * 10, rtol=rtol * 10)
+    theirs_params = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        ref = theirs_params[name].grad
+        if ref is None:
+            assert p.grad is None or not p.grad.data.any(), name
+            continue
+        np.testing.assert_allclose(p.grad.data, ref.numpy(), atol=atol * 10, rtol=rtol * 10,
+                                   err_msg=name)
+    return ours_out
+
+
+def test_linear():
+    compare(nn.Linear(4, 3), torch.nn.Linear(4, 3), _randn(2, 5, 4))
+    compare(nn.Linear(4, 3, bias=False), torch.nn.Linear(4, 3, bias=False), _randn(4))
+
+
+def test_embedding_with_padding_idx():
+    idx = np.array([[0, 3, 9], [3, 3, 1]])
+    compare(nn.Embedding(10, 4, padding_idx=3), torch.nn.Embedding(10, 4, padding_idx=3), idx)
+
+
+@pytest.mark.parametrize("args", [
+    ((6,), {}), (((3, 6),), {"eps": 1e-3}), ((6,), {"elementwise_affine": False}),
+    ((6,), {"bias": False}),
+])
+def test_layer_norm(args):
+    shape, kwargs = args
+    compare(nn.LayerNorm(*shape, **kwargs), torch.nn.LayerNorm(*shape, **kwargs),
+            _randn(2, 3, 6))
+
+
+@pytest.mark.parametrize("cell", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_recurrent_cells(cell):
+    ours, theirs = getattr(nn, cell)(5, 4), getattr(torch.nn, cell)(5, 4)
+    assert list(ours.state_dict()) == ["weight_ih", "weight_hh", "bias_ih", "bias_hh"]
+    x = _randn(3, 5)
+    compare(ours, theirs, x)  # zero initial state
+    if cell == "LSTMCell":
+        compare(ours, theirs, x, (_randn(3, 4), _randn(3, 4)))
+        hx_ours = (dg.tensor(_randn(4)), dg.tensor(_randn(4)))
+        unbatched = ours(dg.tensor(x[0]), hx_ours)
+        ref = theirs(torch.tensor(x[0]), tuple(torch.tensor(h.data) for h in hx_ours))
+        np.testing.assert_allclose(unbatched[1].data, ref[1].detach().numpy(), atol=1e-6)
+    else:
+        compare(ours, theirs, x, _randn(3, 4))
+        compare(ours, theirs, x[0], _randn(4))
+
+
+def test_rnn_cell_relu_and_no_bias():
+    compare(nn.RNNCell(3, 2, nonlinearity="relu", bias=False),
+            torch.nn.RNNCell(3, 2, nonlinearity="relu", bias=False), _randn(4, 3), _randn(4, 2))
+
+
+def _causal(n):
+    return np.triu(np.ones((n, n), dtype=bool), k=1)
+
+
+@pytest.mark.parametrize("case", ["plain", "causal_bool", "float_mask", "padding", "both",
+                                  "no_weights", "per_head", "cross", "seq_first", "unbatched"])
+def test_multihead_attention(case):
+    e, h, n, length = 8, 2, 3, 5
+    batch_first = case != "seq_first"
+    ours = nn.MultiheadAttention(e, h, batch_first=batch_first)
+    theirs = torch.nn.MultiheadAttention(e, h, batch_first=batch_first)
+    x = _randn(n, length, e) if batch_first else _randn(length, n, e)
+    pad = np.zeros((n, length), dtype=bool)
+    pad[0, 3:] = True
+    pad[2, 4] = True
+    both: dict = {}
+    if case == "causal_bool":
+        both = {"attn_mask": _causal(length)}
+    elif case == "float_mask":
+        both = {"attn_mask": _randn(length, length)}
+    elif case == "padding":
+        both = {"key_padding_mask": pad}
+    elif case == "both":
+        both = {"attn_mask": _causal(length), "key_padding_mask": pad}
+    elif case == "no_weights":
+        both = {"need_weights": False}
+    elif case == "per_head":
+        both = {"average_attn_weights": False}
+    kw = {"ours": {k: dg.tensor(v) if isinstance(v, np.ndarray) else v for k, v in both.items()},
+          "theirs": {k: torch.tensor(v) if isinstance(v, np.ndarray) else v
+                     for k, v in both.items()}}
+    if case == "cross":
+        compare(ours, theirs, x, _randn(n, 4, e), _randn(n, 4, e))
+        return
+    if case == "unbatched":
+        x = x[0]
+
+    # Self-attention: the same tensor as query, key and value.
+    class Self(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, t, **k):
+            return self.inner(t, t, t, **k)
+
+    class TorchSelf(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, t, **k):
+            return self.inner(t, t, t, **k)
+
+    compare(Self(ours), TorchSelf(theirs), x, kwargs=kw)
+
+
+def test_multihead_attention_parameter_names():
+    keys = list(nn.MultiheadAttention(8, 2).state_dict())
+    assert keys == list(torch.nn.MultiheadAttention(8, 2).state_dict())
+    assert keys == ["in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 1}, {"groups": 2, "bias": False},
+                                    {"padding": "same", "dilation": 2}])
+def test_conv2d(kwargs):
+    compare(nn.Conv2d(4, 6, 3, **kwargs), torch.nn.Conv2d(4, 6, 3, **kwargs), _randn(2, 4, 8, 7),
+            atol=1e-4)
+
+
+def test_conv_net_in_sequential():
+    def build(m):
+        return m.Sequential(m.Conv2d(1, 3, 3, padding=1), m.ReLU(), m.MaxPool2d(2),
+                            m.Flatten(), m.Linear(3 * 3 * 3, 4))
+
+    compare(build(nn), build(torch.nn), _randn(2, 1, 6, 7), atol=1e-4)
+
+
+def test_activation_and_loss_modules():
+    x = _randn(4, 5)
+    for name, args in [("ReLU", ()), ("Tanh", ()), ("Sigmoid", ()), ("GELU", ()),
+                       ("GELU", ("tanh",)), ("Softmax", (1,)), ("LogSoftmax", (-1,)),
+                       ("SiLU", ()), ("LeakyReLU", (0.2,)), ("Identity", ()), ("Flatten", ())]:
+        compare(getattr(nn, name)(*args), getattr(torch.nn, name)(*args), x)
+    drop_ours, drop_theirs = nn.Dropout(0.5).eval(), torch.nn.Dropout(0.5).eval()
+    compare(drop_ours, drop_theirs, x)
+    t = np.array([0, 4, 2, 1])
+    w = np.abs(_randn(5)) + 0.1
+    compare(nn.CrossEntropyLoss(weight=dg.tensor(w), label_smoothing=0.1),
+            torch.nn.CrossEntropyLoss(weight=torch.tensor(w), label_smoothing=0.1), x, t)
+    compare(nn.NLLLoss(ignore_index=4), torch.nn.NLLLoss(ignore_index=4), x, t)
+    y = RNG.uniform(size=(4, 5)).astype(np.float32)
+    for name in ("MSELoss", "L1Loss", "BCEWithLogitsLoss"):
+        compare(getattr(nn, name)(), getattr(torch.nn, name)(), x, y)
+    compare(nn.MSELoss(reduction="none"), torch.nn.MSELoss(reduction="none"), x, y)
+    compare(nn.BCELoss(), torch.nn.BCELoss(), RNG.uniform(0.05, 0.95, (4, 5)).astype(np.float32),
+            y)
+
+
+def test_state_dict_keys_match_torch_for_a_nested_model():
+    def build(m):
+        return m.ModuleDict({
+            "embed": m.Embedding(7, 4),
+            "blocks": m.ModuleList([m.Sequential(m.LayerNorm(4), m.Linear(4, 4), m.GELU())
+                                    for _ in range(2)]),
+            "cell": m.LSTMCell(4, 3),
+            "conv": m.Conv2d(2, 2, 3),
+            "attn": m.MultiheadAttention(4, 2),
+            "loss": m.CrossEntropyLoss(weight=m.Parameter(torch.ones(3)).data
+                                       if m is torch.nn else dg.ones(3)),
+        })
+
+    ours, theirs = build(nn), build(torch.nn)
+    assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == [
+        (k, tuple(v.shape)) for k, v in theirs.state_dict().items()]
+    assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
+    assert [k for k, _ in ours.named_modules()] == [k for k, _ in theirs.named_modules()]
+    ours.load_state_dict(theirs.state_dict())
+    back = theirs.load_state_dict({k: torch.tensor(v.data) for k, v in ours.state_dict().items()})
+    assert not back.missing_keys and not back.unexpected_keys
+
+
+def test_repr_matches_torch():
+    def build(m):
+        return m.Sequential(m.Linear(2, 3), m.ReLU(), m.Dropout(0.1), m.LayerNorm(3),
+                            m.ModuleList([m.GELU(), m.Softmax(dim=-1)]), m.Embedding(5, 2),
+                            m.LSTMCell(3, 4), m.Conv2d(1, 2, 3, stride=2, padding=1),
+                            m.MaxPool2d(2), m.MultiheadAttention(4, 2), m.CrossEntropyLoss())
+
+    assert repr(build(nn)) == repr(build(torch.nn))
+
+
+# -- default initialisation ---------------------------------------------------------------
+def _uniform_like(values, bound):
+    """Values look like U(-bound, bound): inside the bounds, filling them, right spread."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    assert np.abs(values).max() <= bound + 1e-7
+    assert np.abs(values).max() > 0.9 * bound
+    assert abs(values.std() - bound / math.sqrt(3)) < 0.1 * bound
+    assert abs(values.mean()) < 0.1 * bound
+
+
+def test_default_initialisation_follows_torch():
+    dg.manual_seed(0)
+    fc = nn.Linear(200, 300)
+    _uniform_like(fc.weight.data, 1 / math.sqrt(200))
+    _uniform_like(fc.bias.data, 1 / math.sqrt(200))
+    cell = nn.LSTMCell(20, 64)
+    for p in cell.parameters():
+        _uniform_like(p.data, 1 / math.sqrt(64))
+    emb = nn.Embedding(100, 50, padding_idx=0)
+    assert abs(emb.weight.data[1:].std() - 1) < 0.05 and not emb.weight.data[0].any()
+    ln = nn.LayerNorm(7)
+    assert (ln.weight.data == 1).all() and (ln.bias.data == 0).all()
+    mha = nn.MultiheadAttention(64, 4)
+    _uniform_like(mha.in_proj_weight.data, math.sqrt(6 / (64 + 3 * 64)))
+    assert not mha.in_proj_bias.data.any() and not mha.out_proj.bias.data.any()
+    conv = nn.Conv2d(8, 16, 3)
+    _uniform_like(conv.weight.data, 1 / math.sqrt(8 * 9))
+    for module in (fc, cell, emb, ln, mha, conv):
+        assert all(p.dtype == dg.float32 and p.requires_grad for p in module.parameters())
+
+
+def test_init_functions():
+    dg.manual_seed(1)
+    w = nn.Parameter(dg.zeros(300, 200))
+    nn.init.kaiming_uniform_(w, nonlinearity="relu")
+    _uniform_like(w.data, math.sqrt(2) * math.sqrt(3 / 200))
+    nn.init.xavier_uniform_(w, gain=nn.init.calculate_gain("tanh"))
+    _uniform_like(w.data, 5 / 3 * math.sqrt(6 / 500))
+    nn.init.normal_(w, 1.0, 0.5)
+    assert abs(w.data.mean() - 1) < 0.01 and abs(w.data.std() - 0.5) < 0.01
+    nn.init.kaiming_normal_(w, mode="fan_out")
+    assert abs(w.data.std() - math.sqrt(2 / (1 + 0.01**2) / 300)) < 0.002
+    nn.init.uniform_(w, -2, 3)
+    assert w.data.min() >= -2 and w.data.max() <= 3
+    nn.init.trunc_normal_(w, std=2.0, a=-1, b=1)
+    assert np.abs(w.data).max() <= 1
+    nn.init.orthogonal_(w)
+    np.testing.assert_allclose(w.data.T @ w.data, np.eye(200), atol=1e-4)
+    nn.init.zeros_(w)
+    assert not w.data.any()
+    nn.init.ones_(w)
+    assert (w.data == 1).all()
+    nn.init.constant_(w, 0.5)
+    assert (w.data == 0.5).all()
+    assert w.grad is None and w.grad_fn is None
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        nn.init.xavier_uniform_(dg.zeros(3))
+    assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(
+        torch.nn.init.calculate_gain("leaky_relu", 0.2))
