@@ -1,0 +1,557 @@
+"""The debugger app: one screen for a live script or a recorded trace.
+
+Attributes down, messages up. A timer pulls the source's new events (live: from a queue a
+daemon thread fills) into the model and posts what ``messages.translate`` makes of them;
+handlers redraw every pane from the model inside ``batch_update()``. Keys call the
+source's commands; the source moves the model's cursor or, at a live run's frontier, tells
+the child to go on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from dyngraph.graph import Graph
+
+from . import messages as msg
+from .breakpoints import Breakpoint
+from .breakpoints_dialog import BreakpointsDialog
+from .export import Exporter
+from .find_screen import FindScreen
+from .help_screen import HelpScreen
+from .inspector import Inspector, ValuesScreen, values_text
+from .iteration_bar import DiffScreen, IterationBar, diff_text
+from .model import Model
+from .output_pane import OutputPane
+from .source_view import SourceView
+from .sources import Source, SourceState
+from .status_line import StatusLine, status_text
+from .timeline import Timeline
+
+try:  # the graph pane is its own module; a text list stands in if it is missing
+    from .graph_canvas import GraphCanvas
+except ImportError:  # pragma: no cover - only while the canvas is not installed
+    GraphCanvas = None  # type: ignore[assignment,misc]
+
+POLL_HZ = 20
+EXPORT_DIR = Path("dyngraph-export")
+
+
+class GraphList(Static):
+    """Stand-in graph pane: the nodes around the current one, as text."""
+
+    DEFAULT_CSS = "GraphList { height: 1fr; overflow-y: auto; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.selected: int | None = None
+
+    def show(self, graph: Graph, current: int | None = None, mode: str = "forward") -> None:
+        nodes = list(graph.nodes.values())
+        ids = [n.id for n in nodes]
+        at = ids.index(current) if current in ids else len(ids) - 1
+        text = Text(f"{mode} graph: {len(nodes)} nodes, {len(graph.edges)} edges\n", "dim")
+        for node in nodes[max(at - 12, 0): at + 6]:
+            style = "bold reverse" if node.id == current else ("red" if node.has_nonfinite else "")
+            text.append(f"{'▶' if node.id == current else ' '} t{node.id:<6} {node.label:<12} "
+                        f"{tuple(node.shape)!s:<14} {node.module}\n", style)
+        self.update(text)
+
+
+class _ValuesFetched(Message):
+    def __init__(self, title: str, array: Any) -> None:
+        super().__init__()
+        self.title = title
+        self.array = array
+
+
+class _Exported(Message):
+    def __init__(self, iteration: int, paths: list[Path], error: BaseException | None) -> None:
+        super().__init__()
+        self.iteration = iteration
+        self.paths = paths
+        self.error = error
+
+
+class _SourceClosed(Message):
+    pass
+
+
+class _NormsReady(Message):
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, _NormsReady)
+
+
+class DebuggerApp(App[int]):
+    """``DebuggerApp(source).run()``; the exit value is the script's exit status (or 0)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "dyngraph"
+    BINDINGS = [
+        Binding("n", "step_op", "Next op", id="next_op"),
+        Binding("i", "next_iteration", "Next iter", id="next_iteration"),
+        Binding("f", "finish_forward", "Finish fwd", id="finish_forward"),
+        Binding("F", "finish_backward", "Finish bwd", id="finish_backward"),
+        Binding("c", "continue", "Continue", id="continue"),
+        Binding("b", "toggle_breakpoint", "Break", id="breakpoint"),
+        Binding("B", "breakpoints", "Breakpoints", id="breakpoints_dialog"),
+        Binding("x", "toggle_nan", "NaN break", id="break_on_nan"),
+        Binding("left", "step_back", "Back", id="step_back", key_display="←"),
+        Binding("right", "step_forward", "Fwd", id="step_forward", key_display="→"),
+        Binding("left_square_bracket", "prev_iteration", "Prev iter", id="prev_iteration",
+                key_display="["),
+        Binding("right_square_bracket", "next_iteration_history", "Next iter (history)",
+                id="next_iteration_history", key_display="]"),
+        Binding("g", "toggle_graph", "Fwd/Bwd graph", id="graph_mode"),
+        Binding("z", "collapse", "Collapse", id="collapse_module"),
+        Binding("slash", "find", "Find", id="find_node", key_display="/"),
+        Binding("e", "export", "Export", id="export_iteration"),
+        Binding("d", "diff", "Diff", id="iteration_diff"),
+        Binding("v", "values", "Values", id="full_values"),
+        Binding("o", "toggle_output", "Output", id="toggle_output"),
+        Binding("question_mark", "help", "Help", id="help", key_display="?"),
+        Binding("q", "quit", "Quit", id="quit"),
+    ]
+
+    def __init__(self, source: Source, *, export_dir: str | Path | None = None,
+                 poll_hz: float = POLL_HZ, title: str = "") -> None:
+        super().__init__()
+        self.source = source
+        self.model: Model = source.model
+        self.export_dir = Path(export_dir) if export_dir else None
+        self.poll_hz = poll_hz
+        self.sub_title = title
+        self.graph_mode = "forward"
+        self.selected: int | None = None
+        self.graph: Graph | None = None
+        self._last_cursor = -2
+        self._last_state: SourceState | None = None
+        self._quitting = False
+        self._norms_busy = False
+        self._norms_again = False
+        self._exporter = Exporter(self._export_done)
+        self.redraws = 0
+
+    # -- layout --------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield StatusLine(id="status")
+        yield IterationBar(id="iterbar")
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield GraphCanvas(id="graph") if GraphCanvas is not None else GraphList(id="graph")
+                yield SourceView(id="source")
+            with Vertical(id="right"):
+                yield Inspector(id="inspector")
+                yield Timeline(id="timeline")
+        yield OutputPane(id="output")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#graph").border_title = "graph"
+        self.query_one("#timeline").border_title = "timeline"
+        self.query_one("#output").display = False
+        self.query_one("#output").border_title = "output"
+        self._tick()
+        self.refresh_view()
+        self.query_one(Timeline).focus()
+        self.set_interval(1 / self.poll_hz, self._tick)
+
+    # -- events in -----------------------------------------------------------------------
+    def _tick(self) -> None:
+        try:
+            events = self.source.pump()
+        except Exception as exc:  # a broken channel must not kill the UI
+            self.post_message(msg.SourceFailed(exc))
+            return
+        for message in msg.translate(events):
+            self.post_message(message)
+        error = getattr(self.source, "error", None)
+        if error is not None:
+            self.source.error = None  # type: ignore[attr-defined]
+            self.post_message(msg.SourceFailed(error))
+        state = self._state()
+        if state != self._last_state and not events:
+            self.refresh_view()
+
+    def _state(self) -> SourceState:
+        try:
+            return self.source.state
+        except Exception as exc:
+            return SourceState("finished", "error", f"lost the script: {exc}")
+
+    def on_events_arrived(self, message: msg.EventsArrived) -> None:
+        self.refresh_view()
+
+    def on_paused(self, message: msg.Paused) -> None:
+        self.refresh_view()
+
+    def on_output_arrived(self, message: msg.OutputArrived) -> None:
+        self.query_one(OutputPane).add(message.chunks)
+
+    def on_iterations_completed(self, message: msg.IterationsCompleted) -> None:
+        self._start_norms()
+        if self.export_dir is not None:
+            for index in message.indices:
+                graph = self.model.graph(index)
+                if graph is not None:
+                    self._exporter.submit(graph, self.export_dir)
+
+    def on_script_raised(self, message: msg.ScriptRaised) -> None:
+        where = f" at {Path(message.file).name}:{message.line}" if message.file else ""
+        self.notify(f"{message.type}: {message.message}{where}", title="the script raised",
+                    severity="error", timeout=8)
+        if message.traceback:
+            self.query_one(OutputPane).add([("stderr", message.traceback.rstrip("\n") + "\n")])
+        self.refresh_view()
+
+    def on_run_ended(self, message: msg.RunEnded) -> None:
+        self.query_one(OutputPane).flush_partial()
+        self.notify(f"the script ended with status {message.status}", timeout=5)
+        self.refresh_view()
+
+    def on_source_failed(self, message: msg.SourceFailed) -> None:
+        self.notify(f"lost the script: {message.error}", severity="error", timeout=10)
+        self.refresh_view()
+
+    # -- drawing -------------------------------------------------------------------------
+    def refresh_view(self) -> None:
+        """Redraw every pane from the model (cheap: one pass over one iteration)."""
+        model = self.model
+        self.redraws += 1
+        with self.batch_update():
+            graph = model.graph_at_cursor() or Graph(iteration=1)
+            self.graph = graph
+            current = model.current_node_id()
+            moved = model.cursor != self._last_cursor
+            self._last_cursor = model.cursor
+            if moved or self.selected not in graph.nodes:
+                self.selected = current
+            canvas = self.query_one("#graph")
+            canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
+            if moved and GraphCanvas is not None and current in graph.nodes:
+                canvas.selected = current  # type: ignore[attr-defined]
+            self._show_inspector()
+            self._show_source(graph, current)
+            info = model.cursor_iteration()
+            timeline = self.query_one(Timeline)
+            timeline.show(model.events, info.rows or [] if info else [], model.cursor)
+            index = info.index if info else 0
+            diff = model.diff(index) if info is not None and info.changed else None
+            self.query_one(IterationBar).show(model.iterations, index, diff)
+            self._show_status(index)
+
+    def _show_status(self, index: int) -> None:
+        state = self._state()
+        self._last_state = state
+        model = self.model
+        reason, description = state.reason, state.description
+        behind = 0
+        if self.source.live and model.cursor < model.last_step():
+            behind = model.last_step() - model.cursor
+            reason, description = self.source._reason  # noqa: SLF001 - the history move's why
+        if state.status == "finished" and not description:
+            from .sources import describe_ending
+
+            description = describe_ending(model)
+        bps = self.source.breakpoints.values()
+        self.query_one(StatusLine).update(status_text(
+            status=state.status, reason=reason, description=description,
+            event=model.current_event, iteration=index, iterations=model.iteration_count,
+            live=self.source.live, behind=behind,
+            breakpoints=sum(1 for b in bps if b.kind != "nan"),
+            nan_break=any(b.kind == "nan" for b in bps), mode=self.graph_mode))
+
+    def _show_source(self, graph: Graph, current: int | None) -> None:
+        node = graph.nodes.get(current) if current is not None else None
+        event = self.model.current_event
+        file = (node.file if node is not None and node.file else getattr(event, "file", ""))
+        line = node.line if node is not None and node.file else getattr(event, "line", 0)
+        view = self.query_one(SourceView)
+        if not file and view.file:
+            file, line = view.file, 0
+        view.breakpoint_lines = {b.line for b in self.source.breakpoints.values()
+                                 if b.kind == "line" and file and _same(b.file, file)}
+        view.show(file, line)
+
+    def _show_inspector(self) -> None:
+        graph = self.graph
+        node = graph.nodes.get(self.selected) if graph is not None and self.selected else None
+        history = self.model.grad_history(node) if node is not None else ()
+        inputs: list[str] = []
+        if node is not None and graph is not None:
+            for src in graph.inputs_of(node.id):
+                other = graph.nodes.get(src)
+                if other is not None:
+                    inputs.append(f"{other.label} t{src}")
+        self.query_one(Inspector).show(node, history, inputs)
+
+    def select_node(self, node_id: int | None) -> None:
+        """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""
+        self.selected = node_id
+        if GraphCanvas is not None and node_id is not None:
+            canvas = self.query_one("#graph")
+            if canvas.selected != node_id:  # type: ignore[attr-defined]
+                canvas.selected = node_id  # type: ignore[attr-defined]
+        self._show_inspector()
+
+    # -- selection from panes ------------------------------------------------------------
+    def on_graph_canvas_node_selected(self, message: Any) -> None:
+        if message.node_id != self.selected:
+            self.selected = message.node_id
+            self._show_inspector()
+
+    def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:
+        event = self.model.events[message.index]
+        for attr in ("output", "node", "tensor"):
+            node_id = getattr(event, attr, None)
+            if isinstance(node_id, int):
+                self.select_node(node_id)
+                return
+
+    def on_source_view_line_chosen(self, message: SourceView.LineChosen) -> None:
+        if message.file:
+            self.source.run_to_line(message.file, message.line)
+            self.refresh_view()
+
+    # -- stepping ------------------------------------------------------------------------
+    def _command(self, name: str, *args: Any) -> None:
+        if self._quitting:
+            return
+        try:
+            getattr(self.source, name)(*args)
+        except Exception as exc:  # e.g. the child is gone: say so, keep the UI
+            self.notify(f"{name}: {exc}", severity="error")
+        self.refresh_view()
+
+    def action_step_op(self) -> None:
+        self._command("step_op")
+
+    def action_next_iteration(self) -> None:
+        self._command("next_iteration")
+
+    def action_finish_forward(self) -> None:
+        self._command("finish_forward")
+
+    def action_finish_backward(self) -> None:
+        self._command("finish_backward")
+
+    def action_continue(self) -> None:
+        self._command("continue_")
+
+    def action_step_back(self) -> None:
+        if not self.source.step_back():
+            self.bell()
+        self.refresh_view()
+
+    def action_step_forward(self) -> None:
+        self._command("step_forward")
+
+    def action_prev_iteration(self) -> None:
+        info = self.model.cursor_iteration()
+        if info is None or not self.source.goto_iteration(info.index - 1):
+            self.bell()
+        self.refresh_view()
+
+    def action_next_iteration_history(self) -> None:
+        info = self.model.cursor_iteration()
+        if info is None or not self.source.goto_iteration(info.index + 1):
+            self.bell()
+        self.refresh_view()
+
+    # -- breakpoints ---------------------------------------------------------------------
+    def action_toggle_breakpoint(self) -> None:
+        view = self.query_one(SourceView)
+        if self.focused is view and view.file:
+            bp = Breakpoint.at_line(view.file, view.cursor_line)
+        else:
+            node = self.graph.nodes.get(self.selected) if self.graph and self.selected else None
+            if node is None or node.kind != "op":
+                self.notify("select an op node (or a line in the source pane) first",
+                            severity="warning")
+                return
+            bp = Breakpoint.op(node.op)
+        self._toggle(bp)
+
+    def action_toggle_nan(self) -> None:
+        self._toggle(Breakpoint.nan())
+
+    def _toggle(self, bp: Breakpoint) -> None:
+        try:
+            on = self.source.toggle_breakpoint(bp)
+        except Exception as exc:
+            self.notify(f"breakpoint: {exc}", severity="error")
+            return
+        self.notify(f"breakpoint {'set' if on else 'removed'}: {bp}", timeout=3)
+        self.refresh_view()
+
+    def action_breakpoints(self) -> None:
+        self.push_screen(BreakpointsDialog(self.source), lambda changed: self.refresh_view())
+
+    # -- views ---------------------------------------------------------------------------
+    def action_toggle_graph(self) -> None:
+        self.graph_mode = "backward" if self.graph_mode == "forward" else "forward"
+        self.refresh_view()
+
+    def action_collapse(self) -> None:
+        canvas = self.query_one("#graph")
+        for name in ("action_toggle_collapse", "action_collapse"):
+            action = getattr(canvas, name, None)
+            if action is not None:
+                action()
+                return
+        self.notify("collapsing modules needs the graph canvas", severity="warning")
+
+    def action_find(self) -> None:
+        if self.graph is None or not self.graph.nodes:
+            self.bell()
+            return
+        self.push_screen(FindScreen(self.graph), self._found)
+
+    def _found(self, node_id: int | None) -> None:
+        if node_id is not None:
+            self.select_node(node_id)
+
+    def action_toggle_output(self) -> None:
+        pane = self.query_one(OutputPane)
+        pane.display = not pane.display
+        pane.unseen = 0
+
+    def action_diff(self) -> None:
+        info = self.model.cursor_iteration()
+        if info is None:
+            return
+        index = info.index
+        diff = self.model.diff(index)
+        text = diff_text(index, diff, self.model.graph(index - 1), self.model.graph(index))
+        self.push_screen(DiffScreen(text))
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.key_bindings()))
+
+    def action_values(self) -> None:
+        node = self.graph.nodes.get(self.selected) if self.graph and self.selected else None
+        if node is None:
+            self.bell()
+            return
+        title = f"{node.label} t{node.id}"
+        source = self.source
+
+        def fetch() -> None:
+            try:
+                array = source.fetch_values(node.id)
+            except Exception as exc:
+                array = None
+                title_ = f"{title}: {exc}"
+            else:
+                title_ = title
+            self.post_message(_ValuesFetched(title_, array))
+
+        threading.Thread(target=fetch, name="dyngraph-values", daemon=True).start()
+
+    def on__values_fetched(self, message: _ValuesFetched) -> None:
+        self.push_screen(ValuesScreen(values_text(message.array, message.title)))
+
+    def action_export(self) -> None:
+        graph = self.graph
+        if graph is None or not graph.nodes:
+            self.bell()
+            return
+        self.notify(f"exporting iteration {graph.iteration} …", timeout=2)
+        self._exporter.submit(graph, self.export_dir or EXPORT_DIR, self.graph_mode)
+
+    def _export_done(self, iteration: int, paths: list[Path], error: BaseException | None
+                     ) -> None:
+        self.post_message(_Exported(iteration, paths, error))
+
+    def on__exported(self, message: _Exported) -> None:
+        if message.error is not None:
+            self.notify(f"export of iteration {message.iteration} failed: {message.error}",
+                        severity="error")
+        elif self.export_dir is None or not self.source.live:
+            self.notify("wrote " + ", ".join(str(p) for p in message.paths), timeout=4)
+
+    # -- gradient norms across iterations (for sparklines) --------------------------------
+    def _start_norms(self) -> None:
+        if self._norms_busy:
+            self._norms_again = True
+            return
+        self._norms_busy = True
+        threading.Thread(target=self._compute_norms, name="dyngraph-norms", daemon=True).start()
+
+    def _compute_norms(self) -> None:
+        model = self.model
+        for info in list(model.iterations):
+            if info.complete and not model.has_norms(info.index):
+                model.iteration_norms(info.index)
+        self.post_message(_NormsReady())
+
+    def on__norms_ready(self, message: _NormsReady) -> None:
+        self._norms_busy = False
+        self._show_inspector()
+        if self._norms_again:
+            self._norms_again = False
+            self._start_norms()
+
+    # -- command palette and help -------------------------------------------------------
+    def key_bindings(self) -> list[Binding]:
+        return [b for b in self.BINDINGS if isinstance(b, Binding)]
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for b in self.key_bindings():
+            if b.action in ("quit", "help"):
+                continue
+            yield SystemCommand(f"{b.description} ({b.key_display or b.key})",
+                                f"debugger: {b.action}", _runner(self, b.action))
+
+    # -- quitting ------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """End the child cleanly (on a daemon thread: it may take a moment), then exit."""
+        if self._quitting:
+            self.exit(self._exit_status())
+            return
+        self._quitting = True
+        self.query_one(StatusLine).update(Text(" QUITTING … ending the script ",
+                                               "bold white on red"))
+        self._exporter.stop()
+
+        def close() -> None:
+            try:
+                self.source.close()
+            finally:
+                self.post_message(_SourceClosed())
+
+        threading.Thread(target=close, name="dyngraph-close", daemon=True).start()
+        self.set_timer(8.0, lambda: self.exit(self._exit_status()))
+
+    def on__source_closed(self, message: _SourceClosed) -> None:
+        self.exit(self._exit_status())
+
+    def _exit_status(self) -> int:
+        end = self.model.run_end
+        return end.status if end is not None else 0
+
+
+def _runner(app: DebuggerApp, action: str):
+    def run() -> None:
+        app.run_action(action)
+
+    return run
+
+
+def _same(a: str, b: str) -> bool:
+    from dyngraph.debug.breakpoints import same_file
+
+    return same_file(a, b)
+

@@ -1,0 +1,103 @@
+"""``dyngraph debug`` / ``view`` / ``demo``: open the debugger on a script, a trace or a demo.
+
+Bad input (a missing script or trace, an unknown demo) raises UserError, which the CLI
+prints as one line. The app runs in the main thread (Textual needs it); a live child is
+ended on every way out, even when the app itself fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from dyngraph.errors import UserError
+
+
+def _script_args(args: argparse.Namespace) -> list[str]:
+    rest = list(getattr(args, "args", None) or [])
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    return rest
+
+
+def _check_script(script: str) -> Path:
+    path = Path(script)
+    if not path.exists():
+        raise UserError(f"no such script: {script}")
+    if path.is_dir():
+        raise UserError(f"{script} is a directory, not a Python script")
+    return path
+
+
+def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
+              title: str) -> int:
+    from .app import DebuggerApp
+    from .model import Model
+    from .sources import LiveSource
+
+    if export_dir:
+        try:
+            Path(export_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
+    try:
+        source = LiveSource.start(Model(), str(script), script_args, stats=stats)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot start {script}: {exc}") from None
+    try:
+        app = DebuggerApp(source, export_dir=export_dir, title=title)
+        status = app.run()
+    finally:
+        source.close()
+    return int(status or 0)
+
+
+def run_debug(args: argparse.Namespace) -> int:
+    """``dyngraph debug [--export-dir DIR] [--stats S] SCRIPT [ARGS...]``."""
+    script = _check_script(args.script)
+    return _run_live(script, _script_args(args), stats=args.stats,
+                     export_dir=args.export_dir, title=str(script))
+
+
+def run_view(args: argparse.Namespace) -> int:
+    """``dyngraph view TRACE``: replay a recorded trace, forwards and backwards."""
+    import dyngraph
+
+    from .app import DebuggerApp
+    from .model import Model
+    from .sources import ReplaySource
+
+    path = Path(args.trace)
+    if not path.exists():
+        raise UserError(f"no such trace file: {args.trace}")
+    if path.is_dir():
+        raise UserError(f"{args.trace} is a directory, not a trace file")
+    read_trace = getattr(dyngraph, "read_trace", None)
+    if read_trace is None:
+        raise UserError("this dyngraph cannot read trace files (dyngraph.read_trace missing)")
+    trace = read_trace(path)  # raises TraceFileError (a UserError) on a damaged file
+    app = DebuggerApp(ReplaySource(Model(), trace), title=str(path))
+    app.run()
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """``dyngraph demo --list`` lists the demos; ``dyngraph demo [NAME]`` debugs one live."""
+    from dyngraph import demos
+
+    if args.list:
+        width = max(map(len, demos.DEMOS))
+        for name, description in demos.DEMOS.items():
+            print(f"{name:<{width}}  {description}")
+        return 0
+    script = demos.path(args.name)  # UserError naming the demos for an unknown name
+    if not script.exists():
+        raise UserError(f"demo {args.name!r} is not installed ({script} is missing)")
+    return _run_live(script, _script_args(args), stats="full", export_dir=None,
+                     title=f"demo {args.name}")
+
+
+def _stdout_is_terminal() -> bool:
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"

@@ -1,0 +1,54 @@
+"""The help screen (``?``): every key of the debugger and what it does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+INTRO = (
+    "dyngraph steps through a define-by-run graph as it is built, like pdb steps through "
+    "lines. Live, the script starts paused before its first op; left/right walk back and "
+    "forth through what already happened while the script waits at the frontier."
+)
+NOTES = (
+    "b sets a breakpoint on the selected node's op, or on the source line under the cursor "
+    "when the source pane has focus. Panes: tab cycles focus; enter in the timeline selects "
+    "that event's node; the graph pane has its own pan/zoom keys (see its footer)."
+)
+
+
+def help_table(bindings: Iterable[Binding]) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for b in bindings:
+        table.add_row(b.key_display or b.key, b.description)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="close_help")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 84; height: 80%; border: thick $accent; background: $surface; padding: 0 1;
+    }
+    """
+
+    def __init__(self, bindings: Iterable[Binding]) -> None:
+        super().__init__()
+        self._keys = list(bindings)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = "dyngraph debugger — keys (esc to close)"
+            yield Static(Text(INTRO + "\n"))
+            yield Static(help_table(self._keys))
+            yield Static(Text("\n" + NOTES, "dim"))

@@ -1,0 +1,182 @@
+"""The inspector: everything known about the selected node, and its full values on request.
+
+Shows op, module path, ``file:line``, shape and dtype, the value summary
+(min/max/mean/std/norm, NaN/Inf counts), a preview of the first values (elided), the
+gradient summary once backward reached the node, and a sparkline of the node's gradient
+norm across iterations (nodes matched by ``GraphNode.key``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+
+import numpy as np
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from dyngraph import events as ev
+from dyngraph.graph import GraphNode
+
+BARS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: Sequence[float | None], width: int = 40) -> Text:
+    """Bars for the last ``width`` values on a log scale (gradient norms span decades);
+    a missing value is a gap, a non-finite one a red ``!``."""
+    values = list(values)[-width:]
+    finite = [v for v in values if v is not None and math.isfinite(v) and v > 0]
+    text = Text()
+    if not finite:
+        return text.append("·" * len(values), "dim")
+    lo, hi = math.log10(min(finite)), math.log10(max(finite))
+    span = hi - lo or 1.0
+    for v in values:
+        if v is None:
+            text.append(" ")
+        elif not math.isfinite(v):
+            text.append("!", "bold red")
+        elif v <= 0:
+            text.append(BARS[0], "cyan")
+        else:
+            level = round((math.log10(v) - lo) / span * (len(BARS) - 1))
+            text.append(BARS[level], "cyan")
+    return text
+
+
+def fmt(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x == 0 or (1e-3 <= abs(x) < 1e5):
+        return f"{x:.4g}"
+    return f"{x:.3e}"
+
+
+def summary_text(s: ev.Summary) -> Text:
+    text = Text()
+    for name, value in (("min", s.min), ("max", s.max), ("mean", s.mean), ("std", s.std),
+                        ("norm", s.norm)):
+        text.append(f"{name} ", "dim").append(f"{fmt(value)}  ")
+    style = "bold red" if not s.finite else "green"
+    text.append(f"NaN {s.nan}  Inf {s.inf}", style)
+    if s.sampled:
+        text.append("  (sampled)", "dim")
+    return text
+
+
+def preview_text(s: ev.Summary, limit: int = 8) -> Text:
+    """The first values, with an ellipsis when there are more than shown."""
+    if not s.preview:
+        return Text("no preview (stats off or cheap)", "dim")
+    shown = [fmt(v) for v in s.preview[:limit]]
+    more = s.numel > len(shown)
+    return Text("[" + ", ".join(shown) + (", …" if more else "") + "]"
+                + (f"  of {s.numel:,}" if more else ""))
+
+
+def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
+              inputs: Sequence[str] = ()) -> Group | Text:
+    """The inspector's renderable for ``node``."""
+    if node is None:
+        return Text("no node selected\n\nstep with n, or pick a node in the graph or timeline",
+                    "dim")
+    title = Text(node.label, "bold")
+    title.append(f"  {node.kind}", "dim")
+    if node.grad_fn:
+        title.append(f"  {node.grad_fn}", "magenta")
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column()
+    if node.kind == "op":
+        table.add_row("module", node.module or "(top level)")
+        where = f"{os.path.basename(node.file)}:{node.line}" if node.file else "?"
+        table.add_row("at", f"{where} in {node.function}" if node.function else where)
+    elif node.name:
+        table.add_row("name", node.name)
+    numel = 1
+    for d in node.shape:
+        numel *= d
+    table.add_row("shape", f"{tuple(node.shape)}  {node.dtype}  {numel:,} elements")
+    if node.attrs:
+        table.add_row("attrs", ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())[:200])
+    if inputs:
+        table.add_row("inputs", ", ".join(inputs))
+    s = node.summary
+    if s is not None and node.kind not in ("backward", "accumulate"):
+        table.add_row("value", summary_text(s))
+        table.add_row("preview", preview_text(s))
+    elif node.kind not in ("backward", "accumulate"):
+        table.add_row("value", Text("no statistics recorded", "dim"))
+    if node.grad is not None:
+        table.add_row("grad", summary_text(node.grad))
+        table.add_row("", preview_text(node.grad))
+    else:
+        table.add_row("grad", Text("not yet (backward has not reached it)", "dim"))
+    if any(v is not None for v in history):
+        last = next((v for v in reversed(history) if v is not None), None)
+        line = sparkline(history)
+        line.append(f"  last {fmt(last)}", "dim")
+        table.add_row("‖grad‖", line)
+        table.add_row("", Text(f"over {len(history)} iterations", "dim"))
+    table.add_row("", Text("v: full values", "dim"))
+    return Group(title, table)
+
+
+class Inspector(VerticalScroll):
+    """The selected node's details; ``show`` replaces them."""
+
+    DEFAULT_CSS = """
+    Inspector { height: 1fr; }
+    Inspector > Static { width: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.node: GraphNode | None = None
+        self._body = Static(node_view(None))
+
+    def compose(self) -> ComposeResult:
+        yield self._body
+
+    def show(self, node: GraphNode | None, history: Sequence[float | None] = (),
+             inputs: Sequence[str] = ()) -> None:
+        self.node = node
+        self._body.update(node_view(node, history, inputs))
+        self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
+
+
+def values_text(array: np.ndarray | None, title: str) -> Text:
+    if array is None:
+        return Text(f"{title}\n\nno values available: the script is not paused, the tensor is "
+                    "gone, or the trace was recorded without --values small", "dim")
+    body = np.array2string(np.asarray(array), threshold=20_000, edgeitems=50,
+                           max_line_width=160, precision=5)
+    return Text.assemble((f"{title}  shape {array.shape} {array.dtype}\n\n", "bold"), body)
+
+
+class ValuesScreen(ModalScreen[None]):
+    """Full values of one tensor, fetched from the paused child or the trace."""
+
+    BINDINGS = [Binding("escape,q,v", "dismiss", "Close", id="close_values")]
+    DEFAULT_CSS = """
+    ValuesScreen { align: center middle; }
+    ValuesScreen > VerticalScroll {
+        width: 90%; height: 80%; border: thick $accent; background: $surface; padding: 0 1;
+    }
+    """
+
+    def __init__(self, text: Text) -> None:
+        super().__init__()
+        self._text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = "values (esc to close)"
+            yield Static(self._text)

@@ -1,0 +1,336 @@
+"""Where the debugger's events come from: a recorded trace or a live script.
+
+Both sources feed one ``Model`` and take the same commands. A command first walks the
+history the model already holds (stopping at the target or at a breakpoint on the way), so
+replay and "looking back" in a live run behave the same; only when the cursor reaches the
+frontier of a live run does the command go down to the child process.
+
+>>> source = ReplaySource(Model(), dyngraph.read_trace("run.dgtrace"))   # doctest: +SKIP
+>>> source.step_op(); source.model.current_event                         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dyngraph import events as ev
+from dyngraph.debug.breakpoints import same_file
+
+from .breakpoints import Breakpoint, history_hit
+from .model import STEP_KINDS, Model
+
+Predicate = Callable[[ev.Event], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """Same fields as ``dyngraph.debug.SessionState``; ``status`` running|paused|finished."""
+
+    status: str = "paused"
+    reason: str = "start"
+    description: str = ""
+    at_seq: int = 0
+    exit_status: int | None = None
+
+
+def _is_step(e: ev.Event) -> bool:
+    return e.kind in STEP_KINDS
+
+
+class Source:
+    """What the app talks to. Subclasses add how events arrive and what the frontier does."""
+
+    live = False
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.breakpoints: dict[int, Breakpoint] = {}
+        self._next_bp = 1
+        self._reason = ("start", "before the first op")
+
+    # -- to override ---------------------------------------------------------------------
+    def pump(self) -> list[ev.Event]:
+        """Move newly arrived events into the model; returns them."""
+        return []
+
+    @property
+    def state(self) -> SourceState:
+        raise NotImplementedError
+
+    def _at_frontier(self, command: str, **kwargs: Any) -> None:
+        """The cursor reached the end of the history while running ``command``."""
+
+    def fetch_values(self, tensor_id: int) -> np.ndarray | None:
+        return None
+
+    def close(self) -> None:
+        """Release everything (a live child included); safe to call twice."""
+
+    # -- breakpoints ---------------------------------------------------------------------
+    def add_breakpoint(self, spec: Breakpoint) -> int:
+        bp_id = self._next_bp
+        self._next_bp += 1
+        self.breakpoints[bp_id] = spec
+        return bp_id
+
+    def remove_breakpoint(self, bp_id: int) -> None:
+        self.breakpoints.pop(bp_id, None)
+
+    def toggle_breakpoint(self, spec: Breakpoint) -> bool:
+        """Remove ``spec`` if set, else add it; returns True when it is now set."""
+        for bp_id, existing in list(self.breakpoints.items()):
+            if existing == spec:
+                self.remove_breakpoint(bp_id)
+                return False
+        self.add_breakpoint(spec)
+        return True
+
+    # -- commands ------------------------------------------------------------------------
+    def step_op(self) -> None:
+        self._run("step_op", _is_step, stop_at_breakpoints=False)
+
+    def next_iteration(self) -> None:
+        info = self.model.cursor_iteration()
+        current = info.index if info is not None else 0
+        self._run("next_iteration", lambda e: _is_step(e) and e.iteration > current)
+
+    def finish_forward(self) -> None:
+        self._run("finish_forward", lambda e: e.kind == "backward_start")
+
+    def finish_backward(self) -> None:
+        self._run("finish_backward", lambda e: e.kind == "backward_end")
+
+    def continue_(self) -> None:
+        self._run("continue_", lambda e: False)
+
+    def run_to_line(self, file: str, line: int) -> None:
+        self._run("run_to_line", lambda e: isinstance(e, ev.Op) and e.line == line
+                  and same_file(file, e.file), file=file, line=line)
+
+    def step_back(self) -> bool:
+        i = self.model.prev_step()
+        if i is None:
+            return False
+        self._history_move(i, "step", "stepped back")
+        return True
+
+    def step_forward(self) -> bool:
+        """One step forward; through history first, at the frontier like ``step_op``."""
+        i = self.model.next_step()
+        if i is None:
+            self._at_frontier("step_op")
+            return self.live
+        self._history_move(i, "step", "")
+        return True
+
+    def goto_iteration(self, index: int) -> bool:
+        """Put the cursor on the last event of iteration ``index`` (its whole graph)."""
+        info = self.model.iteration(index)
+        if info is None:
+            return False
+        end = info.end if info.end is not None else (info.rows[-1] if info.rows else info.start)
+        self._history_move(end, "iteration", f"iteration {index}")
+        return True
+
+    def _history_move(self, index: int, reason: str, description: str) -> None:
+        self.model.move_to(index)
+        self._reason = (reason, description)
+
+    def _run(self, command: str, target: Predicate, stop_at_breakpoints: bool = True,
+             **kwargs: Any) -> None:
+        model = self.model
+        specs = list(self.breakpoints.values()) if stop_at_breakpoints else []
+        events = model.events
+        for i in range(model.cursor + 1, len(events)):
+            event = events[i]
+            if target(event):
+                self._history_move(i, _REASONS.get(command, "step"), "")
+                return
+            for spec in specs:
+                hit = history_hit(spec, events, i)
+                if hit is not None:
+                    self._history_move(i, spec.kind, hit)
+                    return
+        model.move_to(model.frontier)
+        self._at_frontier(command, **kwargs)
+
+
+_REASONS = {"step_op": "step", "next_iteration": "step", "finish_forward": "step",
+            "finish_backward": "step", "continue_": "step", "run_to_line": "line"}
+
+
+class ReplaySource(Source):
+    """A recorded trace: every event is known; commands only move the cursor."""
+
+    def __init__(self, model: Model, trace: Any) -> None:
+        super().__init__(model)
+        self.trace = trace
+        self._pending: list[ev.Event] | None = list(trace.events)
+        self._finished = False
+
+    def pump(self) -> list[ev.Event]:
+        if self._pending is None:
+            return []
+        events, self._pending = self._pending, None
+        self.model.ingest(events)
+        first = self.model.next_step(0)
+        self.model.move_to(first if first is not None else -1)
+        return events
+
+    @property
+    def state(self) -> SourceState:
+        reason, description = self._reason
+        if self._finished and self.model.cursor >= self.model.frontier:
+            return SourceState("finished", "end", _ending(self.model),
+                               exit_status=_status(self.model))
+        return SourceState("paused", reason, description)
+
+    def _history_move(self, index: int, reason: str, description: str) -> None:
+        super()._history_move(index, reason, description)
+        self._finished = False
+
+    def _at_frontier(self, command: str, **kwargs: Any) -> None:
+        self._finished = True
+
+    def fetch_values(self, tensor_id: int) -> np.ndarray | None:
+        values = getattr(self.trace, "values", None)
+        return values(tensor_id) if callable(values) else None
+
+
+class LiveSource(Source):
+    """A script running in a child process under ``dyngraph.debug.Session``.
+
+    A daemon thread pulls the session's events into a queue (it may block in ``poll`` and
+    must never hold up quitting); ``pump`` drains the queue on the UI's timer.
+    """
+
+    live = True
+
+    def __init__(self, model: Model, session: Any) -> None:
+        super().__init__(model)
+        self.session = session
+        self.following = True
+        self._queue: queue.SimpleQueue[list[ev.Event] | BaseException] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._runtime_ids: dict[int, int] = {}
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._pull, name="dyngraph-events", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
+              cwd: str | None = None) -> LiveSource:
+        from dyngraph.debug import Session
+
+        session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd)
+        return cls(model, session)
+
+    def _pull(self) -> None:
+        poll = self.session.poll
+        while not self._stop.is_set():
+            try:
+                batch = poll(timeout=0.05)
+            except BaseException as exc:  # the UI shows it; the thread must not die silently
+                self._queue.put(exc)
+                return
+            if batch:
+                self._queue.put(list(batch))
+            elif self._finished_session():
+                self._stop.wait(0.05)
+
+    def _finished_session(self) -> bool:
+        try:
+            return self.session.state.status == "finished"
+        except Exception:
+            return True
+
+    def pump(self) -> list[ev.Event]:
+        got: list[ev.Event] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, BaseException):
+                self.error = item
+                continue
+            got.extend(item)
+        if not got:
+            return got
+        model = self.model
+        model.ingest(got)
+        if self.following:
+            pause = next((e for e in reversed(got) if isinstance(e, ev.BreakpointHit)), None)
+            if pause is not None and pause.at_seq > 0:
+                model.move_to(model.index_of_seq(pause.at_seq))
+            elif pause is not None:
+                model.move_to(model.find(model.frontier, lambda e: e is pause, -1) or 0)
+            else:
+                model.move_to(model.last_step())
+        return got
+
+    @property
+    def state(self) -> SourceState:
+        s = self.session.state
+        return SourceState(s.status, s.reason, s.description, s.at_seq, s.exit_status)
+
+    def _history_move(self, index: int, reason: str, description: str) -> None:
+        super()._history_move(index, reason, description)
+        self.following = False
+
+    def _at_frontier(self, command: str, **kwargs: Any) -> None:
+        self.following = True
+        if self.session.state.status == "finished":
+            return
+        self.model.move_to(self.model.last_step())
+        getattr(self.session, command)(**kwargs)
+
+    # -- breakpoints go to the child too -------------------------------------------------
+    def add_breakpoint(self, spec: Breakpoint) -> int:
+        runtime_id = self.session.add_breakpoint(spec)
+        bp_id = super().add_breakpoint(spec)
+        self._runtime_ids[bp_id] = runtime_id
+        return bp_id
+
+    def remove_breakpoint(self, bp_id: int) -> None:
+        super().remove_breakpoint(bp_id)
+        runtime_id = self._runtime_ids.pop(bp_id, None)
+        if runtime_id is not None:
+            self.session.remove_breakpoint(runtime_id)
+
+    def fetch_values(self, tensor_id: int) -> np.ndarray | None:
+        if self.session.state.status != "paused":
+            return None
+        return self.session.fetch_values(tensor_id, timeout=5.0)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.session.close()
+
+
+def _status(model: Model) -> int | None:
+    return model.run_end.status if model.run_end is not None else None
+
+
+def _ending(model: Model) -> str:
+    """How the run ended, in a few words."""
+    exc = model.exception
+    if exc is not None:
+        where = f" at {os.path.basename(exc.file)}:{exc.line}" if exc.file else ""
+        return f"raised {exc.type}: {exc.message}{where}"
+    end = model.run_end
+    if end is not None:
+        why = f" ({end.reason})" if end.reason else ""
+        return f"script exited with status {end.status}{why}"
+    return "the trace ends here"
+
+
+def describe_ending(model: Model) -> str:
+    return _ending(model)

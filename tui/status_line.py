@@ -1,0 +1,62 @@
+"""The status line: RUNNING / PAUSED / FINISHED and why, where, iteration and op seq."""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+from textual.widgets import Static
+
+from dyngraph import events as ev
+
+STATUS_STYLE = {
+    "running": "bold black on green",
+    "paused": "bold black on yellow",
+    "finished": "bold white on blue",
+    "error": "bold white on red",
+}
+
+
+def status_text(*, status: str, reason: str, description: str, event: ev.Event | None,
+                iteration: int, iterations: int, live: bool, behind: int = 0,
+                breakpoints: int = 0, nan_break: bool = False, mode: str = "forward") -> Text:
+    """The line's contents (pure, so tests read it without an app)."""
+    text = Text()
+    label = status.upper()
+    text.append(f" {label} ", STATUS_STYLE.get(status, "reverse"))
+    text.append(" ")
+    if status == "paused" and reason:
+        text.append(reason, "bold yellow")
+        if description:
+            text.append(f" {description}")
+    elif status == "finished":
+        text.append(description or "the run is over", "bold")
+    elif status == "running":
+        text.append("c: running until a breakpoint · n: stop at the next op", "dim")
+    if event is not None:
+        what = getattr(event, "op", "") or getattr(event, "grad_fn", "") or event.kind
+        if isinstance(event, ev.BackwardStep):
+            what = event.grad_fn
+        text.append("  │ ", "dim").append(what, "bold")
+        file, line = getattr(event, "file", ""), getattr(event, "line", 0)
+        if file:
+            text.append(f" {os.path.basename(file)}:{line}", "cyan")
+        text.append("  │ ", "dim").append(f"iter {iteration}/{iterations}")
+        text.append("  │ ", "dim").append(f"seq {event.seq}")
+    if behind:
+        text.append("  │ ", "dim").append(f"history: {behind} events behind the script",
+                                            "bold magenta")
+    text.append("  │ ", "dim").append("live" if live else "replay", "dim")
+    if mode == "backward":
+        text.append(" · backward graph", "magenta")
+    if breakpoints:
+        text.append(f" · {breakpoints} bp", "red")
+    if nan_break:
+        text.append(" · break on NaN", "red")
+    return text
+
+
+class StatusLine(Static):
+    DEFAULT_CSS = """
+    StatusLine { height: 1; background: $panel; }
+    """

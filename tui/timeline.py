@@ -1,0 +1,117 @@
+"""The timeline: one row per event of the iteration, drawn only where visible.
+
+Rows are history indices (the model's per-iteration list, shared, so a live run's growing
+iteration costs nothing to "add"). Picking a row posts ``Timeline.EventChosen`` with the
+history index; the app moves the selection to that event's node.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+from rich.text import Text
+from textual.message import Message
+
+from dyngraph import events as ev
+
+from .linelist import LineList
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")" if shape else "()"
+
+
+def _norm(summary: ev.Summary | None) -> str:
+    if summary is None or summary.norm is None:
+        return ""
+    return f"‖g‖={summary.norm:.3g}"
+
+
+def describe_event(event: ev.Event) -> Text:
+    """One timeline row for ``event`` (also used by tests and the status line)."""
+    seq = f"{event.seq:>7} "
+    if isinstance(event, ev.Op):
+        bad = event.summary is not None and not event.summary.finite
+        where = f"{os.path.basename(event.file)}:{event.line}" if event.file else ""
+        text = Text.assemble(
+            (seq, "dim"),
+            (f"{event.op:<12}", "bold red" if bad else "bold"),
+            f" {_shape(event.shape):<14}",
+            (f" {event.module:<16}" if event.module else " " * 17, "cyan"),
+            (f" {where}", "dim"),
+        )
+        if bad:
+            text.append("  NaN/Inf", "bold red")
+        return text
+    if isinstance(event, ev.BackwardStep):
+        bad = any(s is not None and not s.finite for s in (event.grad_output, *event.grad_inputs))
+        return Text.assemble((seq, "dim"), ("← ", "magenta"),
+                             (f"{event.grad_fn:<16}", "bold red" if bad else "magenta"),
+                             f" {_norm(event.grad_output)}")
+    if isinstance(event, ev.TensorCreated):
+        what = "param" if event.is_param else "leaf"
+        return Text.assemble((seq, "dim"), ("○ ", "green"), (f"{what} ", "green"),
+                             (event.name or f"t{event.tensor}", "bold green"),
+                             f" {_shape(event.shape)}")
+    if isinstance(event, ev.GradAccumulated):
+        bad = event.summary is not None and not event.summary.finite
+        return Text.assemble((seq, "dim"), ("⇐ .grad ", "magenta"),
+                             (event.name or f"t{event.tensor}", "bold red" if bad else "magenta"),
+                             f" {_norm(event.summary)}")
+    if isinstance(event, ev.BackwardStart):
+        return Text.assemble((seq, "dim"), ("── backward ──", "magenta"))
+    if isinstance(event, ev.BackwardEnd):
+        return Text.assemble((seq, "dim"), ("── backward done ──", "magenta"))
+    if isinstance(event, ev.OptimizerStep):
+        return Text.assemble((seq, "dim"), (f"optimizer {event.optimizer} lr={event.lr:g}",
+                                            "yellow"))
+    if isinstance(event, ev.IterationEnd):
+        return Text.assemble((seq, "dim"), (f"── end of iteration {event.iteration} "
+                                            f"({event.node_count} nodes) ──", "blue"))
+    if isinstance(event, ev.BreakpointHit):
+        return Text.assemble((seq, "dim"), (f"■ paused: {event.reason} {event.description}",
+                                            "bold yellow"))
+    if isinstance(event, ev.ExceptionRaised):
+        return Text.assemble((seq, "dim"), (f"✖ {event.type}: {event.message}", "bold red"))
+    return Text.assemble((seq, "dim"), event.kind)
+
+
+class Timeline(LineList):
+    """The events of the cursor's iteration."""
+
+    DEFAULT_CSS = """
+    Timeline { height: 1fr; }
+    """
+
+    class EventChosen(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._events: list[ev.Event] = []
+        self._rows: list[int] = []
+        self._row_cache: dict[int, Text] = {}
+
+    def show(self, events: list[ev.Event], rows: list[int], cursor: int) -> None:
+        """Show history ``rows`` of ``events``; mark the row of history index ``cursor``."""
+        if rows is not self._rows or events is not self._events:
+            self._row_cache.clear()
+        self._events, self._rows = events, rows
+        self.set_rows(len(rows), 100)
+        self.set_mark(max(bisect.bisect_right(rows, cursor) - 1, 0) if rows else -1)
+
+    def row_text(self, row: int) -> Text:
+        index = self._rows[row]
+        text = self._row_cache.get(index)
+        if text is None:
+            if len(self._row_cache) > 2000:
+                self._row_cache.clear()
+            text = self._row_cache[index] = describe_event(self._events[index])
+        return text
+
+    def on_line_list_chosen(self, message: LineList.Chosen) -> None:
+        message.stop()
+        self.post_message(self.EventChosen(self._rows[message.row]))
