@@ -1,12 +1,17 @@
-"""Graph nodes, grad modes and the iterative backward pass.
+"""Graph nodes, grad modes, the iterative backward pass and ``autograd.grad``.
 
 A ``Node`` is what PyTorch calls a ``grad_fn``: it holds the op's backward closure (which
-captured whatever the forward saved) and the input tensors gradients flow to. Backward
-walks nodes with an explicit stack and dependency counts, never recursion, so a chain of
-100,000 ops is as fine as a chain of ten.
+captured whatever the forward saved) and one edge per forward input: the input's own Node,
+the leaf Tensor itself (gradients accumulate into its ``.grad``), or None where no gradient
+flows. Edges are fixed when the op runs, so rebinding a tensor later never rewires a graph.
 
-This module knows tensors only by duck type (``data``, ``grad``, ``grad_fn``,
-``requires_grad``, ``_id``, ``_hooks``); ``tensor.py`` injects the Tensor constructor.
+Backward never recurses. Every tensor gets an increasing id when it is created, and an op's
+output is created after its inputs, so walking nodes from the highest id down (a heap keyed
+by id) visits each node after every consumer of its output has contributed: a topological
+order with no dependency-counting pass. A chain of 100,000 ops is as fine as a chain of ten.
+
+This module knows tensors only by duck type (``data``, ``_grad``, ``grad_fn``, ``_id``,
+``_hooks``, ``_post_hooks``); ``tensor.py`` injects the array-to-Tensor wrapper.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
+from heapq import heappop, heappush
 from typing import Any
 
 import numpy as np
@@ -26,6 +32,11 @@ FREED_MESSAGE = (
     "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
     "backward through the graph a second time or if you need to access saved tensors after "
     "calling backward."
+)
+NO_GRAD_FN_MESSAGE = "element {} of tensors does not require grad and does not have a grad_fn"
+UNUSED_MESSAGE = (
+    "One of the differentiated Tensors appears to not have been used in the graph. "
+    "Set allow_unused=True if this is the desired behavior."
 )
 
 # Set by tensor.py: wraps an ndarray into a Tensor that does not require grad.
@@ -44,7 +55,11 @@ grad_mode = _GradMode()
 
 
 class set_grad_enabled:
-    """Context manager (and decorator) that sets grad mode on or off, as in PyTorch."""
+    """Set grad mode on or off: as a call, a context manager, or a decorator (as in PyTorch).
+
+    >>> with set_grad_enabled(False):
+    ...     assert not is_grad_enabled()
+    """
 
     def __init__(self, mode: bool) -> None:
         self.prev = grad_mode.enabled
@@ -63,31 +78,51 @@ class set_grad_enabled:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
+            prev = grad_mode.enabled
+            grad_mode.enabled = mode
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                grad_mode.enabled = prev
 
         return wrapper
 
 
 class _ModeContext:
-    """Base of ``no_grad`` / ``enable_grad``: a context manager and a decorator."""
+    """Base of ``no_grad`` / ``enable_grad``: a context manager and a decorator.
+
+    Like PyTorch's, it decorates with or without parentheses: ``@no_grad()`` or ``@no_grad``.
+    """
 
     mode = True
 
+    def __new__(cls, fn: Callable[..., Any] | None = None) -> Any:
+        self = super().__new__(cls)
+        if fn is None:
+            return self
+        return self(fn)
+
+    def __init__(self, fn: Callable[..., Any] | None = None) -> None:
+        self.prev: list[bool] = []
+
     def __enter__(self) -> None:
-        self.prev = grad_mode.enabled
+        self.prev.append(grad_mode.enabled)
         grad_mode.enabled = self.mode
 
     def __exit__(self, *exc: object) -> None:
-        grad_mode.enabled = self.prev
+        grad_mode.enabled = self.prev.pop()
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         mode = self.mode
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
+            prev = grad_mode.enabled
+            grad_mode.enabled = mode
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                grad_mode.enabled = prev
 
         return wrapper
 
@@ -104,23 +139,45 @@ class enable_grad(_ModeContext):
     mode = True
 
 
+class inference_mode(_ModeContext):
+    """Same as ``no_grad`` in dyngraph (there are no inference tensors)."""
+
+    mode = False
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):
+            return super().__new__(cls, mode)
+        self = super().__new__(cls)
+        self.mode = not mode
+        return self
+
+    def __init__(self, mode: Any = True) -> None:
+        super().__init__()
+
+
 def is_grad_enabled() -> bool:
     return grad_mode.enabled
 
 
 # -- nodes -------------------------------------------------------------------------------
 class Node:
-    """The backward half of one forward op (``tensor.grad_fn``)."""
+    """The backward half of one forward op (``tensor.grad_fn``).
 
-    __slots__ = ("op", "backward_fn", "inputs", "out_id", "hooks", "retained", "__weakref__")
+    ``shape`` and ``dtype`` are those of the op's output: gradients arriving here are
+    summed down to that shape and cast to that dtype.
+    """
+
+    __slots__ = ("op", "backward_fn", "inputs", "out_id", "shape", "dtype", "hooks", "retained")
 
     def __init__(self, op: Any, backward_fn: Callable[[np.ndarray], Sequence[Any]],
-                 inputs: tuple[Any, ...], out_id: int) -> None:
+                 inputs: tuple[Any, ...], out_id: int, shape: tuple[int, ...],
+                 dtype: np.dtype) -> None:
         self.op = op
         self.backward_fn: Callable[[np.ndarray], Sequence[Any]] | None = backward_fn
-        # One entry per forward input: the tensor if a gradient must flow to it, else None.
         self.inputs = inputs
         self.out_id = out_id
+        self.shape = shape
+        self.dtype = dtype
         self.hooks: list[Callable[[Any], Any]] | None = None
         self.retained: weakref.ref[Any] | None = None
 
@@ -129,15 +186,15 @@ class Node:
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
-        out: list[tuple[Any, int]] = []
-        for t in self.inputs:
-            if t is None:
-                out.append((None, 0))
-            elif t.grad_fn is not None:
-                out.append((t.grad_fn, 0))
-            else:
-                out.append((AccumulateGrad(t), 0))
-        return tuple(out)
+        return tuple(
+            (None, 0) if t is None else (t if type(t) is Node else AccumulateGrad(t), 0)
+            for t in self.inputs
+        )
+
+    def register_hook(self, hook: Callable[..., Any]) -> Any:
+        raise NotImplementedError(
+            "grad_fn.register_hook is not supported by dyngraph; use Tensor.register_hook"
+        )
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {id(self):#x}>"
@@ -156,6 +213,12 @@ class AccumulateGrad:
 
     next_functions: tuple[tuple[Any, int], ...] = ()
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self) -> int:
+        return id(self.variable)
+
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
@@ -170,32 +233,20 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     axes = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
     if axes:
         grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
-
-
-# -- the backward pass --------------------------------------------------------------------
-def _apply_hooks(hooks: list[Callable[[Any], Any]] | None, grad: np.ndarray) -> np.ndarray:
-    if hooks:
-        for hook in hooks:
-            result = hook(wrap(grad))
-            if result is not None:
-                grad = np.asarray(result.data if hasattr(result, "grad_fn") else result)
+    if grad.shape != shape:
+        grad = np.broadcast_to(grad, shape)  # a gradient of a broadcast scalar constant
     return grad
 
 
-def _accumulate_leaf(leaf: Any, grad: np.ndarray) -> None:
-    grad = _apply_hooks(leaf._hooks, grad)
-    if leaf.grad is None:
-        # Copy: one backward closure may hand the same array to two inputs.
-        leaf.grad = wrap(np.array(grad, dtype=leaf.data.dtype, copy=True))
-    else:
-        leaf.grad.data = leaf.grad.data + grad
-    for hook in leaf._post_hooks or ():
-        hook(leaf)
-    if tracer.listening:
-        tracer.on_grad_accumulated(leaf)
+def _apply_hooks(hooks: list[Callable[[Any], Any]], grad: np.ndarray) -> np.ndarray:
+    for hook in tuple(hooks):
+        result = hook(wrap(grad))
+        if result is not None:
+            grad = np.asarray(getattr(result, "data", result), dtype=grad.dtype)
+    return grad
 
 
+# -- the backward pass --------------------------------------------------------------------
 def run_backward(
     roots: Sequence[Any],
     grads: Sequence[np.ndarray],
@@ -208,61 +259,59 @@ def run_backward(
     returned instead of being accumulated into leaves' ``.grad``.
     """
     listening = tracer.listening
-    start = now_ns()
+    start = now_ns() if listening else 0
     if listening:
         tracer.on_backward_start(roots[0], retain_graph)
-    captured: dict[int, np.ndarray] = {}
-    capture_ids = {id(t) for t in capture} if capture is not None else None
-    capture_out = _capture_out_ids(capture)
-
-    # Dependency counts: how many gradient contributions each node and leaf will receive.
-    deps: dict[Any, int] = {}
-    leaves: dict[int, Any] = {}
-    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
-    seen = set(stack)
-    while stack:
-        node = stack.pop()
-        for t in node.inputs:
-            if t is None:
-                continue
-            child = t.grad_fn
-            key = child if child is not None else id(t)
-            deps[key] = deps.get(key, 0) + 1
-            if child is None:
-                leaves[id(t)] = t
-            elif child not in seen:
-                seen.add(child)
-                stack.append(child)
-
-    pending: dict[Any, np.ndarray] = {}
-    ready: list[Any] = []
-    for root, grad in zip(roots, grads):
-        if root.grad_fn is None:
-            leaves[id(root)] = root
-            deps.setdefault(id(root), 0)
-            _deliver(id(root), grad, pending, deps, ready, force=True)
+    pending: dict[int, np.ndarray] = {}
+    heap: list[tuple[int, Any]] = []
+    for root, grad in zip(roots, grads, strict=True):
+        node = root.grad_fn
+        target = root if node is None else node
+        tid = root._id if node is None else node.out_id
+        previous = pending.get(tid)
+        if previous is None:
+            pending[tid] = grad
+            heappush(heap, (-tid, target))
         else:
-            _deliver(root.grad_fn, grad, pending, deps, ready, force=True)
+            pending[tid] = previous + grad
 
-    while ready:
-        key = ready.pop()
-        grad = pending.pop(key)
-        if type(key) is int:  # a leaf
-            leaf = leaves[key]
+    capture_ids: dict[int, int] | None = None
+    captured: dict[int, np.ndarray] = {}
+    floor = 0
+    if capture is not None:
+        capture_ids = {}
+        for t in capture:
+            capture_ids[t._id if t.grad_fn is None else t.grad_fn.out_id] = 1
+        floor = min(capture_ids)  # nothing below the lowest captured id can reach one
+    # Arrays already stored as some leaf's .grad: a second leaf gets a copy, never an alias.
+    handed: dict[int, np.ndarray] = {}
+
+    while heap:
+        tid, target = heappop(heap)
+        tid = -tid
+        grad = pending.pop(tid)
+        if capture_ids is not None and tid < floor:
+            break
+        if type(target) is not Node:  # a leaf
+            if target._hooks:
+                grad = _apply_hooks(target._hooks, grad)
             if capture_ids is not None:
-                if key in capture_ids:
-                    captured[key] = _apply_hooks(leaf._hooks, grad)
-            else:
-                _accumulate_leaf(leaf, grad)
+                if tid in capture_ids:
+                    captured[tid] = grad
+                continue
+            _accumulate_leaf(target, grad, handed)
             continue
-        node = key
-        grad = _apply_hooks(node.hooks, grad)
-        if node.retained is not None and capture_ids is None:
+        node = target
+        if node.hooks:
+            grad = _apply_hooks(node.hooks, grad)
+        if capture_ids is not None:
+            if tid in capture_ids:
+                captured[tid] = grad
+        elif node.retained is not None:
             owner = node.retained()
             if owner is not None:
-                owner.grad = wrap(grad.copy()) if owner.grad is None else wrap(owner.grad.data + grad)
-        if node.out_id in capture_out:
-            captured[node.out_id] = grad
+                owner._grad = (wrap(grad.copy()) if owner._grad is None
+                               else wrap(owner._grad.data + grad))
         backward_fn = node.backward_fn
         if backward_fn is None:
             raise RuntimeError(FREED_MESSAGE)
@@ -270,50 +319,147 @@ def run_backward(
         in_grads = backward_fn(grad)
         if not retain_graph and node.op.saves:
             node.backward_fn = None
+        inputs = node.inputs
         if listening:
             tracer.on_backward_step(
-                node.out_id, node.op.name, node.op.grad_fn_name,
-                tuple(-1 if t is None else t._id for t in node.inputs),
-                grad, tuple(None if t is None else g for t, g in zip(node.inputs, in_grads)),
+                tid, node.op.name, node.op.grad_fn_name,
+                tuple(-1 if t is None else (t.out_id if type(t) is Node else t._id)
+                      for t in inputs),
+                grad, tuple(None if t is None else g
+                            for t, g in zip(inputs, in_grads, strict=True)),
                 now_ns() - t0,
             )
-        for t, g in zip(node.inputs, in_grads):
+        for t, g in zip(inputs, in_grads, strict=True):
             if t is None or g is None:
                 continue
-            data = t.data
+            if type(t) is Node:
+                cid, shape, dtype = t.out_id, t.shape, t.dtype
+            else:
+                data = t.data
+                cid, shape, dtype = t._id, data.shape, data.dtype
             if type(g) is not np.ndarray:
-                g = np.asarray(g, dtype=data.dtype)
-            if g.shape != data.shape:
-                g = unbroadcast(g, data.shape)
-            if g.dtype != data.dtype:
-                g = g.astype(data.dtype)
-            child = t.grad_fn
-            _deliver(child if child is not None else id(t), g, pending, deps, ready)
+                g = np.asarray(g, dtype=dtype)
+            if g.shape != shape:
+                g = unbroadcast(g, shape)
+            if g.dtype != dtype:
+                g = g.astype(dtype)
+            previous = pending.get(cid)
+            if previous is None:
+                pending[cid] = g
+                heappush(heap, (-cid, t))
+            else:
+                pending[cid] = previous + g
 
     if listening:
         tracer.on_backward_end(roots[0], now_ns() - start)
     if capture is None:
         return None
-    result: list[np.ndarray | None] = []
-    for t in capture:
-        k = id(t) if t.grad_fn is None else t._id
-        result.append(captured.get(k))
-    return result
+    return [captured.get(t._id if t.grad_fn is None else t.grad_fn.out_id) for t in capture]
 
 
-def _capture_out_ids(capture: Sequence[Any] | None) -> set[int]:
-    return {t._id for t in capture or () if t.grad_fn is not None}
+def _accumulate_leaf(leaf: Any, grad: np.ndarray, handed: dict[int, np.ndarray]) -> None:
+    if leaf._grad is None:
+        # Store the array itself when nothing else can see it (the common case: a fresh
+        # result of the backward closure); copy views, read-only broadcasts, arrays another
+        # leaf already holds, and anything a post-accumulate hook could mutate under us.
+        if (grad.base is not None or id(grad) in handed or leaf._post_hooks
+                or not grad.flags.writeable):
+            grad = grad.copy()
+        handed[id(grad)] = grad
+        leaf._grad = wrap(grad)
+    else:
+        leaf._grad.data = leaf._grad.data + grad
+    if leaf._post_hooks:
+        for hook in tuple(leaf._post_hooks):
+            hook(leaf)
+    if tracer.listening:
+        tracer.on_grad_accumulated(leaf)
 
 
-def _deliver(key: Any, grad: np.ndarray, pending: dict[Any, np.ndarray], deps: dict[Any, int],
-             ready: list[Any], force: bool = False) -> None:
-    previous = pending.get(key)
-    pending[key] = grad if previous is None else previous + grad
-    if force:
-        if deps.get(key, 0) == 0:
-            ready.append(key)
-        return
-    remaining = deps[key] - 1
-    deps[key] = remaining
-    if remaining == 0:
-        ready.append(key)
+# -- public entry points ------------------------------------------------------------------
+def _as_tuple(x: Any) -> tuple[Any, ...]:
+    if isinstance(x, (tuple, list)):
+        return tuple(x)
+    return (x,)
+
+
+def _root_grads(outputs: tuple[Any, ...], grad_outputs: tuple[Any, ...] | None,
+                name: str) -> list[np.ndarray]:
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"{name}: got {len(grad_outputs)} gradients for {len(outputs)} outputs"
+        )
+    grads = []
+    for i, out in enumerate(outputs):
+        if out.grad_fn is None and not out.requires_grad:
+            raise RuntimeError(NO_GRAD_FN_MESSAGE.format(i))
+        g = None if grad_outputs is None else grad_outputs[i]
+        if g is None:
+            if out.data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grads.append(np.ones_like(out.data))
+            continue
+        array = np.array(getattr(g, "data", g), dtype=out.data.dtype)
+        if array.shape != out.data.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(array.shape)} and "
+                f"output[{i}] has a shape of {tuple(out.data.shape)}."
+            )
+        grads.append(array)
+    return grads
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Any = None) -> None:
+    """``torch.autograd.backward``: accumulate gradients of ``tensors`` into the leaves."""
+    if create_graph:
+        raise NotImplementedError("backward(create_graph=True) is not supported by dyngraph")
+    if inputs is not None:
+        raise NotImplementedError("backward(inputs=...) is not supported by dyngraph")
+    outs = _as_tuple(tensors)
+    grads = _root_grads(outs, None if grad_tensors is None else _as_tuple(grad_tensors),
+                        "backward")
+    run_backward(outs, grads, bool(retain_graph))
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
+         retain_graph: bool | None = None, create_graph: bool = False,
+         allow_unused: bool | None = None, is_grads_batched: bool = False,
+         materialize_grads: bool = False) -> tuple[Any, ...]:
+    """``torch.autograd.grad``: the gradients of ``outputs`` w.r.t. ``inputs``, as a tuple.
+
+    Leaves' ``.grad`` are left untouched.
+
+    >>> import dyngraph as torch
+    >>> x = torch.tensor(3.0, requires_grad=True)
+    >>> torch.autograd.grad(x * x, x)
+    (tensor(6.),)
+    """
+    if create_graph:
+        raise NotImplementedError(
+            "autograd.grad(create_graph=True) (higher-order gradients) is not supported by "
+            "dyngraph"
+        )
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported")
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    for t in ins:
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    gouts = None if grad_outputs is None else _as_tuple(grad_outputs)
+    grads = _root_grads(outs, gouts, "grad")
+    found = run_backward(outs, grads, bool(retain_graph), capture=ins)
+    assert found is not None
+    result = []
+    for t, g in zip(ins, found, strict=True):
+        if g is None:
+            if materialize_grads:
+                result.append(wrap(np.zeros_like(t.data)))
+                continue
+            if not allow_unused:
+                raise RuntimeError(UNUSED_MESSAGE)
+            result.append(None)
+        else:
+            result.append(wrap(np.array(g, dtype=t.data.dtype)))
+    return tuple(result)

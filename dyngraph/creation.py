@@ -1,4 +1,9 @@
-"""Tensor creation: ``tensor``, ``zeros``, ``randn`` ... and the global random generator."""
+"""Tensor creation: ``tensor``, ``zeros``, ``randn`` ... and the global random generator.
+
+Every function takes ``dtype=`` and ``requires_grad=``; ``device=`` accepts only the CPU.
+Random numbers come from one numpy Generator that ``manual_seed`` resets (it is not
+PyTorch's stream: the same seed gives different numbers than in PyTorch).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,23 @@ from typing import Any
 import numpy as np
 
 from .dtypes import to_numpy_dtype
-from .tensor import DEFAULT_DTYPE, Tensor, _wrap
+from .tensor import DEFAULT_DTYPE, Tensor, _to_array, _wrap
 
 _rng = np.random.default_rng()
 
 
-def manual_seed(seed: int) -> None:
+def manual_seed(seed: int) -> np.random.Generator:
     """Seed dyngraph's global random generator (creation functions, dropout, init)."""
     global _rng
-    _rng = np.random.default_rng(seed)
+    _rng = np.random.default_rng(int(seed))
+    return _rng
+
+
+def seed() -> int:
+    """Seed the generator from the OS and return the seed used."""
+    value = int(np.random.SeedSequence().entropy % (2**63))
+    manual_seed(value)
+    return value
 
 
 def generator() -> np.random.Generator:
@@ -28,7 +41,13 @@ def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in size)
 
 
-def _new(array: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
+def _check_device(device: Any) -> None:
+    if device is not None and str(device) not in ("cpu", "cpu:0"):
+        raise NotImplementedError(f"dyngraph runs on the CPU only (asked for {device!r})")
+
+
+def _new(array: np.ndarray, dtype: Any, requires_grad: bool, device: Any = None) -> Tensor:
+    _check_device(device)
     if dtype is not None:
         array = array.astype(to_numpy_dtype(dtype), copy=False)
     t = _wrap(array)
@@ -37,26 +56,148 @@ def _new(array: np.ndarray, dtype: Any, requires_grad: bool) -> Tensor:
     return t
 
 
-def tensor(data: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Copy ``data`` into a new leaf tensor (float32 for Python floats, as in PyTorch)."""
-    return Tensor(data, requires_grad=requires_grad, dtype=dtype)
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """Copy ``data`` into a new leaf tensor (float32 for Python floats, as in PyTorch).
+
+    >>> tensor([[1, 2], [3, 4]]).dtype
+    dyngraph.int64
+    """
+    _check_device(device)
+    t = _wrap(_to_array(data, dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing ``array``'s memory (changes to one show in the other)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     return _wrap(array)
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _new(np.zeros(_shape(size), DEFAULT_DTYPE), dtype, requires_grad)
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    return _new(np.zeros(_shape(size), DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _new(np.ones(_shape(size), DEFAULT_DTYPE), dtype, requires_grad)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+         ) -> Tensor:
+    return _new(np.ones(_shape(size), DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
-def randn(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _new(_rng.standard_normal(_shape(size), dtype=np.float32), dtype, requires_grad)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def rand(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return _new(_rng.random(_shape(size), dtype=np.float32), dtype, requires_grad)
+def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
+    default = (np.bool_ if isinstance(value, bool) else np.int64 if isinstance(value, int)
+               else DEFAULT_DTYPE)
+    shape = _shape(size if isinstance(size, (tuple, list)) else (size,))
+    return _new(np.full(shape, value, dtype=default), dtype, requires_grad, device)
+
+
+def _like(t: Tensor, dtype: Any) -> Any:
+    return t.data.dtype if dtype is None else dtype
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return _new(np.zeros(input.data.shape, _like(input, dtype) if dtype is None
+                         else to_numpy_dtype(dtype)), None, requires_grad, device)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return _new(np.ones(input.data.shape, _like(input, dtype) if dtype is None
+                        else to_numpy_dtype(dtype)), None, requires_grad, device)
+
+
+def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
+    return zeros_like(input, **kwargs)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return _new(np.full(input.data.shape, fill_value, input.data.dtype), dtype,
+                requires_grad, device)
+
+
+def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         generator: Any = None) -> Tensor:
+    return _new(_rng.random(_shape(size), dtype=np.float32), dtype, requires_grad, device)
+
+
+def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          generator: Any = None) -> Tensor:
+    return _new(_rng.standard_normal(_shape(size), dtype=np.float32), dtype, requires_grad,
+                device)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return rand(input.data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return randn(input.data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+            requires_grad: bool = False, generator: Any = None) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``: int64 in ``[low, high)``."""
+    args_list = list(args)
+    if size is None:
+        if not args_list or not isinstance(args_list[-1], (tuple, list)):
+            raise TypeError("randint() missing required argument 'size'")
+        size = args_list.pop()
+    if len(args_list) == 1:
+        low, high = 0, args_list[0]
+    elif len(args_list) == 2:
+        low, high = args_list
+    else:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    array = _rng.integers(int(low), int(high), _shape((size,)), dtype=np.int64)
+    return _new(array, dtype, requires_grad, device)
+
+
+def randperm(n: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    return _new(_rng.permutation(int(n)).astype(np.int64), dtype, requires_grad, device)
+
+
+def normal(mean: Any, std: Any, size: Any = None, *, dtype: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    m = mean.data if isinstance(mean, Tensor) else mean
+    s = std.data if isinstance(std, Tensor) else std
+    shape = None if size is None else _shape((size,))
+    array = np.asarray(_rng.normal(m, s, shape), dtype=DEFAULT_DTYPE)
+    return _new(array, dtype, requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> Tensor:
+    """int64 when every bound is an int, float32 otherwise (as in PyTorch)."""
+    if end is None:
+        start, end = 0, start
+    bounds = [b.item() if isinstance(b, Tensor) else b for b in (start, end, step)]
+    ints = all(isinstance(b, (int, np.integer)) for b in bounds)
+    array = np.arange(*bounds, dtype=np.int64 if ints else None)
+    if not ints:
+        array = array.astype(DEFAULT_DTYPE)
+    return _new(array, dtype, requires_grad, device)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    return _new(np.linspace(start, end, int(steps), dtype=np.float64).astype(DEFAULT_DTYPE),
+                dtype, requires_grad, device)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    return _new(np.eye(int(n), None if m is None else int(m), dtype=DEFAULT_DTYPE), dtype,
+                requires_grad, device)

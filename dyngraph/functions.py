@@ -1,35 +1,76 @@
 """Differentiable functions on tensors (``dyngraph.add``, ``dyngraph.matmul`` ...).
 
-Each is one line of sugar over ``apply``; ``methods.py`` binds the same functions to
-Tensor as methods and operators.
+Each is a few lines of argument handling over one ``apply``; ``methods.py`` binds the same
+functions to Tensor as methods and operators. Shape, indexing and joining functions live
+in ``functions_shape.py``.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any
 
+import numpy as np
+
 from .ops import OPS
-from .tensor import Tensor, apply
+from .tensor import Tensor, _to_array, _wrap, apply
+
+_ADD, _SUB, _MUL, _DIV = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"]
 
 
 def _dims(dim: Any) -> Any:
-    return tuple(dim) if isinstance(dim, (list, tuple)) else dim
+    """PyTorch takes a dim as an int, a list or a tuple; ops take an int or a tuple."""
+    if isinstance(dim, (list, tuple)):
+        return tuple(int(d) for d in dim)
+    return dim if dim is None else int(dim)
 
 
+def _array(x: Any) -> Any:
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _nn_op(name: str) -> Any:
+    """An op defined by ``ops_nn.py`` (softmax, gelu, pad ...), imported on first use."""
+    op = OPS.get(name)
+    if op is None:
+        from . import ops_nn  # noqa: F401  (registers the nn ops)
+
+        op = OPS[name]
+    return op
+
+
+# -- arithmetic ---------------------------------------------------------------------------
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply(OPS["add"], input, other if alpha == 1 else other * alpha)
+    return apply(_ADD, input, other if alpha == 1 else other * alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply(OPS["sub"], input, other if alpha == 1 else other * alpha)
+    return apply(_SUB, input, other if alpha == 1 else other * alpha)
 
 
 def mul(input: Any, other: Any) -> Tensor:
-    return apply(OPS["mul"], input, other)
+    return apply(_MUL, input, other)
 
 
-def div(input: Any, other: Any) -> Tensor:
-    return apply(OPS["div"], input, other)
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is None:
+        return apply(_DIV, input, other)
+    if rounding_mode == "floor":
+        return apply(OPS["floor_divide"], input, other)
+    if rounding_mode == "trunc":
+        return trunc(apply(_DIV, input, other))
+    raise RuntimeError(
+        f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+        f"'{rounding_mode}'"
+    )
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    return apply(OPS["floor_divide"], input, other)
+
+
+def remainder(input: Any, other: Any) -> Tensor:
+    return apply(OPS["remainder"], input, other)
 
 
 def neg(input: Tensor) -> Tensor:
@@ -40,43 +81,346 @@ def pow(input: Any, exponent: Any) -> Tensor:
     return apply(OPS["pow"], input, exponent)
 
 
+def square(input: Tensor) -> Tensor:
+    return apply(_MUL, input, input)
+
+
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     return apply(OPS["matmul"], input, other)
 
 
-def exp(input: Tensor) -> Tensor:
-    return apply(OPS["exp"], input)
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
 
 
-def log(input: Tensor) -> Tensor:
-    return apply(OPS["log"], input)
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
 
 
-def tanh(input: Tensor) -> Tensor:
-    return apply(OPS["tanh"], input)
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors"
+        )
+    return matmul(input, other)
 
 
-def sigmoid(input: Tensor) -> Tensor:
-    return apply(OPS["sigmoid"], input)
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    from .functions_shape import unsqueeze
+
+    return mul(unsqueeze(input, 1), unsqueeze(vec2, 0))
 
 
-def relu(input: Tensor) -> Tensor:
-    return apply(OPS["relu"], input)
+# -- elementwise --------------------------------------------------------------------------
+def _unary(name: str) -> Any:
+    op = OPS[name]
+
+    def fn(input: Tensor) -> Tensor:
+        return apply(op, input)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``, as ``torch.{name}``."
+    return fn
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return apply(OPS["sum"], input, dim=_dims(dim), keepdim=keepdim)
+exp = _unary("exp")
+log = _unary("log")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+abs = _unary("abs")  # noqa: A001
+sin = _unary("sin")
+cos = _unary("cos")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+sign = _unary("sign")
+floor = _unary("floor")
+ceil = _unary("ceil")
+trunc = _unary("trunc")
+isnan = _unary("isnan")
+isinf = _unary("isinf")
+isfinite = _unary("isfinite")
+logical_not = _unary("logical_not")
+bitwise_not = _unary("bitwise_not")
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001
+    if decimals:
+        raise NotImplementedError("round(decimals=...) is not supported by dyngraph")
+    return apply(OPS["round"], input)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return apply(OPS["leaky_relu"], input, negative_slope=negative_slope)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    return apply(_nn_op("gelu"), input, approximate=approximate)
+
+
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(_nn_op("softmax"), input, dim=int(dim))
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(_nn_op("log_softmax"), input, dim=int(dim))
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return apply(OPS["clamp"], input, min=_array(min), max=_array(max))
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return clamp(input, max=max)
+
+
+def maximum(input: Any, other: Any) -> Tensor:
+    return apply(OPS["maximum"], input, other)
+
+
+def minimum(input: Any, other: Any) -> Tensor:
+    return apply(OPS["minimum"], input, other)
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:
+    if input is None and other is None:
+        return tuple(_wrap(i.astype(np.int64)) for i in np.nonzero(_array(condition)))
+    return apply(OPS["where"], condition, input, other)
+
+
+def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
+    if isinstance(value, Tensor) and value.requires_grad:
+        raise NotImplementedError(
+            "masked_fill with a value that requires grad is not supported by dyngraph"
+        )
+    return apply(OPS["masked_fill"], input, mask, _array(value))
+
+
+def _binary(name: str) -> Any:
+    op = OPS[name]
+
+    def fn(input: Any, other: Any) -> Tensor:
+        return apply(op, input, other)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (not differentiable), as ``torch.{name}``."
+    return fn
+
+
+eq = _binary("eq")
+ne = _binary("ne")
+lt = _binary("lt")
+le = _binary("le")
+gt = _binary("gt")
+ge = _binary("ge")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    return bool(input.shape == other.shape and np.array_equal(input.data, other.data))
+
+
+def allclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
+             equal_nan: bool = False) -> bool:
+    return bool(np.allclose(input.data, _array(other), rtol=rtol, atol=atol,
+                            equal_nan=equal_nan))
+
+
+def isclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
+            equal_nan: bool = False) -> Tensor:
+    return _wrap(np.isclose(input.data, _array(other), rtol=rtol, atol=atol,
+                            equal_nan=equal_nan))
+
+
+# -- conversion ---------------------------------------------------------------------------
+def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``tensor.to(dtype)``, ``.to("cpu")``, ``.to(other)``: dyngraph has one device."""
+    from .dtypes import dtype as dtype_cls
+    from .dtypes import to_numpy_dtype
+
+    target = kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", False)
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            target = arg.data.dtype
+        elif isinstance(arg, (dtype_cls, type)) or (isinstance(arg, np.dtype)):
+            target = arg
+        else:
+            device = arg
+    if device is not None and str(device) not in ("cpu", "cpu:0"):
+        raise NotImplementedError(f"dyngraph runs on the CPU only (asked for {device!r})")
+    if target is None or to_numpy_dtype(target) == input.data.dtype:
+        return clone(input) if copy else input
+    return apply(OPS["to"], input, dtype=to_numpy_dtype(target))
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    return apply(OPS["clone"], input)
+
+
+def detach(input: Tensor) -> Tensor:
+    return input.detach()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor) and dtype is None:
+        return data
+    if isinstance(data, np.ndarray) and dtype is None:
+        return _wrap(data)
+    return Tensor(_to_array(data, dtype))
+
+
+# -- reductions ---------------------------------------------------------------------------
+def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
+    return input if dtype is None else to(input, dtype)
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return apply(OPS["sum"], _reduce_dtype(input, dtype), dim=_dims(dim), keepdim=keepdim)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    input = _reduce_dtype(input, dtype)
+    if input.data.dtype.kind not in "fc":
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating "
+            f"point or complex dtype. Got: {_torch_name(input)}"
+        )
     return apply(OPS["mean"], input, dim=_dims(dim), keepdim=keepdim)
 
 
-def reshape(input: Tensor, *shape: Any) -> Tensor:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return apply(OPS["reshape"], input, shape=tuple(int(s) for s in shape))
+def _torch_name(t: Tensor) -> str:
+    return {"int64": "Long", "int32": "Int", "bool": "Bool", "uint8": "Byte"}.get(
+        str(t.data.dtype), str(t.data.dtype))
 
 
-def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    return apply(OPS["transpose"], input, dim0=dim0, dim1=dim1)
+ReturnMax = namedtuple("max", ["values", "indices"])
+ReturnMin = namedtuple("min", ["values", "indices"])
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """``max(x)``: the largest value; ``max(x, dim)``: ``(values, indices)``;
+    ``max(x, other)``: the elementwise maximum."""
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        return apply(OPS["max"], input)
+    dim = int(dim)
+    values = apply(OPS["max"], input, dim=dim, keepdim=keepdim)
+    return ReturnMax(values, apply(OPS["argmax"], input, dim=dim, keepdim=keepdim))
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    """Like ``max``, for the smallest."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        return apply(OPS["min"], input)
+    dim = int(dim)
+    values = apply(OPS["min"], input, dim=dim, keepdim=keepdim)
+    return ReturnMin(values, apply(OPS["argmin"], input, dim=dim, keepdim=keepdim))
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return apply(OPS["amax"], input, dim=_dims(dim) or None, keepdim=keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+    return apply(OPS["amin"], input, dim=_dims(dim) or None, keepdim=keepdim)
+
+
+def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return apply(OPS["argmax"], input, dim=_dims(dim), keepdim=keepdim)
+
+
+def argmin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return apply(OPS["argmin"], input, dim=_dims(dim), keepdim=keepdim)
+
+
+def _correction(unbiased: Any, correction: Any) -> int:
+    if correction is not None:
+        return int(correction)
+    return 1 if unbiased is None or unbiased else 0
+
+
+def var(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    if isinstance(dim, bool):  # the legacy var(unbiased) form
+        dim, unbiased = None, dim
+    return apply(OPS["var"], input, dim=_dims(dim), correction=_correction(unbiased, correction),
+                 keepdim=keepdim)
+
+
+def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return apply(OPS["std"], input, dim=_dims(dim), correction=_correction(unbiased, correction),
+                 keepdim=keepdim)
+
+
+def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=_dims(dim), keepdim=keepdim)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    return apply(OPS["logsumexp"], input, dim=_dims(dim), keepdim=keepdim)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+         dtype: Any = None) -> Tensor:
+    if p in ("fro", None):
+        p = 2
+    if isinstance(p, str):
+        raise NotImplementedError(f"norm(p={p!r}) is not supported by dyngraph")
+    return apply(OPS["norm"], _reduce_dtype(input, dtype), p=float(p), dim=_dims(dim),
+                 keepdim=keepdim)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return apply(OPS["cumsum"], _reduce_dtype(input, dtype), dim=int(dim))
+
+
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    return apply(OPS["any"], input, dim=_dims(dim), keepdim=keepdim)
+
+
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    return apply(OPS["all"], input, dim=_dims(dim), keepdim=keepdim)
+
+
+# PyTorch's aliases.
+multiply, divide, true_divide, subtract, negative = mul, div, div, sub, neg
+clip, absolute, greater, less, not_equal = clamp, abs, gt, lt, ne

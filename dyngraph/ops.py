@@ -4,10 +4,16 @@ An op is a function ``forward(*arrays, **attrs) -> (out, backward)`` where ``bac
 returns one gradient per positional input (None where none flows). The backward is a
 closure, so whatever it captured *is* the op's saved state; the engine drops it after
 backward unless ``retain_graph=True``. Ops registered with ``saves=False`` capture no
-tensors, so their graphs can be walked twice (as in PyTorch: ``(a + 1).sum()``).
+tensors, so their graphs can be walked twice (as in PyTorch: ``(a + 1).sum()``). A
+non-differentiable op returns ``None`` as its backward.
 
 Gradients may come back broadcast to the output's shape: the engine sums them down to
-each input's shape. This module knows no Tensor; ``tensor.apply`` is the only caller.
+each input's shape and casts them to its dtype. A backward never mutates ``g`` in place.
+This module knows no Tensor; ``tensor.apply`` is the only caller.
+
+This file holds elementwise ops and matmul; ``ops_reduce.py`` reductions and
+``ops_shape.py`` shape, indexing and joining ops; ``ops_nn.py`` (nn.functional) the fused
+network ops such as softmax, gelu and cross_entropy. All register into ``OPS``.
 """
 
 from __future__ import annotations
@@ -22,13 +28,20 @@ Forward = Callable[..., tuple[Any, Backward | None]]
 
 
 class OpDef:
-    __slots__ = ("name", "forward", "saves", "grad_fn_name")
+    """A registered op. ``needs_input_grad``: the forward gets a ``needs_input_grad`` tuple
+    (which inputs will receive a gradient) so its backward can skip costly unused ones.
+    ``exact``: the output dtype is the op's own (a cast), never adjusted by the engine."""
 
-    def __init__(self, name: str, forward: Forward, saves: bool, grad_fn_name: str) -> None:
+    __slots__ = ("name", "forward", "saves", "grad_fn_name", "needs_input_grad", "exact")
+
+    def __init__(self, name: str, forward: Forward, saves: bool, grad_fn_name: str,
+                 needs_input_grad: bool = False, exact: bool = False) -> None:
         self.name = name
         self.forward = forward
         self.saves = saves
         self.grad_fn_name = grad_fn_name
+        self.needs_input_grad = needs_input_grad
+        self.exact = exact
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
@@ -37,21 +50,25 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 
 
-def register(name: str, saves: bool = True, grad_fn: str | None = None) -> Callable[[Forward], Forward]:
+def register(name: str, saves: bool = True, grad_fn: str | None = None,
+             needs_input_grad: bool = False, exact: bool = False
+             ) -> Callable[[Forward], Forward]:
     """Add an op to the registry under ``name`` (its event and graph-node name)."""
 
     def decorate(forward: Forward) -> Forward:
         if name in OPS:
             raise ValueError(f"op {name!r} is registered twice")
         camel = "".join(part.capitalize() for part in name.split("_"))
-        OPS[name] = OpDef(name, forward, saves, grad_fn or f"{camel}Backward0")
+        OPS[name] = OpDef(name, forward, saves, grad_fn or f"{camel}Backward0",
+                          needs_input_grad, exact)
         return forward
 
     return decorate
 
 
-def _shape_of(x: Any) -> tuple[int, ...]:
-    return np.shape(x)
+def _arr(x: Any) -> bool:
+    """Is ``x`` an array (a tensor's data) rather than a Python scalar constant?"""
+    return type(x) is np.ndarray
 
 
 # -- elementwise arithmetic ---------------------------------------------------------------
@@ -67,13 +84,13 @@ def sub(a, b):
 
 @register("mul")
 def mul(a, b):
-    return a * b, lambda g: (g * b, g * a)
+    return a * b, lambda g: (g * b, g * a if _arr(b) else None)
 
 
 @register("div")
 def div(a, b):
     out = a / b
-    return out, lambda g: (g / b, -g * out / b)
+    return out, lambda g: (g / b, -g * out / b if _arr(b) else None)
 
 
 @register("neg", saves=False)
@@ -86,12 +103,15 @@ def pow_(a, b):
     out = a**b
 
     def backward(g):
-        ga = g * b * a ** (b - 1) if np.ndim(b) or b != 0 else np.zeros_like(g)
-        if np.isscalar(b):
-            return ga, None
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gb = g * out * np.where(a > 0, np.log(np.where(a > 0, a, 1)), 0)
-        return ga, gb
+        if _arr(b):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ga = g * b * a ** (b - 1) if _arr(a) else None
+                # d(a**b)/db = a**b * log(a); PyTorch gives 0 where a == 0 (and b >= 0).
+                gb = g * np.where(a == 0, 0, out * np.log(np.where(a == 0, 1, a)))
+            return ga, gb
+        if b == 0:
+            return np.zeros_like(g), None
+        return g * b * a ** (b - 1), None
 
     return out, backward
 
@@ -105,7 +125,38 @@ def exp(a):
 
 @register("log")
 def log(a):
-    return np.log(a), lambda g: (g / a,)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(a)
+    return out, lambda g: (g / a,)
+
+
+@register("sqrt")
+def sqrt(a):
+    with np.errstate(invalid="ignore"):
+        out = np.sqrt(a)
+    return out, lambda g: (g / (2 * out),)
+
+
+@register("rsqrt")
+def rsqrt(a):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 1 / np.sqrt(a)
+    return out, lambda g: (-0.5 * g * out * out * out,)
+
+
+@register("abs")
+def abs_(a):
+    return np.abs(a), lambda g: (g * np.sign(a),)
+
+
+@register("sin")
+def sin(a):
+    return np.sin(a), lambda g: (g * np.cos(a),)
+
+
+@register("cos")
+def cos(a):
+    return np.cos(a), lambda g: (-g * np.sin(a),)
 
 
 @register("tanh")
@@ -124,49 +175,79 @@ def sigmoid(a):
 
 @register("relu")
 def relu(a):
-    mask = a > 0
-    return a * mask, lambda g: (g * mask,)
+    out = np.maximum(a, 0)
+    return out, lambda g: (g * (out > 0),)
 
 
-# -- reductions ---------------------------------------------------------------------------
-def _expand_reduced(g: np.ndarray, shape: tuple[int, ...], dim: Any, keepdim: bool) -> np.ndarray:
-    """Reshape a reduced gradient so it broadcasts back over the input's shape."""
-    if dim is None:
-        return np.broadcast_to(g, shape)
-    if not keepdim:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = tuple(d % len(shape) for d in dims)
-        g = np.expand_dims(g, dims)
-    return np.broadcast_to(g, shape)
+@register("leaky_relu")
+def leaky_relu(a, negative_slope=0.01):
+    pos = a > 0
+    out = np.where(pos, a, a * negative_slope).astype(a.dtype, copy=False)
+    return out, lambda g: (np.where(pos, g, g * negative_slope),)
 
 
-@register("sum", saves=False)
-def sum_(a, dim=None, keepdim=False):
-    shape = a.shape
-    axis = tuple(dim) if isinstance(dim, list) else dim
-    return a.sum(axis=axis, keepdims=keepdim), lambda g: (
-        _expand_reduced(g, shape, axis, keepdim),
-    )
+@register("clamp", grad_fn="ClampBackward1")
+def clamp(a, min=None, max=None):
+    out = np.clip(a, min, max)
+    # The gradient flows where the input was inside [min, max] (bounds included).
+    inside = np.ones(a.shape, bool)
+    if min is not None:
+        inside &= a >= min
+    if max is not None:
+        inside &= a <= max
+    return out, lambda g: (g * inside,)
 
 
-@register("mean", saves=False)
-def mean(a, dim=None, keepdim=False):
-    shape = a.shape
-    axis = tuple(dim) if isinstance(dim, list) else dim
-    out = a.mean(axis=axis, keepdims=keepdim)
-    count = a.size // max(np.size(out), 1) if a.size else 1
-    return out, lambda g: (_expand_reduced(g, shape, axis, keepdim) / count,)
+@register("maximum")
+def maximum(a, b):
+    # Ties split the gradient evenly, as PyTorch does.
+    out = np.maximum(a, b)
+    return out, lambda g: (g * ((a > b) + 0.5 * (a == b)), g * ((b > a) + 0.5 * (a == b)))
+
+
+@register("minimum")
+def minimum(a, b):
+    out = np.minimum(a, b)
+    return out, lambda g: (g * ((a < b) + 0.5 * (a == b)), g * ((b < a) + 0.5 * (a == b)))
+
+
+@register("where", saves=False)
+def where(cond, a, b):
+    cond = np.asarray(cond, bool)
+    return np.where(cond, a, b), lambda g: (None, np.where(cond, g, 0), np.where(cond, 0, g))
+
+
+@register("masked_fill", saves=False)
+def masked_fill(a, mask, value):
+    mask = np.asarray(mask, bool)
+    out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
+    return out, lambda g: (np.where(mask, 0, g), None, None)
+
+
+@register("to", saves=False, grad_fn="ToCopyBackward0", exact=True)
+def to(a, dtype):
+    out = a.astype(dtype)
+    if out.dtype.kind != "f" or a.dtype.kind != "f":
+        return out, None  # a cast to an integer or bool type cuts the graph, as in PyTorch
+    return out, lambda g: (g,)  # the engine casts g back to the input's dtype
+
+
+@register("clone", saves=False)
+def clone(a):
+    return a.copy(), lambda g: (g,)
 
 
 # -- linear algebra -----------------------------------------------------------------------
-@register("matmul", grad_fn="MmBackward0")
-def matmul(a, b):
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError("both arguments to matmul need to be at least 1D")
+@register("matmul", grad_fn="MmBackward0", needs_input_grad=True)
+def matmul(a, b, needs_input_grad=(True, True)):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{np.ndim(a)}D and {np.ndim(b)}D")
     try:
         out = a @ b
     except ValueError:
         raise RuntimeError(f"matmul: shapes {a.shape} and {b.shape} do not align") from None
+    need_a, need_b = needs_input_grad
 
     def backward(g):
         a2 = a[None, :] if a.ndim == 1 else a
@@ -176,42 +257,55 @@ def matmul(a, b):
             g2 = np.expand_dims(g2, -2)
         if b.ndim == 1:
             g2 = np.expand_dims(g2, -1)
-        ga = g2 @ np.swapaxes(b2, -1, -2)
-        gb = np.swapaxes(a2, -1, -2) @ g2
-        if a.ndim == 1:
-            ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
-        if b.ndim == 1:
-            gb = gb.reshape(gb.shape[:-1])
+        ga = gb = None
+        if need_a:
+            ga = g2 @ np.swapaxes(b2, -1, -2)
+            if a.ndim == 1:
+                ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
+        if need_b:
+            gb = np.swapaxes(a2, -1, -2) @ g2
+            if b.ndim == 1:
+                gb = gb.reshape(gb.shape[:-1])
         return ga, gb
 
     return out, backward
 
 
-# -- shape --------------------------------------------------------------------------------
-@register("reshape", saves=False, grad_fn="ViewBackward0")
-def reshape(a, shape):
-    in_shape = a.shape
-    try:
-        out = a.reshape(shape)
-    except ValueError:
-        raise RuntimeError(
-            f"shape '{list(shape)}' is invalid for input of size {a.size}"
-        ) from None
-    return out, lambda g: (g.reshape(in_shape),)
+# -- not differentiable -------------------------------------------------------------------
+def _nondiff(name: str, fn: Callable[..., Any]) -> None:
+    register(name, saves=False)(lambda *args, **kw: (fn(*args, **kw), None))
 
 
-@register("transpose", saves=False)
-def transpose(a, dim0, dim1):
-    return np.swapaxes(a, dim0, dim1), lambda g: (np.swapaxes(g, dim0, dim1),)
+for _name, _fn in {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor, "logical_not": np.logical_not,
+    "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+    "bitwise_not": np.invert,
+}.items():
+    _nondiff(_name, _fn)
 
 
-@register("getitem", saves=False, grad_fn="IndexBackward0")
-def getitem(a, index):
-    shape, dtype = a.shape, a.dtype
+def _zero_grad(name: str, fn: Callable[..., Any]) -> None:
+    """Piecewise-constant ops: differentiable with a zero gradient, as in PyTorch."""
+    register(name, saves=False)(lambda a: (fn(a), lambda g: (np.zeros_like(g),)))
 
-    def backward(g):
-        full = np.zeros(shape, dtype=dtype)
-        np.add.at(full, index, g)
-        return (full,)
 
-    return a[index], backward
+for _name, _fn in {"sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round": np.round,
+                   "trunc": np.trunc}.items():
+    _zero_grad(_name, _fn)
+
+
+@register("floor_divide", saves=False)
+def floor_divide(a, b):
+    return np.floor_divide(a, b), None
+
+
+@register("remainder", saves=False)
+def remainder(a, b):
+    return np.remainder(a, b), None
+
+
+# Shape, reduction and joining ops register themselves on import.
+from . import ops_reduce, ops_shape  # noqa: E402,F401

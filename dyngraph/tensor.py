@@ -2,14 +2,16 @@
 
 Every Tensor method, operator and function in ``dyngraph`` and ``dyngraph.nn.functional``
 ends in ``apply(OPS[name], *inputs, **attrs)``. Nothing else creates graph nodes or emits
-op events.
+op events. In-place ops (``add_``, ``zero_`` ... in ``inplace.py``) change ``.data`` directly
+when no graph is involved (optimizers under ``no_grad``), so they are not graph ops.
 """
 
 from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -21,10 +23,27 @@ from .tracing import Handle, now_ns, tracer
 
 _ids = itertools.count(1)
 DEFAULT_DTYPE = np.float32
+_F64 = np.dtype(np.float64)
+_F32 = np.dtype(np.float32)
+
+LEAF_INPLACE_MESSAGE = (
+    "a leaf Variable that requires grad is being used in an in-place operation."
+)
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead."
+)
+INT_GRAD_MESSAGE = "Only Tensors of floating point and complex dtype can require gradients"
 
 
 class Tensor:
     """An n-dimensional array that records the ops applied to it.
+
+    ``.data`` is the underlying ``np.ndarray`` (in PyTorch it is a Tensor: use
+    ``.detach()`` for code that must run on both).
 
     >>> import dyngraph as torch
     >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -33,45 +52,53 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = (
-        "data", "requires_grad", "_grad", "grad_fn", "_id", "_name", "_is_param",
-        "_hooks", "_post_hooks", "__weakref__",
-    )
+    # Hot fields are slots; rare ones (a name, hooks) default on the class and go to a
+    # lazily created __dict__ when set, so making a tensor costs five stores.
+    __slots__ = ("data", "requires_grad", "_grad", "grad_fn", "_id", "__dict__", "__weakref__")
+    _name = ""
+    _is_param = False
+    _hooks: list[Callable[[Tensor], Any]] | None = None
+    _post_hooks: list[Callable[[Tensor], Any]] | None = None
     # Let numpy defer to Tensor's reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_priority__ = 1000
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
-        array = _to_array(data, dtype)
+    def __init__(self, *data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
+        if len(data) == 1 and not isinstance(data[0], int):
+            array = _to_array(data[0], dtype)
+            if dtype is None and array.dtype.kind in "iub" and type(self) is Tensor:
+                array = array.astype(DEFAULT_DTYPE)  # torch.Tensor([1, 2]) is float32
+        else:  # torch.Tensor(2, 3): an uninitialised (here: zero) tensor of that shape
+            from .dtypes import to_numpy_dtype
+
+            np_dtype = DEFAULT_DTYPE if dtype is None else to_numpy_dtype(dtype)
+            array = np.zeros(tuple(int(d) for d in data), dtype=np_dtype)
         if requires_grad and array.dtype.kind not in "fc":
-            raise RuntimeError(
-                "Only Tensors of floating point and complex dtype can require gradients"
-            )
+            raise RuntimeError(INT_GRAD_MESSAGE)
         self.data = array
-        self.requires_grad = requires_grad
+        self.requires_grad = bool(requires_grad)
         self._grad: Tensor | None = None
         self.grad_fn: Node | None = None
         self._id = next(_ids)
-        self._name = ""
-        self._is_param = False
-        self._hooks: list[Callable[[Tensor], Any]] | None = None
-        self._post_hooks: list[Callable[[Tensor], Any]] | None = None
 
     # -- grad ---------------------------------------------------------------------------
     @property
     def grad(self) -> Tensor | None:
-        if self.grad_fn is not None and self._grad is None and self.grad_fn.retained is None:
-            warnings.warn(
-                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
-                "Its .grad attribute won't be populated during autograd.backward(). If you "
-                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
-                ".retain_grad() on the non-leaf Tensor.",
-                UserWarning,
-                stacklevel=2,
-            )
+        """The accumulated gradient (leaves, and non-leaves after ``retain_grad()``)."""
+        node = self.grad_fn
+        if node is not None and self._grad is None and node.retained is None:
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value.data.shape != self.data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
 
     @property
@@ -79,38 +106,33 @@ class Tensor:
         return self.grad_fn is None
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
-                 create_graph: bool = False) -> None:
+                 create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``, as ``torch.Tensor.backward``."""
-        if create_graph:
-            raise NotImplementedError("backward(create_graph=True) is not supported by dyngraph")
-        if self.grad_fn is None and not self.requires_grad:
-            raise RuntimeError(
-                "element 0 of tensors does not require grad and does not have a grad_fn"
-            )
-        if gradient is None:
-            if self.data.size != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grad = np.ones_like(self.data)
-        else:
-            grad = _to_array(gradient, self.data.dtype)
-            if grad.shape != self.data.shape:
-                raise RuntimeError(
-                    f"Mismatch in shape: grad_output[0] has a shape of {grad.shape} and "
-                    f"output[0] has a shape of {self.data.shape}."
-                )
-        autograd.run_backward([self], [grad], bool(retain_graph))
+        autograd.backward(self, None if gradient is None else (gradient,), retain_graph,
+                          create_graph, inputs)
 
     def retain_grad(self) -> None:
+        """Keep this non-leaf's gradient in ``.grad`` during backward."""
         if self.grad_fn is None:
             if not self.requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             return
-        import weakref
-
         self.grad_fn.retained = weakref.ref(self)
 
+    @property
+    def retains_grad(self) -> bool:
+        node = self.grad_fn
+        return node is not None and node.retained is not None and node.retained() is self
+
     def register_hook(self, hook: Callable[[Tensor], Any]) -> Handle:
-        """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces it."""
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a return value replaces it.
+
+        >>> import dyngraph as torch
+        >>> x = torch.ones(2, requires_grad=True)
+        >>> h = x.register_hook(lambda g: g * 2)
+        >>> x.sum().backward(); x.grad
+        tensor([2., 2.])
+        """
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
@@ -123,7 +145,9 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], Any]) -> Handle:
         if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
         self._post_hooks = hooks = self._post_hooks or []
         hooks.append(hook)
         return Handle(lambda: hook in hooks and hooks.remove(hook))
@@ -136,14 +160,18 @@ class Tensor:
                 "var_no_grad = var.detach()."
             )
         if requires_grad and self.data.dtype.kind not in "fc":
-            raise RuntimeError(
-                "Only Tensors of floating point and complex dtype can require gradients"
-            )
-        self.requires_grad = requires_grad
+            raise RuntimeError(INT_GRAD_MESSAGE)
+        self.requires_grad = bool(requires_grad)
         return self
 
     def detach(self) -> Tensor:
+        """A new leaf sharing this tensor's data, cut out of the graph."""
         return _wrap(self.data)
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
 
     # -- plain attributes ----------------------------------------------------------------
     @property
@@ -160,6 +188,14 @@ class Tensor:
         return dtype_of(self.data.dtype)
 
     @property
+    def device(self) -> str:
+        return "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
     def ndim(self) -> int:
         return self.data.ndim
 
@@ -168,6 +204,23 @@ class Tensor:
 
     def numel(self) -> int:
         return int(self.data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return int(self.data.itemsize)
+
+    def is_floating_point(self) -> bool:
+        return self.data.dtype.kind == "f"
+
+    def is_contiguous(self) -> bool:
+        return True  # dyngraph has no strides users can observe
+
+    def contiguous(self) -> Tensor:
+        return self
+
+    def cpu(self) -> Tensor:
+        return self
 
     def item(self) -> Any:
         if self.data.size != 1:
@@ -187,27 +240,49 @@ class Tensor:
             )
         return self.data
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        return self.data if dtype is None else self.data.astype(dtype)
+
     def __len__(self) -> int:
         if self.data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self.data.shape[0]
 
+    def __iter__(self) -> Iterator[Tensor]:
+        if self.data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.data.shape[0]))
+
     def __repr__(self) -> str:
-        body = np.array2string(self.data, separator=", ", precision=4, prefix="tensor(")
+        data = self.data
+        fixed = data.dtype.kind == "f" and bool(np.any(data[np.isfinite(data)] % 1))
+        body = np.array2string(data, separator=", ", precision=4, prefix="tensor(",
+                               threshold=1000, edgeitems=3,
+                               floatmode="fixed" if fixed else "maxprec")
         extras = []
-        if self.data.dtype not in (np.float32, np.int64, np.bool_):
-            extras.append(f"dtype=dyngraph.{self.data.dtype}")
+        if data.size == 0:
+            extras.append(f"size={tuple(data.shape)}")
+        if data.dtype not in (np.float32, np.int64, np.bool_):
+            extras.append(f"dtype={self.dtype!r}")
         if self.grad_fn is not None:
             extras.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self.requires_grad:
             extras.append("requires_grad=True")
         return "tensor(" + ", ".join([body, *extras]) + ")"
 
+    def __format__(self, spec: str) -> str:
+        if self.data.ndim == 0:
+            return format(self.data.item(), spec)
+        return format(repr(self), spec)
+
     def __bool__(self) -> bool:
         if self.data.size != 1:
-            raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
-            )
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.data.reshape(()))
 
     def __float__(self) -> float:
@@ -218,8 +293,37 @@ class Tensor:
 
     def __index__(self) -> int:
         if self.data.dtype.kind not in "iub" or self.data.size != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an index")
+            raise TypeError(
+                "only integer tensors of a single element can be converted to an index"
+            )
         return int(self.item())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment."
+            )
+        new = type(self).__new__(type(self))
+        _init_slots(new, self.data.copy(), self.requires_grad)
+        if self._grad is not None:
+            new._grad = _wrap(self._grad.data.copy())
+        import copy
+
+        # The dict holds rare fields (name, hooks) and whatever subclasses add.
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = new
+        return new
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup failed: name the missing piece instead of a bare
+        # AttributeError, so ported PyTorch code says exactly what dyngraph lacks.
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"'Tensor' object has no attribute '{name}': dyngraph does not implement "
+            f"Tensor.{name} (the supported surface is listed in docs/api.md)"
+        )
 
     __hash__ = object.__hash__
 
@@ -238,21 +342,32 @@ class Size(tuple):
 
 
 def _to_array(data: Any, dtype: Any = None) -> np.ndarray:
+    """Copy ``data`` into a fresh ndarray with PyTorch's default dtypes."""
     if isinstance(data, Tensor):
         data = data.data
+    elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        data = [x.data if isinstance(x, Tensor) else x for x in data]
     if dtype is not None:
         from .dtypes import to_numpy_dtype
 
         return np.array(data, dtype=to_numpy_dtype(dtype))
     array = np.array(data)
     kind = array.dtype.kind
-    if kind == "f" and array.dtype != np.float32 and not isinstance(data, np.ndarray):
+    if kind == "f" and array.dtype != _F32 and not isinstance(data, (np.ndarray, np.generic)):
         array = array.astype(DEFAULT_DTYPE)  # Python floats become float32, as in PyTorch
     elif kind in "iu" and array.dtype != np.int64 and not isinstance(data, np.ndarray):
         array = array.astype(np.int64)
-    elif kind == "O":
+    elif kind not in "fiub":
         raise TypeError(f"can't convert {type(data).__name__} to a tensor")
     return array
+
+
+def _init_slots(t: Tensor, array: np.ndarray, requires_grad: bool) -> None:
+    t.data = array
+    t.requires_grad = requires_grad
+    t._grad = None
+    t.grad_fn = None
+    t._id = next(_ids)
 
 
 def _wrap(array: np.ndarray, requires_grad: bool = False) -> Tensor:
@@ -263,10 +378,6 @@ def _wrap(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     t._grad = None
     t.grad_fn = None
     t._id = next(_ids)
-    t._name = ""
-    t._is_param = False
-    t._hooks = None
-    t._post_hooks = None
     return t
 
 
@@ -277,26 +388,97 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
     """Run ``op`` on ``inputs``: compute, build the graph node, emit the op event.
 
     Inputs may be Tensors or constants (Python scalars, numpy arrays); ``attrs`` are the
-    op's non-tensor arguments (``dim``, ``keepdim`` ...).
+    op's non-tensor arguments (``dim``, ``keepdim`` ...). This is the engine's hot path
+    (a tiny op's whole forward cost is mostly here), hence the unrolled one- and
+    two-input cases: no per-call lists, generators or repeated lookups.
     """
-    arrays = [x.data if isinstance(x, Tensor) else x for x in inputs]
     listening = tracer.listening
-    start = now_ns() if listening else 0
-    out_data, backward_fn = op.forward(*arrays, **attrs)
+    if listening:
+        start = now_ns()
+    enabled = grad_mode.enabled
+    n = len(inputs)
+    if n == 2 and not op.needs_input_grad:
+        x, y = inputs
+        if isinstance(x, Tensor):
+            ex = x.grad_fn or x if x.requires_grad and enabled else None
+            x = x.data
+        else:
+            ex = None
+        if isinstance(y, Tensor):
+            ey = y.grad_fn or y if y.requires_grad and enabled else None
+            y = y.data
+        else:
+            ey = None
+        out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
+        edges = (ex, ey) if ex is not None or ey is not None else None
+    elif n == 1:
+        (x,) = inputs
+        if isinstance(x, Tensor):
+            edges = (x.grad_fn or x,) if x.requires_grad and enabled else None
+            x = x.data
+        else:
+            edges = None
+        out_data, backward_fn = op.forward(x, **attrs) if attrs else op.forward(x)
+    else:
+        out_data, backward_fn, edges = _forward_any(op, inputs, attrs, enabled)
     if type(out_data) is not np.ndarray:
         out_data = np.asarray(out_data)
-    out = _wrap(out_data)
-    enabled = grad_mode.enabled
-    if enabled and backward_fn is not None:
-        grad_inputs = tuple(
-            x if isinstance(x, Tensor) and x.requires_grad else None for x in inputs
-        )
-        if any(t is not None for t in grad_inputs):
-            out.requires_grad = True
-            out.grad_fn = Node(op, backward_fn, grad_inputs, out._id)
+    if out_data.dtype is _F64 and not op.exact:
+        out_data = _demote(inputs, out_data)
+    out = Tensor.__new__(Tensor)
+    out.data = out_data
+    out._grad = None
+    out._id = oid = next(_ids)
+    if edges is not None and backward_fn is not None:
+        out.requires_grad = True
+        out.grad_fn = Node(op, backward_fn, edges, oid, out_data.shape, out_data.dtype)
+    else:
+        out.requires_grad = False
+        out.grad_fn = None
     if listening:
         tracer.on_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
     return out
+
+
+def _forward_any(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any], enabled: bool
+                 ) -> tuple[Any, Any, tuple[Any, ...] | None]:
+    """``apply``'s general case: any number of inputs, and ``needs_input_grad`` ops."""
+    arrays = []
+    edges: list[Any] = []
+    need = False
+    for x in inputs:
+        if isinstance(x, Tensor):
+            arrays.append(x.data)
+            if x.requires_grad and enabled:
+                edges.append(x.grad_fn or x)
+                need = True
+                continue
+        else:
+            arrays.append(x)
+        edges.append(None)
+    if op.needs_input_grad:
+        needs = tuple(e is not None for e in edges)
+        out_data, backward_fn = op.forward(*arrays, needs_input_grad=needs, **attrs)
+    else:
+        out_data, backward_fn = op.forward(*arrays, **attrs)
+    return out_data, backward_fn, tuple(edges) if need else None
+
+
+def _demote(inputs: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
+    """float64 only where a float64 tensor went in, as in PyTorch.
+
+    numpy promotes ints to float64 (``int_tensor / 2``, ``sqrt(int_tensor)``); PyTorch
+    gives its default float32.
+    """
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if x.data.dtype is _F64:
+                return out
+        elif isinstance(x, (list, tuple)):  # cat/stack take a sequence of tensors
+            for y in x:
+                if isinstance(y, Tensor) and y.data.dtype is _F64:
+                    return out
+    return out.astype(DEFAULT_DTYPE)
 
 
 def op(name: str) -> OpDef:

@@ -1,0 +1,198 @@
+"""Engine speed, measured side by side in one run: dyngraph vs PyTorch vs hand-written numpy.
+
+    OPENBLAS_NUM_THREADS=1 python bench/engine.py
+
+1. Tiny ops: a chain of 1000 alternating add/mul on shape (4,), forward + backward, per op.
+   Goal: dyngraph <= 0.7x PyTorch eager.
+2. MLP 784-256-128-10, batch 64, one SGD step (forward, cross-entropy, backward, update).
+   Goal: dyngraph <= 1.2x hand-written numpy and faster than PyTorch with one thread.
+Each number is the best of several repeats (the least disturbed by the other core's load).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import dyngraph  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the oracle is optional
+    torch = None
+
+CHAIN = 1000
+BATCH, SIZES, LR = 64, (784, 256, 128, 10), 0.01
+
+
+def best_of(fn: Callable[[], object], repeats: int, number: int) -> float:
+    """Best mean seconds per call over ``repeats`` rounds of ``number`` calls."""
+    fn()  # warm up
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+# -- tiny ops --------------------------------------------------------------------------------
+def chain(lib: object, x: object, w: object) -> None:
+    y = x
+    for i in range(CHAIN):
+        y = y * w if i % 2 else y + w
+    y.sum().backward()  # type: ignore[attr-defined]
+
+
+def numpy_chain(x: np.ndarray, w: np.ndarray) -> None:
+    y = x
+    for i in range(CHAIN):
+        y = y * w if i % 2 else y + w
+
+
+# -- MLP -------------------------------------------------------------------------------------
+def init_weights(seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    params = []
+    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:], strict=True):
+        bound = 1 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+        params.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+    return params
+
+
+def data(seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], BATCH)
+    return x, y
+
+
+def numpy_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> float:
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = x @ w1 + b1
+    a1 = np.maximum(h1, 0)
+    h2 = a1 @ w2 + b2
+    a2 = np.maximum(h2, 0)
+    z = a2 @ w3 + b3
+    zmax = z.max(axis=1, keepdims=True)
+    e = np.exp(z - zmax)
+    s = e.sum(axis=1, keepdims=True)
+    logp = z - zmax - np.log(s)
+    rows = np.arange(len(y))
+    loss = -logp[rows, y].mean()
+    dz = e / s
+    dz[rows, y] -= 1
+    dz /= len(y)
+    gw3 = a2.T @ dz
+    gb3 = dz.sum(0)
+    da2 = dz @ w3.T
+    da2 *= h2 > 0
+    gw2 = a1.T @ da2
+    gb2 = da2.sum(0)
+    da1 = da2 @ w2.T
+    da1 *= h1 > 0
+    gw1 = x.T @ da1
+    gb1 = da1.sum(0)
+    for p, g in zip(params, (gw1, gb1, gw2, gb2, gw3, gb3), strict=True):
+        p -= LR * g
+    return float(loss)
+
+
+def dyngraph_step(params: list, x: dyngraph.Tensor, y: dyngraph.Tensor) -> float:
+    w1, b1, w2, b2, w3, b3 = params
+    a1 = (x @ w1 + b1).relu()
+    a2 = (a1 @ w2 + b2).relu()
+    logp = (a2 @ w3 + b3).log_softmax(1)
+    loss = -logp.gather(1, y.unsqueeze(1)).mean()
+    for p in params:
+        p.grad = None
+    loss.backward()
+    with dyngraph.no_grad():
+        for p in params:
+            p.sub_(p.grad, alpha=LR)
+    return loss.item()
+
+
+def torch_step(params: list, x: object, y: object) -> float:
+    w1, b1, w2, b2, w3, b3 = params
+    a1 = (x @ w1 + b1).relu()
+    a2 = (a1 @ w2 + b2).relu()
+    logp = (a2 @ w3 + b3).log_softmax(1)
+    loss = -logp.gather(1, y.unsqueeze(1)).mean()
+    for p in params:
+        p.grad = None
+    loss.backward()
+    with torch.no_grad():
+        for p in params:
+            p.sub_(p.grad, alpha=LR)
+    return loss.item()
+
+
+def check_same_losses() -> None:
+    """The three MLPs compute the same thing: a few steps from the same weights agree."""
+    x, y = data()
+    np_params = init_weights()
+    dg_params = [dyngraph.tensor(p.copy(), requires_grad=True) for p in init_weights()]
+    xs, ys = dyngraph.from_numpy(x), dyngraph.from_numpy(y)
+    for _ in range(3):
+        a = numpy_step(np_params, x, y)
+        b = dyngraph_step(dg_params, xs, ys)
+        assert abs(a - b) < 1e-4, (a, b)
+
+
+def main() -> None:
+    print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}")
+    if torch is not None:
+        torch.set_num_threads(1)
+    rows: list[tuple[str, float]] = []
+
+    xd = dyngraph.ones(4, requires_grad=True)
+    wd = dyngraph.full((4,), 0.999, requires_grad=True)
+    t_dg = best_of(lambda: chain(dyngraph, xd, wd), 7, 5) / CHAIN
+    xn, wn = np.ones(4, np.float32), np.full(4, 0.999, np.float32)
+    t_np = best_of(lambda: numpy_chain(xn, wn), 7, 5) / CHAIN
+    print("\ntiny ops (chain of 1000 add/mul on shape (4,)), per op:")
+    print(f"  numpy forward only      {t_np * 1e6:7.2f} us")
+    print(f"  dyngraph fwd+bwd        {t_dg * 1e6:7.2f} us")
+    if torch is not None:
+        xt = torch.ones(4, requires_grad=True)
+        wt = torch.full((4,), 0.999, requires_grad=True)
+        t_pt = best_of(lambda: chain(torch, xt, wt), 7, 5) / CHAIN
+        print(f"  torch fwd+bwd           {t_pt * 1e6:7.2f} us")
+        rows.append(("tiny op: dyngraph / torch (goal <= 0.70)", t_dg / t_pt))
+
+    check_same_losses()
+    x, y = data()
+    np_params = init_weights()
+    t_mlp_np = best_of(lambda: numpy_step(np_params, x, y), 7, 30)
+    dg_params = [dyngraph.tensor(p, requires_grad=True) for p in init_weights()]
+    xs, ys = dyngraph.from_numpy(x), dyngraph.from_numpy(y)
+    t_mlp_dg = best_of(lambda: dyngraph_step(dg_params, xs, ys), 7, 30)
+    print("\nMLP 784-256-128-10, batch 64, one SGD step:")
+    print(f"  numpy by hand           {t_mlp_np * 1e3:7.3f} ms")
+    print(f"  dyngraph                {t_mlp_dg * 1e3:7.3f} ms")
+    rows.append(("MLP step: dyngraph / numpy (goal <= 1.20)", t_mlp_dg / t_mlp_np))
+    if torch is not None:
+        pt_params = [torch.tensor(p, requires_grad=True) for p in init_weights()]
+        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+        t_mlp_pt = best_of(lambda: torch_step(pt_params, xt, yt), 7, 30)
+        print(f"  torch (1 thread)        {t_mlp_pt * 1e3:7.3f} ms")
+        rows.append(("MLP step: dyngraph / torch (goal < 1.00)", t_mlp_dg / t_mlp_pt))
+
+    print("\nratios:")
+    for name, ratio in rows:
+        print(f"  {name:44s} {ratio:5.2f}")
+
+
+if __name__ == "__main__":
+    main()

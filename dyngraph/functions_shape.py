@@ -1,0 +1,249 @@
+"""Shape, indexing and joining functions (``dyngraph.cat``, ``tensor.view`` ...).
+
+Each is argument handling over ``apply`` of an op in ``ops_shape.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .ops import OPS
+from .tensor import Tensor, _wrap, apply
+
+_GETITEM, _RESHAPE = OPS["getitem"], OPS["reshape"]
+
+
+def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    """``view(2, 3)`` and ``view((2, 3))`` both mean shape (2, 3)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _index(index: Any) -> Any:
+    """Turn tensors inside an index into arrays numpy understands."""
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, tuple):
+        return tuple(_index(i) for i in index)
+    if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
+        return [_index(i) for i in index]
+    return index
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    """``tensor[index]``: ints, slices, None, ``...``, integer arrays and boolean masks."""
+    return apply(_GETITEM, input, index=_index(index))
+
+
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    return apply(_RESHAPE, input, shape=_shape_args(shape))
+
+
+def view(input: Tensor, *shape: Any) -> Tensor:
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
+        raise NotImplementedError("view(dtype) is not supported by dyngraph; use .to(dtype)")
+    return apply(_RESHAPE, input, shape=_shape_args(shape))
+
+
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, other.data.shape)
+
+
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, other.data.shape)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    shape = input.data.shape
+    if not shape:
+        return reshape(input, (1,))
+    n = len(shape)
+    s, e = start_dim % n, end_dim % n
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    middle = 1
+    for d in shape[s:e + 1]:
+        middle *= d
+    return reshape(input, shape[:s] + (middle,) + shape[e + 1:])
+
+
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    shape = input.data.shape
+    d = dim % len(shape)
+    return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    return apply(OPS["transpose"], input, dim0=int(dim0), dim1=int(dim1))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input: Tensor) -> Tensor:
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, 1) if input.ndim == 2 else input
+
+
+def permute(input: Tensor, *dims: Any) -> Tensor:
+    return apply(OPS["permute"], input, dims=_shape_args(dims))
+
+
+def movedim(input: Tensor, source: int, destination: int) -> Tensor:
+    order = list(range(input.ndim))
+    src = source % input.ndim
+    order.remove(src)
+    order.insert(destination % input.ndim, src)
+    return permute(input, order)
+
+
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    return apply(OPS["squeeze"], input, dim=dim)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return apply(OPS["unsqueeze"], input, dim=int(dim))
+
+
+def expand(input: Tensor, *size: Any) -> Tensor:
+    return apply(OPS["expand"], input, size=_shape_args(size))
+
+
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other.data.shape)
+
+
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    return expand(input, tuple(size))
+
+
+def repeat(input: Tensor, *repeats: Any) -> Tensor:
+    return apply(OPS["repeat"], input, repeats=_shape_args(repeats))
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    if index.data.dtype.kind not in "iu":
+        raise RuntimeError("gather(): Expected dtype int64 for index")
+    return apply(OPS["gather"], input, int(dim), index)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    if index.data.dtype.kind not in "iu":
+        raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
+    return apply(OPS["index_select"], input, int(dim), index)
+
+
+def _tensors(tensors: Any, name: str) -> list[Any]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    return [t if isinstance(t, Tensor) else _wrap(np.asarray(t)) for t in tensors]
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dimension."""
+    return apply(OPS["cat"], *_tensors(tensors, "cat"), dim=int(dim))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along a new dimension."""
+    return apply(OPS["stack"], *_tensors(tensors, "stack"), dim=int(dim))
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    ts = _tensors(tensors, "hstack")
+    return cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    return cat([t if t.ndim > 1 else unsqueeze(t, 0) for t in _tensors(tensors, "vstack")], 0)
+
+
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
+    op = OPS["split"]
+    out, start = [], 0
+    for size in sizes:
+        out.append(apply(op, input, dim=dim, start=start, length=size))
+        start += size
+    return tuple(out)
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    dim = int(dim) % max(tensor.ndim, 1)
+    n = tensor.data.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got {step}")
+        sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                f"size at dimension {dim}), but got split_sizes={sizes}"
+            )
+    return _pieces(tensor, dim, sizes)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    n = input.data.shape[int(dim) % max(input.ndim, 1)]
+    return split(input, max(-(-n // chunks), 1), dim)
+
+
+def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]:
+    dim = int(dim) % max(input.ndim, 1)
+    n = input.data.shape[dim]
+    base, extra = divmod(n, sections)
+    return _pieces(input, dim, [base + (1 if i < extra else 0) for i in range(sections)])
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    dim = int(dim) % max(input.ndim, 1)
+    op = OPS["select"]
+    return tuple(apply(op, input, dim=dim, index=i) for i in range(input.data.shape[dim]))
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    return apply(OPS["select"], input, dim=int(dim), index=int(index))
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    dim = int(dim) % max(input.ndim, 1)
+    start = int(start) % max(input.data.shape[dim], 1) if start < 0 else int(start)
+    return apply(OPS["split"], input, dim=dim, start=start, length=int(length))
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(OPS["tril"], input, diagonal=int(diagonal))
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return apply(OPS["triu"], input, diagonal=int(diagonal))
+
+
+def flip(input: Tensor, dims: Any) -> Tensor:
+    return apply(OPS["flip"], input, dims=_shape_args((dims,) if isinstance(dims, int) else dims))
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None
+        ) -> Tensor:
+    """Constant padding, last dimension first (``F.pad``'s convention)."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad(mode={mode!r}) is not supported by dyngraph")
+    from .functions import _nn_op
+
+    return apply(_nn_op("pad"), input, pad=tuple(int(p) for p in pad),
+                 value=0.0 if value is None else value)

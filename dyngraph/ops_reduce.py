@@ -1,0 +1,239 @@
+"""Reductions: sum, mean, max/min/amax/amin, var/std, prod, logsumexp, norm, cumsum, arg*.
+
+Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). ``dim`` is None (all
+dimensions), an int, or a tuple of ints, negative allowed, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ops import register
+
+
+def _axes(dim: Any, ndim: int) -> tuple[int, ...]:
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    for d in dims:
+        if not -max(ndim, 1) <= d < max(ndim, 1):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of "
+                f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {d})"
+            )
+    return tuple(d % ndim for d in dims) if ndim else ()
+
+
+def _keep(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> Any:
+    """Reshape a reduced array so it broadcasts against the input's shape again."""
+    if keepdim or not axes:
+        return g
+    return np.expand_dims(g, axes)
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    n = 1
+    for d in axes:
+        n *= shape[d]
+    return n
+
+
+@register("sum", saves=False)
+def sum_(a, dim=None, keepdim=False):
+    shape = np.shape(a)
+    axes = _axes(dim, len(shape))
+    out = np.sum(a, axis=axes, keepdims=keepdim)
+    return out, lambda g: (np.broadcast_to(_keep(g, shape, axes, keepdim), shape),)
+
+
+@register("mean", saves=False)
+def mean(a, dim=None, keepdim=False):
+    shape = np.shape(a)
+    axes = _axes(dim, len(shape))
+    out = np.mean(a, axis=axes, keepdims=keepdim)
+    n = max(_count(shape, axes), 1)
+    return out, lambda g: (np.broadcast_to(_keep(g, shape, axes, keepdim) / n, shape),)
+
+
+def _even(a: np.ndarray, fn: Any, dim: Any, keepdim: bool, name: str) -> tuple[Any, Any]:
+    """A max/min over ``dim`` whose ties share the gradient evenly (amax, amin, max())."""
+    axes = _axes(dim, a.ndim)
+    if a.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the "
+                           "'dim' argument.")
+    out = fn(a, axis=axes, keepdims=keepdim)
+
+    def backward(g):
+        hit = a == _keep(out, a.shape, axes, keepdim)
+        share = hit / hit.sum(axis=axes, keepdims=True)
+        return (_keep(g, a.shape, axes, keepdim) * share,)
+
+    return out, backward
+
+
+@register("amax")
+def amax(a, dim=None, keepdim=False):
+    return _even(a, np.amax, dim, keepdim, "amax")
+
+
+@register("amin")
+def amin(a, dim=None, keepdim=False):
+    return _even(a, np.amin, dim, keepdim, "amin")
+
+
+def _select(a: np.ndarray, dim: int, keepdim: bool, argfn: Any) -> tuple[Any, Any]:
+    """max(dim)/min(dim): the gradient goes to the index returned, as in PyTorch."""
+    (axis,) = _axes(dim, a.ndim) or (None,)
+    if axis is None:  # a 0-d input
+        return a.copy(), lambda g: (g,)
+    idx = np.expand_dims(argfn(a, axis=axis), axis)
+    out = np.take_along_axis(a, idx, axis=axis)
+    shape = a.shape
+
+    def backward(g):
+        full = np.zeros(shape, dtype=g.dtype)
+        np.put_along_axis(full, idx, g if keepdim else np.expand_dims(g, axis), axis=axis)
+        return (full,)
+
+    return (out if keepdim else out.squeeze(axis)), backward
+
+
+@register("max", grad_fn="MaxBackward0")
+def max_(a, dim=None, keepdim=False):
+    if dim is None:
+        return _even(a, np.amax, None, False, "max")
+    return _select(a, dim, keepdim, np.argmax)
+
+
+@register("min", grad_fn="MinBackward0")
+def min_(a, dim=None, keepdim=False):
+    if dim is None:
+        return _even(a, np.amin, None, False, "min")
+    return _select(a, dim, keepdim, np.argmin)
+
+
+@register("var")
+def var(a, dim=None, correction=1, keepdim=False):
+    axes = _axes(dim, a.ndim)
+    n = _count(a.shape, axes)
+    centred = a - a.mean(axis=axes, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray((centred * centred).sum(axis=axes, keepdims=keepdim)
+                         / (n - correction), dtype=a.dtype)
+    scale = np.asarray(2 / (n - correction) if n != correction else np.inf, dtype=a.dtype)
+    return out, lambda g: (_keep(g, a.shape, axes, keepdim) * centred * scale,)
+
+
+@register("std")
+def std(a, dim=None, correction=1, keepdim=False):
+    axes = _axes(dim, a.ndim)
+    n = _count(a.shape, axes)
+    centred = a - a.mean(axis=axes, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray(np.sqrt((centred * centred).sum(axis=axes, keepdims=keepdim)
+                                 / (n - correction)), dtype=a.dtype)
+
+    def backward(g):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            denom = _keep(out, a.shape, axes, keepdim) * (n - correction)
+            return (_keep(g, a.shape, axes, keepdim) * centred / denom,)
+
+    return out, backward
+
+
+def _exclusive_cumprod(x: np.ndarray, axis: int) -> np.ndarray:
+    """Product of the elements strictly before each position along ``axis``."""
+    ones = np.ones_like(np.take(x, [0], axis=axis))
+    head = np.concatenate([ones, np.take(x, np.arange(x.shape[axis] - 1), axis=axis)], axis)
+    return np.cumprod(head, axis=axis)
+
+
+@register("prod")
+def prod(a, dim=None, keepdim=False):
+    if dim is None:
+        flat = a.reshape(-1)
+        out = np.prod(flat)
+
+        def backward_all(g):
+            if flat.size == 0:
+                return (np.zeros(a.shape, dtype=g.dtype),)
+            others = _exclusive_cumprod(flat, 0) * _exclusive_cumprod(flat[::-1], 0)[::-1]
+            return ((g * others).reshape(a.shape),)
+
+        return (out.reshape((1,) * a.ndim) if keepdim else out), backward_all
+    (axis,) = _axes(dim, a.ndim)
+    out = np.prod(a, axis=axis, keepdims=keepdim)
+
+    def backward(g):
+        rev = np.flip(a, axis)
+        others = _exclusive_cumprod(a, axis) * np.flip(_exclusive_cumprod(rev, axis), axis)
+        return (_keep(g, a.shape, (axis,), keepdim) * others,)
+
+    return out, backward
+
+
+@register("logsumexp")
+def logsumexp(a, dim, keepdim=False):
+    axes = _axes(dim, a.ndim)
+    m = np.amax(a, axis=axes, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    with np.errstate(divide="ignore"):
+        kept = np.log(np.exp(a - m).sum(axis=axes, keepdims=True)) + m
+    out = kept if keepdim else np.squeeze(kept, axes)
+    return out, lambda g: (_keep(g, a.shape, axes, keepdim) * np.exp(a - kept),)
+
+
+@register("norm", grad_fn="NormBackward1")
+def norm(a, p=2, dim=None, keepdim=False):
+    axes = _axes(dim, a.ndim)
+    mag = np.abs(a)
+    if p == float("inf"):
+        raise NotImplementedError("norm(p=inf) is not supported by dyngraph")
+    out = np.asarray((mag**p).sum(axis=axes, keepdims=keepdim) ** (1 / p), dtype=a.dtype)
+
+    def backward(g):
+        kept = _keep(out, a.shape, axes, keepdim)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.sign(a) * mag ** (p - 1) / kept ** (p - 1)
+        return (_keep(g, a.shape, axes, keepdim) * np.where(kept == 0, 0, d),)
+
+    return out, backward
+
+
+@register("cumsum", saves=False)
+def cumsum(a, dim):
+    axis = _axes(dim, a.ndim)[0] if a.ndim else None
+    if axis is None:
+        return a.copy(), lambda g: (g,)
+    out = np.cumsum(a, axis=axis)
+    return out, lambda g: (np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis),)
+
+
+# -- not differentiable -------------------------------------------------------------------
+@register("argmax", saves=False)
+def argmax(a, dim=None, keepdim=False):
+    if dim is None:
+        out = np.asarray(np.argmax(a))
+        return (out.reshape((1,) * a.ndim) if keepdim else out), None
+    return np.argmax(a, axis=dim, keepdims=keepdim), None
+
+
+@register("argmin", saves=False)
+def argmin(a, dim=None, keepdim=False):
+    if dim is None:
+        out = np.asarray(np.argmin(a))
+        return (out.reshape((1,) * a.ndim) if keepdim else out), None
+    return np.argmin(a, axis=dim, keepdims=keepdim), None
+
+
+@register("any", saves=False)
+def any_(a, dim=None, keepdim=False):
+    return np.any(a, axis=dim, keepdims=keepdim), None
+
+
+@register("all", saves=False)
+def all_(a, dim=None, keepdim=False):
+    return np.all(a, axis=dim, keepdims=keepdim), None

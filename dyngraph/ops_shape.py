@@ -1,0 +1,273 @@
+"""Shape, indexing and joining ops: reshape, transpose, permute, squeeze, expand, getitem,
+gather, cat, stack, split, tril/triu ...
+
+Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). None of these saves an
+input (their backward only needs shapes and indices), so their graphs can be walked twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ops import register
+
+
+def _dim(d: int, ndim: int) -> int:
+    if not -ndim <= d < ndim:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], "
+            f"but got {d})"
+        )
+    return d % ndim
+
+
+@register("reshape", saves=False, grad_fn="ViewBackward0")
+def reshape(a, shape):
+    in_shape = a.shape
+    try:
+        out = a.reshape(shape)
+    except ValueError:
+        raise RuntimeError(
+            f"shape '{list(shape)}' is invalid for input of size {a.size}"
+        ) from None
+    return out, lambda g: (g.reshape(in_shape),)
+
+
+@register("transpose", saves=False)
+def transpose(a, dim0, dim1):
+    n = max(a.ndim, 1)
+    d0, d1 = _dim(dim0, n), _dim(dim1, n)
+    if a.ndim == 0:
+        return a.copy(), lambda g: (g,)
+    return np.swapaxes(a, d0, d1), lambda g: (np.swapaxes(g, d0, d1),)
+
+
+@register("permute", saves=False)
+def permute(a, dims):
+    if len(dims) != a.ndim:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+            f"the length of the desired ordering of dimensions i.e. input.dim() = {a.ndim} "
+            f"is not equal to len(dims) = {len(dims)}"
+        )
+    dims = tuple(_dim(d, a.ndim) for d in dims)
+    inverse = tuple(np.argsort(dims))
+    return np.transpose(a, dims), lambda g: (np.transpose(g, inverse),)
+
+
+@register("squeeze", saves=False)
+def squeeze(a, dim=None):
+    in_shape = a.shape
+    if dim is None:
+        out = a.reshape(tuple(d for d in in_shape if d != 1))
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        n = max(a.ndim, 1)
+        drop = {_dim(d, n) for d in dims}
+        out = a.reshape(tuple(s for i, s in enumerate(in_shape) if not (i in drop and s == 1)))
+    return out, lambda g: (g.reshape(in_shape),)
+
+
+@register("unsqueeze", saves=False)
+def unsqueeze(a, dim):
+    in_shape = a.shape
+    d = _dim(dim, a.ndim + 1)
+    return np.expand_dims(a, d), lambda g: (g.reshape(in_shape),)
+
+
+@register("expand", saves=False)
+def expand(a, size):
+    lead = len(size) - a.ndim
+    if lead < 0:
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(size)}) must be greater or equal to "
+            f"the number of dimensions in the tensor ({a.ndim})"
+        )
+    shape = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(size))
+    try:
+        out = np.broadcast_to(a, shape)
+    except ValueError:
+        raise RuntimeError(
+            f"The expanded size of the tensor ({list(shape)}) must match the existing size "
+            f"({list(a.shape)}) at non-singleton dimensions"
+        ) from None
+    return out, lambda g: (g,)  # the engine sums the broadcast gradient back down
+
+
+@register("repeat", saves=False)
+def repeat(a, repeats):
+    if len(repeats) < a.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of "
+            "dimensions of tensor"
+        )
+    shape = (1,) * (len(repeats) - a.ndim) + a.shape
+    out = np.tile(a.reshape(shape), repeats)
+
+    def backward(g):
+        split = []
+        for r, s in zip(repeats, shape, strict=True):
+            split += [r, s]
+        g = g.reshape(split).sum(axis=tuple(range(0, 2 * len(shape), 2)))
+        return (g.reshape(a.shape),)
+
+    return out, backward
+
+
+def _is_basic(index: Any) -> bool:
+    """Basic indexing (ints, slices, None, ...) can never select an element twice."""
+    parts = index if isinstance(index, tuple) else (index,)
+    for p in parts:
+        if p is None or p is Ellipsis or isinstance(p, (int, slice, np.integer)):
+            continue
+        if isinstance(p, np.ndarray) and p.dtype == np.bool_:
+            continue
+        return False
+    return True
+
+
+@register("getitem", saves=False, grad_fn="IndexBackward0")
+def getitem(a, index):
+    shape, dtype = a.shape, a.dtype
+    try:
+        out = a[index]
+    except IndexError as e:
+        raise IndexError(f"getitem: {e} (indexing a tensor of shape {tuple(shape)})") from None
+    basic = _is_basic(index)
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        if basic:
+            full[index] = g
+        else:
+            np.add.at(full, index, g)
+        return (full,)
+
+    return out, backward
+
+
+@register("index_put", saves=False, grad_fn="CopySlices")
+def index_put(a, value, index):
+    """``a[index] = value`` out of place: the graph form of ``__setitem__``."""
+    out = a.copy()
+    out[index] = value
+
+    def backward(g):
+        ga = g.copy()
+        ga[index] = 0
+        return ga, g[index]
+
+    return out, backward
+
+
+@register("gather", saves=False)
+def gather(a, dim, index):
+    d = _dim(dim, max(a.ndim, 1))
+    if index.ndim != a.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    # PyTorch allows an index smaller than the input in the other dimensions.
+    view = a[tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))]
+    out = np.take_along_axis(view, index, axis=d)
+    shape, dtype = a.shape, a.dtype
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        where = list(np.ix_(*[np.arange(s) for s in index.shape]))
+        where[d] = index
+        np.add.at(full, tuple(where), g)
+        return (full, None)
+
+    return out, backward
+
+
+@register("index_select", saves=False)
+def index_select(a, dim, index):
+    d = _dim(dim, max(a.ndim, 1))
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    out = np.take(a, index.reshape(-1), axis=d)
+    shape, dtype = a.shape, a.dtype
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        np.add.at(np.moveaxis(full, d, 0), index.reshape(-1), np.moveaxis(g, d, 0))
+        return (full, None)
+
+    return out, backward
+
+
+@register("cat", saves=False)
+def cat(*arrays, dim=0):
+    if not arrays:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    d = _dim(dim, max(arrays[0].ndim, 1))
+    try:
+        out = np.concatenate(arrays, axis=d)
+    except ValueError as e:
+        raise RuntimeError(f"cat: {e}") from None
+    ends = np.cumsum([x.shape[d] for x in arrays])
+    return out, lambda g: tuple(np.split(g, ends[:-1], axis=d))
+
+
+@register("stack", saves=False)
+def stack(*arrays, dim=0):
+    if not arrays:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    d = _dim(dim, arrays[0].ndim + 1)
+    try:
+        out = np.stack(arrays, axis=d)
+    except ValueError as e:
+        raise RuntimeError(f"stack: {e}") from None
+    return out, lambda g: tuple(np.moveaxis(g, d, 0))
+
+
+@register("split", saves=False)
+def split(a, dim, start, length):
+    """One piece of ``split``/``chunk``/``unbind``: ``length`` rows from ``start`` on ``dim``."""
+    d = _dim(dim, a.ndim)
+    index = (slice(None),) * d + (slice(start, start + length),)
+    shape, dtype = a.shape, a.dtype
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        full[index] = g
+        return (full,)
+
+    return a[index], backward
+
+
+@register("select", saves=False)
+def select(a, dim, index):
+    d = _dim(dim, a.ndim)
+    if not -a.shape[d] <= index < a.shape[d]:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(a.shape)} at "
+            f"dimension {d}"
+        )
+    where = (slice(None),) * d + (index,)
+    shape, dtype = a.shape, a.dtype
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        full[where] = g
+        return (full,)
+
+    return a[where], backward
+
+
+@register("tril", saves=False)
+def tril(a, diagonal=0):
+    return np.tril(a, diagonal), lambda g: (np.tril(g, diagonal),)
+
+
+@register("triu", saves=False)
+def triu(a, diagonal=0):
+    return np.triu(a, diagonal), lambda g: (np.triu(g, diagonal),)
+
+
+@register("flip", saves=False)
+def flip(a, dims):
+    dims = tuple(_dim(d, a.ndim) for d in dims)
+    return np.flip(a, dims), lambda g: (np.flip(g, dims),)
