@@ -1,0 +1,455 @@
+"""Layouts for the graph canvas: canonical node order, terminal DOT, a cache and a worker.
+
+A layout is expensive (a second at 5k nodes) and the graph on screen changes every step,
+so layouts are keyed by *structure*, not by object:
+
+- ``Canonical`` lists a Graph's nodes in creation order with a structural signature each
+  (kind, op, name, shape, module, inputs as creation indices). Iterations with the same
+  structure have equal signature lists, whatever their tensor ids; the graph "so far" is a
+  prefix of the finished one.
+- ``LayoutCache.best()`` finds the cached layout sharing the longest prefix with the graph
+  on screen, so stepping through a repeated iteration never lays out again: the canvas
+  draws the prefix of the cached scene (see ``raster.render_row(upto=...)``).
+- ``LayoutWorker`` lays out in a daemon thread (a blocked ``dot`` never holds up quitting),
+  one job at a time, keeping only the newest request and starting at most a few per second.
+
+Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dyngraph.graph import Graph
+
+from . import raster
+from .raster import Scene, ViewCluster, ViewEdge, ViewGraph, ViewNode
+
+# (kind, op, name, shape, module, requires_grad, inputs as creation indices)
+Sig = tuple[str, str, str, tuple[int, ...], str, bool, tuple[int, ...]]
+
+LARGE_GRAPH = 300  # past this many nodes, deep modules start collapsed
+FAST_LAYOUT = 1000  # past this many boxes, trade a little layout quality for speed
+
+
+# -- canonical order ------------------------------------------------------------------------
+class Canonical:
+    """A Graph's nodes in creation order with their signatures; cheap to update as it grows.
+
+    >>> canon = Canonical()
+    >>> canon.update(graph)            # doctest: +SKIP
+    >>> canon.ids[0], canon.sigs[0]    # doctest: +SKIP
+    """
+
+    def __init__(self) -> None:
+        self.graph: Graph | None = None
+        self.ids: list[int] = []
+        self.index: dict[int, int] = {}
+        self.sigs: list[Sig] = []
+        self._edges = 0
+
+    def update(self, graph: Graph) -> bool:
+        """Bring the lists up to date with ``graph``; True if anything changed."""
+        if graph is self.graph and len(graph.nodes) == len(self.ids) and (
+                len(graph.edges) == self._edges):
+            return False
+        if graph is not self.graph or not self._grow(graph):
+            self._rebuild(graph)
+        return True
+
+    def _rebuild(self, graph: Graph) -> None:
+        nodes = sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+        self.graph = graph
+        self.ids = [n.id for n in nodes]
+        self.index = {nid: i for i, nid in enumerate(self.ids)}
+        inputs: dict[int, list[tuple[int, int]]] = {}
+        for e in graph.edges:
+            inputs.setdefault(e.dst, []).append((e.index, e.src))
+        self.sigs = [self._sig(n, inputs.get(n.id, ())) for n in nodes]
+        self._edges = len(graph.edges)
+
+    def _grow(self, graph: Graph) -> bool:
+        """Append nodes added since the last update (GraphBuilder only ever appends)."""
+        n = len(self.ids)
+        if len(graph.nodes) < n or len(graph.edges) < self._edges:
+            return False
+        new = list(graph.nodes.values())[n:] if len(graph.nodes) > n else []
+        last = graph.nodes.get(self.ids[-1]) if self.ids else None
+        if (self.ids and last is None) or any(
+                nd.id in self.index for nd in new) or (
+                last is not None and any(nd.seq < last.seq for nd in new)):
+            return False
+        for nd in sorted(new, key=lambda x: (x.seq, x.id)):
+            self.index[nd.id] = len(self.ids)
+            self.ids.append(nd.id)
+            self.sigs.append(self._sig(nd, ()))
+        touched: dict[int, list[tuple[int, int]]] = {}
+        for e in graph.edges[self._edges:]:
+            touched.setdefault(e.dst, [])
+        if touched:
+            for e in graph.edges:
+                if e.dst in touched:
+                    touched[e.dst].append((e.index, e.src))
+            for dst, ins in touched.items():
+                i = self.index.get(dst)
+                if i is None:
+                    return False
+                self.sigs[i] = self._sig(graph.nodes[dst], ins)
+        self._edges = len(graph.edges)
+        return True
+
+    def _sig(self, node: Any, inputs: Any) -> Sig:
+        index = self.index
+        ins = tuple(index.get(src, -1) for _, src in sorted(inputs))
+        return (node.kind, node.op, node.name, tuple(node.shape), node.module,
+                bool(node.requires_grad), ins)
+
+
+# -- collapsing modules ---------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Collapse:
+    """Which modules are drawn as one box: deeper than ``depth`` (None: no limit), or named
+    in ``collapsed``; ``expanded`` overrides both for the paths it names."""
+
+    depth: int | None = None
+    collapsed: frozenset[str] = frozenset()
+    expanded: frozenset[str] = frozenset()
+
+    def owner(self, module: str) -> str | None:
+        """The collapsed module a node of ``module`` disappears into, if any."""
+        if not module:
+            return None
+        parts = module.split(".")
+        for k in range(1, len(parts) + 1):
+            path = ".".join(parts[:k])
+            if path in self.expanded:
+                continue
+            if path in self.collapsed or (self.depth is not None and k > self.depth):
+                return path
+        return None
+
+    @property
+    def user(self) -> tuple[frozenset[str], frozenset[str]]:
+        return (self.collapsed, self.expanded)
+
+
+def node_modules(sigs: list[Sig]) -> list[str]:
+    """Each node's module; a parameter named ``enc.0.weight`` joins module ``enc.0``."""
+    known = set()
+    for sig in sigs:
+        parts = sig[4].split(".") if sig[4] else []
+        for k in range(1, len(parts) + 1):
+            known.add(".".join(parts[:k]))
+    out = []
+    for kind, _op, name, _shape, module, _rg, _ins in sigs:
+        if not module and kind in ("param", "accumulate") and "." in name:
+            owner = name.rsplit(".", 1)[0]
+            module = owner if owner in known else ""
+        out.append(module)
+    return out
+
+
+def auto_depth(sigs: list[Sig], budget: int = LARGE_GRAPH) -> int | None:
+    """The deepest module depth whose collapsed view stays near ``budget`` boxes.
+
+    None (collapse nothing) for graphs that are small already.
+    """
+    if len(sigs) <= budget:
+        return None
+    modules = node_modules(sigs)
+    deepest = max((m.count(".") + 1 for m in modules if m), default=0)
+    for depth in range(deepest, -1, -1):
+        boxes = {(m if not m or m.count(".") < depth else
+                  ".".join(m.split(".")[:depth + 1])) for m in modules if m}
+        size = sum(1 for m in modules if not m or m.count(".") < depth) + len(boxes)
+        if size <= budget:
+            return depth
+    return 0
+
+
+# -- the view and its DOT -------------------------------------------------------------------
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(str(d) for d in shape) if shape else "scalar"
+
+
+def node_label(sig: Sig, compact: bool) -> str:
+    kind, op, name, shape, _module, requires_grad, _ins = sig
+    if kind in ("op", "backward"):
+        text = op if compact else f"{op} {shape_text(shape)}"
+    elif name:
+        text = name.rsplit(".", 1)[-1] if compact else name
+    else:
+        what = {"param": "param", "accumulate": "AccumulateGrad"}.get(
+            kind, "leaf" if requires_grad else "input")
+        text = what if compact else f"{what} {shape_text(shape)}"
+    return raster.fit(text, raster.COMPACT_LABEL if compact else raster.MAX_LABEL)
+
+
+def build_view(sigs: list[Sig], rule: Collapse, compact: bool) -> tuple[ViewGraph, list[int]]:
+    """The boxes to draw for ``sigs`` under ``rule``; also creation index -> view node."""
+    view = ViewGraph(compact=compact)
+    clusters: dict[str, int] = {}
+    boxes: dict[str, int] = {}
+    op_count: Counter[str] = Counter()
+
+    def cluster_of(path: str, birth: int) -> int | None:
+        if not path:
+            return None
+        ci = clusters.get(path)
+        if ci is None:
+            parent = cluster_of(path.rsplit(".", 1)[0], birth) if "." in path else None
+            ci = clusters[path] = len(view.clusters)
+            view.clusters.append(ViewCluster(path, path, parent, birth, path.count(".") + 1))
+        return ci
+
+    owners: dict[str, str | None] = {}
+    to_view: list[int] = []
+    for i, (sig, module) in enumerate(zip(sigs, node_modules(sigs), strict=True)):
+        if module not in owners:
+            owners[module] = rule.owner(module)
+        owner = owners[module]
+        if owner is None:
+            to_view.append(len(view.nodes))
+            view.nodes.append(ViewNode(f"n{i}", sig[0], node_label(sig, compact), i,
+                                       cluster_of(module, i)))
+            continue
+        if sig[0] in ("op", "backward"):
+            op_count[owner] += 1
+        vi = boxes.get(owner)
+        if vi is None:
+            vi = boxes[owner] = len(view.nodes)
+            parent = owner.rsplit(".", 1)[0] if "." in owner else ""
+            view.nodes.append(ViewNode(f"m{len(boxes) - 1}", "module", owner, i,
+                                       cluster_of(parent, i), module=owner))
+        to_view.append(vi)
+    for owner, vi in boxes.items():
+        short = owner.rsplit(".", 1)[-1] if compact else owner
+        text = f"{short} ×{op_count[owner]}" if compact else (
+            f"{owner} (×{op_count[owner]} ops)")
+        view.nodes[vi].label = raster.fit(text, raster.COMPACT_LABEL + 4 if compact
+                                          else raster.MAX_LABEL + 12)
+    edges: dict[tuple[int, int], int] = {}
+    for i, sig in enumerate(sigs):
+        dst = to_view[i]
+        for j in sig[6]:
+            if 0 <= j < len(to_view) and to_view[j] != dst:
+                key = (to_view[j], dst)
+                if key not in edges:
+                    edges[key] = max(i, j)
+    view.edges = [ViewEdge(s, d, b) for (s, d), b in edges.items()]
+    return view, to_view
+
+
+def terminal_dot(view: ViewGraph) -> str:
+    """Compact DOT for the terminal: unlabeled fixed-size boxes measured in cells.
+
+    Labels never go into the DOT (the canvas draws them), so no user text needs escaping
+    here and node names are ``n<creation index>`` / ``m<k>`` for collapsed modules.
+    """
+    depth = max((c.depth for c in view.clusters), default=0)
+    channel = 3 + min(max(depth - 1, 0), 2)  # rows between ranks: room for nested frames
+    box_rows = 1 if view.compact else 3
+    head = [
+        "digraph G {",
+        f"graph [rankdir=TB, nodesep={2 * raster.COL_PT / 72:.3g}, "
+        f"ranksep={channel * raster.ROW_PT / 72:.3g}"
+        + (", nslimit=1, mclimit=0.1" if len(view.nodes) > FAST_LAYOUT else "") + "];",
+        f'node [shape=box, fixedsize=true, label="", height={box_rows * raster.ROW_PT / 72:.3g}];',
+        "edge [arrowhead=none];",
+    ]
+    children: dict[int | None, list[int]] = {}
+    for ci, c in enumerate(view.clusters):
+        children.setdefault(c.parent, []).append(ci)
+    members: dict[int | None, list[int]] = {}
+    for vi, node in enumerate(view.nodes):
+        members.setdefault(node.cluster, []).append(vi)
+    margin = raster.FRAME_PAD_X * raster.COL_PT
+    body: list[str] = []
+
+    def emit(ci: int | None) -> None:
+        for vi in members.get(ci, ()):
+            node = view.nodes[vi]
+            cols, _ = raster.box_size(node.label, view.compact)
+            body.append(f"{node.key} [width={cols * raster.COL_PT / 72:.4g}];")
+        for child in children.get(ci, ()):
+            body.append(f'subgraph cluster_{child} {{ margin="{margin:g},{raster.ROW_PT:g}";')
+            emit(child)
+            body.append("}")
+
+    emit(None)
+    tail = [f"{view.nodes[e.src].key} -> {view.nodes[e.dst].key};" for e in view.edges]
+    return "\n".join(head + body + tail + ["}"])
+
+
+# -- cache ----------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Entry:
+    """One finished layout: the scene and how creation indices map onto its boxes."""
+
+    sigs: list[Sig]
+    rule: Collapse
+    compact: bool
+    scene: Scene
+    to_box: list[int]
+    layout_seconds: float = 0.0
+    raster_seconds: float = 0.0
+    used: float = field(default_factory=time.monotonic)
+
+
+def common_prefix(a: list[Sig], b: list[Sig]) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+class LayoutCache:
+    """The last few layouts; ``best()`` picks the one sharing the longest prefix."""
+
+    def __init__(self, size: int = 12) -> None:
+        self.size = size
+        self._entries: OrderedDict[int, Entry] = OrderedDict()
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def add(self, entry: Entry) -> None:
+        with self._lock:
+            self._entries[self._next] = entry
+            self._next += 1
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def best(self, sigs: list[Sig], compact: bool,
+             user: tuple[frozenset[str], frozenset[str]]) -> tuple[Entry | None, int]:
+        """The entry drawing the longest prefix of ``sigs`` and that prefix's length."""
+        with self._lock:
+            entries = list(self._entries.values())
+        found, length = None, -1
+        for entry in reversed(entries):  # newest first: it wins ties
+            if entry.compact != compact or entry.rule.user != user:
+                continue
+            n = common_prefix(entry.sigs, sigs)
+            if n > length:
+                found, length = entry, n
+            if n == len(sigs):
+                break
+        if found is not None:
+            found.used = time.monotonic()
+        return found, max(length, 0)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def compute_entry(sigs: list[Sig], rule: Collapse, compact: bool,
+                  layout_fn: Callable[[str], Any]) -> Entry:
+    """Build the view, lay it out and place it on the grid (the worker's whole job)."""
+    view, to_view = build_view(sigs, rule, compact)
+    dot = terminal_dot(view)
+    t0 = time.perf_counter()
+    lay = layout_fn(dot)
+    t1 = time.perf_counter()
+    scene = raster.build_scene(view, lay)
+    t2 = time.perf_counter()
+    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1)
+
+
+def default_layout(dot_text: str) -> Any:
+    from dyngraph.exporters import layout  # lazy: the exporters are an optional edge
+
+    return layout(dot_text)
+
+
+# -- worker ---------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Job:
+    sigs: list[Sig]
+    compact: bool
+    user: tuple[frozenset[str], frozenset[str]]
+    auto: bool = True
+    token: int = 0
+
+
+Done = Callable[[Job, "Entry | None", "str | None"], None]
+
+
+class LayoutWorker:
+    """Runs jobs in one daemon thread; a newer job replaces one not yet started.
+
+    ``on_done(job, entry, error)`` is called *in the worker thread*: post a message from it.
+    """
+
+    def __init__(self, on_done: Done, cache: LayoutCache, *,
+                 layout_fn: Callable[[str], Any] | None = None,
+                 min_interval: float = 0.3) -> None:
+        self.on_done = on_done
+        self.cache = cache
+        self.layout_fn = layout_fn or default_layout
+        self.min_interval = min_interval
+        self._pending: Job | None = None
+        self._busy = False
+        self._closed = False
+        self._last_start = 0.0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._busy or self._pending is not None
+
+    def submit(self, job: Job) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._pending = job
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="graph-canvas-layout",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._pending = None
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                wait = self._last_start + self.min_interval - time.monotonic()
+                if wait > 0:  # throttle: a fast-growing graph lays out a few times a second
+                    self._cond.wait(wait)
+                    continue
+                job, self._pending = self._pending, None
+                self._busy = True
+                self._last_start = time.monotonic()
+            entry, error = None, None
+            try:
+                depth = auto_depth(job.sigs) if job.auto else None
+                rule = Collapse(depth, *job.user)
+                entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
+                self.cache.add(entry)
+            except Exception as exc:  # a layout failure must never take the UI down
+                error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            with self._cond:
+                self._busy = False
+            if not self._closed:
+                self.on_done(job, entry, error)

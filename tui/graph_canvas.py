@@ -1,0 +1,422 @@
+"""The graph pane: an iteration's graph (as built so far) drawn with box-drawing characters.
+
+A line-rendered ScrollView: ``render_line`` composes only the visible rows from a scene
+prepared off the UI thread (``raster``), so a frame costs the same at 50 or 5,000 nodes.
+Layouts run in a worker and are cached by structure (``canvas_layout``): stepping, or a
+new iteration shaped like an earlier one, only moves a highlight.
+
+>>> canvas = GraphCanvas(id="graph")        # doctest: +SKIP
+>>> canvas.show(graph, current=node_id)     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding, BindingType
+from textual.events import Click
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from dyngraph.graph import Graph, backward_graph
+
+from . import canvas_layout as cl
+from . import raster
+
+_KINDS = ("op", "param", "leaf", "module", "backward", "accumulate")
+
+
+class GraphCanvas(ScrollView, can_focus=True):
+    """Draws a ``dyngraph.graph.Graph`` from a Graphviz layout; select nodes, fold modules."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left,h", "pan(-4, 0)", "Pan left", show=False, id="graph_canvas.pan_left"),
+        Binding("right,l", "pan(4, 0)", "Pan right", show=False, id="graph_canvas.pan_right"),
+        Binding("up,k", "pan(0, -2)", "Pan up", show=False, id="graph_canvas.pan_up"),
+        Binding("down,j", "pan(0, 2)", "Pan down", show=False, id="graph_canvas.pan_down"),
+        Binding("tab", "select_step(1)", "Next node", show=False, id="graph_canvas.next_node"),
+        Binding("shift+tab", "select_step(-1)", "Previous node", show=False,
+                id="graph_canvas.previous_node"),
+        Binding("J", "follow_edge('input')", "To input", id="graph_canvas.to_input"),
+        Binding("K", "follow_edge('consumer')", "To consumer", id="graph_canvas.to_consumer"),
+        Binding("full_stop", "centre_current", "Centre", id="graph_canvas.centre_current"),
+        Binding("z", "toggle_module", "Fold module", id="graph_canvas.toggle_module"),
+        Binding("plus,equals_sign", "zoom(1)", "Zoom in", show=False, id="graph_canvas.zoom_in"),
+        Binding("minus", "zoom(-1)", "Zoom out", show=False, id="graph_canvas.zoom_out"),
+        Binding("enter", "choose", "Select", show=False, id="graph_canvas.choose"),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        *(f"graph-canvas--{k}" for k in _KINDS),
+        "graph-canvas--edge", "graph-canvas--frame", "graph-canvas--current",
+        "graph-canvas--selected", "graph-canvas--nonfinite", "graph-canvas--status",
+    }
+
+    DEFAULT_CSS = """
+    GraphCanvas { background: $surface; }
+    GraphCanvas > .graph-canvas--op { color: $text; }
+    GraphCanvas > .graph-canvas--param { color: $accent; }
+    GraphCanvas > .graph-canvas--leaf { color: $secondary; }
+    GraphCanvas > .graph-canvas--module { color: $warning; text-style: bold; }
+    GraphCanvas > .graph-canvas--backward { color: $text; }
+    GraphCanvas > .graph-canvas--accumulate { color: $accent; }
+    GraphCanvas > .graph-canvas--edge { color: $text-muted; }
+    GraphCanvas > .graph-canvas--frame { color: $primary; }
+    GraphCanvas > .graph-canvas--current { text-style: bold reverse; }
+    GraphCanvas > .graph-canvas--selected { text-style: bold underline; color: $success; }
+    GraphCanvas > .graph-canvas--nonfinite { color: $error; text-style: bold; }
+    GraphCanvas > .graph-canvas--status { background: $panel; color: $text-muted; }
+    """
+
+    selected: reactive[int | None] = reactive(None, always_update=True)
+    """The selected node's id (a collapsed module is selected through its first node)."""
+
+    class NodeSelected(Message):
+        """The user selected a node (Enter, a click, or moving the selection)."""
+
+        def __init__(self, canvas: GraphCanvas, node_id: int, module: str | None = None) -> None:
+            super().__init__()
+            self.canvas = canvas
+            self.node_id = node_id
+            self.module = module  # set when the box is a collapsed module
+
+        @property
+        def control(self) -> GraphCanvas:
+            return self.canvas
+
+    class _LayoutDone(Message, bubble=False):
+        def __init__(self, job: cl.Job, entry: cl.Entry | None, error: str | None) -> None:
+            super().__init__()
+            self.job, self.entry, self.error = job, entry, error
+
+    def __init__(self, *, name: str | None = None, id: str | None = None,  # noqa: A002
+                 classes: str | None = None, disabled: bool = False,
+                 layout_fn=None, cache: cl.LayoutCache | None = None,
+                 min_interval: float = 0.3) -> None:
+        super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        self.cache = cache or cl.LayoutCache()
+        self._layout_fn = layout_fn
+        self._min_interval = min_interval
+        self._worker: cl.LayoutWorker | None = None
+        self._canon = cl.Canonical()
+        self._graph: Graph | None = None
+        self._mode = "forward"
+        self._backward: tuple[tuple[int, int, int], Graph] | None = None
+        self._current: int | None = None
+        self._entry: cl.Entry | None = None
+        self._upto = 0
+        self._compact = False
+        self._user: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+        self._want_layout = False
+        self._error: str | None = None
+        self._token = 0
+        self._styles: dict[object, Style] = {}
+        self._flags: dict[int, bool] = {}
+        self._adjacency: tuple[cl.Entry, list[list[int]], list[list[int]]] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._worker = cl.LayoutWorker(self._worker_done, self.cache, layout_fn=self._layout_fn,
+                                       min_interval=self._min_interval)
+        if self._want_layout:
+            self._request_layout()
+
+    def on_unmount(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+
+    def _worker_done(self, job: cl.Job, entry: cl.Entry | None, error: str | None) -> None:
+        self.post_message(self._LayoutDone(job, entry, error))  # thread-safe
+
+    def on_graph_canvas__layout_done(self, message: _LayoutDone) -> None:
+        message.stop()
+        self._error = message.error
+        self._match()
+        self._flags.clear()
+        if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
+            self._request_layout()
+        self._follow(self._current)
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles.clear()
+
+    # -- the public API ------------------------------------------------------------------
+    def show(self, graph: Graph, *, current: int | None = None, mode: str = "forward") -> None:
+        """Display ``graph`` (forward, or its backward graph), highlighting node ``current``.
+
+        Cheap when only ``current`` changed or nodes were appended and a layout of the
+        structure is cached; otherwise the new nodes are listed in the status line until
+        the worker's layout arrives.
+        """
+        if mode not in ("forward", "backward"):
+            raise ValueError(f"mode must be 'forward' or 'backward', got {mode!r}")
+        self._graph = graph
+        self._mode = mode
+        shown = self._backward_of(graph) if mode == "backward" else graph
+        changed = self._canon.update(shown)
+        self._flags.clear()
+        if changed or self._entry is None:
+            self._match()
+            if self._upto < len(self._canon.sigs):
+                self._request_layout()
+        moved = current != self._current
+        self._current = current
+        if moved:
+            self._follow(current)
+        self.refresh()
+
+    @property
+    def status(self) -> str:
+        """One line about what is not drawn yet (pending layout, failure), or ''."""
+        if self._error:
+            return f"layout failed: {self._error}"
+        missing = len(self._canon.sigs) - self._upto
+        if missing <= 0:
+            return ""
+        new = [cl.node_label(s, False) for s in self._canon.sigs[self._upto:self._upto + 4]]
+        more = "…" if missing > 4 else ""
+        return f"laying out… +{missing} node{'s' * (missing != 1)}: {', '.join(new)}{more}"
+
+    @property
+    def scene(self) -> raster.Scene | None:
+        return self._entry.scene if self._entry is not None else None
+
+    @property
+    def compact(self) -> bool:
+        return self._compact
+
+    def box_of(self, node_id: int | None) -> int | None:
+        """Index of the box drawing node ``node_id`` (its module's box when collapsed)."""
+        if node_id is None or self._entry is None:
+            return None
+        i = self._canon.index.get(node_id)
+        if i is None or i >= self._upto or i >= len(self._entry.to_box):
+            return None
+        return self._entry.to_box[i]
+
+    def node_of(self, box: int) -> int:
+        """The graph node id a box stands for (a collapsed module: its first node)."""
+        assert self._entry is not None
+        return self._canon.ids[self._entry.scene.boxes[box].birth]
+
+    def visible_lines(self) -> list[str]:
+        """The text of the rows currently on screen (for tests and debugging)."""
+        return [self.render_line(y).text for y in range(self.size.height)]
+
+    # -- matching the graph to a cached layout -------------------------------------------
+    def _backward_of(self, graph: Graph) -> Graph:
+        key = (id(graph), len(graph.nodes), len(graph.backward_order))
+        if self._backward is None or self._backward[0] != key:
+            self._backward = (key, backward_graph(graph))
+        return self._backward[1]
+
+    def _match(self) -> None:
+        sigs = self._canon.sigs
+        entry, n = self.cache.best(sigs, self._compact, self._user)
+        if entry is not self._entry:
+            self._adjacency = None
+        self._entry, self._upto = entry, n
+        if entry is not None:
+            scene = entry.scene
+            self.virtual_size = Size(scene.width, scene.height + 1)
+        else:
+            self.virtual_size = Size(0, 0)
+
+    def _request_layout(self) -> None:
+        if not self._canon.sigs:
+            return
+        if self._worker is None or self._worker.busy:
+            self._want_layout = True  # picked up when the running layout reports back
+            return
+        self._want_layout = False
+        self._token += 1
+        self._worker.submit(cl.Job(list(self._canon.sigs), self._compact, self._user,
+                                   token=self._token))
+
+    # -- drawing -------------------------------------------------------------------------
+    def _style(self, key: object) -> Style:
+        style = self._styles.get(key)
+        if style is None:
+            if isinstance(key, tuple):
+                kind, current, selected, nonfinite = key
+                names = [f"graph-canvas--{kind}"]
+                names += ["graph-canvas--nonfinite"] * nonfinite
+                names += ["graph-canvas--selected"] * selected
+                names += ["graph-canvas--current"] * current
+                style = Style.combine(self.get_component_rich_style(n) for n in names)
+            else:
+                style = self.get_component_rich_style(f"graph-canvas--{key}")
+            self._styles[key] = style
+        return style
+
+    def _nonfinite(self, box: int) -> bool:
+        flag = self._flags.get(box)
+        if flag is None:
+            flag = False
+            graph, entry = self._canon.graph, self._entry
+            if graph is not None and entry is not None:
+                ids = self._canon.ids
+                upto = min(self._upto, len(entry.to_box))
+                start = entry.scene.boxes[box].birth
+                for i in range(start, upto):
+                    if entry.to_box[i] == box and graph.nodes[ids[i]].has_nonfinite:
+                        flag = True
+                        break
+                    if entry.scene.boxes[box].kind != "module":
+                        break
+            self._flags[box] = flag
+        return flag
+
+    def _box_style(self, box: int) -> object:
+        kind = self._entry.scene.boxes[box].kind if self._entry is not None else "op"
+        return (kind, box == self.box_of(self._current), box == self.box_of(self.selected),
+                self._nonfinite(box))
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        status = self.status
+        if status and y == self.size.height - 1:
+            text = raster.fit(status, max(width, 1)).ljust(width)[:width]
+            return Strip([Segment(text, self._style("status"))], width)
+        entry = self._entry
+        if entry is None:
+            message = ""
+            if y == 0:
+                message = status or ("(empty graph)" if not self._canon.sigs else "")
+            return Strip([Segment(raster.fit(message, max(width, 1)).ljust(width)[:width],
+                                  self._style("status") if message else Style())], width)
+        current, selected = self.box_of(self._current), self.box_of(self.selected)
+        flags = self._nonfinite
+        boxes = entry.scene.boxes
+
+        def box_style(b: int) -> object:
+            return (boxes[b].kind, b == current, b == selected, flags(b))
+
+        runs = raster.row_runs(entry.scene, y + scroll_y, scroll_x, width, self._upto, box_style)
+        segments = [Segment(text, self._style(style) if style is not None else None)
+                    for text, style in runs]
+        return Strip(segments, width)
+
+    def _follow(self, node_id: int | None, centre: bool = False) -> None:
+        box = self.box_of(node_id)
+        if box is None or self._entry is None:
+            return
+        b = self._entry.scene.boxes[box]
+        self.scroll_to_region(Region(b.left, b.top, b.width, b.height), animate=False,
+                              center=centre, spacing=None, force=True, immediate=True)
+
+    def watch_selected(self, old: int | None, new: int | None) -> None:
+        self._follow(new)
+        self.refresh()
+
+    # -- actions -------------------------------------------------------------------------
+    def action_pan(self, dx: int, dy: int) -> None:
+        self.scroll_to(self.scroll_x + dx, self.scroll_y + dy, animate=False, immediate=True)
+
+    def _select_box(self, box: int) -> None:
+        node = self.node_of(box)
+        self.selected = node
+        module = None
+        if self._entry is not None and self._entry.scene.boxes[box].kind == "module":
+            module = self._entry.scene.view.nodes[box].module
+        self.post_message(self.NodeSelected(self, node, module))
+
+    def _drawn(self, box: int) -> bool:
+        assert self._entry is not None
+        b = self._entry.scene.boxes[box]
+        return b.birth < self._upto and b.width > 0
+
+    def action_select_step(self, step: int) -> None:
+        if self._entry is None:
+            return
+        count = len(self._entry.scene.boxes)
+        start = self.box_of(self.selected)
+        if start is None:
+            start = self.box_of(self._current)
+        if start is None:
+            start = -1 if step > 0 else count
+        box = start + step
+        while 0 <= box < count and not self._drawn(box):
+            box += step
+        if 0 <= box < count:
+            self._select_box(box)
+
+    def _adjacent(self) -> tuple[list[list[int]], list[list[int]]]:
+        assert self._entry is not None
+        if self._adjacency is None or self._adjacency[0] is not self._entry:
+            n = len(self._entry.scene.boxes)
+            ins: list[list[int]] = [[] for _ in range(n)]
+            outs: list[list[int]] = [[] for _ in range(n)]
+            for e in self._entry.scene.view.edges:
+                ins[e.dst].append(e.src)
+                outs[e.src].append(e.dst)
+            self._adjacency = (self._entry, ins, outs)
+        return self._adjacency[1], self._adjacency[2]
+
+    def action_follow_edge(self, direction: str) -> None:
+        box = self.box_of(self.selected if self.selected is not None else self._current)
+        if box is None:
+            return
+        ins, outs = self._adjacent()
+        for target in (ins if direction == "input" else outs)[box]:
+            if self._drawn(target):
+                self._select_box(target)
+                return
+
+    def action_centre_current(self) -> None:
+        self._follow(self._current, centre=True)
+
+    def action_choose(self) -> None:
+        box = self.box_of(self.selected)
+        if box is not None:
+            self._select_box(box)
+
+    def action_toggle_module(self) -> None:
+        box = self.box_of(self.selected if self.selected is not None else self._current)
+        if box is None or self._entry is None:
+            return
+        view = self._entry.scene.view
+        node = view.nodes[box]
+        collapsed, expanded = set(self._user[0]), set(self._user[1])
+        if node.kind == "module":
+            collapsed.discard(node.module)
+            expanded.add(node.module)
+        elif node.cluster is not None:
+            path = view.clusters[node.cluster].path
+            expanded.discard(path)
+            collapsed.add(path)
+        else:
+            return
+        self._user = (frozenset(collapsed), frozenset(expanded))
+        self._relayout()
+
+    def action_zoom(self, step: int) -> None:
+        compact = step < 0
+        if compact != self._compact:
+            self._compact = compact
+            self._relayout()
+
+    def _relayout(self) -> None:
+        self._flags.clear()
+        self._match()
+        if self._upto < len(self._canon.sigs):
+            self._request_layout()
+        self._follow(self.selected if self.selected is not None else self._current)
+        self.refresh()
+
+    def on_click(self, event: Click) -> None:
+        if self._entry is None:
+            return
+        col, row = event.x + self.scroll_offset.x, event.y + self.scroll_offset.y
+        box = self._entry.scene.box_at(col, row, self._upto)
+        if box is not None:
+            self._select_box(box)
+
