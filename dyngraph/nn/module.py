@@ -196,13 +196,15 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
-            params[name] = value
+            if name not in params:
+                self._forget(name)
+            params[name] = value  # replacing keeps the registration order, as PyTorch
             d[name] = value
             _bump()
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                raise TypeError(f"cannot assign 'dyngraph.{type(value).__name__}' as parameter "
+                                f"'{name}' "
                                 "(dyngraph.nn.Parameter or None expected)")
             params[name] = None
             d[name] = None
@@ -211,7 +213,8 @@ class Module:
             modules = d.get("_modules")
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            if name not in modules:
+                self._forget(name)
             modules[name] = value
             d[name] = value
             _bump()
