@@ -326,10 +326,10 @@ def run_backward(
                 tuple(-1 if t is None else (t.out_id if type(t) is Node else t._id)
                       for t in inputs),
                 grad, tuple(None if t is None else g
-                            for t, g in zip(inputs, in_grads, strict=True)),
+                            for t, g in zip(inputs, in_grads, strict=False)),
                 now_ns() - t0,
             )
-        for t, g in zip(inputs, in_grads, strict=True):
+        for t, g in zip(inputs, in_grads, strict=False):
             if t is None or g is None:
                 continue
             if type(t) is Node:
