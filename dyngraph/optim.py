@@ -215,7 +215,8 @@ class SGD(Optimizer):
         if momentum:
             buf = state.get("momentum_buffer")
             if buf is None:
-                buf = state["momentum_buffer"] = grad.copy()
+                # np.array, not .copy(): arithmetic on 0-d arrays yields numpy scalars
+                buf = state["momentum_buffer"] = np.array(grad, dtype=data.dtype)
             else:
                 buf *= momentum
                 buf += (1 - group["dampening"]) * grad
