@@ -97,8 +97,10 @@ class GraphCanvas(ScrollView, can_focus=True):
     def __init__(self, *, name: str | None = None, id: str | None = None,  # noqa: A002
                  classes: str | None = None, disabled: bool = False,
                  layout_fn=None, cache: cl.LayoutCache | None = None,
-                 min_interval: float = 0.3) -> None:
+                 min_interval: float = 0.3, auto_collapse: bool = True) -> None:
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        self.auto_collapse = auto_collapse
+        """Collapse deep modules of graphs past ~300 nodes (see canvas_layout.auto_depth)."""
         self.cache = cache or cl.LayoutCache()
         self._layout_fn = layout_fn
         self._min_interval = min_interval
@@ -238,7 +240,7 @@ class GraphCanvas(ScrollView, can_focus=True):
         self._want_layout = False
         self._token += 1
         self._worker.submit(cl.Job(list(self._canon.sigs), self._compact, self._user,
-                                   token=self._token))
+                                   auto=self.auto_collapse, token=self._token))
 
     # -- drawing -------------------------------------------------------------------------
     def _style(self, key: object) -> Style:

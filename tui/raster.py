@@ -33,7 +33,7 @@ from rich.cells import get_character_cell_size
 COL_PT = 7.2
 ROW_PT = 14.4
 MARGIN_X = 1
-MARGIN_Y = 1
+MARGIN_Y = 2
 FRAME_PAD_X = 2  # columns between a cluster's nodes and its frame (= DOT cluster margin)
 MAX_LABEL = 40
 COMPACT_LABEL = 14
@@ -336,9 +336,10 @@ def _route(poly: list[tuple[float, float]], src: Box, dst: Box, ranks: list[int]
         channels = [(k - 1, k) for k in range(rs, rd, -1)]
         arrow = dst.bottom + 1 if compact else dst.bottom
         return cols, channels, src.top, dst.bottom, arrow, ARROW_UP
-    # Same rank: down into the channel below and back up.
-    arrow = dst.bottom + 1 if compact else dst.bottom
-    return [sx, ex], [(rs, rs + 1)], src.bottom, dst.bottom, arrow, ARROW_UP
+    # Same rank (a parameter beside its op): up into the channel above, then down into the
+    # head like any other input.
+    arrow = dst.top - 1 if compact else dst.top
+    return [sx, ex], [(rs - 1, rs)], src.top, dst.top, arrow, ARROW_DOWN
 
 
 def build_scene(view: ViewGraph, layout: Any) -> Scene:
@@ -356,7 +357,10 @@ def build_scene(view: ViewGraph, layout: Any) -> Scene:
     bands = ranks + [(ranks[-1] if ranks else 0) + box_h + 3]
     # Channel (k, k + 1) spans the rows between rank k's boxes and rank k+1's.
     def channel_rows(k: int) -> list[int]:
-        lo, hi = bands[k] + box_h, bands[k + 1] - 1
+        if k < 0:  # above the first rank
+            lo, hi = max(bands[0] - 2, 0), bands[0] - 1
+        else:
+            lo, hi = bands[k] + box_h, bands[k + 1] - 1
         rows = list(range(lo, hi + 1))
         if view.compact and len(rows) > 1:
             rows = rows[:-1]  # keep the row above a box for the arrowhead
@@ -425,7 +429,7 @@ def _assign_tracks(jogs, channel_rows) -> dict[tuple[int, int], int]:
         # Middle rows first: the outer ones are where cluster frames run.
         rows = channel_rows(k)
         mid = (len(rows) - 1) / 2
-        rows = sorted(rows, key=lambda r: (abs(rows.index(r) - mid), r))
+        rows = sorted(rows, key=lambda r: (abs(rows.index(r) - mid), -r))
         ends = [-10**9] * len(rows)
         for lo, hi, ei, i in sorted(items):
             free = [t for t, e in enumerate(ends) if e + 1 < lo]

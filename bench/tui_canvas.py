@@ -1,0 +1,148 @@
+"""Graph canvas speed: layout, rasterisation and per-step redraw on 1k and 5k node graphs.
+
+    OPENBLAS_NUM_THREADS=1 python bench/tui_canvas.py [--sizes 1000,5000]
+
+The graphs come from a real dyngraph model (residual MLP blocks in nested modules), so the
+layouts have the clusters, parameters and skip edges of a real run. ``step_redraw()`` is
+importable by bench/tui.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+import dyngraph  # noqa: E402
+from dyngraph import nn  # noqa: E402
+from dyngraph.graph import Graph, build_graphs  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(width, width)
+        self.fc2 = nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + self.fc2(dyngraph.relu(self.fc1(x))).tanh()
+
+
+class Stack(nn.Module):
+    def __init__(self, depth: int, width: int = 8) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([Block(width) for _ in range(depth)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def model_graph(nodes: int) -> Graph:
+    """One iteration (forward + backward) of a model with about ``nodes`` graph nodes."""
+    probe = _trace(Stack(4))
+    per_block = (len(probe.nodes) - 3) / 4
+    model = Stack(max(1, round((nodes - 3) / per_block)))
+    return _trace(model)
+
+
+def _trace(model: nn.Module) -> Graph:
+    events = []
+    x = dyngraph.tensor(np.random.default_rng(0).standard_normal((4, 8), dtype=np.float32))
+    with dyngraph.subscribe(events.append, stats="cheap"):
+        model(x).sum().backward()
+        dyngraph.tracing.tracer.flush_iteration()
+    return next(build_graphs(events))
+
+
+def prefix(graph: Graph, n: int) -> Graph:
+    """The graph as it stood after its first ``n`` nodes (what replay shows mid-iteration)."""
+    out = Graph(iteration=graph.iteration)
+    keep = sorted(graph.nodes.values(), key=lambda nd: nd.seq)[:n]
+    out.nodes = {nd.id: nd for nd in keep}
+    out.edges = [e for e in graph.edges if e.src in out.nodes and e.dst in out.nodes]
+    return out
+
+
+def layout_and_raster(graph: Graph, *, auto: bool) -> dict[str, float]:
+    from dyngraph.tui import canvas_layout as cl
+
+    canon = cl.Canonical()
+    canon.update(graph)
+    rule = cl.Collapse(cl.auto_depth(canon.sigs) if auto else None)
+    t0 = time.perf_counter()
+    entry = cl.compute_entry(canon.sigs, rule, False, cl.default_layout)
+    total = time.perf_counter() - t0
+    return {"nodes": len(graph), "boxes": len(entry.scene.boxes), "layout": entry.layout_seconds,
+            "raster": entry.raster_seconds, "total": total,
+            "rows": entry.scene.height, "cols": entry.scene.width}
+
+
+async def _step_redraw(graph: Graph, steps: int, new_objects: bool) -> tuple[float, float]:
+    from textual.app import App
+
+    from dyngraph.tui.graph_canvas import GraphCanvas
+
+    class Host(App):
+        def compose(self):
+            yield GraphCanvas(id="graph", auto_collapse=False)  # the worst case: 5k boxes
+
+    app = Host()
+    order = sorted(graph.nodes.values(), key=lambda nd: nd.seq)
+    async with app.run_test(size=(160, 50)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.show(graph, current=order[0].id)
+        while canvas.status or canvas.scene is None:  # wait for the one layout
+            await pilot.pause(0.05)
+        start = len(order) // 2
+        shows, frames = [], []
+        for k in range(start, start + steps):
+            shown = prefix(graph, k + 1) if new_objects else graph
+            t0 = time.perf_counter()
+            canvas.show(shown, current=order[k].id)
+            t1 = time.perf_counter()
+            for y in range(canvas.size.height):  # what a refresh of the pane renders
+                canvas.render_line(y)
+            t2 = time.perf_counter()
+            shows.append(t1 - t0)
+            frames.append(t2 - t0)
+        assert not canvas.status, canvas.status  # the cached layout covered every step
+    return statistics.median(shows), statistics.median(frames)
+
+
+def step_redraw(graph: Graph, steps: int = 20, new_objects: bool = False) -> float:
+    """Median seconds for one step on ``graph`` with its layout cached: show() + a full frame.
+
+    ``new_objects`` hands the canvas a fresh Graph each step (replay rebuilding the graph so
+    far) instead of the same object with a new current op.
+    """
+    return asyncio.run(_step_redraw(graph, steps, new_objects))[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,5000")
+    args = parser.parse_args()
+    for size in (int(s) for s in args.sizes.split(",")):
+        graph = model_graph(size)
+        for auto in (False, True):
+            r = layout_and_raster(graph, auto=auto)
+            print(f"{r['nodes']:>5} nodes {'auto-collapsed' if auto else 'expanded      '} "
+                  f"{r['boxes']:>5} boxes  layout {r['layout']:6.2f} s  raster {r['raster']:6.3f}"
+                  f" s  grid {r['cols']}x{r['rows']}")
+        same = step_redraw(graph)
+        fresh = step_redraw(graph, new_objects=True)
+        print(f"{len(graph):>5} nodes step redraw (cached layout, 160x50 pane): "
+              f"{same * 1000:.1f} ms same graph object, {fresh * 1000:.1f} ms fresh graph "
+              f"object per step (target < 50 ms)")
+
+
+if __name__ == "__main__":
+    main()
