@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from optable import Spec, as_list
 
 import dyngraph as dg
-from optable import Spec, as_list
 
 EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradcheck import check_gradients
+from optable import SAMPLES, R, make_inputs
 
 import dyngraph as dg
 from dyngraph.ops import OpDef
 from dyngraph.tensor import apply
-from gradcheck import check_gradients
-from optable import SAMPLES, R, make_inputs
 
 DIFFERENTIABLE = [s for s in SAMPLES if s.grad]
 

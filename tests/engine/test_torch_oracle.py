@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from optable import SAMPLES, as_list, make_inputs
 
 import dyngraph as dg
-from optable import SAMPLES, as_list, make_inputs
 
 torch = pytest.importorskip("torch")
 
