@@ -208,6 +208,8 @@ class DebuggerApp(App[int]):
                     self._exporter.submit(graph, self.export_dir)
 
     def on_script_raised(self, message: msg.ScriptRaised) -> None:
+        if not self.source.live:  # a replay opens on the whole run: no news to announce
+            return
         where = f" at {Path(message.file).name}:{message.line}" if message.file else ""
         self.notify(f"{message.type}: {message.message}{where}", title="the script raised",
                     severity="error", timeout=8)
@@ -217,7 +219,8 @@ class DebuggerApp(App[int]):
 
     def on_run_ended(self, message: msg.RunEnded) -> None:
         self.query_one(OutputPane).flush_partial()
-        self.notify(f"the script ended with status {message.status}", timeout=5)
+        if self.source.live:
+            self.notify(f"the script ended with status {message.status}", timeout=5)
         self.refresh_view()
 
     def on_source_failed(self, message: msg.SourceFailed) -> None:
@@ -405,7 +408,7 @@ class DebuggerApp(App[int]):
 
     def action_collapse(self) -> None:
         canvas = self.query_one("#graph")
-        for name in ("action_toggle_collapse", "action_collapse"):
+        for name in ("action_toggle_module", "action_toggle_collapse", "action_collapse"):
             action = getattr(canvas, name, None)
             if action is not None:
                 action()

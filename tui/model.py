@@ -264,8 +264,12 @@ class Model:
             if info is None or not info.complete:
                 return {}
             graph = self._graphs.get(index) or self._build(info, info.end + 1)  # type: ignore[operator]
-            norms = {n.key: n.grad.norm for n in graph.nodes.values()
-                     if n.grad is not None and n.grad.norm is not None}
+            norms = {}
+            for n in graph.nodes.values():
+                g = n.grad
+                if g is not None:
+                    # A gradient with NaN/Inf has no norm: record NaN so it shows as "!".
+                    norms[n.key] = g.norm if g.finite and g.norm is not None else float("nan")
             self._norms[index] = norms
         return norms
 

@@ -12,8 +12,6 @@ frontier of a live run does the command go down to the child process.
 from __future__ import annotations
 
 import os
-import queue
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -118,7 +116,7 @@ class Source:
         i = self.model.prev_step()
         if i is None:
             return False
-        self._history_move(i, "step", "stepped back")
+        self._history_move(i, "history", "stepped back")
         return True
 
     def step_forward(self) -> bool:
@@ -127,7 +125,7 @@ class Source:
         if i is None:
             self._at_frontier("step_op")
             return self.live
-        self._history_move(i, "step", "")
+        self._history_move(i, "history", "stepped forward")
         return True
 
     def goto_iteration(self, index: int) -> bool:
@@ -136,7 +134,7 @@ class Source:
         if info is None:
             return False
         end = info.end if info.end is not None else (info.rows[-1] if info.rows else info.start)
-        self._history_move(end, "iteration", f"iteration {index}")
+        self._history_move(end, "history", f"end of iteration {index}")
         return True
 
     def _history_move(self, index: int, reason: str, description: str) -> None:
@@ -207,8 +205,8 @@ class ReplaySource(Source):
 class LiveSource(Source):
     """A script running in a child process under ``dyngraph.debug.Session``.
 
-    A daemon thread pulls the session's events into a queue (it may block in ``poll`` and
-    must never hold up quitting); ``pump`` drains the queue on the UI's timer.
+    The session's reader thread fills a thread-safe queue; ``pump`` (on the UI's timer)
+    drains it without blocking, so the UI's work is independent of the script's pace.
     """
 
     live = True
@@ -217,12 +215,9 @@ class LiveSource(Source):
         super().__init__(model)
         self.session = session
         self.following = True
-        self._queue: queue.SimpleQueue[list[ev.Event] | BaseException] = queue.SimpleQueue()
-        self._stop = threading.Event()
         self._runtime_ids: dict[int, int] = {}
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._pull, name="dyngraph-events", daemon=True)
-        self._thread.start()
+        self._closed = False
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
@@ -232,36 +227,10 @@ class LiveSource(Source):
         session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd)
         return cls(model, session)
 
-    def _pull(self) -> None:
-        poll = self.session.poll
-        while not self._stop.is_set():
-            try:
-                batch = poll(timeout=0.05)
-            except BaseException as exc:  # the UI shows it; the thread must not die silently
-                self._queue.put(exc)
-                return
-            if batch:
-                self._queue.put(list(batch))
-            elif self._finished_session():
-                self._stop.wait(0.05)
-
-    def _finished_session(self) -> bool:
-        try:
-            return self.session.state.status == "finished"
-        except Exception:
-            return True
-
     def pump(self) -> list[ev.Event]:
-        got: list[ev.Event] = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, BaseException):
-                self.error = item
-                continue
-            got.extend(item)
+        if self._closed:
+            return []
+        got = self.session.poll(0.0)
         if not got:
             return got
         model = self.model
@@ -271,7 +240,7 @@ class LiveSource(Source):
             if pause is not None and pause.at_seq > 0:
                 model.move_to(model.index_of_seq(pause.at_seq))
             elif pause is not None:
-                model.move_to(model.find(model.frontier, lambda e: e is pause, -1) or 0)
+                model.move_to(model.index_of_seq(pause.seq))
             else:
                 model.move_to(model.last_step())
         return got
@@ -311,7 +280,7 @@ class LiveSource(Source):
         return self.session.fetch_values(tensor_id, timeout=5.0)
 
     def close(self) -> None:
-        self._stop.set()
+        self._closed = True
         self.session.close()
 
 

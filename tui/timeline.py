@@ -38,8 +38,8 @@ def describe_event(event: ev.Event) -> Text:
             (seq, "dim"),
             (f"{event.op:<12}", "bold red" if bad else "bold"),
             f" {_shape(event.shape):<14}",
-            (f" {event.module:<16}" if event.module else " " * 17, "cyan"),
             (f" {where}", "dim"),
+            (f" {event.module}" if event.module else "", "cyan"),
         )
         if bad:
             text.append("  NaN/Inf", "bold red")
@@ -81,7 +81,7 @@ class Timeline(LineList):
     """The events of the cursor's iteration."""
 
     DEFAULT_CSS = """
-    Timeline { height: 1fr; }
+    Timeline { height: 1fr; overflow-x: hidden; }
     """
 
     class EventChosen(Message):
@@ -100,7 +100,7 @@ class Timeline(LineList):
         if rows is not self._rows or events is not self._events:
             self._row_cache.clear()
         self._events, self._rows = events, rows
-        self.set_rows(len(rows), 100)
+        self.set_rows(len(rows), 0)
         self.set_mark(max(bisect.bisect_right(rows, cursor) - 1, 0) if rows else -1)
 
     def row_text(self, row: int) -> Text:

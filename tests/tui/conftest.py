@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import io
 import runpy
 import sys
@@ -16,6 +18,16 @@ from dyngraph.tracing import subscribe, tracer
 
 SCRIPTS = Path(__file__).parent / "scripts"
 TINY = SCRIPTS / "tiny.py"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """Run ``async def`` tests (Pilot tests) with asyncio; no plugin is installed for it."""
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        names = pyfuncitem._fixtureinfo.argnames
+        asyncio.run(pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in names}))
+        return True
+    return None
 
 
 def record_events(script: Path = TINY, *args: str, stats: str = "full") -> list[ev.Event]:
@@ -56,3 +68,41 @@ def tiny_events() -> list[ev.Event]:
 @pytest.fixture(scope="session")
 def nan_events() -> list[ev.Event]:
     return record_events(TINY, "--nan-at", "2")
+
+
+def record_trace_file(path: Path, script: Path = TINY, *args: str) -> Path:
+    """Record ``script`` with ``dyngraph record`` in a fresh interpreter (stable tensor ids)."""
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "dyngraph", "record", "-o", str(path), "--stats", "full",
+         str(script), *args],
+        check=True, capture_output=True, timeout=120,
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def nan_trace_path(tmp_path_factory) -> Path:
+    """tiny.py with a NaN in iteration 2, recorded to a trace file."""
+    return record_trace_file(tmp_path_factory.mktemp("traces") / "tiny.dgtrace", TINY,
+                             "--nan-at", "2")
+
+
+@pytest.fixture()
+def nan_trace(nan_trace_path):
+    import dyngraph
+
+    return dyngraph.read_trace(nan_trace_path)
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0, step: float = 0.05) -> bool:
+    """Let the app run until ``condition()`` holds (False after ``timeout`` seconds)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await pilot.pause(step)
+    return bool(condition())

@@ -1,0 +1,176 @@
+"""The debugger's model and sources without an app: history, cursor, graphs, breakpoints."""
+
+from __future__ import annotations
+
+import math
+
+from conftest import FakeTrace
+
+from dyngraph import events as ev
+from dyngraph.debug import Breakpoint
+from dyngraph.tui import messages as msg
+from dyngraph.tui.breakpoints import condition_holds, from_dialog, history_hit
+from dyngraph.tui.inspector import sparkline
+from dyngraph.tui.model import Model
+from dyngraph.tui.sources import ReplaySource
+from dyngraph.tui.status_line import status_text
+
+
+def replay(events) -> ReplaySource:
+    source = ReplaySource(Model(), FakeTrace(events))
+    source.pump()
+    return source
+
+
+def test_iterations_are_indexed_and_changed_structure_is_marked(nan_events):
+    model = replay(nan_events).model
+    assert [i.index for i in model.iterations] == [1, 2, 3]
+    assert all(i.complete for i in model.iterations)
+    # iteration 2 has an extra log op; iteration 3 is back to the plain graph
+    assert [i.changed for i in model.iterations] == [False, True, True]
+    diff = model.diff(2)
+    added = [model.graph(2).nodes[i].op for i in diff.added]
+    assert "log" in added
+
+
+def test_replay_starts_at_the_first_op_and_steps_op_by_op(tiny_events):
+    source = replay(tiny_events)
+    model = source.model
+    first = model.current_event
+    assert isinstance(first, ev.Op) and first.op == "matmul"
+    sizes = [len(model.graph_at_cursor().nodes)]
+    for _ in range(3):
+        source.step_op()
+        assert isinstance(model.current_event, ev.Op)
+        sizes.append(len(model.graph_at_cursor().nodes))
+    assert sizes == sorted(sizes) and sizes[-1] > sizes[0]
+    assert model.current_node_id() == model.current_event.output
+
+
+def test_step_back_returns_to_the_same_graph(tiny_events):
+    source = replay(tiny_events)
+    model = source.model
+    source.step_op()
+    before = (model.cursor, sorted(model.graph_at_cursor().nodes))
+    source.step_op()
+    source.step_op()
+    assert source.step_back() and source.step_back()
+    assert (model.cursor, sorted(model.graph_at_cursor().nodes)) == before
+
+
+def test_gradients_appear_only_once_backward_reached_them(tiny_events):
+    source = replay(tiny_events)
+    model = source.model
+    source.finish_forward()
+    assert model.current_event.kind == "backward_start"
+    graph = model.graph_at_cursor()
+    assert all(node.grad is None for node in graph.nodes.values())
+    source.finish_backward()
+    graph = model.graph_at_cursor()
+    assert any(node.grad is not None for node in graph.nodes.values())
+    # the complete graph of the same iteration was not changed by the filtered views
+    assert model.graph(1).nodes.keys() >= graph.nodes.keys()
+
+
+def test_next_iteration_and_iteration_jumps(tiny_events):
+    source = replay(tiny_events)
+    model = source.model
+    source.next_iteration()
+    assert model.current_event.iteration == 2 and model.current_event.kind == "op"
+    assert source.goto_iteration(3)
+    assert model.current_event.kind == "iteration_end"
+    assert not source.goto_iteration(4)
+
+
+def test_continue_without_breakpoints_runs_to_the_end(tiny_events):
+    source = replay(tiny_events)
+    source.continue_()
+    state = source.state
+    assert state.status == "finished" and "status 0" in state.description
+
+
+def test_nan_breakpoint_stops_at_the_producing_op(nan_events):
+    source = replay(nan_events)
+    source.add_breakpoint(Breakpoint.nan())
+    source.continue_()
+    event = source.model.current_event
+    assert isinstance(event, ev.Op) and event.op == "log" and event.iteration == 2
+    state = source.state
+    assert state.status == "paused" and state.reason == "nan"
+    assert "log" in state.description
+
+
+def test_op_line_module_iteration_breakpoints_in_history(tiny_events):
+    events = tiny_events
+    ops = [i for i, e in enumerate(events) if isinstance(e, ev.Op)]
+    tanh = next(i for i in ops if events[i].op == "tanh")
+    assert history_hit(Breakpoint.op("tanh"), events, tanh) == "op tanh"
+    assert history_hit(Breakpoint.op("tan*"), events, tanh) == "op tanh"
+    assert history_hit(Breakpoint.op("exp"), events, tanh) is None
+    line = events[tanh].line
+    first_on_line = next(i for i in ops if events[i].line == line)
+    bp = Breakpoint.at_line("tiny.py", line)
+    assert history_hit(bp, events, first_on_line) is not None
+    assert history_hit(bp, events, tanh) is None  # same visit to the line: one stop
+    it2 = next(i for i in ops if events[i].iteration == 2)
+    assert history_hit(Breakpoint.at_iteration(2), events, it2) == "iteration 2"
+    assert history_hit(Breakpoint.at_iteration(2), events, it2 + 1) is None
+    assert history_hit(Breakpoint.op("tanh", "max > 100"), events, tanh) is None
+    assert history_hit(Breakpoint.op("tanh", "max <= 1"), events, tanh) == "op tanh"
+
+
+def test_condition_on_summaries():
+    s = ev.Summary(shape=(3,), dtype="float32", min=-5.0, max=2.0, norm=3.0, nan=1)
+    assert condition_holds("absmax > 4", s)
+    assert condition_holds("nan > 0 or max > 10", s)
+    assert not condition_holds("nan > 0 and max > 10", s)
+    assert not condition_holds("std > 0", s)  # not recorded: never matches
+
+
+def test_dialog_input_builds_runtime_breakpoints():
+    assert from_dialog("line", "train.py:42") == Breakpoint.at_line("train.py", 42)
+    assert from_dialog("op", "exp if max > 10") == Breakpoint.op("exp", "max > 10")
+    assert from_dialog("grad_norm", "100") == Breakpoint.grad_norm(100.0)
+    for kind, text in (("line", "train.py"), ("iteration", "zero"), ("grad_norm", "-1"),
+                       ("op", "")):
+        try:
+            from_dialog(kind, text)
+        except ValueError as exc:
+            assert str(exc)
+        else:
+            raise AssertionError(f"{kind} {text!r} was accepted")
+
+
+def test_grad_norm_history_matches_nodes_across_iterations(nan_events):
+    model = replay(nan_events).model
+    graph = model.graph(3)
+    w1 = next(n for n in graph.nodes.values() if n.kind == "leaf" and n.grad is not None)
+    history = model.grad_history(w1)
+    assert len(history) == 3
+    assert math.isnan(history[1])  # iteration 2's gradients are NaN
+    assert history[0] > 0 and history[2] is not None
+    bars = sparkline(history).plain
+    assert bars[1] == "!" and bars[0] in "▁▂▃▄▅▆▇█"
+
+
+def test_pause_messages_never_coalesce_but_news_does():
+    events = [ev.Op(seq=1, iteration=1, op="add"),
+              ev.BreakpointHit(seq=2, iteration=1, reason="op", description="op add", at_seq=1),
+              ev.ScriptOutput(seq=3, iteration=1, text="hi\n"),
+              ev.RunEnd(seq=4, iteration=1, status=3)]
+    out = msg.translate(events)
+    kinds = [type(m) for m in out]
+    assert kinds == [msg.EventsArrived, msg.OutputArrived, msg.Paused, msg.RunEnded]
+    news, paused = out[0], out[2]
+    assert news.can_replace(msg.EventsArrived(5))
+    assert not paused.can_replace(msg.Paused("op", "", 1))
+    assert msg.translate([]) == []
+
+
+def test_status_text_says_why_and_where():
+    op = ev.Op(seq=7, iteration=2, op="log", file="/x/train.py", line=12)
+    text = status_text(status="paused", reason="nan", description="first NaN", event=op,
+                       iteration=2, iterations=3, live=True, behind=2).plain
+    for part in ("PAUSED", "nan", "first NaN", "log", "train.py:12", "iter 2/3", "seq 7",
+                 "history: 2 events"):
+        assert part in text
