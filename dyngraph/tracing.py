@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import events as ev
-from .summaries import STATS_MODES, summarize
+from .summaries import STATS_MODES, SUMMARIZERS, summarize
 
 Subscriber = Callable[[ev.Event], None]
 
@@ -41,6 +41,8 @@ _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 _NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
 _getframe = sys._getframe
 _Op = ev.Op
+_make_op = ev.fast_constructor(ev.Op)
+_make_step = ev.fast_constructor(ev.BackwardStep)
 _TensorCreated = ev.TensorCreated
 
 
@@ -67,37 +69,44 @@ class Handle:
 def structure_key(events: Iterable[ev.Event]) -> str:
     """A canonical key of an iteration's ops, connectivity and shapes.
 
-    Tensor ids differ between iterations, so each input is named by where it came from:
-    ``o3`` is the output of the iteration's fourth op, ``x1:fc.weight`` the second tensor
-    that entered from outside (leaves keep their names, so swapping two parameters changes
-    the key). Each op contributes its name, input refs, output shape and dtype, module path,
-    attrs and grad mode. Events other than Op and TensorCreated are ignored.
+    Tensor ids differ between iterations, so each input is named by its position among the
+    iteration's nodes (tensors entering from outside, then op outputs, in stream order);
+    tensors that entered from outside also contribute their names (so swapping two
+    parameters changes the key). Each op contributes its name, output shape and dtype,
+    module path, attrs and grad mode. Events other than Op and TensorCreated are ignored.
     """
-    local: dict[int, str] = {}
-    parts: list[tuple[Any, ...]] = []
-    outside = 0
+    local: dict[int, int] = {}
+    sigs: list[str] = []
+    refs: list[int] = []
+    sig_of = _signatures
     for e in events:
-        if type(e) is _TensorCreated:
+        t = type(e)
+        if t is _Op:
+            for tid in e.inputs:
+                refs.append(-1 if tid < 0 else local.get(tid, -2))  # -2: before the stream
+            refs.append(-3)
+            attrs = e.attrs
+            k = (e.op, e.shape, e.dtype, e.module, e.grad_enabled,
+                 tuple(attrs.items()) if attrs else ())
+            try:
+                sig = sig_of[k]
+            except KeyError:
+                sig = sig_of[k] = repr(k)
+            except TypeError:  # an attr value that is not hashable
+                sig = repr(k)
+            if len(sig_of) > 100_000:
+                sig_of.clear()
+            local[e.output] = len(sigs)
+            sigs.append(sig)
+        elif t is _TensorCreated:
             if e.tensor not in local:
-                local[e.tensor] = f"x{outside}:{e.name}"
-                outside += 1
-            continue
-        if type(e) is not _Op:
-            continue
-        refs = []
-        for tid in e.inputs:
-            if tid < 0:
-                refs.append("c")
-                continue
-            ref = local.get(tid)
-            if ref is None:  # a stream that began mid-iteration
-                ref = local[tid] = f"x{outside}:"
-                outside += 1
-            refs.append(ref)
-        local[e.output] = f"o{len(parts)}"
-        parts.append((e.op, tuple(refs), e.shape, e.dtype, e.module, e.attrs or None,
-                      e.grad_enabled))
-    return hashlib.blake2b(repr(parts).encode(), digest_size=8).hexdigest()
+                local[e.tensor] = len(sigs)
+                sigs.append("T" + e.name)
+    text = "\n".join(sigs) + repr(refs)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+_signatures: dict[tuple[Any, ...], str] = {}
 
 
 def plain(value: Any) -> Any:
@@ -160,6 +169,11 @@ class Tracer:
         self.array_hook: Callable[[str, int, Any], None] | None = None
         self._dtype_names: dict[Any, str] = {}
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._summarize: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
+        # Gradient summaries of the backward pass in progress, by array identity: the array
+        # a backward step hands to an input is usually the very array that input's own step
+        # (or its leaf's accumulation) sees next, so each is summarised once.
+        self._grad_summaries: dict[int, tuple[np.ndarray, ev.Summary | None]] = {}
 
     # -- subscribers -------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
@@ -187,6 +201,7 @@ class Tracer:
         self.listening = bool(subs)
         self._callbacks = tuple(cb for cb, _, _ in subs)
         self.stats = max((s for _, s, _ in subs), key=_STATS_RANK.__getitem__, default="none")
+        self._summarize = SUMMARIZERS[self.stats]
         self.values = "small" if any(v == "small" for _, _, v in subs) else "none"
 
     def restart(self) -> None:
@@ -284,19 +299,16 @@ class Tracer:
                 self.announce(x)
         file, line, function = self.source(2)
         data = out.data
-        dt = data.dtype
-        dtype = self._dtype_names.get(dt)
-        if dtype is None:
-            dtype = self._dtype_names[dt] = str(dt)
+        dtype = self._dtype_names.get(data.dtype) or self._dtype_name(data.dtype)
         shape = data.shape
         shape = self._shapes.setdefault(shape, shape)
         seq = self.seq = self.seq + 1
         out_id = out._id
         # Positional, in field order: this is the hottest line of a recording.
-        event = _Op(
+        event = _make_op(
             seq, self.iteration, name, tuple(ids), out_id, shape, dtype, out.requires_grad,
             plain_attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
-            function, grad_enabled, duration_ns, summarize(data, self.stats),
+            function, grad_enabled, duration_ns, self._summarize(data),
         )
         known.add(out_id)
         self._iteration_events.append(event)
@@ -328,10 +340,10 @@ class Tracer:
             tensor=tid,
             name=getattr(tensor, "_name", "") or "",
             shape=self._shapes.setdefault(data.shape, data.shape),
-            dtype=str(data.dtype),
+            dtype=self._dtype_name(data.dtype),
             requires_grad=tensor.requires_grad,
             is_param=getattr(tensor, "_is_param", False),
-            summary=summarize(data, self.stats),
+            summary=self._summarize(data),
             is_leaf=grad_fn is None,
             grad_fn="" if grad_fn is None else grad_fn.name(),
         )
@@ -342,7 +354,23 @@ class Tracer:
         if self.values == "small" and data.size <= VALUES_LIMIT:
             self._emit_values(tid, data)
 
+    def _dtype_name(self, dt: Any) -> str:
+        name = self._dtype_names.get(dt)
+        if name is None:
+            name = self._dtype_names[dt] = str(dt)
+        return name
+
+    def _grad_summary(self, g: np.ndarray) -> ev.Summary | None:
+        cache = self._grad_summaries
+        hit = cache.get(id(g))
+        if hit is not None and hit[0] is g:
+            return hit[1]
+        summary = self._summarize(g)
+        cache[id(g)] = (g, summary)  # holding g keeps its id from being reused meanwhile
+        return summary
+
     def on_backward_start(self, root: Any, retain_graph: bool) -> None:
+        self._grad_summaries = {}
         self.emit(ev.BackwardStart(seq=self.next_seq(), iteration=self.iteration,
                                    root=root._id, retain_graph=retain_graph))
 
@@ -356,13 +384,11 @@ class Tracer:
         grad_inputs: tuple[np.ndarray | None, ...],
         duration_ns: int,
     ) -> None:
-        stats = self.stats
+        summ = self._grad_summary
         self.seq += 1
-        event = ev.BackwardStep(
-            self.seq, self.iteration, node_id, op, grad_fn, input_ids,
-            summarize(grad_output, stats),
-            tuple(None if g is None else summarize(g, stats) for g in grad_inputs),
-            duration_ns,
+        event = _make_step(
+            self.seq, self.iteration, node_id, op, grad_fn, input_ids, summ(grad_output),
+            tuple([None if g is None else summ(g) for g in grad_inputs]), duration_ns,
         )
         if self.array_hook is not None:
             self.array_hook("grads", node_id, (grad_output, grad_inputs))
@@ -377,9 +403,10 @@ class Tracer:
             self.array_hook("grad", tensor._id, grad.data)
         self.emit(ev.GradAccumulated(seq=self.next_seq(), iteration=self.iteration,
                                      tensor=tensor._id, name=getattr(tensor, "_name", "") or "",
-                                     summary=summarize(grad.data, self.stats)))
+                                     summary=self._grad_summary(grad.data)))
 
     def on_backward_end(self, root: Any, duration_ns: int) -> None:
+        self._grad_summaries = {}
         self.emit(ev.BackwardEnd(seq=self.next_seq(), iteration=self.iteration,
                                  root=root._id, duration_ns=duration_ns))
         # The optimizer step that follows still belongs to this iteration, so the
@@ -469,5 +496,4 @@ def iteration() -> Iterator[None]:
             tracer.end_iteration()
 
 
-def now_ns() -> int:
-    return time.perf_counter_ns()
+now_ns = time.perf_counter_ns  # the engine's clock for durations (a C function: no wrapper)
