@@ -86,9 +86,8 @@ def layout_and_raster(graph: Graph, *, auto: bool) -> dict[str, float]:
 
 
 async def _step_redraw(graph: Graph, steps: int, new_objects: bool) -> tuple[float, float]:
-    from textual.app import App
-
     from dyngraph.tui.graph_canvas import GraphCanvas
+    from textual.app import App
 
     class Host(App):
         def compose(self):

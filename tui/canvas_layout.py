@@ -161,13 +161,20 @@ def auto_depth(sigs: list[Sig], budget: int = LARGE_GRAPH) -> int | None:
     """
     if len(sigs) <= budget:
         return None
-    modules = node_modules(sigs)
+    modules = Counter(node_modules(sigs))
     deepest = max((m.count(".") + 1 for m in modules if m), default=0)
+
+    def size(depth: int) -> int:
+        shown = sum(n for m, n in modules.items() if not m or m.count(".") < depth)
+        boxes = {".".join(m.split(".")[:depth + 1]) for m in modules
+                 if m and m.count(".") >= depth}
+        return shown + len(boxes)
+
     for depth in range(deepest, -1, -1):
-        boxes = {(m if not m or m.count(".") < depth else
-                  ".".join(m.split(".")[:depth + 1])) for m in modules if m}
-        size = sum(1 for m in modules if not m or m.count(".") < depth) + len(boxes)
-        if size <= budget:
+        if size(depth) <= budget:
+            # One box for a whole model says nothing: rather a long row of its blocks.
+            if size(depth) < 30 and depth < deepest:
+                return depth + 1
             return depth
     return 0
 

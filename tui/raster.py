@@ -135,6 +135,15 @@ def fit(text: str, limit: int) -> str:
     return "".join(out) + "…"
 
 
+def fit_tail(text: str, limit: int) -> str:
+    """Like ``fit`` but keeps the end: ``…layers.3`` says more than ``encoder.la…``."""
+    text = sanitize(text)
+    if len(cells(text)) <= limit:
+        return text
+    kept = fit(text[::-1], limit)[:-1]
+    return "…" + kept[::-1]
+
+
 def box_size(label: str, compact: bool) -> tuple[int, int]:
     """(columns, rows) of a node's box: 3 rows with borders, or 1 row ``[label]``."""
     width = len(cells(label)) + (2 if compact else 4)
@@ -175,6 +184,7 @@ class Frame:
     bottom: int
     birth: int
     top_cells: list[str]
+    label_cells: list[str] = field(default_factory=list)  # drawn over edges, at left + 2
 
 
 @dataclass(slots=True)
@@ -296,11 +306,12 @@ def _frames(view: ViewGraph, boxes: list[Box | None]) -> list[Frame]:
         if parent is not None:
             grow(parent, l, t, r, b)
         width = r - l + 1
-        label = cells(fit(view.clusters[ci].label, max(width - 6, 1)))
-        top = ["╭", "─", " "] + label + [" "]
-        top = top + ["─"] * (width - 1 - len(top)) + ["╮"] if len(top) < width else (
-            ["╭"] + ["─"] * (width - 2) + ["╮"])
-        frames.append(Frame(ci, max(l, 0), max(t, 0), r, b, view.clusters[ci].birth, top))
+        label = cells(" " + fit_tail(view.clusters[ci].label, max(width - 6, 1)) + " ")
+        if width < 7:
+            label = []
+        top = ["╭"] + ["─"] * (width - 2) + ["╮"]
+        frames.append(Frame(ci, max(l, 0), max(t, 0), r, b, view.clusters[ci].birth, top,
+                            label))
     return frames
 
 
@@ -517,6 +528,10 @@ def compose_row(scene: Scene, row: int, x0: int, width: int, upto: float = math.
     for c, b in bits.items():
         chars[c - x0] = GLYPHS[b]
         styles[c - x0] = "edge"
+    for c0, _c1, part, fi in scene.row_frames[row]:
+        f = scene.frames[fi]
+        if part == 0 and f.label_cells and f.birth < upto:  # a module's name beats an edge
+            _blit(chars, styles, f.label_cells, c0 + 2, x0, x1, "frame")
     boxes = scene.boxes
     for c0, c1, part, bi in scene.row_boxes[row]:
         box = boxes[bi]
