@@ -215,12 +215,12 @@ class Agent:
                                      f" at {describe_op(e)}")
                     break
         if hit is None and m.lines:
-            where = (e.file, e.line)
+            here = (e.file, e.line)
             for bp in m.for_line(e.file, e.line):
                 if bp.condition:
                     if not m.condition_holds(bp, self._value_of(e.output)):
                         continue
-                elif where == self._prev_line:
+                elif here == self._prev_line:
                     continue
                 hit = ("line", f"breakpoint {bp}: {describe_op(e)}")
                 break
@@ -342,9 +342,11 @@ class Agent:
         self._stop = None
         self._queue.append(ev.BreakpointHit(tracer.next_seq(), tracer.iteration, reason,
                                             description, at_seq))
+        with self._cond:
+            # Paused before the hit goes out: a resume command may come back at once.
+            self._paused = True
         self.flush()
         with self._cond:
-            self._paused = True
             while self._resume is None:
                 if self.channel.closed:
                     _hard_exit(1)  # the session is gone: nobody will ever resume us
@@ -371,30 +373,32 @@ class Agent:
     def script_breakpoint(self, description: str = "") -> None:
         """``dyngraph.breakpoint()`` in the script."""
         file, line, function = tracer.source(2)
-        where = f"{os.path.basename(file)}:{line} in {function}()" if file else "the script"
-        text = f"dyngraph.breakpoint() at {where}" + (f": {description}" if description else "")
+        at = f"{where(file, line)} in {function}()" if file else "the script"
+        text = f"dyngraph.breakpoint() at {at}" + (f": {description}" if description else "")
         self._pause("breakpoint", text, self.last_op.seq if self.last_op is not None else 0)
 
-    def exception(self, exc: BaseException) -> ev.ExceptionRaised:
+    def exception(self, exc: BaseException, tb: TracebackType | None = None
+                  ) -> ev.ExceptionRaised:
         """Report an exception that ended the script; post-mortem pause if asked to."""
         op, module, file, line = locate_exception(exc.__traceback__)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
         last = self.last_op
-        if module is None:
-            module = last.module if last is not None else ""
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        # No module call on the stack means it was raised outside every module.
+        module = module or ""
+        text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
         at_seq = last.seq if last is not None else 0
         event = ev.ExceptionRaised(tracer.next_seq(), tracer.iteration, type(exc).__name__,
                                    str(exc), text, at_seq, file, line)
         self._queue.append(event)
-        where = f" in op {op}" if op else (f" after op {last.op}" if last is not None else "")
+        in_op = f" in op {op}" if op else (f" after op {last.op}" if last is not None else "")
         self.exception_description = (
-            f"{type(exc).__name__}: {exc}{where}"
+            f"{type(exc).__name__}: {exc}{in_op}"
             f"{f' (module {module})' if module else ''}, iteration {tracer.iteration}, "
-            f"{os.path.basename(file) if file else '?'}:{line}"
+            f"{where(file, line)}"
         )
         self.flush()
+        self.send_message({"note": "exception", "description": self.exception_description})
         return event
 
     def post_mortem_pause(self) -> None:
@@ -509,9 +513,17 @@ class Agent:
 # -- helpers ---------------------------------------------------------------------------------
 def describe_op(e: ev.Op) -> str:
     """``matmul -> (64, 10) in module fc2 at train.py:12 (iteration 3)``."""
-    where = f"{os.path.basename(e.file)}:{e.line}" if e.file else "?"
-    module = f" in module {e.module}" if e.module else ""
-    return f"{e.op} -> {tuple(e.shape)}{module} at {where} (iteration {e.iteration})"
+    module = f"in module {e.module}" if e.module else "at top level"
+    at = where(e.file, e.line)
+    return f"{e.op} -> {tuple(e.shape)} {module} at {at} (iteration {e.iteration})"
+
+
+def where(file: str, line: int) -> str:
+    """``file:line`` with the file relative to the working directory when it is below it."""
+    if not file:
+        return "?"
+    rel = os.path.relpath(file) if os.path.isabs(file) else file
+    return f"{file if rel.startswith('..') else rel}:{line}"
 
 
 def _counts(nan: int, inf: int) -> str:

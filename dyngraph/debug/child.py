@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import builtins
+import faulthandler
 import io
 import os
 import signal
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
         early_commands=early,
     )
     path = os.path.abspath(ns.script)
+    # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which
+    # the session keeps): the way to see where a stuck run is.
+    faulthandler.register(signal.SIGUSR1, file=os.fdopen(os.dup(2), "w"), all_threads=True)
     capture = OutputCapture(agent.output)
     capture.start()
     hooks.agent = agent
@@ -100,8 +104,9 @@ def run_script(path: str, args: list[str], agent: Agent) -> tuple[int, str]:
         traceback.print_exception(type(exc), exc, _user_traceback(exc))
         return -signal.SIGINT, "KeyboardInterrupt"
     except BaseException as exc:  # noqa: BLE001 - everything the script raises is reported
-        agent.exception(exc)
-        traceback.print_exception(type(exc), exc, _user_traceback(exc))
+        tb = _user_traceback(exc)
+        agent.exception(exc, tb)
+        traceback.print_exception(type(exc), exc, tb)
         agent.post_mortem_pause()
         return 1, "exception"
     return 0, "finished"

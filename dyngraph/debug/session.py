@@ -107,6 +107,8 @@ class Session:
         self._aborted = False
         self.header: ev.Header | None = None
         self.exception: ev.ExceptionRaised | None = None
+        # "ZeroDivisionError: ... in op div (module fc), iteration 2, train.py:14"
+        self.exception_description = ""
         self.run_end: ev.RunEnd | None = None
         self.last_seq = 0
         self.iteration = 1
@@ -349,7 +351,9 @@ class Session:
             self._queue.put(events)
 
     def _on_message(self, msg: dict[str, Any]) -> None:
-        if msg.get("reply") == "values":
+        if msg.get("note") == "exception":
+            self.exception_description = str(msg.get("description", ""))
+        elif msg.get("reply") == "values":
             slot = self._replies.get(msg.get("request", -1))
             if slot is not None:
                 slot[1].append(msg)

@@ -1,0 +1,331 @@
+"""``dyngraph record``, ``dyngraph check`` and ``dyngraph summary`` (see docs/cli.md).
+
+Each takes the parsed argparse namespace from ``dyngraph.cli`` and returns the exit
+status. ``record`` and ``check`` drive the script through the same ``Session`` the debugger
+uses, headless: the script's output passes through to this terminal as it arrives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from .. import events as ev
+from ..errors import UserError
+from .breakpoints import Breakpoint
+from .session import Session, shell_status
+
+CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
+
+
+# -- shared ------------------------------------------------------------------------------
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _pass_through(e: ev.ScriptOutput, out: TextIO, err: TextIO) -> None:
+    stream = err if e.stream == "stderr" else out
+    stream.write(e.text)
+    stream.flush()
+
+
+def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
+           status: Callable[[], None] | None = None) -> None:
+    """Poll until the run ends or ``on_events`` returns True. The first Ctrl-C interrupts
+    the script (KeyboardInterrupt in it); a second one kills it."""
+    interrupted = False
+    while True:
+        try:
+            events = session.poll(0.1)
+            if events and on_events(events):
+                return
+            if status is not None:
+                status()
+            if session.state.finished:
+                rest = session.poll()
+                if rest:
+                    on_events(rest)
+                return
+        except KeyboardInterrupt:
+            if interrupted:
+                session.abort()
+            else:
+                interrupted = True
+                session.interrupt()
+
+
+def _exception_paragraph(command: str, session: Session) -> str | None:
+    exc = session.exception
+    if exc is None:
+        return None
+    text = session.exception_description or f"{exc.type}: {exc.message}"
+    return f"dyngraph {command}: the script raised {text}."
+
+
+# -- record ------------------------------------------------------------------------------
+def _check_output_path(path: str) -> str:
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a directory: give a trace file name with -o")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UserError(f"cannot write {path}: directory {parent} does not exist")
+    return path
+
+
+def run_record(args: argparse.Namespace) -> int:
+    """Run the script headless and write its trace; exit status is the script's."""
+    from ..tracefile import TraceWriter
+
+    output = _check_output_path(args.output)
+    session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
+                            pause_at_start=False, post_mortem=False, keep_values=False)
+    out, err = sys.stdout, sys.stderr
+    live_wanted = out.isatty() and err.isatty()
+    writer: TraceWriter | None = None
+    counts = {"ops": 0}
+    started = time.monotonic()
+    name = os.path.basename(session.script)
+
+    def on_events(events: list[ev.Event]) -> bool:
+        nonlocal writer
+        if writer is None and type(events[0]) is ev.Header:
+            try:
+                writer = TraceWriter(output, events[0])  # type: ignore[arg-type]
+            except OSError as exc:
+                session.abort()
+                raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
+            events = events[1:]
+        ops = 0
+        for e in events:
+            t = type(e)
+            if t is ev.Op:
+                ops += 1
+            elif t is ev.ScriptOutput:
+                _pass_through(e, sys.stdout, sys.stderr)  # type: ignore[arg-type]
+        counts["ops"] += ops
+        if writer is not None and events:
+            writer.write(events)
+        return False
+
+    def line() -> Text:
+        return Text.assemble(("recording ", "dim"), (name, "bold"),
+                             f"  iteration {session.iteration}  ·  {counts['ops']:,} ops  ·  "
+                             f"{time.monotonic() - started:.1f} s  ·  ", (output, "cyan"))
+
+    try:
+        if live_wanted:
+            console = Console(file=out)
+            with Live(line(), console=console, refresh_per_second=8, transient=True,
+                      redirect_stdout=True, redirect_stderr=True) as live:
+                _drive(session, on_events, lambda: live.update(line()))
+        else:
+            _drive(session, on_events)
+    finally:
+        if writer is not None:
+            writer.close()
+        session.close()
+    state = session.state
+    console = _stderr()
+    paragraph = _exception_paragraph("record", session)
+    if paragraph:
+        console.print(paragraph)
+    if writer is None:
+        raise UserError(f"the script ended before recording began: {state.description}")
+    if live_wanted:
+        console.print(f"[dim]dyngraph record:[/] {writer.events_written:,} events, "
+                      f"{session.iteration - 1 if session.iteration > 1 else 1} iteration(s) "
+                      f"-> [cyan]{output}[/] ({state.description})")
+    elif state.exit_status is not None and state.exit_status < 0:
+        console.print(f"dyngraph record: the script was {state.description}.")
+    return shell_status(state.exit_status)
+
+
+# -- check -------------------------------------------------------------------------------
+def run_check(args: argparse.Namespace) -> int:
+    """Exit 0 when the run is clean; ``CHECK_FAILED`` at the first NaN/Inf or a gradient
+    norm above ``--max-grad-norm``; the script's own status if it fails by itself."""
+    bps: list[Breakpoint] = []
+    if args.nan:
+        bps.append(Breakpoint.nan())
+    if args.max_grad_norm is not None:
+        if not args.max_grad_norm > 0:
+            raise UserError(f"--max-grad-norm must be a positive number, not {args.max_grad_norm}")
+        bps.append(Breakpoint.grad_norm(args.max_grad_norm))
+    session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
+                            pause_at_start=False, post_mortem=False, keep_values=False)
+    found: list[ev.BreakpointHit] = []
+    counts = {"ops": 0}
+
+    def on_events(events: list[ev.Event]) -> bool:
+        for e in events:
+            t = type(e)
+            if t is ev.Op:
+                counts["ops"] += 1
+            elif t is ev.ScriptOutput:
+                _pass_through(e, sys.stdout, sys.stderr)  # type: ignore[arg-type]
+            elif t is ev.BreakpointHit:
+                found.append(e)  # type: ignore[arg-type]
+                return True
+        return False
+
+    try:
+        _drive(session, on_events)
+    finally:
+        session.close()
+    console = _stderr()
+    if found:
+        hit = found[0]
+        what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
+        console.print(f"dyngraph check: FAILED, {what} in iteration {hit.iteration}: "
+                      f"{hit.description}. The run was stopped there.")
+        return CHECK_FAILED
+    state = session.state
+    paragraph = _exception_paragraph("check", session)
+    if paragraph:
+        console.print(paragraph)
+    elif state.exit_status:
+        console.print(f"dyngraph check: the script {state.description}.")
+    if state.exit_status == 0:
+        checked = " and ".join(
+            (["no NaN/Inf"] if args.nan else [])
+            + ([f"every gradient norm <= {args.max_grad_norm:g}"] if args.max_grad_norm else [])
+        ) or "the script ran"
+        console.print(f"dyngraph check: ok, {checked} ({counts['ops']:,} ops, "
+                      f"{max(session.iteration - 1, 1)} iteration(s))")
+    return shell_status(state.exit_status)
+
+
+# -- summary -----------------------------------------------------------------------------
+MAX_ROWS = 40  # iterations shown in full; longer traces show the first and last halves
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """Print a table of a trace's iterations."""
+    from ..trace import read_trace
+
+    path = args.trace
+    if not os.path.exists(path):
+        raise UserError(f"no such trace file: {path}")
+    if os.path.isdir(path):
+        raise UserError(f"{path} is a directory, not a trace file")
+    trace = read_trace(path)
+    rows, totals = summarize_trace(trace.events)
+    console = Console(highlight=False)
+    header = trace.header
+    if header is not None:
+        argv = " ".join(header.argv)
+        console.print(f"[bold]{os.path.basename(header.script) or path}[/] {argv}  "
+                      f"[dim]stats={header.stats} values={header.values} "
+                      f"dyngraph {header.dyngraph_version}[/]")
+    console.print(_table(rows))
+    console.print(_totals_text(totals))
+    return 0
+
+
+def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per-iteration rows and run totals from an event stream (one pass)."""
+    rows: dict[int, dict[str, Any]] = {}
+    totals: dict[str, Any] = {"events": 0, "ops": 0, "nonfinite": 0, "grads": [],
+                              "status": None, "reason": "", "exception": None}
+    for e in events:
+        totals["events"] += 1
+        t = type(e)
+        if t is ev.Header:
+            continue
+        row = rows.get(e.iteration)
+        if row is None:
+            row = rows[e.iteration] = {"iteration": e.iteration, "ops": 0, "nodes": 0,
+                                       "key": "", "ns": 0, "nonfinite": 0,
+                                       "grad": None, "complete": False}
+        if t is ev.Op:
+            row["ops"] += 1
+            row["ns"] += e.duration_ns
+            if e.summary is not None and not e.summary.finite:
+                row["nonfinite"] += 1
+        elif t is ev.BackwardStep:
+            row["ns"] += e.duration_ns
+            if any(s is not None and not s.finite for s in e.grad_inputs):
+                row["nonfinite"] += 1
+        elif t is ev.GradAccumulated and e.summary is not None and e.summary.norm is not None:
+            norm = e.summary.norm
+            if row["grad"] is None or norm > row["grad"][0]:
+                row["grad"] = (norm, e.name or f"#{e.tensor}")
+            totals["grads"].append((norm, e.name or f"#{e.tensor}", e.iteration))
+        elif t is ev.TensorCreated and e.summary is not None and not e.summary.finite:
+            row["nonfinite"] += 1
+        elif t is ev.IterationEnd:
+            row["nodes"] = e.node_count
+            row["key"] = e.structure_key
+            row["complete"] = True
+        elif t is ev.RunEnd:
+            totals["status"], totals["reason"] = e.status, e.reason
+        elif t is ev.ExceptionRaised:
+            totals["exception"] = e
+    out = [r for r in sorted(rows.values(), key=lambda r: r["iteration"])
+           if r["ops"] or r["complete"]]
+    previous = None
+    for r in out:
+        r["changed"] = previous is not None and bool(r["key"]) and r["key"] != previous
+        if r["key"]:
+            previous = r["key"]
+        totals["ops"] += r["ops"]
+        totals["nonfinite"] += r["nonfinite"]
+    totals["grads"].sort(reverse=True)
+    totals["iterations"] = len(out)
+    totals["structures"] = len({r["key"] for r in out if r["key"]})
+    return out, totals
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="iterations", title_justify="left")
+    for name, justify in (("iter", "right"), ("ops", "right"), ("nodes", "right"),
+                          ("structure", "left"), ("time", "right"), ("NaN/Inf", "right"),
+                          ("largest grad norm", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    shown = rows
+    if len(rows) > MAX_ROWS:
+        shown = rows[: MAX_ROWS // 2] + [None] + rows[-MAX_ROWS // 2:]  # type: ignore[list-item]
+    for r in shown:
+        if r is None:
+            table.add_row("…", *[""] * 6)
+            continue
+        structure = r["key"][:8] if r["key"] else "(unfinished)"
+        if r["changed"]:
+            structure = f"[yellow]{structure} changed[/]"
+        nonfinite = f"[red]{r['nonfinite']}[/]" if r["nonfinite"] else "0"
+        grad = f"{r['grad'][0]:.4g} {r['grad'][1]}" if r["grad"] else "-"
+        table.add_row(str(r["iteration"]), f"{r['ops']:,}", f"{r['nodes']:,}", structure,
+                      _ms(r["ns"]), nonfinite, grad)
+    return table
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:.2f} ms" if ns < 10**10 else f"{ns / 1e9:.1f} s"
+
+
+def _totals_text(t: dict[str, Any]) -> str:
+    lines = [f"{t['iterations']} iteration(s), {t['ops']:,} ops, {t['structures']} distinct "
+             f"graph structure(s), {t['events']:,} events; time is the engine's time in ops and "
+             f"backward steps"]
+    if t["nonfinite"]:
+        lines.append(f"[red]{t['nonfinite']} event(s) with NaN/Inf[/]")
+    if t["grads"]:
+        top = ", ".join(f"{n:.4g} ({name}, iter {i})" for n, name, i in t["grads"][:5])
+        lines.append(f"largest gradient norms: {top}")
+    exc = t["exception"]
+    if exc is not None:
+        lines.append(f"[red]the script raised {exc.type}: {exc.message}[/]")
+    if t["status"] is not None:
+        lines.append(f"exit status {t['status']} ({t['reason']})")
+    else:
+        lines.append("[yellow]the trace has no end: the recording was cut short[/]")
+    return "\n".join(lines)
