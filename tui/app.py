@@ -260,9 +260,11 @@ class DebuggerApp(App[int]):
         model = self.model
         reason, description = state.reason, state.description
         behind = 0
-        if self.source.live and model.cursor < model.last_step():
-            behind = model.last_step() - model.cursor
-            reason, description = self.source._reason  # noqa: SLF001 - the history move's why
+        if self.source.live and state.status != "running":
+            frontier = self.source.frontier_index()
+            if model.cursor < frontier:
+                behind = frontier - model.cursor
+                reason, description = self.source._reason  # noqa: SLF001 - the move's why
         if state.status == "finished" and not description:
             from .sources import describe_ending
 

@@ -68,6 +68,10 @@ class Source:
     def fetch_values(self, tensor_id: int) -> np.ndarray | None:
         return None
 
+    def frontier_index(self) -> int:
+        """History index of where the script is (replay: the end of the trace)."""
+        return self.model.frontier
+
     def close(self) -> None:
         """Release everything (a live child included); safe to call twice."""
 
@@ -217,6 +221,7 @@ class LiveSource(Source):
         self.following = True
         self._runtime_ids: dict[int, int] = {}
         self.error: BaseException | None = None
+        self.pause_index: int | None = None
         self._closed = False
 
     @classmethod
@@ -235,15 +240,25 @@ class LiveSource(Source):
             return got
         model = self.model
         model.ingest(got)
-        if self.following:
-            pause = next((e for e in reversed(got) if isinstance(e, ev.BreakpointHit)), None)
-            if pause is not None and pause.at_seq > 0:
-                model.move_to(model.index_of_seq(pause.at_seq))
-            elif pause is not None:
-                model.move_to(model.index_of_seq(pause.seq))
+        pause = next((e for e in reversed(got) if isinstance(e, ev.BreakpointHit)), None)
+        if pause is not None:
+            if pause.reason == "exception":
+                # at_seq is the last op before the raise; backward steps may follow it, and
+                # post-mortem is about the state at the raise: the newest step.
+                self.pause_index = model.last_step()
+            elif pause.at_seq > 0:
+                self.pause_index = model.index_of_seq(pause.at_seq)
             else:
-                model.move_to(model.last_step())
+                self.pause_index = model.index_of_seq(pause.seq)
+        if self.following:
+            model.move_to(self.pause_index if pause is not None else model.last_step())
         return got
+
+    def frontier_index(self) -> int:
+        """Where the script is: the pause point while paused, else the newest step."""
+        if self.pause_index is not None and self.session.state.status == "paused":
+            return self.pause_index
+        return self.model.last_step()
 
     @property
     def state(self) -> SourceState:
@@ -259,6 +274,7 @@ class LiveSource(Source):
         if self.session.state.status == "finished":
             return
         self.model.move_to(self.model.last_step())
+        self.pause_index = None
         getattr(self.session, command)(**kwargs)
 
     # -- breakpoints go to the child too -------------------------------------------------
