@@ -35,7 +35,7 @@ FREED_MESSAGE = (
 )
 NO_GRAD_FN_MESSAGE = "element {} of tensors does not require grad and does not have a grad_fn"
 UNUSED_MESSAGE = (
-    "One of the differentiated Tensors appears to not have been used in the graph. "
+    "The differentiated Tensor at index {} appears to not have been used in the graph. "
     "Set allow_unused=True if this is the desired behavior."
 )
 
@@ -401,9 +401,10 @@ def _root_grads(outputs: tuple[Any, ...], grad_outputs: tuple[Any, ...] | None,
             continue
         array = np.array(getattr(g, "data", g), dtype=out.data.dtype)
         if array.shape != out.data.shape:
+            size = type(out.shape)
             raise RuntimeError(
-                f"Mismatch in shape: grad_output[{i}] has a shape of {tuple(array.shape)} and "
-                f"output[{i}] has a shape of {tuple(out.data.shape)}."
+                f"Mismatch in shape: grad_output[{i}] has a shape of {size(array.shape)!r} and "
+                f"output[{i}] has a shape of {size(out.data.shape)!r}."
             )
         grads.append(array)
     return grads
@@ -452,13 +453,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
     found = run_backward(outs, grads, bool(retain_graph), capture=ins)
     assert found is not None
     result = []
-    for t, g in zip(ins, found, strict=True):
+    for i, (t, g) in enumerate(zip(ins, found, strict=True)):
         if g is None:
             if materialize_grads:
                 result.append(wrap(np.zeros_like(t.data)))
                 continue
             if not allow_unused:
-                raise RuntimeError(UNUSED_MESSAGE)
+                raise RuntimeError(UNUSED_MESSAGE.format(i))
             result.append(None)
         else:
             result.append(wrap(np.array(g, dtype=t.data.dtype)))

@@ -34,7 +34,7 @@ NON_LEAF_GRAD_WARNING = (
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
     "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
-    "instead."
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information."
 )
 INT_GRAD_MESSAGE = "Only Tensors of floating point and complex dtype can require gradients"
 
