@@ -29,8 +29,10 @@ class CausalSelfAttention(nn.Module):
         self.heads = heads
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
-        # 1 where a position may look (itself and the past), 0 where it may not.
-        self.register_buffer("allowed", torch.tril(torch.ones(BLOCK, BLOCK)))
+        # 1 where a position may look (itself and the past), 0 where it may not. Built in
+        # numpy so that no op runs at construction time and lands in iteration 1's graph.
+        allowed = np.tril(np.ones((BLOCK, BLOCK), dtype=np.float32))
+        self.register_buffer("allowed", torch.from_numpy(allowed))
 
     def forward(self, x):
         batch, length, dim = x.shape

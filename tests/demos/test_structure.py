@@ -18,6 +18,12 @@ def test_mlp_builds_one_structure_for_every_iteration():
     assert len(set(rec.op_counts)) == 1 and rec.op_counts[0] > 5
 
 
+def test_transformer_batches_build_one_structure():
+    # Fixed-size batches, and no op at construction time sneaking into iteration 1.
+    rec = record("transformer", steps=3, sample_length=0)
+    assert len(set(rec.keys)) == 1 and len(rec.keys) == 3
+
+
 @pytest.mark.parametrize("name", DYNAMIC)
 def test_dynamic_demo_changes_structure_between_iterations(name):
     rec = record(name, steps=8)
@@ -25,7 +31,7 @@ def test_dynamic_demo_changes_structure_between_iterations(name):
     # Most iterations differ from their predecessor; a repeat now and then is fine.
     changed = sum(a != b for a, b in pairwise(rec.keys))
     assert changed >= 4, rec.keys
-    assert 10 <= min(rec.op_counts) and max(rec.op_counts) <= 600, rec.op_counts
+    assert 5 <= min(rec.op_counts) and max(rec.op_counts) <= 600, rec.op_counts
 
 
 @pytest.mark.parametrize("name", ["rnn_varlen", "tree_rnn", "rl_policy"])

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-
 from demo_helpers import load_main
 
 # name -> (steps, the most the late mean loss may be as a fraction of the early mean)
