@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dyngraph.errors import UserError
 from dyngraph.graph import Graph
 
 from . import raster
@@ -467,7 +468,8 @@ class LayoutWorker:
                 entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
                 self.cache.add(entry)
             except Exception as exc:  # a layout failure must never take the UI down
-                error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+                error = (text.splitlines() or [""])[0]
             with self._cond:
                 self._busy = False
             if not self._closed:

@@ -285,7 +285,7 @@ class GraphCanvas(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         status = self.status
-        if status and y == self.size.height - 1:
+        if status and y == self.size.height - 1 and self._entry is not None:
             text = raster.fit(status, max(width, 1)).ljust(width)[:width]
             return Strip([Segment(text, self._style("status"))], width)
         entry = self._entry

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
-
 import dyngraph
 from dyngraph import nn
 from dyngraph.events import Summary
@@ -104,5 +102,3 @@ def grow(graph: Graph, node: GraphNode, inputs: list[int]) -> None:
     graph.nodes[node.id] = node
     graph.edges.extend(GraphEdge(src, node.id, k) for k, src in enumerate(inputs))
 
-
-__all__ = ["FakeLayout", "chain", "fake_layout", "grow", "np", "traced_graphs"]
