@@ -140,6 +140,7 @@ def _end(agent: Agent, capture: OutputCapture, status: int, reason: str) -> NoRe
     except BaseException:  # noqa: BLE001 - nothing may stop the report below
         traceback.print_exc()
     sys.stdout.flush()
+    _flush_c_stdio()
     agent.finish(status, reason)
     capture.stop()
     if status == -signal.SIGINT:
@@ -148,11 +149,22 @@ def _end(agent: Agent, capture: OutputCapture, status: int, reason: str) -> NoRe
     _hard_exit(status & 0xFF)
 
 
+def _flush_c_stdio() -> None:
+    """C code's printf output sits in libc's buffers until exit(); we leave by _exit()."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
 def _patch_exit(agent: Agent, capture: OutputCapture) -> None:
     """``os._exit`` in the script still delivers the events and output written before it."""
 
     def _exit(status: int) -> NoReturn:
         try:
+            _flush_c_stdio()
             capture.drain()
             agent.finish(int(status) & 0xFF, "os._exit")
         finally:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from runtime_helpers import drive, line_of
+import time
+
+from runtime_helpers import Run, drive, line_of, pump_until_paused, script, wait_for
 
 from dyngraph import events as ev
-from dyngraph.debug import Breakpoint
+from dyngraph.debug import Breakpoint, Session
 
 
 def _then(method, *args):
@@ -71,12 +73,26 @@ def test_continue_runs_to_the_end_without_stopping():
 
 
 def test_pause_stops_a_running_script_at_its_next_op():
-    # net.py runs fast, so ask for the pause before it runs: it stops at the very first op.
-    run = drive("simple.py", pause_at_start=True,
-                commands=[lambda s, r: (s.continue_(), s.pause())])
-    assert len(run.pauses) in (1, 2)  # the pause may arrive after the run ended
-    if len(run.pauses) == 2:
-        assert run.pauses[1].hit.reason == "step" and isinstance(run.pauses[1].at, ev.Op)
+    session = Session.start(script("long.py"), pause_at_start=False)
+    try:
+        run = Run()
+        wait_for(lambda: run.events.extend(session.poll(0.05)) or len(run.of(ev.Op)) > 100)
+        session.pause()
+        pump_until_paused(session, run)
+        hit = run.of(ev.BreakpointHit)[-1]
+        assert hit.reason == "step" and session.state.reason == "step"
+        at = run.by_seq(hit.at_seq)
+        assert isinstance(at, (ev.Op, ev.BackwardStep))
+        # paused means paused: nothing more arrives until told to go on
+        seen = len(run.events)
+        time.sleep(0.3)
+        run.events.extend(session.poll(0.05))
+        assert len(run.events) == seen
+        session.step_op()
+        pump_until_paused(session, run)
+        assert run.of(ev.BreakpointHit)[-1].seq > hit.seq
+    finally:
+        session.close()
 
 
 def test_exception_pauses_post_mortem_at_the_raising_op():

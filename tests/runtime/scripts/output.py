@@ -16,3 +16,6 @@ print("argv", sys.argv[1:])
 print("cwd", os.getcwd())
 print("path0", sys.path[0])
 print("name", __name__)
+import ctypes  # noqa: E402
+
+ctypes.CDLL(None).printf(b"from C printf\n")
