@@ -31,11 +31,12 @@ from collections.abc import Callable
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import importlib  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 import dyngraph as dg  # noqa: E402
 from dyngraph import events as ev  # noqa: E402
-import importlib  # noqa: E402
 
 tensor_mod = importlib.import_module("dyngraph.tensor")  # (dyngraph.tensor is also a function)
 from dyngraph.tracefile import TraceWriter, iter_events  # noqa: E402

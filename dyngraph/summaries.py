@@ -55,20 +55,32 @@ def _ones(dtype: np.dtype, n: int) -> np.ndarray:
     return ones[:n]
 
 
+def _step(size: int, limit: int) -> int:
+    """A stride that keeps at most ``limit`` of ``size`` elements.
+
+    Coprime with 2, 3, 5 and 7, so the sample does not alias with rows whose lengths are
+    made of those factors (a stride of 256 over a (N, 256) tensor would read one column).
+    """
+    step = -(-size // limit)
+    while step > 1 and (step % 2 == 0 or step % 3 == 0 or step % 5 == 0 or step % 7 == 0):
+        step += 1
+    return step
+
+
 def _flat(a: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:
     """A 1-D float32/float64 view or copy of ``a`` with at most ``limit`` elements."""
     size = a.size
     if a.dtype.kind != "f" or a.dtype.itemsize < 4:
         # ints, bools, float16: BLAS has no kernels (float16 would overflow at 65504).
         if size > limit:
-            a = np.ravel(a)[:: -(-size // limit)]
+            a = np.ravel(a)[:: _step(size, limit)]
         return np.asarray(a, np.float64).reshape(-1), size > limit
     if size <= limit:
         if a.flags.c_contiguous:
             return a.reshape(-1), False
         return np.ravel(a), False
     if a.flags.c_contiguous:
-        return a.reshape(-1)[:: -(-size // limit)], True
+        return a.reshape(-1)[:: _step(size, limit)], True
     # A large non-contiguous view: sample along the first axis before flattening, so the
     # copy stays bounded.
     rows = a.shape[0]
@@ -77,7 +89,7 @@ def _flat(a: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:
     sub = a[:: -(-rows // take)]
     flat = np.ravel(sub)
     if flat.size > limit:
-        flat = flat[:: -(-flat.size // limit)]
+        flat = flat[:: _step(flat.size, limit)]
     return flat, True
 
 
@@ -150,7 +162,7 @@ def summarize(array: np.ndarray, mode: str = "full") -> Summary | None:
 
 def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summary:
     s, sampled = _flat(a, EXACT_LIMIT if size <= EXACT_LIMIT else CHEAP_SAMPLE)
-    n = s.size
+    n = sample_size = s.size
     sq = float(_dot(s, s))
     nan = inf = 0
     if not _isfinite(sq):
@@ -159,7 +171,8 @@ def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summ
             return Summary(shape, dtype, None, None, None, None, None, nan, inf, (), sampled)
         sq = float(_dot(s, s))
         n = s.size
-    norm = _sqrt(sq * (size / n)) if sampled else _sqrt(sq)
+    # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
+    norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
     return Summary(shape, dtype, None, None, None, None, norm, nan, inf, (), sampled)
 
 
@@ -172,7 +185,7 @@ def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summa
     else:
         preview = a.flat[:PREVIEW].tolist()
     preview = tuple(float(v) for v in preview) if a.dtype.kind != "f" else tuple(preview)
-    n = s.size
+    n = sample_size = s.size
     sq = float(_dot(s, s))
     total = float(_dot(s, _ones(s.dtype, n)))
     nan = inf = 0
@@ -191,6 +204,7 @@ def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summa
         d = s.astype(np.float64) - mean
         var = float(_dot(d, d)) / n
     std = _sqrt(max(var, 0.0) * n / (n - 1)) if n > 1 else 0.0
-    norm = _sqrt(sq * (size / n)) if sampled else _sqrt(sq)
+    # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
+    norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
     return Summary(shape, dtype, float(s.min()), float(s.max()), mean, std, norm, nan, inf,
                    preview, sampled)

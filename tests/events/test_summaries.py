@@ -1,0 +1,74 @@
+"""Tensor summaries: exact where promised, bounded where sampled, NaN/Inf always counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dyngraph as dg
+from dyngraph import summaries as S
+
+
+@pytest.mark.parametrize("stats", ["cheap", "full"])
+def test_nan_produced_by_an_op_shows_in_that_ops_summary(stats):
+    x = dg.tensor([-1.0, 1.0, 4.0], requires_grad=True)
+    with dg.trace(stats=stats) as t, np.errstate(invalid="ignore", divide="ignore"):
+        y = x.log()
+        z = (y * 0).sum()
+        z.backward()
+    ops = {e.op: e for e in t.events if e.kind == "op"}
+    assert ops["log"].summary.nan == 1 and ops["log"].summary.inf == 0
+    assert not ops["log"].summary.finite
+    assert t.iterations[0].graph.nodes[y._id].has_nonfinite
+    assert t.iterations[0].graph.nodes[x._id].summary.finite
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (64, 256), (130, 130)])
+def test_full_summary_matches_numpy(shape):
+    a = np.random.default_rng(1).standard_normal(shape).astype(np.float32) * 3 + 1
+    s = S.summarize(a, "full")
+    exact = a.size <= S.EXACT_LIMIT
+    assert s.shape == shape and s.dtype == "float32" and s.sampled == (not exact)
+    assert s.preview == tuple(float(v) for v in a.reshape(-1)[: S.PREVIEW])
+    tol = 1e-4 if exact else 0.05
+    assert s.mean == pytest.approx(a.mean(), rel=tol, abs=tol)
+    assert s.std == pytest.approx(a.std(ddof=1), rel=tol)
+    assert s.norm == pytest.approx(np.linalg.norm(a), rel=tol)
+    if exact:
+        assert (s.min, s.max) == (float(a.min()), float(a.max()))
+
+
+def test_cheap_summary_has_norm_and_nan_counts_only():
+    a = np.array([[3.0, 4.0], [np.nan, np.inf]], np.float32)
+    s = S.summarize(a, "cheap")
+    assert (s.nan, s.inf, s.norm) == (1, 1, 5.0)
+    assert s.min is s.max is s.mean is s.std is None and s.preview == ()
+    assert S.summarize(a[:1], "cheap") == S.cheap(a[:1])
+    assert S.summarize(a, "none") is None
+
+
+def test_std_is_accurate_when_the_mean_dwarfs_it():
+    a = 1000.0 + np.random.default_rng(2).standard_normal(500) * 1e-3
+    assert S.summarize(a, "full").std == pytest.approx(a.std(ddof=1), rel=1e-3)
+
+
+def test_other_dtypes_views_and_empty_tensors():
+    ints = S.summarize(np.arange(10), "full")
+    assert (ints.min, ints.max, ints.mean, ints.dtype) == (0.0, 9.0, 4.5, "int64")
+    assert S.summarize(np.array([True, False, True]), "cheap").norm == pytest.approx(2 ** 0.5)
+    half = S.summarize(np.full(10, 60000, np.float16), "cheap")  # would overflow in float16
+    assert half.nan == half.inf == 0 and half.norm == pytest.approx(60000 * 10 ** 0.5, rel=1e-3)
+    view = np.arange(200 * 300, dtype=np.float32).reshape(200, 300).T
+    s = S.summarize(view, "full")
+    assert s.shape == (300, 200) and s.sampled and s.preview[:2] == (0.0, 300.0)
+    empty = S.summarize(np.zeros((0, 3)), "full")
+    assert empty.shape == (0, 3) and empty.norm is None and empty.finite
+
+
+def test_cost_is_bounded_by_sampling():
+    big = np.ones(4_000_000, np.float32)
+    big[::7] = np.nan
+    for mode, cap in (("cheap", S.CHEAP_SAMPLE), ("full", S.FULL_SAMPLE)):
+        s = S.summarize(big, mode)
+        assert s.sampled and 0 < s.nan <= cap  # counted in the sample
+        assert s.norm == pytest.approx((big.size * 6 / 7) ** 0.5, rel=0.05)
