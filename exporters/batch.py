@@ -1,0 +1,294 @@
+"""Per-iteration export: ``iter-0001.dot``, ``iter-0001.svg``, ... and ``index.html``.
+
+Graphviz runs once per distinct layout: iterations whose drawing has the same
+``DotDoc.layout_key()`` (same structure, labels and clusters) share one ``SvgTemplate``
+and only their colours, tooltips and ids are written afresh. Big graphs are collapsed
+(modules deeper than some depth become one node each) until they fit ``max_nodes``, and a
+layout that runs past ``budget`` seconds is retried one depth shallower rather than hang.
+
+Every file is written to a temporary name and renamed into place; if the export fails
+(Graphviz missing or failing), the files it already wrote are removed again, so a failed
+export leaves nothing half-written.
+
+>>> export_iterations(trace, "out", iterations="changed")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dyngraph.errors import UserError
+from dyngraph.graph import Graph
+
+from .colors import GradScale
+from .dot import GRAPH_KINDS, DotDoc, build_dot
+from .render import DEFAULT_TIMEOUT, FAST_ARGS, GraphvizError, LayoutTimeout, find_dot, run_dot
+from .svg import SvgTemplate
+from .view import ViewCache, _ancestor, _depth, owners
+
+FORMATS = ("dot", "svg")
+DEFAULT_MAX_NODES = 2000
+# Above this many drawn nodes the layout runs with FAST_ARGS.
+FAST_ABOVE = 1500
+
+
+@dataclass(slots=True)
+class IterationInfo:
+    """What was exported for one iteration."""
+
+    index: int
+    structure_key: str
+    changed: bool  # structure differs from the previous iteration (the first: True)
+    nodes: int  # nodes in the graph
+    drawn: int = 0  # nodes drawn (after collapsing)
+    depth: int | None = None  # the collapse depth used
+    layout_reused: bool = False
+    added: int = 0
+    removed: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ExportResult:
+    out_dir: Path
+    iterations: list[IterationInfo]
+    layouts: int = 0
+    files: list[Path] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Item:
+    index: int
+    key: str
+    get: Callable[[], Graph]
+
+
+def _items(source: Any) -> list[_Item]:
+    """Iterations of a Trace (lazily built graphs) or of a sequence of Graphs."""
+    its = getattr(source, "iterations", None)
+    if its is not None:
+        return [_Item(it.index, it.structure_key, (lambda it=it: it.graph)) for it in its]
+    graphs = list(source)
+    return [_Item(g.iteration, g.structure_key, (lambda g=g: g)) for g in graphs]
+
+
+def select(spec: str | Iterable[int] | None, items: Sequence[_Item]) -> list[int]:
+    """Positions in ``items`` chosen by ``spec``: ``all``, ``changed``, ``1-10,15`` or ints."""
+    by_index = {it.index: i for i, it in enumerate(items)}
+    if spec is None or spec == "all":
+        return list(range(len(items)))
+    if spec == "changed":
+        return [i for i, it in enumerate(items) if i == 0 or items[i - 1].key != it.key]
+    wanted = parse_ranges(spec) if isinstance(spec, str) else list(spec)
+    missing = [n for n in wanted if n not in by_index]
+    if missing:
+        have = f"{items[0].index}-{items[-1].index}" if items else "none"
+        raise UserError(f"no iteration {missing[0]} in this trace (iterations: {have})")
+    return sorted({by_index[n] for n in wanted})
+
+
+def parse_ranges(spec: str) -> list[int]:
+    """``"1-10,15"`` -> [1, ..., 10, 15]."""
+    out: list[int] = []
+    for part in spec.split(","):
+        part = part.strip()
+        try:
+            if "-" in part:
+                a, b = (int(x) for x in part.split("-", 1))
+                if a > b:
+                    raise ValueError
+                out.extend(range(a, b + 1))
+            else:
+                out.append(int(part))
+        except ValueError:
+            raise UserError(f"bad --iterations {spec!r}: expected e.g. 1-10,15 or all or "
+                            "changed") from None
+    if any(n < 1 for n in out):
+        raise UserError(f"bad --iterations {spec!r}: iterations are numbered from 1")
+    return out
+
+
+def drawn_count(graph: Graph, depth: int | None) -> int:
+    """How many nodes ``to_dot(graph, depth=depth)`` would draw (before folding and ghosts)."""
+    if depth is None:
+        return len(graph.nodes)
+    count = 0
+    collapsed: set[str] = set()
+    for path in owners(graph).values():
+        if _depth(path) > depth:
+            collapsed.add(_ancestor(path, depth))
+        else:
+            count += 1
+    return count + len(collapsed)
+
+
+def choose_depth(graph: Graph, depth: int | None, max_nodes: int) -> int | None:
+    """The deepest collapse depth, no deeper than ``depth``, that draws <= ``max_nodes``."""
+    if drawn_count(graph, depth) <= max_nodes:
+        return depth
+    deepest = max((_depth(m) for m in graph.modules()), default=0)
+    d = deepest if depth is None else min(depth, deepest)
+    while d > 0 and drawn_count(graph, d) > max_nodes:
+        d -= 1
+    return d
+
+
+class _Writer:
+    """Atomic file writes into one directory, undone together if the export fails."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out_dir = out_dir
+        self.written: list[Path] = []
+
+    def write(self, name: str, text: str) -> Path:
+        path = self.out_dir / name
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.out_dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.written.append(path)
+        return path
+
+    def undo(self) -> None:
+        for path in self.written:
+            path.unlink(missing_ok=True)
+        self.written.clear()
+
+
+def export_iterations(
+    source: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    formats: Sequence[str] = FORMATS,
+    iterations: str | Iterable[int] | None = "all",
+    graph_kind: str = "forward",
+    depth: int | None = None,
+    diff: bool = False,
+    show_shapes: bool = False,
+    fold_repeats: bool = False,
+    dot: str | os.PathLike[str] | None = None,
+    budget: float = DEFAULT_TIMEOUT,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    index: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> ExportResult:
+    """Write each chosen iteration's graph as DOT and/or SVG, plus ``index.html``.
+
+    ``source``: a ``dyngraph.Trace`` or a sequence of ``Graph``. ``iterations``: ``"all"``,
+    ``"changed"`` (structure differs from the previous iteration), ``"1-10,15"`` or ints.
+    ``diff``: mark what changed since the previous iteration. One colour scale spans all
+    chosen iterations, so a colour means the same gradient norm on every page.
+    """
+    formats = tuple(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UserError(f"unknown format {bad[0] if bad else ''!r}: choose from dot, svg")
+    if graph_kind not in GRAPH_KINDS:
+        raise UserError(f"unknown graph kind {graph_kind!r}: choose from {', '.join(GRAPH_KINDS)}")
+    if depth is not None and depth < 0:
+        raise UserError(f"--depth must be 0 or more, got {depth}")
+    items = _items(source)
+    chosen = select(iterations, items)
+    if "svg" in formats:
+        find_dot(dot)  # a missing binary fails here, before anything is written
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {out}: {exc.strerror or exc}") from None
+    scale = GradScale.from_graphs(items[i].get() for i in chosen)
+    writer = _Writer(out)
+    result = ExportResult(out, [])
+    templates: dict[str, SvgTemplate] = {}
+    views = ViewCache()
+    fallback: dict[str, int | None] = {}  # structure key -> the depth that fits
+    try:
+        for done, pos in enumerate(chosen):
+            item = items[pos]
+            graph = item.get()
+            prev = items[pos - 1].get() if diff and pos > 0 else None
+            info = IterationInfo(item.index, item.key,
+                                 pos == 0 or items[pos - 1].key != item.key, len(graph.nodes))
+            if item.key not in fallback:
+                fallback[item.key] = choose_depth(graph, depth, max_nodes)
+            d = fallback[item.key]
+
+            def make(d: int | None, graph: Graph = graph, prev: Graph | None = prev,
+                     number: int = item.index) -> DotDoc:
+                return build_dot(graph, depth=d, diff_against=prev, show_shapes=show_shapes,
+                                 fold_repeats=fold_repeats, graph_kind=graph_kind,
+                                 grad_scale=scale, diff_legend=diff, cache=views,
+                                 title=f"dyngraph iteration {number}, {graph_kind} graph")
+
+            doc = make(d)
+            name = f"iter-{item.index:04d}"
+            if "svg" in formats:
+                template = templates.get(doc.layout_key())
+                info.layout_reused = template is not None
+                if template is None:
+                    doc, d, template = _lay_out(doc, d, make, dot, budget)
+                    templates[template.key] = template
+                    fallback[item.key] = d
+                    result.layouts += 1
+            info.depth, info.drawn = d, len(doc.nodes())
+            if prev is not None:
+                change = graph.diff(prev)
+                info.added, info.removed = len(change.added), len(change.removed)
+            if "dot" in formats:
+                writer.write(f"{name}.dot", doc.text())
+                info.files.append(f"{name}.dot")
+            if "svg" in formats:
+                writer.write(f"{name}.svg", template.render(doc))
+                info.files.append(f"{name}.svg")
+            result.iterations.append(info)
+            if progress is not None:
+                progress(done + 1, len(chosen))
+        if index:
+            from .html import index_html
+
+            writer.write("index.html", index_html(result.iterations, graph_kind=graph_kind))
+    except BaseException:
+        writer.undo()
+        raise
+    result.files = list(writer.written)
+    return result
+
+
+def _lay_out(doc: DotDoc, d: int | None, make: Callable[[int | None], DotDoc],
+             dot: str | os.PathLike[str] | None, budget: float
+             ) -> tuple[DotDoc, int | None, SvgTemplate]:
+    """Lay ``doc`` out within ``budget`` seconds, collapsing one level more on a timeout."""
+    while True:
+        args = ["-Tjson", *(FAST_ARGS if len(doc.nodes()) > FAST_ABOVE else ())]
+        try:
+            data = run_dot(doc.layout_text(), args, dot=dot, timeout=budget)
+            return doc, d, SvgTemplate(doc, data)
+        except LayoutTimeout:
+            if d == 0:
+                raise GraphvizError(
+                    f"the layout of {len(doc.nodes())} nodes took longer than {budget:g} s "
+                    "even with every module collapsed; raise the budget or export fewer "
+                    "nodes") from None
+            d = _shallower(doc, d)
+            doc = make(d)
+
+
+def _shallower(doc: DotDoc, d: int | None) -> int:
+    """One collapse level shallower than ``d`` (``None``: the deepest cluster nesting)."""
+    if d is not None:
+        return d - 1
+    deepest, stack = 0, [(doc.root, 0)]
+    while stack:
+        c, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in c.children)
+    return max(deepest - 1, 0)

@@ -1,0 +1,242 @@
+"""SVG from a cached Graphviz layout, re-styled for each iteration.
+
+Graphviz lays a ``DotDoc`` out once (``-Tjson``: every node's, edge's and cluster's drawing
+operations with coordinates). ``SvgTemplate`` keeps that geometry; ``render(doc)`` then
+writes the SVG of *any* doc with the same ``layout_key()`` using that doc's own colours,
+tooltips and ids, in pure Python. That is how a hundred iterations of an unchanging graph
+cost one layout: only the styles differ between them.
+
+Output follows Graphviz's own SVG (one ``<g class="node" id="n12">`` per node with a
+``<title>`` tooltip), and every piece of text goes through ``escape.xml_text``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .dot import DotDoc, DotNode
+from .escape import xml_text
+from .render import GraphvizError
+
+_ANCHOR = {"l": "start", "c": "middle", "r": "end"}
+_FAMILY = {
+    "Helvetica": "Helvetica,sans-Serif", "Arial": "Arial,sans-Serif",
+    "Times-Roman": "Times,serif", "Times": "Times,serif", "Courier": "Courier,monospace",
+}
+
+
+def _f(v: float) -> str:
+    return f"{v:.2f}".rstrip("0").rstrip(".")
+
+
+def _color(c: str) -> tuple[str, str]:
+    """An SVG colour and opacity attribute text from Graphviz's ``#rrggbbaa``."""
+    if len(c) == 9 and c.startswith("#"):
+        alpha = int(c[7:], 16)
+        if alpha == 0:
+            return "none", ""
+        if alpha != 255:
+            return c[:7], f' fill-opacity="{alpha / 255:.3f}"'
+        return c[:7], ""
+    return c, ""
+
+
+def _pts(points: list[list[float]]) -> str:
+    return " ".join(f"{_f(x)},{_f(-y)}" for x, y in points)
+
+
+def _shape(op: dict) -> tuple[str, bool] | None:
+    """(SVG element without its closing and paint attributes, is it a closed shape)."""
+    kind = op["op"]
+    if kind in ("P", "p"):
+        pts = op["points"]
+        return f'<polygon points="{_pts(pts + pts[:1])}"', True
+    if kind in ("B", "b"):
+        pts = op["points"]
+        d = f"M{_f(pts[0][0])},{_f(-pts[0][1])}C" + _pts(pts[1:])
+        return f'<path d="{d}"', True
+    if kind in ("E", "e"):
+        x, y, rx, ry = op["rect"]
+        return f'<ellipse cx="{_f(x)}" cy="{_f(-y)}" rx="{_f(rx)}" ry="{_f(ry)}"', True
+    if kind == "L":
+        return f'<polyline points="{_pts(op["points"])}"', False
+    return None
+
+
+def _text_open(op: dict, size: float, face: str, weight: str) -> str:
+    x, y = op["pt"]
+    return (f'<text xml:space="preserve" text-anchor="{_ANCHOR.get(op["align"], "middle")}"'
+            f' x="{_f(x)}" y="{_f(-y)}" font-family="{_FAMILY.get(face, xml_text(face))}"'
+            f' font-size="{size:.2f}"{weight}')
+
+
+class _Font:
+    """Font state while walking xdot ops (``F`` sets size and face, ``t`` bold/italic)."""
+
+    def __init__(self) -> None:
+        self.size, self.face, self.weight = 14.0, "Times-Roman", ""
+
+    def update(self, op: dict) -> bool:
+        kind = op["op"]
+        if kind == "F":
+            self.size, self.face = op["size"], op["face"]
+        elif kind == "t":
+            self.weight = ' font-weight="bold"' if int(op.get("fontchar", 0)) & 1 else ""
+        else:
+            return False
+        return True
+
+
+def _texts(ops: list[dict]) -> list[str]:
+    """Pairs of ``<text ...`` opening (paint left out) and ``>content</text>``."""
+    out: list[str] = []
+    font = _Font()
+    for op in ops:
+        if not font.update(op) and op["op"] == "T":
+            out.append(_text_open(op, font.size, font.face, font.weight))
+            out.append(f">{xml_text(op['text'])}</text>\n")
+    return out
+
+
+def _static(ops: list[dict]) -> str:
+    """Draw ops with the colours Graphviz chose (clusters, the legend)."""
+    out: list[str] = []
+    pen, fill, opacity, width = "black", "none", "", ""
+    font = _Font()
+    for op in ops:
+        kind = op["op"]
+        if font.update(op):
+            continue
+        if kind == "c":
+            pen, _ = _color(op["color"])
+        elif kind == "C":
+            fill, opacity = _color(op["color"])
+        elif kind == "S":
+            style = op["style"]
+            if style.startswith("setlinewidth("):
+                width = f' stroke-width="{style[13:-1]}"'
+        elif kind == "T":
+            text = xml_text(op["text"])
+            out.append(f'{_text_open(op, font.size, font.face, font.weight)} fill="{pen}">'
+                       f"{text}</text>\n")
+        else:
+            shape = _shape(op)
+            if shape is not None:
+                el, closed = shape
+                filled = closed and kind.isupper()
+                paint = f'{fill}"{opacity}' if filled else 'none"'
+                out.append(f'{el} fill="{paint} stroke="{pen}"{width}/>\n')
+    return "".join(out)
+
+
+@dataclass(slots=True)
+class _NodeGeom:
+    shapes: list[tuple[str, bool]]
+    texts: list[str]
+
+
+@dataclass(slots=True)
+class _EdgeGeom:
+    line: list[str]
+    head: list[str]
+    texts: list[str]
+
+
+class SvgTemplate:
+    """The geometry of one layout; ``render(doc)`` paints any doc with the same layout key."""
+
+    def __init__(self, doc: DotDoc, layout_json: bytes) -> None:
+        try:
+            data = json.loads(layout_json)
+            self._build(doc, data)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise GraphvizError(f"could not read Graphviz's layout: {exc!r}") from None
+        self.key = doc.layout_key()
+
+    def _build(self, doc: DotDoc, data: dict) -> None:
+        llx, lly, urx, ury = (float(v) for v in data["bb"].split(","))
+        self.width, self.height = urx + 8, ury + 8
+        self.background = _static(data.get("_draw_", []))
+        self.legend = _static(data.get("_ldraw_", []))
+        index = {n.name: i for i, n in enumerate(doc.nodes())}
+        self.nodes: list[_NodeGeom | None] = [None] * len(index)
+        clusters: list[str] = []
+        names: dict[int, str] = {}
+        for obj in data.get("objects", []):
+            name = obj.get("name", "")
+            if "nodes" in obj or "bb" in obj or name.startswith("cluster"):
+                if name.startswith("cluster"):
+                    clusters.append(self._cluster(obj))
+                continue
+            names[obj["_gvid"]] = name
+            i = index.get(name)
+            if i is None:
+                continue
+            shapes = [s for s in map(_shape, obj.get("_draw_", [])) if s is not None]
+            self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", [])))
+        if any(g is None for g in self.nodes):
+            raise KeyError("a node is missing from the layout")
+        self.clusters = "".join(clusters)
+        edge_pos = {(e.tail, e.head): j for j, e in enumerate(doc.edges)}
+        self.edges: list[_EdgeGeom | None] = [None] * len(doc.edges)
+        for obj in data.get("edges", []):
+            j = edge_pos.get((names[obj["tail"]], names[obj["head"]]))
+            if j is None:
+                continue
+            line = [s[0] for s in map(_shape, obj.get("_draw_", [])) if s is not None]
+            head = [s[0] for s in map(_shape, obj.get("_hdraw_", [])) if s is not None]
+            head += [s[0] for s in map(_shape, obj.get("_tdraw_", [])) if s is not None]
+            self.edges[j] = _EdgeGeom(line, head, _texts(obj.get("_ldraw_", [])))
+
+    @staticmethod
+    def _cluster(obj: dict) -> str:
+        name = obj["name"]
+        body = _static(obj.get("_draw_", [])) + _static(obj.get("_ldraw_", []))
+        label = obj.get("label", name)
+        return (f'<g id="{xml_text(obj.get("id", name))}" class="cluster">\n'
+                f"<title>{xml_text(label)}</title>\n{body}</g>\n")
+
+    def render(self, doc: DotDoc, title: str = "") -> str:
+        """The SVG of ``doc`` (whose ``layout_key()`` must equal this template's)."""
+        w, h = _f(self.width), _f(self.height)
+        out = [
+            '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n',
+            f'<svg width="{w}pt" height="{h}pt" viewBox="0.00 0.00 {w} {h}" '
+            'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n',
+            f"<title>{xml_text(title or doc.title)}</title>\n",
+            f'<g id="graph0" class="graph" transform="translate(4 {_f(self.height - 4)})">\n',
+            self.background, self.clusters,
+        ]
+        for geom, e in zip(self.edges, doc.edges, strict=True):
+            if geom is None:
+                continue
+            stroke = e.style.svg_stroke
+            color = e.style.color
+            tail, head = xml_text(e.tail), xml_text(e.head)
+            out.append(f'<g id="e_{tail}_{head}" class="edge">\n<title>{tail}&#45;&gt;{head}'
+                       "</title>\n")
+            out.extend(f'{el} fill="none"{stroke}/>\n' for el in geom.line)
+            out.extend(f'{el} fill="{color}" stroke="{color}"/>\n' for el in geom.head)
+            texts = geom.texts
+            for k in range(0, len(texts), 2):
+                out.append(f'{texts[k]} fill="{color}"{texts[k + 1]}')
+            out.append("</g>\n")
+        for geom, n in zip(self.nodes, doc.nodes(), strict=True):
+            out.append(self._node(geom, n))  # type: ignore[arg-type]
+        out.append(self.legend)
+        out.append("</g>\n</svg>\n")
+        return "".join(out)
+
+    @staticmethod
+    def _node(geom: _NodeGeom, n: DotNode) -> str:
+        style = n.style
+        fill, stroke, font = style.svg_fill, style.svg_stroke, style.fontcolor
+        parts = [f'<g id="{n.name}" class="node">\n<title>{xml_text(n.tooltip)}</title>\n']
+        for el, closed in geom.shapes:
+            parts.append(f'{el} fill="{fill if closed else "none"}"{stroke}/>\n')
+        texts = geom.texts
+        for k in range(0, len(texts), 2):
+            parts.append(f'{texts[k]} fill="{font}"{texts[k + 1]}')
+        parts.append("</g>\n")
+        return "".join(parts)

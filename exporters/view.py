@@ -1,0 +1,364 @@
+"""What a drawing shows: a graph reduced to visible nodes, module clusters and edges.
+
+This is the part of ``to_dot`` that decides *what* is drawn; ``dot.py`` decides how it
+looks. Steps, in order: every node gets an owning module (ops their module path,
+parameters the module their qualified name lives in); identical sibling blocks are folded
+into the first one when asked; modules deeper than ``depth`` collapse into one node; a
+diff against another graph marks added and reshaped nodes and adds removed ones as ghosts.
+
+Everything is ordered by sequence number, never by hash or id, so the result (and the
+DOT text made from it) is the same for the same graph, byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dyngraph.graph import Graph, GraphNode, diff_graphs
+
+from .escape import sanitize_id
+from .fold import find_folds
+
+OP_KINDS = ("op", "backward")
+
+
+@dataclass(slots=True)
+class VNode:
+    """One drawn node. ``members`` are the graph nodes it stands for (one unless collapsed)."""
+
+    name: str
+    kind: str  # a GraphNode kind, "module" (collapsed) or "ghost" (removed since the diff)
+    lines: tuple[str, ...]
+    members: list[GraphNode]
+    cluster: str
+    seq: int
+    mark: str = ""  # "", "added", "reshaped", "changed", "removed"
+    old_shape: tuple[int, ...] | None = None
+    path: str = ""  # a collapsed module's path
+
+
+@dataclass(slots=True)
+class VCluster:
+    path: str
+    name: str
+    label: str
+    nodes: list[VNode] = field(default_factory=list)
+    children: list[VCluster] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class VEdge:
+    tail: str
+    head: str
+    label: str = ""
+    ghost: bool = False
+
+
+@dataclass(slots=True)
+class View:
+    root: VCluster
+    edges: list[VEdge]
+    nodes: list[VNode]
+
+
+_SHAPES: dict[tuple[int, ...], str] = {}
+
+
+def fmt_shape(shape: tuple[int, ...]) -> str:
+    """``(2, 3)``; a 1-d shape is ``(5,)`` as in Python, a scalar ``()``."""
+    text = _SHAPES.get(shape)
+    if text is None:
+        text = repr(tuple(int(d) for d in shape))
+        if len(_SHAPES) < 65536:
+            _SHAPES[shape] = text
+    return text
+
+
+def node_lines(node: GraphNode) -> tuple[str, ...]:
+    """The label of a graph node: what it is, then its shape and dtype."""
+    meta = f"{fmt_shape(node.shape)} {node.dtype}"
+    if node.kind == "op":
+        return (node.op, meta)
+    if node.kind == "backward":
+        return (node.op or node.grad_fn or "Backward", meta)
+    if node.kind == "accumulate":
+        return ("AccumulateGrad", node.name or "leaf", meta)
+    return (node.label, meta)
+
+
+class _Names:
+    """Unique, sanitised DOT names for module paths (``a.b`` and ``a_b`` must not clash)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self._by_path: dict[str, str] = {}
+        self._taken: set[str] = set()
+
+    def __call__(self, path: str) -> str:
+        name = self._by_path.get(path)
+        if name is None:
+            base = self.prefix + sanitize_id(path)
+            name, n = base, 1
+            while name in self._taken:
+                n += 1
+                name = f"{base}_{n}"
+            self._taken.add(name)
+            self._by_path[path] = name
+        return name
+
+
+def owners(graph: Graph) -> dict[int, str]:
+    """The module each node is drawn in: parameters join the module named in their name."""
+    modules = set(graph.modules())
+    out: dict[int, str] = {}
+    for node in graph.nodes.values():
+        if node.kind in OP_KINDS:
+            out[node.id] = node.module
+        else:
+            prefix = node.name.rpartition(".")[0] if node.name else ""
+            out[node.id] = prefix if prefix in modules else node.module
+    return out
+
+
+def _ancestor(path: str, depth: int) -> str:
+    """The first ``depth + 1`` components of a path (the module that collapses)."""
+    return ".".join(path.split(".")[: depth + 1])
+
+
+def _depth(path: str) -> int:
+    return path.count(".") + 1 if path else 0
+
+
+def build_view(
+    graph: Graph,
+    *,
+    depth: int | None = None,
+    fold_repeats: bool = False,
+    diff_against: Graph | None = None,
+    show_shapes: bool = False,
+    prefix: str = "n",
+    cluster_prefix: str = "cluster_",
+    cache: ViewCache | None = None,
+) -> View:
+    """Reduce ``graph`` to what will be drawn. ``prefix`` names nodes (``n12``).
+
+    With a ``cache``, a graph whose structure (everything but ids and values) was seen
+    before reuses that view's shape instead of working it out again.
+    """
+    ordered = sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+    diff = diff_graphs(diff_against, graph) if diff_against is not None else None
+    sig = None
+    if cache is not None and (diff is None or diff.unchanged):
+        options = (depth, fold_repeats, show_shapes, prefix, cluster_prefix)
+        sig = _signature(graph, ordered, options)
+        shape = cache.get(sig)
+        if shape is not None:
+            return shape.bind(ordered, prefix)
+    owner = owners(graph)
+    folds = find_folds(graph, ordered, owner) if fold_repeats else None
+    fold_of = folds.representative if folds else {}
+    cluster_names = _Names(cluster_prefix)
+    module_names = _Names("m" + ("_" if prefix == "n" else prefix + "_"))
+
+    marks: dict[int, str] = {}
+    old_shapes: dict[int, tuple[int, ...]] = {}
+    if diff is not None and diff_against is not None:
+        marks.update((i, "added") for i in diff.added)
+        for old_id, new_id in diff.reshaped:
+            marks[new_id] = "reshaped"
+            old_shapes[new_id] = diff_against.nodes[old_id].shape
+
+    visible: dict[int, VNode] = {}  # graph node id -> the VNode drawing it
+    vnodes: list[VNode] = []
+    collapsed: dict[str, VNode] = {}
+    for node in ordered:
+        rep = fold_of.get(node.id, node.id)
+        if rep != node.id:
+            continue  # drawn by its block's representative (mapped below)
+        path = owner[node.id]
+        if depth is not None and _depth(path) > depth:
+            top = _ancestor(path, depth)
+            v = collapsed.get(top)
+            if v is None:
+                v = VNode(module_names(top), "module", (), [], _ancestor(path, depth - 1)
+                          if depth > 0 else "", node.seq, path=top)
+                collapsed[top] = v
+                vnodes.append(v)
+            v.members.append(node)
+            if node.id in marks:
+                v.mark = "changed"
+        else:
+            v = VNode(f"{prefix}{node.id}", node.kind, node_lines(node), [node], path,
+                      node.seq, marks.get(node.id, ""), old_shapes.get(node.id))
+            vnodes.append(v)
+        visible[node.id] = v
+    if folds is not None:
+        for node_id in fold_of:
+            visible[node_id] = visible[folds.resolve(node_id)]
+    for v in collapsed.values():
+        v.lines = (_collapsed_label(v, folds.labels if folds else {}),)
+
+    edges: list[VEdge] = []
+    seen: set[tuple[str, str]] = set()
+    for e in graph.edges:
+        if folds is not None and folds.crosses(e.src, e.dst):
+            continue
+        t, h = visible[e.src].name, visible[e.dst].name
+        if t == h or (t, h) in seen:
+            continue
+        seen.add((t, h))
+        label = fmt_shape(graph.nodes[e.src].shape) if show_shapes else ""
+        edges.append(VEdge(t, h, label))
+
+    if diff is not None and diff_against is not None and diff.removed:
+        _add_ghosts(graph, diff_against, diff.removed, visible, vnodes, edges, seen,
+                    depth, collapsed, prefix, module_names)
+
+    root = _clusters(vnodes, cluster_names, folds.labels if folds else {})
+    view = View(root, edges, vnodes)
+    if sig is not None and cache is not None:
+        cache.put(sig, _Shape.capture(view, ordered))
+    return view
+
+
+def _signature(graph: Graph, ordered: list[GraphNode], options: tuple[object, ...]
+               ) -> tuple[object, ...]:
+    """Everything a view depends on except node ids and values."""
+    pos = {n.id: i for i, n in enumerate(ordered)}
+    nodes = tuple((n.kind, n.op, n.name, n.shape, n.dtype, n.module, n.file, n.line,
+                   n.function, n.grad_fn) for n in ordered)
+    return options, nodes, tuple((pos[e.src], pos[e.dst], e.index) for e in graph.edges)
+
+
+@dataclass(slots=True)
+class _Shape:
+    """A view with graph nodes replaced by their positions in seq order."""
+
+    # per VNode: (fixed name or "" for "prefix + id", kind, lines, cluster, path, positions)
+    vnodes: list[tuple[str, str, tuple[str, ...], str, str, list[int]]]
+    tree: tuple[object, ...]  # (path, name, label, [vnode index], [subtrees])
+    edges: list[tuple[int, int, str]]
+
+    @classmethod
+    def capture(cls, view: View, ordered: list[GraphNode]) -> _Shape:
+        pos = {n.id: i for i, n in enumerate(ordered)}
+        index = {v.name: i for i, v in enumerate(view.nodes)}
+        vnodes = [(v.name if v.path else "", v.kind, v.lines, v.cluster, v.path,
+                   [pos[m.id] for m in v.members]) for v in view.nodes]
+
+        def tree(c: VCluster) -> tuple[object, ...]:
+            return (c.path, c.name, c.label, [index[v.name] for v in c.nodes],
+                    [tree(child) for child in c.children])
+
+        edges = [(index[e.tail], index[e.head], e.label) for e in view.edges]
+        return cls(vnodes, tree(view.root), edges)
+
+    def bind(self, ordered: list[GraphNode], prefix: str) -> View:
+        """The view of another graph with this shape (its nodes in seq order)."""
+        vnodes = []
+        for name, kind, lines, cluster, path, positions in self.vnodes:
+            members = [ordered[p] for p in positions]
+            first = members[0]
+            vnodes.append(VNode(name or f"{prefix}{first.id}", kind, lines, members, cluster,
+                                first.seq, path=path))
+
+        def tree(t: tuple) -> VCluster:  # type: ignore[type-arg]
+            path, name, label, nodes, children = t
+            return VCluster(path, name, label, [vnodes[i] for i in nodes],
+                            [tree(child) for child in children])
+
+        edges = [VEdge(vnodes[t].name, vnodes[h].name, label) for t, h, label in self.edges]
+        return View(tree(self.tree), edges, vnodes)
+
+
+class ViewCache:
+    """The last few view shapes, by structure (pass one to ``to_dot`` calls in a loop)."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._entries: dict[tuple[object, ...], _Shape] = {}
+
+    def get(self, sig: tuple[object, ...]) -> _Shape | None:
+        shape = self._entries.pop(sig, None)
+        if shape is not None:
+            self._entries[sig] = shape  # most recently used last
+        return shape
+
+    def put(self, sig: tuple[object, ...], shape: _Shape) -> None:
+        self._entries[sig] = shape
+        while len(self._entries) > self.size:
+            del self._entries[next(iter(self._entries))]
+
+
+def _collapsed_label(v: VNode, fold_labels: dict[str, str]) -> str:
+    ops = sum(1 for m in v.members if m.kind in OP_KINDS)
+    what = f"×{ops} ops" if ops else f"×{len(v.members)} nodes"
+    if v.path in fold_labels:
+        return f"{fold_labels[v.path]} ({what} each)"
+    return f"{v.path} ({what})"
+
+
+def _add_ghosts(graph: Graph, old: Graph, removed: tuple[int, ...], visible: dict[int, VNode],
+                vnodes: list[VNode], edges: list[VEdge], seen: set[tuple[str, str]],
+                depth: int | None, collapsed: dict[str, VNode], prefix: str,
+                module_names: _Names) -> None:
+    """Draw nodes that ``old`` had and ``graph`` lacks, dashed, joined to their neighbours."""
+    new_by_key = {n.key: n.id for n in graph.nodes.values()}
+    old_owner = owners(old)
+    ghosts: dict[int, str] = {}
+    for old_id in sorted(removed, key=lambda i: (old.nodes[i].seq, i)):
+        node = old.nodes[old_id]
+        path = old_owner[old_id]
+        if depth is not None and _depth(path) > depth:
+            top = _ancestor(path, depth)
+            v = collapsed.get(top)
+            if v is None:  # the whole module is gone: one ghost for it
+                parent = _ancestor(path, depth - 1) if depth > 0 else ""
+                v = VNode("x" + module_names(top), "ghost", (), [], parent, node.seq,
+                          "removed", path=top)
+                collapsed[top] = v
+                vnodes.append(v)
+            elif v.kind != "ghost":
+                v.mark = "changed"
+            if v.kind == "ghost":
+                v.members.append(node)
+                v.lines = (f"{top} (×{len(v.members)} nodes)",)
+            ghosts[old_id] = v.name
+            continue
+        name = f"x{prefix}{old_id}" if prefix != "n" else f"x{old_id}"
+        v = VNode(name, "ghost", node_lines(node), [node], path, node.seq, "removed")
+        vnodes.append(v)
+        ghosts[old_id] = name
+    for e in old.edges:
+        if e.src not in ghosts and e.dst not in ghosts:
+            continue
+        ends = []
+        for end in (e.src, e.dst):
+            if end in ghosts:
+                ends.append(ghosts[end])
+            else:
+                match = new_by_key.get(old.nodes[end].key)
+                ends.append(visible[match].name if match in visible else "")
+        t, h = ends
+        if t and h and t != h and (t, h) not in seen:
+            seen.add((t, h))
+            edges.append(VEdge(t, h, "", ghost=True))
+
+
+def _clusters(vnodes: list[VNode], names: _Names, fold_labels: dict[str, str]) -> VCluster:
+    """Nest nodes into module clusters, in order of first appearance."""
+    root = VCluster("", "", "")
+    by_path: dict[str, VCluster] = {"": root}
+
+    def cluster(path: str) -> VCluster:
+        c = by_path.get(path)
+        if c is None:
+            parent = cluster(path.rpartition(".")[0])
+            c = VCluster(path, names(path), fold_labels.get(path, path))
+            parent.children.append(c)
+            by_path[path] = c
+        return c
+
+    for v in vnodes:
+        cluster(v.cluster).nodes.append(v)
+    return root
