@@ -162,7 +162,7 @@ def summarize(array: np.ndarray, mode: str = "full") -> Summary | None:
 
 def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summary:
     s, sampled = _flat(a, EXACT_LIMIT if size <= EXACT_LIMIT else CHEAP_SAMPLE)
-    n = sample_size = s.size
+    sample_size = s.size
     sq = float(_dot(s, s))
     nan = inf = 0
     if not _isfinite(sq):
@@ -170,7 +170,6 @@ def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summ
         if not s.size:
             return Summary(shape, dtype, None, None, None, None, None, nan, inf, (), sampled)
         sq = float(_dot(s, s))
-        n = s.size
     # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
     norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
     return Summary(shape, dtype, None, None, None, None, norm, nan, inf, (), sampled)
