@@ -260,7 +260,7 @@ def terminal_dot(view: ViewGraph) -> str:
     here and node names are ``n<creation index>`` / ``m<k>`` for collapsed modules.
     """
     depth = max((c.depth for c in view.clusters), default=0)
-    channel = 3 + min(max(depth - 1, 0), 2)  # rows between ranks: room for nested frames
+    channel = 4 if depth >= 2 else 3  # rows between ranks: room for nested frames
     box_rows = 1 if view.compact else 3
     head = [
         "digraph G {",

@@ -31,14 +31,24 @@ from . import raster
 _KINDS = ("op", "param", "leaf", "module", "backward", "accumulate")
 
 
-class GraphCanvas(ScrollView, can_focus=True):
-    """Draws a ``dyngraph.graph.Graph`` from a Graphviz layout; select nodes, fold modules."""
+class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
+    """Draws a ``dyngraph.graph.Graph`` from a Graphviz layout; select nodes, fold modules.
+
+    Plain ←/→ are left to the app (the debugger steps back/forward with them), so the
+    canvas pans sideways with h/l and shift+←/→; ↑/↓ and j/k pan vertically.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left,h", "pan(-4, 0)", "Pan left", show=False, id="graph_canvas.pan_left"),
-        Binding("right,l", "pan(4, 0)", "Pan right", show=False, id="graph_canvas.pan_right"),
-        Binding("up,k", "pan(0, -2)", "Pan up", show=False, id="graph_canvas.pan_up"),
-        Binding("down,j", "pan(0, 2)", "Pan down", show=False, id="graph_canvas.pan_down"),
+        Binding("h,shift+left", "pan(-4, 0)", "Pan left", show=False,
+                id="graph_canvas.pan_left"),
+        Binding("l,shift+right", "pan(4, 0)", "Pan right", show=False,
+                id="graph_canvas.pan_right"),
+        Binding("k,up", "pan(0, -2)", "Pan up", show=False, id="graph_canvas.pan_up"),
+        Binding("j,down", "pan(0, 2)", "Pan down", show=False, id="graph_canvas.pan_down"),
+        Binding("pageup", "page_up", "Page up", show=False, id="graph_canvas.page_up"),
+        Binding("pagedown", "page_down", "Page down", show=False, id="graph_canvas.page_down"),
+        Binding("home", "scroll_home", "Top", show=False, id="graph_canvas.top"),
+        Binding("end", "scroll_end", "Bottom", show=False, id="graph_canvas.bottom"),
         Binding("tab", "select_step(1)", "Next node", show=False, id="graph_canvas.next_node"),
         Binding("shift+tab", "select_step(-1)", "Previous node", show=False,
                 id="graph_canvas.previous_node"),
