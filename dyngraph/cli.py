@@ -78,13 +78,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
     p.add_argument("--diff", action="store_true", help="mark changes against the previous iteration")
     p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    # Not REMAINDER: options may follow SOURCE (`export run.dgtrace -o DIR`); a script's own
+    # arguments go after `--` (`export train.py -o DIR -- --epochs 3`).
+    p.add_argument("args", nargs="*", help="arguments passed to the script, after --")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args = None
+    if argv[:1] == ["export"] and "--" in argv:  # argparse cannot take positionals after -o
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    if script_args is not None:
+        args.args = script_args
     if args.command is None:
         parser.print_help()
         return 2

@@ -47,6 +47,7 @@ class IterationInfo:
     nodes: int  # nodes in the graph
     drawn: int = 0  # nodes drawn (after collapsing)
     depth: int | None = None  # the collapse depth used
+    collapsed: bool = False  # collapsed further than asked, to fit max_nodes or the budget
     layout_reused: bool = False
     added: int = 0
     removed: int = 0
@@ -215,6 +216,8 @@ def export_iterations(
         for done, pos in enumerate(chosen):
             item = items[pos]
             graph = item.get()
+            if not graph.nodes:  # e.g. the ops-less tail of a run after its last backward
+                continue
             prev = items[pos - 1].get() if diff and pos > 0 else None
             info = IterationInfo(item.index, item.key,
                                  pos == 0 or items[pos - 1].key != item.key, len(graph.nodes))
@@ -239,7 +242,7 @@ def export_iterations(
                     templates[template.key] = template
                     fallback[item.key] = d
                     result.layouts += 1
-            info.depth, info.drawn = d, len(doc.nodes())
+            info.depth, info.drawn, info.collapsed = d, len(doc.nodes()), d != depth
             if prev is not None:
                 change = graph.diff(prev)
                 info.added, info.removed = len(change.added), len(change.removed)

@@ -1,0 +1,124 @@
+"""``dyngraph export TRACE|SCRIPT -o DIR``: DOT/SVG of every iteration, and index.html.
+
+Given a script (``*.py``), it is first recorded headless by ``dyngraph record`` in a child
+process (its own interpreter, so a crash in the script cannot take the export down), into a
+temporary trace that is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from dyngraph.errors import UserError
+
+from .batch import FORMATS, ExportResult, export_iterations
+
+
+def parse_formats(text: str) -> tuple[str, ...]:
+    formats = tuple(dict.fromkeys(f.strip().lower() for f in text.split(",") if f.strip()))
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UserError(f"unknown --format {bad[0] if bad else text!r}: use dot, svg or dot,svg")
+    return formats
+
+
+def record_command(script: str, script_args: Sequence[str], output: str) -> list[str]:
+    """The command line that records ``script`` headless into ``output``."""
+    return [sys.executable, "-m", "dyngraph", "record", "--stats", "full", "-o", output,
+            script, *script_args]
+
+
+@contextmanager
+def recorded(script: Path, script_args: Sequence[str]) -> Iterator[Path]:
+    """Record ``script`` to a temporary trace file; yields its path, deletes it after."""
+    with tempfile.TemporaryDirectory(prefix="dyngraph-export-") as tmp:
+        trace = Path(tmp) / "run.dgtrace"
+        try:
+            proc = subprocess.run(record_command(str(script), script_args, str(trace)),
+                                  check=False)
+        except OSError as exc:
+            raise UserError(f"could not start the recorder: {exc}") from None
+        if not trace.exists() or trace.stat().st_size == 0:
+            raise UserError(f"recording {script} failed (exit status {proc.returncode}); "
+                            "nothing to export")
+        if proc.returncode != 0:
+            print(f"dyngraph export: {script.name} exited with status {proc.returncode}; "
+                  "exporting what it recorded", file=sys.stderr)
+        yield trace
+
+
+def _progress() -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
+    """A rich progress bar on a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress("exporting", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("export", total=None)
+    bar.start()
+
+    def update(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    return update, bar.stop
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Entry point of ``dyngraph export`` (see dyngraph/cli.py for the options)."""
+    source = Path(args.source)
+    if not source.is_file():
+        raise UserError(f"no such file: {source}")
+    formats = parse_formats(args.format)
+    script_args = list(getattr(args, "args", None) or [])
+    if script_args[:1] == ["--"]:
+        script_args = script_args[1:]
+    if source.suffix == ".py":
+        with recorded(source, script_args) as trace_path:
+            result = _export(trace_path, args, formats)
+    else:
+        if script_args:
+            raise UserError("arguments after the trace file are only for scripts")
+        result = _export(source, args, formats)
+    _report(result, formats)
+    return 0
+
+
+def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
+            ) -> ExportResult:
+    from dyngraph.trace import read_trace
+
+    trace = read_trace(trace_path)
+    update, stop = _progress()
+    try:
+        return export_iterations(
+            trace, args.output, formats=formats, iterations=args.iterations,
+            graph_kind=args.graph, depth=args.depth, diff=args.diff,
+            dot=args.dot or None, progress=update,
+        )
+    finally:
+        stop()
+
+
+def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
+    its = result.iterations
+    if not its:
+        print("dyngraph export: no iteration had a graph to export", file=sys.stderr)
+        return
+    for it in its:
+        if it.collapsed:
+            print(f"note: iteration {it.index} has {it.nodes} nodes; modules deeper than "
+                  f"{it.depth} were collapsed to keep the layout fast", file=sys.stderr)
+            break
+    layouts = f", {result.layouts} layout{'s' * (result.layouts != 1)}" if "svg" in formats \
+        else ""
+    where = os.path.join(str(result.out_dir), "index.html")
+    print(f"exported {len(its)} iteration{'s' * (len(its) != 1)}{layouts}: {where}")
