@@ -291,7 +291,7 @@ class FrameDecoder:
                 end = pos + hsize + length
                 if end > size:
                     break
-                payload = memoryview(buf)[pos + hsize:end]
+                payload = bytes(buf[pos + hsize:end])  # a copy: buf must stay resizable
                 crc = FRAME_HEADER.unpack_from(buf, pos)[4]
                 if zlib.crc32(payload) != crc:
                     raise TraceFileError(
@@ -300,7 +300,6 @@ class FrameDecoder:
                     out.append(decode_events_payload(payload))
                 else:
                     out.append(decode_message_payload(payload))
-                payload.release()
                 pos = end
         finally:
             del buf[:pos]
@@ -324,7 +323,9 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike[str], header: ev.Header,
                  batch: int = BATCH_EVENTS) -> None:
         self.path = os.fspath(path)
-        self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115
+        # Unbuffered: each frame reaches the OS whole at once, so a killed process leaves
+        # every frame it finished.
+        self._file: BinaryIO | None = open(self.path, "wb", buffering=0)  # noqa: SIM115
         self._pending: list[ev.Event] = []
         self._batch = batch
         self.events_written = 0
@@ -335,7 +336,9 @@ class TraceWriter:
     def _write_frame(self, events: Sequence[ev.Event]) -> None:
         assert self._file is not None
         data = encode_events(events)
-        self._file.write(data)
+        view = memoryview(data)
+        while view:  # a raw write may take only part of it
+            view = view[self._file.write(view) or 0:]
         self.events_written += len(events)
         self.bytes_written += len(data)
 
@@ -504,7 +507,7 @@ def iter_events(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iter
             chunk = f.read(chunk_size)
             if not chunk:
                 break
-            if first and len(chunk) >= 2 and chunk[:2] != MAGIC:
+            if decoder.offset == decoder.pending == 0 and chunk[:2] != MAGIC[:len(chunk)]:
                 raise _open_error(name, "not a dyngraph trace (unknown file signature)")
             try:
                 items = decoder.feed(chunk)
