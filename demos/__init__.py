@@ -26,7 +26,7 @@ DEMOS: dict[str, str] = {
     "gnn": "message-passing GNN over random molecule-like graphs of varying size",
     "transformer": "tiny character-level decoder-only Transformer on a built-in text, then samples",
     "rl_policy": "REINFORCE agent in a numpy gridworld: episode length (and graph) varies",
-    "nan_hunt": "a classifier with a log(softmax) bug that turns into NaN at a predictable step",
+    "nan_hunt": "runaway warm-up meets log(softmax): NaN at a predictable iteration and line",
 }
 
 
