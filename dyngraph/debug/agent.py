@@ -85,6 +85,7 @@ class Agent:
         self._leaf_grad: tuple[int, np.ndarray] | None = None
         self._ops: dict[int, ev.Op] = {}
         self._bad: set[int] = set()
+        self._bad_leaves: dict[int, str] = {}
         self._leaf_sq: dict[int, float] = {}
         self._leaf_names: dict[int, str] = {}
         self._seen_iteration = 0
@@ -123,7 +124,12 @@ class Agent:
         tracer.flush_iteration()
         if self._capture is not None:
             self._capture.drain()
-        self._queue.append(ev.RunEnd(tracer.next_seq(), tracer.iteration, status, reason))
+        # After the last IterationEnd the tracer already counts the next iteration; the end
+        # of the run belongs to the last one that had ops.
+        iteration = tracer.iteration
+        if self._seen_iteration < iteration:
+            iteration = max(1, iteration - 1)
+        self._queue.append(ev.RunEnd(tracer.next_seq(), iteration, status, reason))
         tracer.array_hook = None
         self._handle.remove()
         self._handle = None
@@ -192,6 +198,10 @@ class Agent:
         upstream = any(i in bad for i in e.inputs)
         bad.add(e.output)
         if upstream:
+            for i in e.inputs:  # a leaf that came in non-finite: report it at its first use
+                leaf = self._bad_leaves.pop(i, None)
+                if leaf is not None:
+                    return ("nan", f"{leaf}; first used by {describe_op(e)}")
             return None
         nan, inf = nonfinite_counts(value)
         return ("nan", f"first NaN/Inf: {describe_op(e)} produced {_counts(nan, inf)} "
@@ -247,8 +257,9 @@ class Agent:
         self._bad.add(e.tensor)
         what = f"{'parameter' if e.is_param else 'tensor'} {e.name or '#' + str(e.tensor)}"
         nan, inf = nonfinite_counts(value)
-        self._pause("nan", f"first NaN/Inf: {what} {tuple(e.shape)} holds {_counts(nan, inf)} "
-                           f"as it enters iteration {e.iteration}", e.seq)
+        # The op that uses it is announced next: stop there, where there is a line to show.
+        self._bad_leaves[e.tensor] = (f"first NaN/Inf: {what} {tuple(e.shape)} holds "
+                                      f"{_counts(nan, inf)} as it enters iteration {e.iteration}")
 
     def _on_backward_step(self, e: ev.BackwardStep) -> None:
         m = self._matcher
@@ -320,6 +331,7 @@ class Agent:
             self.store.new_iteration(e.iteration + 1)
         self._ops = {}
         self._bad = set()
+        self._bad_leaves = {}
         self._leaf_names = {}
 
     # -- descriptions ----------------------------------------------------------------------
