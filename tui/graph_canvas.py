@@ -125,6 +125,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._compact = False
         self._user: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
         self._want_layout = False
+        self._inflight: tuple[list[cl.Sig], bool, tuple[frozenset[str], frozenset[str]]] | None
+        self._inflight = None
         self._error: str | None = None
         self._token = 0
         self._styles: dict[object, Style] = {}
@@ -147,6 +149,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def on_graph_canvas__layout_done(self, message: _LayoutDone) -> None:
         message.stop()
+        if message.job.token == self._token:
+            self._inflight = None
         self._error = message.error
         self._match()
         self._flags.clear()
@@ -242,15 +246,45 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self.virtual_size = Size(0, 0)
 
     def _request_layout(self) -> None:
-        if not self._canon.sigs:
+        sigs = self._canon.sigs
+        if not sigs:
             return
         if self._worker is None or self._worker.busy:
+            inflight = self._inflight
+            if inflight is not None and inflight[1:] == (self._compact, self._user) and (
+                    cl.common_prefix(inflight[0], sigs) == len(sigs)):
+                return  # the layout being made covers this graph already
             self._want_layout = True  # picked up when the running layout reports back
             return
         self._want_layout = False
+        self._submit(list(sigs))
+
+    def _submit(self, sigs: list[cl.Sig]) -> None:
+        assert self._worker is not None
         self._token += 1
-        self._worker.submit(cl.Job(list(self._canon.sigs), self._compact, self._user,
-                                   auto=self.auto_collapse, token=self._token))
+        self._inflight = (sigs, self._compact, self._user)
+        self._worker.submit(cl.Job(sigs, self._compact, self._user, auto=self.auto_collapse,
+                                   token=self._token))
+
+    def prefetch(self, graph: Graph, *, mode: str = "forward") -> None:
+        """Lay out ``graph`` in the background, so that showing it or any graph it grows
+        from (the same iteration mid-way, or a later one shaped alike) needs no layout.
+
+        Replay knows each iteration's final graph before the user steps through it:
+
+        >>> canvas.prefetch(model.graph(index))     # doctest: +SKIP
+        """
+        shown = backward_graph(graph) if mode == "backward" else graph
+        canon = cl.Canonical()
+        canon.update(shown)
+        _, covered = self.cache.best(canon.sigs, self._compact, self._user)
+        if not canon.sigs or covered == len(canon.sigs) or self._worker is None:
+            return
+        mine = self._canon.sigs
+        if self._worker.busy and cl.common_prefix(canon.sigs, mine) < len(mine):
+            return  # unrelated to what is on screen: that layout goes first
+        self._want_layout = False
+        self._submit(canon.sigs)
 
     # -- drawing -------------------------------------------------------------------------
     def _style(self, key: object) -> Style:

@@ -235,3 +235,55 @@ def test_show_rejects_an_unknown_mode():
     else:
         raise AssertionError("show() accepted mode='sideways'")
 
+
+
+async def test_prefetch_lays_out_once_for_every_step_of_an_iteration():
+    first, second = traced_graphs(2)
+    order = sorted(second.nodes.values(), key=lambda n: n.seq)
+    app = Host()
+    async with app.run_test(size=(90, 40)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.prefetch(first)
+        deadline = time.monotonic() + 5
+        while not len(canvas.cache) and time.monotonic() < deadline:
+            await pilot.pause(0.02)
+        for k in range(1, len(order) + 1):  # replay stepping through the next iteration
+            partial = GraphBuilder().current
+            partial.nodes = {n.id: n for n in order[:k]}
+            partial.edges = [e for e in second.edges if e.dst in partial.nodes]
+            canvas.show(partial, current=order[k - 1].id)
+            assert canvas.status == ""
+        await pilot.pause()
+        assert app.layout.calls == 1
+        assert "sum scalar" in "\n".join(canvas.visible_lines())
+
+
+class Stepper(Host):
+    BINDINGS = [("left", "step(-1)"), ("right", "step(1)")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[int] = []
+
+    def action_step(self, by: int) -> None:
+        self.steps.append(by)
+
+
+async def test_plain_left_right_reach_the_app_and_hjkl_pan():
+    app = Stepper()
+    graph = chain(2)
+    for i in range(3, 30):  # wide: many leaves feeding one op
+        grow(graph, GraphNode(i, "leaf", name=f"leaf_number_{i}", shape=(2,), seq=i), [])
+    grow(graph, GraphNode(99, "op", op="stack", shape=(27, 2), seq=99), list(range(3, 30)))
+    async with app.run_test(size=(40, 8)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.show(graph)
+        canvas.focus()
+        await settle(pilot, canvas)
+        await pilot.press("left", "right")
+        assert app.steps == [-1, 1]
+        x, y = canvas.scroll_offset
+        await pilot.press("l", "j")
+        assert canvas.scroll_offset.x > x and canvas.scroll_offset.y > y
+        await pilot.press("h", "k")
+        assert canvas.scroll_offset == (x, y)
