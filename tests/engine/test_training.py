@@ -13,9 +13,13 @@ torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(autouse=True)
-def _seeded():
+def _seeded_single_thread():
     torch.manual_seed(0)  # torch draws the initial weights: keep the runs reproducible
     dg.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny ops: threads only oversubscribe the shared cores
+    yield
+    torch.set_num_threads(threads)
 
 
 def _same_init(ours, theirs):
