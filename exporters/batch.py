@@ -230,7 +230,7 @@ def export_iterations(
                 return build_dot(graph, depth=d, diff_against=prev, show_shapes=show_shapes,
                                  fold_repeats=fold_repeats, graph_kind=graph_kind,
                                  grad_scale=scale, diff_legend=diff, cache=views,
-                                 title=f"dyngraph iteration {number}, {graph_kind} graph")
+                                 title=f"dyngraph iteration {number}")
 
             doc = make(d)
             name = f"iter-{item.index:04d}"

@@ -29,6 +29,8 @@ from .escape import dot_lines, dot_multiline, dot_quote, html_text
 from .view import OP_KINDS, VCluster, VEdge, ViewCache, VNode, build_view, fmt_shape
 
 GRAPH_KINDS = ("forward", "backward", "both")
+_KIND_TITLES = {"forward": "forward graph", "backward": "backward graph",
+                "both": "forward and backward graphs"}
 FONT = "Helvetica"
 SHAPES = {"leaf": "ellipse", "module": "box3d"}
 _DASH = {"dashed": "5,2", "dotted": "1,5"}
@@ -103,6 +105,7 @@ class DotNode:
     layout: str  # DOT attributes that affect the layout: label, shape
     style: NodeStyle
     tooltip: str
+    lines: tuple[str, ...] = ()  # the label's lines, unescaped
 
 
 @dataclass(slots=True)
@@ -111,6 +114,7 @@ class DotEdge:
     head: str
     layout: str
     style: EdgeStyle
+    label: str = ""
 
 
 @dataclass(slots=True)
@@ -270,7 +274,7 @@ def build_dot(
                    or nonfinite):
         legend_text = _legend(grad_scale, diff_against is not None or diff_legend)
     if title is None:
-        title = f"dyngraph iteration {graph.iteration}, {graph_kind} graph"
+        title = f"dyngraph iteration {graph.iteration}, {_KIND_TITLES[graph_kind]}"
     return DotDoc(title, legend_text, root, edges)
 
 
@@ -314,7 +318,7 @@ def _cluster(vc: VCluster, scale: GradScale | None, name: str, label: str) -> Do
 
 def _edge(e: VEdge) -> DotEdge:
     layout = f"label={dot_quote(e.label)}" if e.label else ""
-    return DotEdge(e.tail, e.head, layout, EDGE_GHOST if e.ghost else EDGE_PLAIN)
+    return DotEdge(e.tail, e.head, layout, EDGE_GHOST if e.ghost else EDGE_PLAIN, e.label)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -325,7 +329,8 @@ def _layout_attrs(lines: tuple[str, ...], shape: str | None) -> str:
 def _node(v: VNode, scale: GradScale | None) -> DotNode:
     kind = v.members[0].kind if v.kind == "ghost" and v.members and not v.path else v.kind
     shape = "box3d" if v.path else SHAPES.get(kind)
-    return DotNode(v.name, _layout_attrs(v.lines, shape), _style(v, kind, scale), _tooltip(v))
+    return DotNode(v.name, _layout_attrs(v.lines, shape), _style(v, kind, scale), _tooltip(v),
+                   v.lines)
 
 
 _BASE_STYLE = {"param": "filled,bold", "accumulate": "filled,bold", "leaf": "filled",

@@ -13,10 +13,11 @@ Output follows Graphviz's own SVG (one ``<g class="node" id="n12">`` per node wi
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .dot import DotDoc, DotNode
-from .escape import xml_text
+from .escape import clean, xml_text
 from .render import GraphvizError
 
 _ANCHOR = {"l": "start", "c": "middle", "r": "end"}
@@ -88,19 +89,31 @@ class _Font:
         return True
 
 
-def _texts(ops: list[dict]) -> list[str]:
-    """Pairs of ``<text ...`` opening (paint left out) and ``>content</text>``."""
+def _texts(ops: list[dict], lines: Sequence[str] = ()) -> list[str]:
+    """Pairs of ``<text ...`` opening (paint left out) and ``>content</text>``.
+
+    The words come from ``lines`` (the label we wrote) when Graphviz drew one text per
+    line: graphviz-pure's JSON doubles the backslashes of the text it reports.
+    """
     out: list[str] = []
     font = _Font()
+    texts = [op for op in ops if op["op"] == "T"]
+    words = [clean(line) for line in lines] if len(lines) == len(texts) else \
+        [op["text"] for op in texts]
+    k = 0
     for op in ops:
         if not font.update(op) and op["op"] == "T":
             out.append(_text_open(op, font.size, font.face, font.weight))
-            out.append(f">{xml_text(op['text'])}</text>\n")
+            out.append(f">{xml_text(words[k])}</text>\n")
+            k += 1
     return out
 
 
-def _static(ops: list[dict]) -> str:
-    """Draw ops with the colours Graphviz chose (clusters, the legend)."""
+def _static(ops: list[dict], label: str | None = None) -> str:
+    """Draw ops with the colours Graphviz chose (clusters, the legend). ``label``: the
+    words of a one-text label (see ``_texts`` for why)."""
+    if label is not None and sum(1 for op in ops if op["op"] == "T") != 1:
+        label = None
     out: list[str] = []
     pen, fill, opacity, width = "black", "none", "", ""
     font = _Font()
@@ -117,7 +130,7 @@ def _static(ops: list[dict]) -> str:
             if style.startswith("setlinewidth("):
                 width = f' stroke-width="{style[13:-1]}"'
         elif kind == "T":
-            text = xml_text(op["text"])
+            text = xml_text(clean(label) if label is not None else op["text"])
             out.append(f'{_text_open(op, font.size, font.face, font.weight)} fill="{pen}">'
                        f"{text}</text>\n")
         else:
@@ -159,7 +172,14 @@ class SvgTemplate:
         self.width, self.height = urx + 8, ury + 8
         self.background = _static(data.get("_draw_", []))
         self.legend = _static(data.get("_ldraw_", []))
-        index = {n.name: i for i, n in enumerate(doc.nodes())}
+        nodes = doc.nodes()
+        index = {n.name: i for i, n in enumerate(nodes)}
+        cluster_labels = {}
+        stack = [doc.root]
+        while stack:
+            c = stack.pop()
+            cluster_labels[c.name] = c.label
+            stack.extend(c.children)
         self.nodes: list[_NodeGeom | None] = [None] * len(index)
         clusters: list[str] = []
         names: dict[int, str] = {}
@@ -167,14 +187,14 @@ class SvgTemplate:
             name = obj.get("name", "")
             if "nodes" in obj or "bb" in obj or name.startswith("cluster"):
                 if name.startswith("cluster"):
-                    clusters.append(self._cluster(obj))
+                    clusters.append(self._cluster(obj, cluster_labels.get(name)))
                 continue
             names[obj["_gvid"]] = name
             i = index.get(name)
             if i is None:
                 continue
             shapes = [s for s in map(_shape, obj.get("_draw_", [])) if s is not None]
-            self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", [])))
+            self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", []), nodes[i].lines))
         if any(g is None for g in self.nodes):
             raise KeyError("a node is missing from the layout")
         self.clusters = "".join(clusters)
@@ -187,13 +207,15 @@ class SvgTemplate:
             line = [s[0] for s in map(_shape, obj.get("_draw_", [])) if s is not None]
             head = [s[0] for s in map(_shape, obj.get("_hdraw_", [])) if s is not None]
             head += [s[0] for s in map(_shape, obj.get("_tdraw_", [])) if s is not None]
-            self.edges[j] = _EdgeGeom(line, head, _texts(obj.get("_ldraw_", [])))
+            label = doc.edges[j].label
+            self.edges[j] = _EdgeGeom(line, head, _texts(obj.get("_ldraw_", []),
+                                                         (label,) if label else ()))
 
     @staticmethod
-    def _cluster(obj: dict) -> str:
+    def _cluster(obj: dict, label: str | None) -> str:
         name = obj["name"]
-        body = _static(obj.get("_draw_", [])) + _static(obj.get("_ldraw_", []))
-        label = obj.get("label", name)
+        body = _static(obj.get("_draw_", [])) + _static(obj.get("_ldraw_", []), label)
+        label = label if label is not None else obj.get("label", name)
         return (f'<g id="{xml_text(obj.get("id", name))}" class="cluster">\n'
                 f"<title>{xml_text(label)}</title>\n{body}</g>\n")
 
