@@ -67,7 +67,7 @@ def main(steps: int = 80, seed: int = 0) -> list[float]:
         optimizer.step()
         losses.append(loss.item())
         first_failure = not np.isfinite(losses[-1]) and all(np.isfinite(losses[:-1]))
-        if step % 5 == 0 or first_failure:
+        if step == 1 or step % 5 == 0 or first_failure:
             print(f"step {step:4d}  lr {optimizer.param_groups[0]['lr']:8.3f}  "
                   f"loss {losses[-1]:.4f}")
     return losses
