@@ -128,6 +128,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._inflight: tuple[list[cl.Sig], bool, tuple[frozenset[str], frozenset[str]]] | None
         self._inflight = None
         self._error: str | None = None
+        self._status: tuple[object, str] = (None, "")
         self._token = 0
         self._styles: dict[object, Style] = {}
         self._flags: dict[int, bool] = {}
@@ -191,14 +192,19 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     @property
     def status(self) -> str:
         """One line about what is not drawn yet (pending layout, failure), or ''."""
-        if self._error:
-            return f"layout failed: {self._error}"
+        key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph))
+        if self._status[0] == key:
+            return self._status[1]
+        text = ""
         missing = len(self._canon.sigs) - self._upto
-        if missing <= 0:
-            return ""
-        new = [cl.node_label(s, False) for s in self._canon.sigs[self._upto:self._upto + 4]]
-        more = "…" if missing > 4 else ""
-        return f"laying out… +{missing} node{'s' * (missing != 1)}: {', '.join(new)}{more}"
+        if self._error:
+            text = f"layout failed: {self._error}"
+        elif missing > 0:
+            new = [cl.node_label(s, False) for s in self._canon.sigs[self._upto:self._upto + 4]]
+            more = "…" if missing > 4 else ""
+            text = f"laying out… +{missing} node{'s' * (missing != 1)}: {', '.join(new)}{more}"
+        self._status = (key, text)
+        return text
 
     @property
     def scene(self) -> raster.Scene | None:
