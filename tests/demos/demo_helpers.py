@@ -24,32 +24,19 @@ class Recording:
 
 
 def record(name: str, steps: int, stats: str = "none", **kwargs) -> Recording:
-    """Run demo ``name`` for ``steps`` under tracing; one entry per iteration with backward.
+    """Run demo ``name`` for ``steps`` under ``dyngraph.trace()``.
 
-    Uses ``dyngraph.trace()`` when it exists, else the tracer's subscribe + build_graphs
-    (the same events, fewer conveniences).
+    Keeps one entry per iteration that ran backward (a demo may run ops afterwards, such
+    as the transformer's sampling, which form an iteration of their own).
     """
     main = load_main(name)
-    if hasattr(dyngraph, "trace"):
-        with dyngraph.trace(stats=stats) as trace:
-            losses = main(steps, **kwargs)
-        graphs = [it.graph for it in trace.iterations]
-        events = list(trace.events)
-    else:  # pragma: no cover - only until dyngraph.trace() lands
-        from dyngraph.graph import build_graphs
-        from dyngraph.tracing import subscribe, tracer
-
-        events = []
-        with subscribe(events.append, stats=stats):
-            losses = main(steps, **kwargs)
-            tracer.flush_iteration()
-        graphs = list(build_graphs(events))
-    # Only iterations that ran backward: a demo may run ops afterwards (sampling).
-    graphs = [g for g in graphs if g.backward_order][:steps]
+    with dyngraph.trace(stats=stats) as trace:
+        losses = main(steps, **kwargs)
+    trained = [it for it in trace.iterations if it.graph.backward_order][:steps]
     return Recording(
         losses=list(losses),
-        keys=[g.structure_key for g in graphs],
-        op_counts=[sum(1 for n in g.nodes.values() if n.kind == "op") for g in graphs],
-        events=events,
+        keys=[it.structure_key for it in trained],
+        op_counts=[sum(1 for n in it.graph.nodes.values() if n.kind == "op") for it in trained],
+        events=list(trace.events),
     )
 
