@@ -281,6 +281,7 @@ class Matcher:
     node_norm: list[Breakpoint] = field(default_factory=list)
     global_norm: list[Breakpoint] = field(default_factory=list)
     conditions: dict[Breakpoint, Condition] = field(default_factory=dict)
+    checks_ops: bool = False  # any op, module or line breakpoint (read once per op)
     # Per-string caches: a run has few distinct op names, module paths and files.
     _op_cache: dict[str, list[Breakpoint]] = field(default_factory=dict)
     _module_cache: dict[str, list[Breakpoint]] = field(default_factory=dict)
@@ -307,11 +308,8 @@ class Matcher:
                 m.nan = m.nan or bp
             elif bp.kind == "grad_norm":
                 (m.global_norm if bp.scope == "global" else m.node_norm).append(bp)
+        m.checks_ops = bool(m.op_exact or m.op_globs or m.modules or m.lines)
         return m
-
-    @property
-    def checks_ops(self) -> bool:
-        return bool(self.op_exact or self.op_globs or self.modules or self.lines)
 
     @property
     def node_threshold(self) -> float:

@@ -1,0 +1,165 @@
+"""Debug runtime speed: breakpoints that never hit vs ``dyngraph record``; event throughput.
+
+    OPENBLAS_NUM_THREADS=1 python bench/runtime.py [--repeat 3]
+
+Prints, measured side by side in one run (medians of ``--repeat`` alternating runs):
+
+1. wall time of ``dyngraph record`` of a training script, and of a headless debug session
+   over the same script with one breakpoint of every kind set, none of which ever hits
+   (ratio session / record; the target is <= 1.1);
+2. the rate at which events reach the parent (``Session.poll``) from a script that does
+   nothing but small ops (target >= 100,000 events/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from dyngraph import events as ev  # noqa: E402
+from dyngraph.debug import Breakpoint, Session  # noqa: E402
+
+TRAIN = textwrap.dedent('''
+    """An MLP trained for a few hundred steps: the shape of a real (small) training run."""
+    import numpy as np
+    import dyngraph as torch
+    from dyngraph import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
+                          nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(32, 64)
+    y = torch.tensor(np.arange(32) % 10)
+    for step in range({steps}):
+        opt.zero_grad()
+        h = model(x)
+        h = h * 1.0 + 0.0
+        h = h.tanh()
+        loss = nn.functional.cross_entropy(h, y)
+        loss.backward()
+        opt.step()
+''')
+
+CHAIN = textwrap.dedent('''
+    """Nothing but small ops: the event rate is all there is to measure."""
+    import dyngraph as torch
+
+    x = torch.ones(4)
+    for i in range({ops} // 2):
+        x = x * 1.0
+        x = x + 0.0
+''')
+
+
+def never_hit(script: str) -> list[Breakpoint]:
+    """One breakpoint of each kind, placed so that none ever hits."""
+    return [
+        Breakpoint.op("conv2d"),
+        Breakpoint.module("decoder.*"),
+        Breakpoint.at_line(script, 10_000),
+        Breakpoint.at_iteration(10**9),
+        Breakpoint.nan(),
+        Breakpoint.grad_norm(1e30),
+        Breakpoint.grad_norm(1e30, scope="global"),
+        Breakpoint.op("matmul", condition="max > 1e30"),
+    ]
+
+
+def time_record(script: str, out: str) -> float:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dyngraph", "record", "-o", out, script],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"record failed: {done.stderr.decode()}")
+    return elapsed
+
+
+def time_session(script: str, breakpoints: list[Breakpoint], **options: object
+                 ) -> tuple[float, int]:
+    start = time.perf_counter()
+    session = Session.start(script, breakpoints=breakpoints, pause_at_start=False,
+                            **options)  # type: ignore[arg-type]
+    n = 0
+    try:
+        while not session.state.finished:
+            events = session.poll(0.05)
+            n += len(events)
+            if session.state.paused:
+                raise SystemExit(f"a breakpoint hit: {session.state.description}")
+        n += len(session.poll())
+    finally:
+        session.close()
+    return time.perf_counter() - start, n
+
+
+def throughput(script: str) -> tuple[float, int]:
+    """Events per second as seen by the parent, first to last event."""
+    session = Session.start(script, stats="none", pause_at_start=False, keep_values=False)
+    first = last = 0.0
+    n = 0
+    try:
+        while True:
+            events = session.poll(0.05)
+            if events:
+                now = time.perf_counter()
+                first = first or now
+                last = now
+                n += len(events)
+            if session.state.finished:
+                n += len(session.poll())
+                break
+    finally:
+        session.close()
+    return n / max(last - first, 1e-9), n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--ops", type=int, default=300_000)
+    ns = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="dyngraph-bench-"))
+    train = tmp / "train.py"
+    train.write_text(TRAIN.format(steps=ns.steps))
+    chain = tmp / "chain.py"
+    chain.write_text(CHAIN.format(ops=ns.ops))
+    out = str(tmp / "run.dgtrace")
+    bps = never_hit(str(train))
+
+    rows: dict[str, list[float]] = {"record": [], "session": [], "session+values": []}
+    events = 0
+    for _ in range(ns.repeat):
+        rows["record"].append(time_record(str(train), out))
+        t, events = time_session(str(train), bps, stats="cheap", keep_values=False)
+        rows["session"].append(t)
+        rows["session+values"].append(time_session(str(train), bps, stats="cheap")[0])
+    record = statistics.median(rows["record"])
+    print(f"training script: {ns.steps} steps, {events:,} events per run, "
+          f"median of {ns.repeat}")
+    print(f"  dyngraph record                               {record:7.3f} s")
+    for name, label in (("session", "session, 8 breakpoints never hit"),
+                        ("session+values", "  ... and keeping values (debug default)")):
+        t = statistics.median(rows[name])
+        print(f"  {label:<45} {t:7.3f} s   ratio {t / record:.3f}")
+
+    rates = [throughput(str(chain)) for _ in range(ns.repeat)]
+    rate = statistics.median(r for r, _ in rates)
+    print(f"event throughput to the parent: {rate:,.0f} events/s "
+          f"({rates[0][1]:,} events per run, stats=none)")
+
+
+if __name__ == "__main__":
+    _ = ev  # the events module is what the session yields; imported for readers
+    main()
