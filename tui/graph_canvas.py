@@ -241,7 +241,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _match(self) -> None:
         sigs = self._canon.sigs
-        entry, n = self.cache.best(sigs, self._compact, self._user)
+        entry, n = self.cache.best(sigs, self._compact, self._user) if sigs else (None, 0)
         if entry is not self._entry:
             self._adjacency = None
         self._entry, self._upto = entry, n

@@ -287,3 +287,15 @@ async def test_plain_left_right_reach_the_app_and_hjkl_pan():
         assert canvas.scroll_offset.x > x and canvas.scroll_offset.y > y
         await pilot.press("h", "k")
         assert canvas.scroll_offset == (x, y)
+
+
+async def test_an_empty_graph_says_so():
+    app = Host()
+    async with app.run_test(size=(40, 10)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.show(chain(2))
+        await settle(pilot, canvas)
+        canvas.show(GraphBuilder().current)
+        await pilot.pause()
+        assert canvas.visible_lines()[0].startswith("(empty graph)")
+        assert canvas.box_of(1) is None
