@@ -67,7 +67,7 @@ class BreakpointsDialog(ModalScreen[bool]):
         if not items:
             options.add_option(Option("no breakpoints yet", id="none", disabled=True))
         for bp_id, spec in items:
-            options.add_option(Option(f"#{bp_id}  {spec.kind:<10} {spec}",
+            options.add_option(Option(f"#{bp_id}  {spec.kind:<10} {_describe(spec)}",
                                       id=str(bp_id)))
 
     @on(Select.Changed, "#bp-kind")
@@ -113,3 +113,9 @@ class BreakpointsDialog(ModalScreen[bool]):
 
     def action_close(self) -> None:
         self.dismiss(self.changed)
+
+
+def _describe(bp) -> str:
+    if bp.kind == "nan":
+        return "first NaN/Inf in any value or gradient"
+    return str(bp)

@@ -37,7 +37,9 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> Text:
     if not finite:
         return text.append("·" * len(values), "dim")
     lo, hi = math.log10(min(finite)), math.log10(max(finite))
-    span = hi - lo or 1.0
+    if hi - lo < 1e-9:  # all the same: a flat line in the middle, not the floor
+        lo, hi = lo - 1.0, hi + 1.0
+    span = hi - lo
     for v in values:
         if v is None:
             text.append(" ")
@@ -88,7 +90,8 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
         return Text("no node selected\n\nstep with n, or pick a node in the graph or timeline",
                     "dim")
     title = Text(node.label, "bold")
-    title.append(f"  {node.kind}", "dim")
+    if node.kind != node.label:
+        title.append(f"  {node.kind}", "dim")
     if node.grad_fn:
         title.append(f"  {node.grad_fn}", "magenta")
     table = Table.grid(padding=(0, 1))

@@ -71,7 +71,13 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
             self.cursor_row = row
         if scroll and row >= 0:
             self.scroll_to_row(row)
+            # Right after set_rows the scroll limits may not know the new size yet.
+            self.call_after_refresh(self._keep_in_view, row)
         self.refresh()
+
+    def _keep_in_view(self, row: int) -> None:
+        if row == self.mark_row:
+            self.scroll_to_row(row)
 
     def scroll_to_row(self, row: int) -> None:
         height = max(self.scrollable_content_region.height, 1)

@@ -25,16 +25,11 @@ def status_text(*, status: str, reason: str, description: str, event: ev.Event |
     label = status.upper()
     text.append(f" {label} ", STATUS_STYLE.get(status, "reverse"))
     text.append(" ")
+    # Short facts first, the (possibly long) description last: a narrow terminal cuts it.
     if status == "paused" and reason:
         text.append(reason, "bold yellow")
-        if description:
-            text.append(f" {description}")
-    elif status == "finished":
-        text.append(description or "the run is over", "bold")
-    elif status == "running":
-        text.append("c: running until a breakpoint · n: stop at the next op", "dim")
     if event is not None:
-        what = getattr(event, "op", "") or getattr(event, "grad_fn", "") or event.kind
+        what = getattr(event, "op", "") or event.kind
         if isinstance(event, ev.BackwardStep):
             what = event.grad_fn
         text.append("  │ ", "dim").append(what, "bold")
@@ -44,8 +39,9 @@ def status_text(*, status: str, reason: str, description: str, event: ev.Event |
         text.append("  │ ", "dim").append(f"iter {iteration}/{iterations}")
         text.append("  │ ", "dim").append(f"seq {event.seq}")
     if behind:
-        text.append("  │ ", "dim").append(f"history: {behind} events behind the script",
-                                            "bold magenta")
+        text.append("  │ ", "dim").append(
+            f"history: {behind} event{'s' * (behind != 1)} before the script's position",
+            "bold magenta")
     text.append("  │ ", "dim").append("live" if live else "replay", "dim")
     if mode == "backward":
         text.append(" · backward graph", "magenta")
@@ -53,6 +49,13 @@ def status_text(*, status: str, reason: str, description: str, event: ev.Event |
         text.append(f" · {breakpoints} bp", "red")
     if nan_break:
         text.append(" · break on NaN", "red")
+    if status == "paused" and description:
+        text.append("  │ ", "dim").append(description)
+    elif status == "finished":
+        text.append("  │ ", "dim").append(description or "the run is over", "bold")
+    elif status == "running":
+        text.append("  │ ", "dim").append("running until a breakpoint · n: stop at the next op",
+                                            "dim")
     return text
 
 

@@ -6,13 +6,13 @@ import os
 
 import pytest
 from conftest import SCRIPTS, TINY, wait_for
-
-from dyngraph import events as ev
 from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.model import Model
 from dyngraph.tui.source_view import SourceView
 from dyngraph.tui.sources import LiveSource
 from dyngraph.tui.status_line import StatusLine
+
+from dyngraph import events as ev
 
 SIZE = (160, 45)
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 from conftest import wait_for
-
-from dyngraph import events as ev
 from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.model import Model
 from dyngraph.tui.source_view import SourceView
 from dyngraph.tui.sources import ReplaySource
 from dyngraph.tui.status_line import StatusLine
 from dyngraph.tui.timeline import Timeline
+
+from dyngraph import events as ev
 
 SIZE = (160, 45)
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import math
 
 from conftest import FakeTrace
-
-from dyngraph import events as ev
-from dyngraph.debug import Breakpoint
 from dyngraph.tui import messages as msg
 from dyngraph.tui.breakpoints import condition_holds, from_dialog, history_hit
 from dyngraph.tui.inspector import sparkline
 from dyngraph.tui.model import Model
 from dyngraph.tui.sources import ReplaySource
 from dyngraph.tui.status_line import status_text
+
+from dyngraph import events as ev
+from dyngraph.debug import Breakpoint
 
 
 def replay(events) -> ReplaySource:

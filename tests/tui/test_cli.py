@@ -1,0 +1,35 @@
+"""``dyngraph debug`` / ``view`` / ``demo``: listing, and one-line errors for bad input."""
+
+from __future__ import annotations
+
+from dyngraph import demos
+from dyngraph.cli import main
+
+
+def test_demo_list_prints_every_demo_with_its_description(capsys):
+    assert main(["demo", "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(demos.DEMOS)
+    for line, (name, description) in zip(out, demos.DEMOS.items(), strict=True):
+        assert line.startswith(name) and line.endswith(description)
+
+
+def one_line_error(capsys, argv: list[str], *words: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    for word in words:
+        assert word in err
+
+
+def test_bad_input_is_one_line(capsys, tmp_path):
+    one_line_error(capsys, ["demo", "no_such_demo"], "no_such_demo", "mlp")
+    one_line_error(capsys, ["debug", str(tmp_path / "missing.py")], "missing.py")
+    one_line_error(capsys, ["debug", str(tmp_path)], "directory")
+    one_line_error(capsys, ["view", str(tmp_path / "missing.dgtrace")], "missing.dgtrace")
+    garbage = tmp_path / "garbage.dgtrace"
+    garbage.write_bytes(b"this is not a trace file at all\n" * 10)
+    one_line_error(capsys, ["view", str(garbage)], "garbage.dgtrace")
+    bad = tmp_path / "bad.py"
+    bad.write_text("def broken(:\n")
+    one_line_error(capsys, ["debug", str(bad)], "bad.py")

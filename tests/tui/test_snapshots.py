@@ -1,0 +1,97 @@
+"""Snapshot tests of the debugger's screens (pytest-textual-snapshot; SVGs in __snapshots__).
+
+The app replays a trace recorded in a fresh interpreter, so tensor ids are stable; every
+snapshot waits for the graph layout and the gradient-norm history before the screenshot.
+Update after an intended change with ``pytest tests/tui/test_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import wait_for
+from dyngraph.tui.app import DebuggerApp
+from dyngraph.tui.inspector import Inspector
+from dyngraph.tui.model import Model
+from dyngraph.tui.sources import ReplaySource
+from textual.app import App, ComposeResult
+from textual.widgets import Input
+
+import dyngraph
+from dyngraph.debug import Breakpoint
+
+pytest.importorskip("pytest_textual_snapshot")
+SIZE = (160, 45)
+
+
+def replay_app(path) -> DebuggerApp:
+    return DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
+
+
+async def settle(pilot) -> None:
+    """Wait for the layout worker and the norms thread; stop cursors blinking."""
+    app = pilot.app
+    canvas = app.query_one("#graph")
+    await wait_for(pilot, lambda: not getattr(canvas, "status", ""), timeout=30)
+    await wait_for(pilot, lambda: all(app.model.has_norms(i.index)
+                                      for i in app.model.iterations if i.complete), timeout=10)
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
+    await pilot.pause()
+
+
+def test_main_screen(snap_compare, nan_trace_path):
+    async def run_before(pilot) -> None:
+        await pilot.press("f")  # the whole forward graph of iteration 1, backward next
+        await settle(pilot)
+
+    assert snap_compare(replay_app(nan_trace_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_breakpoints_dialog(snap_compare, nan_trace_path):
+    app = replay_app(nan_trace_path)
+    app.source.add_breakpoint(Breakpoint.nan())
+    app.source.add_breakpoint(Breakpoint.op("matmul", "max > 10"))
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("B")
+        await pilot.pause()
+        await settle(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class InspectorApp(App):
+    """The inspector alone, on a parameter after backward in the NaN run's iteration 3."""
+
+    def __init__(self, path) -> None:
+        super().__init__()
+        self.model = Model()
+        self.model.ingest(dyngraph.read_trace(path).events)
+
+    def compose(self) -> ComposeResult:
+        yield Inspector(id="inspector")
+
+    def on_mount(self) -> None:
+        graph = self.model.graph(3)
+        node = next(n for n in graph.nodes.values() if n.kind == "leaf" and n.grad is not None)
+        inputs = [f"{graph.nodes[i].label} t{i}" for i in graph.inputs_of(node.id)]
+        self.query_one(Inspector).show(node, self.model.grad_history(node), inputs)
+
+
+class OpInspectorApp(InspectorApp):
+    """The inspector on the NaN-producing op."""
+
+    def on_mount(self) -> None:
+        graph = self.model.graph(2)
+        node = next(n for n in graph.nodes.values() if n.op == "log")
+        inputs = [f"{graph.nodes[i].label} t{i}" for i in graph.inputs_of(node.id)]
+        self.query_one(Inspector).show(node, self.model.grad_history(node), inputs)
+
+
+def test_inspector_on_a_parameter(snap_compare, nan_trace_path):
+    assert snap_compare(InspectorApp(nan_trace_path), terminal_size=(90, 20))
+
+
+def test_inspector_on_a_nan_op(snap_compare, nan_trace_path):
+    assert snap_compare(OpInspectorApp(nan_trace_path), terminal_size=(90, 20))
