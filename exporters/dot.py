@@ -408,7 +408,7 @@ def _static_tooltip(kind: str, op: str, label: str, name: str, shape: tuple[int,
                     grad_fn: str) -> str:
     """The lines of a node's tooltip that do not change from one iteration to the next."""
     lines = [op if kind in OP_KINDS else label]
-    if kind == "accumulate":
+    if kind == "accumulate" and name:
         lines.append(f"accumulates into: {name}")
     lines.append(f"shape: {fmt_shape(shape)} {dtype}")
     if module:

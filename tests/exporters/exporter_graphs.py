@@ -68,10 +68,11 @@ class GraphMaker:
 
 
 def mlp(iteration: int = 1, first_id: int = 1, *, hidden: int = 4, grads: bool = True,
-        extra: bool = False) -> Graph:
+        extra: bool = False, grad_scale: float = 1.0) -> Graph:
     """x -> enc.0 (linear) -> enc.1 (relu) -> head (linear) -> sum; params named per module."""
     g = GraphMaker(iteration, first_id)
-    gr = (lambda v: v) if grads else (lambda v: None)
+    g.graph._structure_key = f"mlp-{hidden}-{extra}"
+    gr = (lambda v: v * grad_scale) if grads else (lambda v: None)
     x = g.leaf("x", (2, 3))
     w = g.leaf("enc.0.weight", (hidden, 3), param=True, grad=gr(0.02))
     b = g.leaf("enc.0.bias", (hidden,), param=True, grad=gr(0.3))
@@ -88,6 +89,7 @@ def mlp(iteration: int = 1, first_id: int = 1, *, hidden: int = 4, grads: bool =
 def stack(layers: int = 3, iteration: int = 1, first_id: int = 1) -> Graph:
     """encoder.layers.{i} (attn: matmul+softmax, mlp: linear+relu) x layers, then a loss."""
     g = GraphMaker(iteration, first_id)
+    g.graph._structure_key = f"stack-{layers}"
     h = g.leaf("x", (4, 8))
     for i in range(layers):
         m = f"encoder.layers.{i}"

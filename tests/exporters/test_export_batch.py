@@ -1,0 +1,176 @@
+"""Per-iteration export: files, layout reuse, selection, diff, budgets, failures."""
+
+from __future__ import annotations
+
+import json
+import re
+import stat
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from exporter_graphs import mlp, stack
+
+import dyngraph
+from dyngraph.errors import UserError
+from dyngraph.exporters import GradScale, GraphvizError, export_iterations, find_dot, to_dot
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture(autouse=True)
+def no_system_dot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DYNGRAPH_DOT", raising=False)
+
+
+def four() -> list:
+    """Iterations 1, 2 and 4 share a structure; 3 has one more op."""
+    return [mlp(1, 1), mlp(2, 100, grad_scale=100.0), mlp(3, 200, extra=True), mlp(4, 300)]
+
+
+def nodes_of(svg_path: Path) -> dict[str, ET.Element]:
+    root = ET.parse(svg_path).getroot()
+    return {g.get("id"): g for g in root.iter(f"{SVG}g") if g.get("class") == "node"}
+
+
+def fill_of(node: ET.Element) -> str:
+    return next(e.get("fill") for e in node if e.tag in (f"{SVG}path", f"{SVG}polygon",
+                                                            f"{SVG}ellipse"))
+
+
+def test_writes_every_iteration_and_reuses_layouts(tmp_path: Path) -> None:
+    graphs = four()
+    result = export_iterations(graphs, tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["index.html"] + [f"iter-000{i}.{ext}" for i in range(1, 5)
+                                      for ext in ("dot", "svg")]
+    assert result.layouts == 2
+    assert [it.layout_reused for it in result.iterations] == [False, True, False, True]
+    assert [it.changed for it in result.iterations] == [True, False, True, True]
+    for it, graph in zip(result.iterations, graphs, strict=True):
+        nodes = nodes_of(tmp_path / f"iter-{it.index:04d}.svg")
+        assert set(nodes) == {f"n{i}" for i in graph.nodes}
+        title = nodes[f"n{max(graph.nodes)}"].find(f"{SVG}title").text
+        assert title.startswith("sum\nshape: () float32\nat: train.py:14")
+    # Same layout, own colours: iteration 2's gradients are 100x larger.
+    one, two = nodes_of(tmp_path / "iter-0001.svg"), nodes_of(tmp_path / "iter-0002.svg")
+    assert fill_of(one["n4"]) != fill_of(two["n103"])
+    scale = GradScale.from_graphs(graphs)
+    assert fill_of(two["n103"]) == scale.fill(0.05 * 100)
+
+
+def test_dot_files_are_to_dot_with_the_batch_scale(tmp_path: Path) -> None:
+    graphs = four()
+    export_iterations(graphs, tmp_path, formats=["dot"])
+    scale = GradScale.from_graphs(graphs)
+    for g in graphs:
+        expected = to_dot(g, grad_scale=scale, title=f"dyngraph iteration {g.iteration}")
+        assert (tmp_path / f"iter-{g.iteration:04d}.dot").read_text() == expected
+    assert not list(tmp_path.glob("*.svg"))
+
+
+def test_selection(tmp_path: Path) -> None:
+    graphs = four()
+    changed = export_iterations(graphs, tmp_path / "a", iterations="changed", formats=["dot"])
+    assert [it.index for it in changed.iterations] == [1, 3, 4]
+    some = export_iterations(graphs, tmp_path / "b", iterations="2-3", formats=["dot"])
+    assert [it.index for it in some.iterations] == [2, 3]
+    assert sorted(p.name for p in (tmp_path / "b").glob("*.dot")) == ["iter-0002.dot",
+                                                                     "iter-0003.dot"]
+    for bad, message in (("7", "no iteration 7"), ("0", "numbered from 1"),
+                         ("1-x", "bad --iterations"), ("3-1", "bad --iterations")):
+        with pytest.raises(UserError, match=message):
+            export_iterations(graphs, tmp_path / "c", iterations=bad)
+    with pytest.raises(UserError, match="format"):
+        export_iterations(graphs, tmp_path / "c", formats=["png"])
+
+
+def test_diff_marks_changes_against_the_previous_iteration(tmp_path: Path) -> None:
+    result = export_iterations(four(), tmp_path, diff=True)
+    assert [(it.added, it.removed) for it in result.iterations] == [(0, 0), (0, 0), (1, 0),
+                                                                    (0, 1)]
+    added = nodes_of(tmp_path / "iter-0003.svg")
+    marked = [n for n in added.values() if 'stroke="#1a9641"' in ET.tostring(n, "unicode")]
+    assert [m.find(f"{SVG}title").text.splitlines()[0] for m in marked] == ["mul"]
+    ghosts = [k for k in nodes_of(tmp_path / "iter-0004.svg") if k.startswith("x")]
+    assert ghosts == ["x205"]
+    assert result.layouts == 3  # 1 and 2 share; 3 (added) and 4 (with a ghost) do not
+
+
+def test_failed_layout_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("mine")
+    bad = tmp_path / "bad-dot"
+    bad.write_text("#!/bin/sh\ncat > /dev/null\necho 'Error: out of luck' >&2\nexit 1\n")
+    bad.chmod(bad.stat().st_mode | stat.S_IXUSR)
+    with pytest.raises(GraphvizError, match="out of luck"):
+        export_iterations(four(), tmp_path, dot=bad)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad-dot", "keep.txt"]
+    with pytest.raises(GraphvizError, match="not found"):
+        export_iterations(four(), tmp_path / "new", dot=tmp_path / "missing")
+    assert not (tmp_path / "new").exists()
+
+
+def test_big_graphs_collapse_to_fit(tmp_path: Path) -> None:
+    graph = stack(6)
+    result = export_iterations([graph], tmp_path, max_nodes=10)
+    info = result.iterations[0]
+    assert info.collapsed and info.depth == 2 and info.drawn <= 10 < info.nodes
+    nodes = nodes_of(tmp_path / "iter-0001.svg")
+    assert "m_encoder_layers_5" in nodes and len(nodes) == info.drawn
+
+
+def test_layout_budget_falls_back_to_collapsing(tmp_path: Path) -> None:
+    # A "dot" that hangs on any graph without collapsed modules, and lays out the rest.
+    slow = tmp_path / "slow-dot"
+    slow.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys, time\n"
+        "data = sys.stdin.buffer.read()\n"
+        "if b' m_' not in data:\n"
+        "    time.sleep(30)\n"
+        f"sys.exit(subprocess.run([{find_dot()!r}, *sys.argv[1:]], input=data).returncode)\n")
+    slow.chmod(slow.stat().st_mode | stat.S_IXUSR)
+    result = export_iterations([stack(2)], tmp_path / "out", dot=slow, budget=3.0)
+    info = result.iterations[0]
+    assert info.collapsed and info.depth == 3  # one level shallower than the deepest module
+    assert "m_encoder_layers_0_attn" in nodes_of(tmp_path / "out" / "iter-0001.svg")
+
+
+def test_index_html_lists_iterations_and_marks_changes(tmp_path: Path) -> None:
+    export_iterations(four(), tmp_path)
+    page = (tmp_path / "index.html").read_text()
+    block = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+    assert block is not None
+    data = json.loads(block.group(1))
+    assert [d["index"] for d in data] == [1, 2, 3, 4]
+    assert [d["changed"] for d in data] == [True, False, True, True]
+    assert data[0]["files"] == ["iter-0001.dot", "iter-0001.svg"]
+    assert 'type="range" min="0" max="3"' in page
+    assert '<object id="view" type="image/svg+xml" data="iter-0001.svg">' in page
+
+
+def test_index_html_escapes_what_it_embeds() -> None:
+    from dyngraph.exporters.batch import IterationInfo
+    from dyngraph.exporters.html import index_html
+
+    evil = IterationInfo(1, "</script><script>alert(1)</script>", True, 3,
+                         files=['"><img src=x onerror=alert(1)>.svg'])
+    page = index_html([evil])
+    assert "<script>alert(1)" not in page and "<img" not in page
+    assert page.count("</script>") == 2  # the data block's and the code's own
+
+
+def test_exports_a_recorded_trace(tmp_path: Path) -> None:
+    with dyngraph.trace(stats="full") as t:
+        w = dyngraph.randn(3, 2, requires_grad=True)
+        for i in range(3):
+            x = dyngraph.randn(2 + i % 2, 3)
+            (x.matmul(w)).tanh().sum().backward()
+    result = export_iterations(t, tmp_path, iterations="all")
+    assert [it.index for it in result.iterations] == [1, 2, 3]
+    assert [it.changed for it in result.iterations] == [True, True, True]
+    assert result.layouts == 2  # iterations 1 and 3 have the same shapes
+    for it in result.iterations:
+        graph = t.iterations[it.index - 1].graph
+        assert len(nodes_of(tmp_path / f"iter-{it.index:04d}.svg")) == len(graph.nodes)
