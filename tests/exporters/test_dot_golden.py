@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from dyngraph.exporters import to_dot
 from exporter_graphs import mlp, stack
 
-from dyngraph.exporters import to_dot
 from dyngraph.graph import backward_graph
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -10,11 +10,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from dyngraph.exporters import GradScale, GraphvizError, export_iterations, find_dot, to_dot
 from exporter_graphs import mlp, stack
 
 import dyngraph
 from dyngraph.errors import UserError
-from dyngraph.exporters import GradScale, GraphvizError, export_iterations, find_dot, to_dot
 
 SVG = "{http://www.w3.org/2000/svg}"
 

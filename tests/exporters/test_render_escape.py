@@ -9,9 +9,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from exporter_graphs import HOSTILE, GraphMaker, mlp, stack
-
-from dyngraph.errors import UserError
 from dyngraph.exporters import (
     GraphvizError,
     LayoutTimeout,
@@ -23,6 +20,9 @@ from dyngraph.exporters import (
 )
 from dyngraph.exporters.render import parse_plain, run_dot
 from dyngraph.exporters.svg import SvgTemplate
+from exporter_graphs import HOSTILE, GraphMaker, mlp, stack
+
+from dyngraph.errors import UserError
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK = "{http://www.w3.org/1999/xlink}"
