@@ -9,6 +9,7 @@ the causal mask, softmax), so stepping through one block shows how attention is 
 """
 
 import argparse
+import contextlib
 import math
 from pathlib import Path
 
@@ -91,12 +92,16 @@ def sample(model, chars: list[str], prompt: str, length: int, rng: np.random.Gen
     """Continue ``prompt`` one character at a time, drawing from the model's softmax."""
     index = {c: i for i, c in enumerate(chars)}
     ids = [index[c] for c in prompt]
+    # dyngraph's one addition to PyTorch's API: with no backward() to end an iteration,
+    # mark each character as one, so the debugger shows one forward pass at a time.
+    one_character = getattr(torch, "iteration", contextlib.nullcontext)
     model.eval()
     with torch.no_grad():
         for _ in range(length):
-            context = torch.tensor([ids[-BLOCK:]])
-            logits = model(context)[0, -1]
-            probs = F.softmax(logits / 0.8, dim=0).numpy().astype(np.float64)
+            with one_character():
+                context = torch.tensor([ids[-BLOCK:]])
+                logits = model(context)[0, -1]
+                probs = F.softmax(logits / 0.8, dim=0).numpy().astype(np.float64)
             ids.append(int(rng.choice(len(chars), p=probs / probs.sum())))
     model.train()
     return "".join(chars[i] for i in ids)

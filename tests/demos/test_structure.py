@@ -6,7 +6,9 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
-from demo_helpers import record
+from demo_helpers import load_main, record
+
+import dyngraph
 
 DYNAMIC = ["rnn_varlen", "tree_rnn", "dynamic_routing", "gnn", "rl_policy"]
 
@@ -46,3 +48,13 @@ def test_modules_are_named_readably():
     modules = {e.module for e in rec.events if getattr(e, "kind", "") == "op"}
     assert "router" in modules
     assert any(m.startswith("experts.") and m.endswith(".hidden") for m in modules), modules
+
+
+def test_transformer_samples_one_character_per_iteration(capsys):
+    main = load_main("transformer")
+    with dyngraph.trace(stats="none") as trace:
+        main(2, sample_length=5)
+    sampling = [it for it in trace.iterations if not it.graph.backward_order]
+    assert len(trace.iterations) == 7 and len(sampling) == 5
+    # The context grows by one character each time, so each pass has its own shapes.
+    assert len({it.structure_key for it in sampling}) == 5
