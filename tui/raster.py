@@ -257,7 +257,7 @@ def _x_at_row(poly: list[tuple[float, float]], row: float) -> float | None:
     return None
 
 
-def _place_boxes(view: ViewGraph, layout: Any) -> tuple[list[Box | None], float, float]:
+def _place_boxes(view: ViewGraph, layout: Any) -> list[Box | None]:
     height_pt = float(layout.height)
     boxes: list[Box | None] = []
     for i, node in enumerate(view.nodes):
@@ -278,7 +278,7 @@ def _place_boxes(view: ViewGraph, layout: Any) -> tuple[list[Box | None], float,
                     ["│", " "] + label + [" "] * (pad + 1) + ["│"],
                     ["└"] + ["─"] * (w - 2) + ["┘"]]
         boxes.append(Box(i, max(left, 0), max(top, 0), w, h, node.kind, node.birth, rows))
-    return boxes, height_pt, float(layout.width)
+    return boxes
 
 
 def _frames(view: ViewGraph, boxes: list[Box | None]) -> list[Frame]:
@@ -359,7 +359,8 @@ def build_scene(view: ViewGraph, layout: Any) -> Scene:
     ``layout`` is a ``dyngraph.exporters.Layout`` of DOT whose node names are the view
     nodes' keys and whose sizes came from ``box_size`` (points, y growing upwards).
     """
-    placed, _, width_pt = _place_boxes(view, layout)
+    placed = _place_boxes(view, layout)
+    width_pt = float(layout.width)
     boxes = [b for b in placed if b is not None]
     missing = len(placed) - len(boxes)
     ranks = sorted({b.top for b in boxes})
@@ -406,7 +407,7 @@ def build_scene(view: ViewGraph, layout: Any) -> Scene:
     for f in frames:
         width = max(width, f.right + 2)
         height = max(height, f.bottom + 2)
-    scene = Scene(view, width, height, placed_or_empty(placed), frames,
+    scene = Scene(view, width, height, _with_empties(placed), frames,
                   [[] for _ in range(height)], [[] for _ in range(height)],
                   [[] for _ in range(height)], [[] for _ in range(height)],
                   [e.birth for e in view.edges], missing)
@@ -427,7 +428,7 @@ def build_scene(view: ViewGraph, layout: Any) -> Scene:
     return scene
 
 
-def placed_or_empty(placed: list[Box | None]) -> list[Box]:
+def _with_empties(placed: list[Box | None]) -> list[Box]:
     """Boxes indexed like view nodes; an unplaced node gets an empty, invisible box."""
     return [b if b is not None else Box(i, 0, 0, 0, 0, "", math.inf, [])  # type: ignore[arg-type]
             for i, b in enumerate(placed)]
