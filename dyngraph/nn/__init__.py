@@ -28,12 +28,12 @@ from .linear import Embedding, Flatten, Identity, Linear
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .parameter import Parameter
-from .rnn import GRUCell, LSTMCell, RNNCell
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding",
-    "Flatten", "GELU", "GRUCell", "Identity", "L1Loss", "LSTMCell", "LayerNorm", "LeakyReLU",
-    "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList",
-    "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList", "RNNCell", "ReLU",
-    "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init",
+    "Flatten", "GELU", "GRU", "GRUCell", "Identity", "L1Loss", "LSTM", "LSTMCell", "LayerNorm",
+    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
+    "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList", "RNN", "RNNCell",
+    "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init",
 ]

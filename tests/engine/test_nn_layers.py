@@ -304,3 +304,27 @@ def test_init_functions():
         nn.init.xavier_uniform_(dg.zeros(3))
     assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(
         torch.nn.init.calculate_gain("leaky_relu", 0.2))
+
+
+@pytest.mark.parametrize("kind", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("kwargs", [
+    {}, {"num_layers": 2, "batch_first": True}, {"bidirectional": True, "bias": False},
+    {"num_layers": 2, "bidirectional": True, "batch_first": True},
+])
+def test_recurrent_layers(kind, kwargs):
+    ours, theirs = getattr(nn, kind)(3, 4, **kwargs), getattr(torch.nn, kind)(3, 4, **kwargs)
+    assert repr(ours) == repr(theirs)
+    x = _randn(5, 2, 3)  # (time, batch) or (batch, time): both are fine shapes here
+    compare(ours, theirs, x)
+    count = kwargs.get("num_layers", 1) * (2 if kwargs.get("bidirectional") else 1)
+    h0 = _randn(count, x.shape[1] if not kwargs.get("batch_first") else x.shape[0], 4)
+    state = (h0, _randn(*h0.shape)) if kind == "LSTM" else h0
+    compare(ours, theirs, x, state)
+    compare(ours, theirs, x[:, 0] if not kwargs.get("batch_first") else x[0])  # unbatched
+
+
+def test_rnn_relu_layer():
+    ours, theirs = nn.RNN(3, 4, nonlinearity="relu"), torch.nn.RNN(3, 4, nonlinearity="relu")
+    assert repr(ours) == repr(theirs)
+    compare(ours, theirs,
+            _randn(6, 2, 3))
