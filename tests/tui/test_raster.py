@@ -261,3 +261,13 @@ def test_real_graphviz_layout_draws_the_traced_graph():
     assert rows == sorted(rows) and len(set(rows)) == 4
     assert "enc.0.weight" in grid.text and "╭─ enc" in grid.text
     assert grid.text.count("▼") >= 4
+
+
+def test_collapse_rule_depth_and_overrides():
+    rule = cl.Collapse(depth=1)
+    assert rule.owner("") is None and rule.owner("enc") is None
+    assert rule.owner("enc.layers.3.attn") == "enc.layers"
+    opened = cl.Collapse(depth=1, expanded=frozenset({"enc.layers"}))
+    assert opened.owner("enc.layers.3.attn") == "enc.layers.3"  # one level opens at a time
+    shut = cl.Collapse(collapsed=frozenset({"enc"}))
+    assert shut.owner("enc.layers.3") == "enc" and shut.owner("dec.0") is None
