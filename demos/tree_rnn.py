@@ -5,7 +5,7 @@ bottom-up by plain recursion: a leaf is an embedding lookup, an inner node runs 
 ``combine.add`` or ``combine.sub`` layer on its two children. The graph has the shape of
 the tree, so no two iterations need look alike.
 
-    python demos/tree_rnn.py --steps 400
+    python demos/tree_rnn.py --steps 600
 """
 
 import argparse
@@ -61,11 +61,11 @@ class TreeRNN(nn.Module):
         return self.readout(self.encode(tree))[0, 0]
 
 
-def main(steps: int = 400, seed: int = 0) -> list[float]:
+def main(steps: int = 600, seed: int = 0) -> list[float]:
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     model = TreeRNN()
-    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    optimizer = optim.Adam(model.parameters(), lr=0.005)
     losses = []
     every = max(1, steps // 10)
     for step in range(1, steps + 1):
@@ -87,7 +87,7 @@ def main(steps: int = 400, seed: int = 0) -> list[float]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=400, help="training steps (default 400)")
+    parser.add_argument("--steps", type=int, default=600, help="training steps (default 600)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     main(args.steps, args.seed)
