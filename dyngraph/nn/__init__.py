@@ -8,7 +8,7 @@ Sequential(
 )
 """
 
-from . import functional, init  # noqa: F401
+from . import functional, init, utils  # noqa: F401
 from .activation import (
     GELU,
     Dropout,
@@ -35,5 +35,5 @@ __all__ = [
     "Flatten", "GELU", "GRU", "GRUCell", "Identity", "L1Loss", "LSTM", "LSTMCell", "LayerNorm",
     "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
     "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList", "RNN", "RNNCell",
-    "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init",
+    "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init", "utils",
 ]

@@ -159,3 +159,34 @@ def test_updates_are_in_place():
     p.grad = dg.ones(3)
     opt.step()
     assert p.data is view and (view < 1).all()
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_clip_grad_norm_matches_torch(norm_type):
+    torch = pytest.importorskip("torch")
+    from dyngraph.nn.utils import clip_grad_norm_, clip_grad_value_
+
+    inits, grads = _data(1)
+    ours = [Parameter(dg.tensor(a)) for a in inits]
+    theirs = [torch.nn.Parameter(torch.tensor(a)) for a in inits]
+    for p, q, g in zip(ours, theirs, grads[0], strict=True):
+        p.grad, q.grad = dg.tensor(g), torch.tensor(g)
+    total = clip_grad_norm_(ours, 0.5, norm_type=norm_type)
+    ref = torch.nn.utils.clip_grad_norm_(theirs, 0.5, norm_type=norm_type)
+    assert total.item() == pytest.approx(ref.item(), rel=1e-5)
+    for p, q in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-5, atol=1e-7)
+    clip_grad_value_(ours, 0.01)
+    torch.nn.utils.clip_grad_value_(theirs, 0.01)
+    for p, q in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(p.grad.data, q.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_parameters_to_vector_round_trip():
+    from dyngraph.nn.utils import parameters_to_vector, vector_to_parameters
+
+    params = [Parameter(dg.randn(2, 3)), Parameter(dg.randn(4))]
+    vec = parameters_to_vector(params)
+    assert vec.shape == dg.Size([10])
+    vector_to_parameters(vec * 2, params)
+    np.testing.assert_allclose(parameters_to_vector(params).data, vec.data * 2)
