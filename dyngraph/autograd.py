@@ -167,7 +167,13 @@ class Node:
     summed down to that shape and cast to that dtype.
     """
 
-    __slots__ = ("op", "backward_fn", "inputs", "out_id", "shape", "dtype", "hooks", "retained")
+    # Rarely set fields (hooks, retain_grad) default on the class and live in a lazily made
+    # __dict__, so recording a node costs six stores (``tensor.apply`` makes them inline).
+    __slots__ = ("op", "backward_fn", "inputs", "out_id", "shape", "dtype", "__dict__")
+    hooks: list[Callable[[Any], Any]] | None = None
+    retained: weakref.ref[Any] | None = None
+    # True once hooks or retain_grad are set: backward then takes the slow path.
+    special = False
 
     def __init__(self, op: Any, backward_fn: Callable[[np.ndarray], Sequence[Any]],
                  inputs: tuple[Any, ...], out_id: int, shape: tuple[int, ...],
@@ -178,8 +184,6 @@ class Node:
         self.out_id = out_id
         self.shape = shape
         self.dtype = dtype
-        self.hooks: list[Callable[[Any], Any]] | None = None
-        self.retained: weakref.ref[Any] | None = None
 
     def name(self) -> str:
         return self.op.grad_fn_name
@@ -255,25 +259,32 @@ def run_backward(
 ) -> list[np.ndarray | None] | None:
     """Propagate ``grads`` from ``roots`` to every leaf reachable from them.
 
-    With ``capture`` (``autograd.grad``), the total gradients reaching those tensors are
-    returned instead of being accumulated into leaves' ``.grad``.
+    Nodes run newest first (a heap keyed by id). Leaves have no backward of their own, so
+    their gradients are only collected on the way and accumulated into ``.grad`` at the
+    end, in the order they were first reached. With ``capture`` (``autograd.grad``), the
+    total gradients reaching those tensors are returned instead of being accumulated.
     """
     listening = tracer.listening
     start = now_ns() if listening else 0
     if listening:
         tracer.on_backward_start(roots[0], retain_graph)
-    pending: dict[int, np.ndarray] = {}
-    heap: list[tuple[int, Any]] = []
+    pending: dict[int, Any] = {}  # node id -> gradient (or a list of them, summed later)
+    heap: list[tuple[int, Node]] = []
+    leaf_grads: dict[int, Any] = {}
+    leaves: dict[int, Any] = {}
     for root, grad in zip(roots, grads, strict=True):
         node = root.grad_fn
-        target = root if node is None else node
-        tid = root._id if node is None else node.out_id
-        previous = pending.get(tid)
+        if node is None:
+            leaves[root._id] = root
+            previous = leaf_grads.get(root._id)
+            leaf_grads[root._id] = grad if previous is None else previous + grad
+            continue
+        previous = pending.get(node.out_id)
         if previous is None:
-            pending[tid] = grad
-            heappush(heap, (-tid, target))
+            pending[node.out_id] = grad
+            heappush(heap, (-node.out_id, node))
         else:
-            pending[tid] = previous + grad
+            pending[node.out_id] = previous + grad
 
     capture_ids: dict[int, int] | None = None
     captured: dict[int, np.ndarray] = {}
@@ -283,41 +294,44 @@ def run_backward(
         for t in capture:
             capture_ids[t._id if t.grad_fn is None else t.grad_fn.out_id] = 1
         floor = min(capture_ids)  # nothing below the lowest captured id can reach one
-    # Arrays already stored as some leaf's .grad: a second leaf gets a copy, never an alias.
-    handed: dict[int, np.ndarray] = {}
+    # A one-item buffer in front of the heap: in a chain each node's input is the next to
+    # run, so it skips the heap and the pending dict (the next item is always the newest of
+    # the buffer and the heap's top).
+    nxt: Any = None
+    nxt_id = 0
+    nxt_grad: Any = None
+    free = not retain_graph
 
-    while heap:
-        tid, target = heappop(heap)
-        tid = -tid
-        grad = pending.pop(tid)
-        if capture_ids is not None and tid < floor:
+    while True:
+        if nxt is not None:
+            if heap and -heap[0][0] > nxt_id:
+                pending[nxt_id] = nxt_grad
+                heappush(heap, (-nxt_id, nxt))
+                tid, node = heappop(heap)
+                tid = -tid
+                grad = pending.pop(tid)
+            else:
+                tid, node, grad = nxt_id, nxt, nxt_grad
+            nxt = None
+        elif heap:
+            tid, node = heappop(heap)
+            tid = -tid
+            grad = pending.pop(tid)
+        else:
             break
-        if type(target) is not Node:  # a leaf
-            if target._hooks:
-                grad = _apply_hooks(target._hooks, grad)
-            if capture_ids is not None:
-                if tid in capture_ids:
-                    captured[tid] = grad
-                continue
-            _accumulate_leaf(target, grad, handed)
-            continue
-        node = target
-        if node.hooks:
-            grad = _apply_hooks(node.hooks, grad)
-        if capture_ids is not None:
-            if tid in capture_ids:
-                captured[tid] = grad
-        elif node.retained is not None:
-            owner = node.retained()
-            if owner is not None:
-                owner._grad = (wrap(grad.copy()) if owner._grad is None
-                               else wrap(owner._grad.data + grad))
+        if type(grad) is list:
+            grad = _total(grad)
+        if node.special or capture_ids is not None:
+            if capture_ids is not None and tid < floor:
+                break
+            grad = _node_extras(node, grad, tid, capture_ids, captured)
         backward_fn = node.backward_fn
         if backward_fn is None:
             raise RuntimeError(FREED_MESSAGE)
-        t0 = now_ns() if listening else 0
+        if listening:
+            t0 = now_ns()
         in_grads = backward_fn(grad)
-        if not retain_graph and node.op.saves:
+        if free and node.op.saves:
             node.backward_fn = None
         inputs = node.inputs
         if listening:
@@ -333,28 +347,99 @@ def run_backward(
             if t is None or g is None:
                 continue
             if type(t) is Node:
-                cid, shape, dtype = t.out_id, t.shape, t.dtype
+                shape, dtype = t.shape, t.dtype
             else:
                 data = t.data
-                cid, shape, dtype = t._id, data.shape, data.dtype
+                shape, dtype = data.shape, data.dtype
             if type(g) is not np.ndarray:
                 g = np.asarray(g, dtype=dtype)
             if g.shape != shape:
                 g = unbroadcast(g, shape)
-            if g.dtype != dtype:
+            if g.dtype is not dtype and g.dtype != dtype:
                 g = g.astype(dtype)
+            if type(t) is not Node:  # a leaf: collect now, accumulate at the end
+                cid = t._id
+                previous = leaf_grads.get(cid)
+                if previous is None:
+                    leaf_grads[cid] = g
+                    leaves[cid] = t
+                elif type(previous) is list and len(previous) < _DEFER:
+                    previous.append(g)
+                else:
+                    leaf_grads[cid] = _add(previous, g)
+                continue
+            cid = t.out_id
+            if nxt is not None and cid == nxt_id:
+                nxt_grad = _add(nxt_grad, g)
+                continue
             previous = pending.get(cid)
-            if previous is None:
+            if previous is not None:
+                if type(previous) is list and len(previous) < _DEFER:
+                    previous.append(g)
+                else:
+                    pending[cid] = _add(previous, g)
+            elif nxt is None:
+                nxt, nxt_id, nxt_grad = t, cid, g
+            else:
                 pending[cid] = g
                 heappush(heap, (-cid, t))
-            else:
-                pending[cid] = previous + g
 
+    # Arrays already stored as some leaf's .grad: a second leaf gets a copy, never an alias.
+    handed: dict[int, np.ndarray] = {}
+    for cid, grad in leaf_grads.items():
+        leaf = leaves[cid]
+        if type(grad) is list:
+            grad = _total(grad)
+        if leaf._hooks:
+            grad = _apply_hooks(leaf._hooks, grad)
+        if capture_ids is not None:
+            if cid in capture_ids:
+                captured[cid] = grad
+        else:
+            _accumulate_leaf(leaf, grad, handed)
     if listening:
         tracer.on_backward_end(roots[0], now_ns() - start)
     if capture is None:
         return None
     return [captured.get(t._id if t.grad_fn is None else t.grad_fn.out_id) for t in capture]
+
+
+# Small gradients reaching one tensor from many consumers (a weight shared by every step
+# of a long chain) are summed in one numpy call rather than one call each; large ones are
+# added as they come (numpy's per-call cost is noise there, and memory stays bounded).
+_SMALL = 4096
+_DEFER = 256
+
+
+def _node_extras(node: Node, grad: np.ndarray, tid: int, capture_ids: dict[int, int] | None,
+                 captured: dict[int, np.ndarray]) -> np.ndarray:
+    """Tensor hooks, then retain_grad's ``.grad`` (PyTorch's order), or autograd.grad's
+    capture of this node's gradient."""
+    if node.hooks:
+        grad = _apply_hooks(node.hooks, grad)
+    if capture_ids is not None:
+        if tid in capture_ids:
+            captured[tid] = grad
+    elif node.retained is not None:
+        owner = node.retained()
+        if owner is not None:
+            owner._grad = (wrap(grad.copy()) if owner._grad is None
+                           else wrap(owner._grad.data + grad))
+    return grad
+
+
+def _total(grads: list[np.ndarray]) -> np.ndarray:
+    return np.add.reduce(np.stack(grads), axis=0)
+
+
+def _add(previous: Any, g: np.ndarray) -> Any:
+    """Add one more contribution to a tensor's pending gradient (maybe a deferred list)."""
+    if type(previous) is list:
+        previous.append(g)
+        return _total(previous) if len(previous) >= _DEFER else previous
+    if g.size <= _SMALL:
+        return [previous, g]
+    return previous + g
 
 
 def _accumulate_leaf(leaf: Any, grad: np.ndarray, handed: dict[int, np.ndarray]) -> None:

@@ -84,7 +84,8 @@ def sub(a, b):
 
 @register("mul")
 def mul(a, b):
-    return a * b, lambda g: (g * b, g * a if _arr(b) else None)
+    # (type checks inlined: this is the tiny-op benchmark's hot path)
+    return a * b, lambda g: (g * b, g * a if type(b) is np.ndarray else None)
 
 
 @register("div")
