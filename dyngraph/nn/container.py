@@ -36,7 +36,8 @@ class Sequential(Module):
 
     def forward(self, input: Any) -> Any:
         for module in self._modules.values():
-            input = module(input)
+            if module is not None:
+                input = module(input)
         return input
 
     def __getitem__(self, index: int | slice) -> Any:
@@ -64,7 +65,7 @@ class Sequential(Module):
     def __len__(self) -> int:
         return len(self._modules)
 
-    def __iter__(self) -> Iterator[Module]:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._modules.values())
 
     def append(self, module: Module) -> Sequential:
@@ -96,7 +97,7 @@ class ModuleList(Module):
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            return type(self)(list(self._modules.values())[index])
+            return type(self)([m for m in list(self._modules.values())[index] if m is not None])
         return self._modules[str(_index(index, len(self), "ModuleList"))]
 
     def __setitem__(self, index: int, module: Module) -> None:
@@ -219,6 +220,8 @@ class ParameterList(Module):
     def extra_repr(self) -> str:
         lines = []
         for name, p in self._parameters.items():
-            size = "x".join(str(d) for d in p.data.shape)  # type: ignore[union-attr]
+            if p is None:
+                continue
+            size = "x".join(str(d) for d in p.data.shape)
             lines.append(f"({name}): Parameter containing: [{p.dtype} of size {size}]")
         return "\n".join(lines)

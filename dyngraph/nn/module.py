@@ -456,9 +456,9 @@ class Module:
 
     # -- state dicts ---------------------------------------------------------------------
     def state_dict(self, *, destination: dict[str, Any] | None = None, prefix: str = "",
-                   keep_vars: bool = False) -> OrderedDict[str, Tensor]:
+                   keep_vars: bool = False) -> dict[str, Tensor]:
         """Parameters and persistent buffers by qualified name (sharing memory, detached)."""
-        out: OrderedDict[str, Tensor] = OrderedDict() if destination is None else destination
+        out: dict[str, Tensor] = OrderedDict() if destination is None else destination
         for name, p in self._parameters.items():
             if p is not None:
                 out[prefix + name] = p if keep_vars else p.detach()
