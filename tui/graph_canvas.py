@@ -297,12 +297,20 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         style = self._styles.get(key)
         if style is None:
             if isinstance(key, tuple):
+                # Overlays add their attributes (reverse, underline...); the colour comes
+                # from the most telling one: NaN/Inf red beats selection beats the kind.
                 kind, current, selected, nonfinite = key
-                names = [f"graph-canvas--{kind}"]
-                names += ["graph-canvas--nonfinite"] * nonfinite
-                names += ["graph-canvas--selected"] * selected
-                names += ["graph-canvas--current"] * current
-                style = Style.combine(self.get_component_rich_style(n) for n in names)
+                style = self.get_component_rich_style(f"graph-canvas--{kind}")
+                colour = None
+                for name, on in (("current", current), ("selected", selected),
+                                 ("nonfinite", nonfinite)):
+                    if on:
+                        o = self.get_component_rich_style(f"graph-canvas--{name}")
+                        style += Style(bold=o.bold, italic=o.italic, underline=o.underline,
+                                       reverse=o.reverse)
+                        colour = o.color if name != "current" else colour
+                if colour is not None:
+                    style += Style(color=colour)
             else:
                 style = self.get_component_rich_style(f"graph-canvas--{key}")
             self._styles[key] = style

@@ -142,6 +142,11 @@ async def test_nonfinite_node_is_drawn_in_the_error_style():
         assert error is not None
         assert all(seg.style.color == error for seg in segments_with(canvas, "op2 4×3"))
         assert not any(seg.style.color == error for seg in segments_with(canvas, "op3 4×3"))
+        canvas.show(chain(3, nan_at=2), current=2)  # the current op stays red, reversed
+        canvas.selected = 2
+        await pilot.pause()
+        (seg,) = segments_with(canvas, "op2 4×3")
+        assert seg.style.color == error and seg.style.reverse and seg.style.underline
 
 
 async def test_growing_graph_shows_the_last_layout_and_lists_new_nodes():
