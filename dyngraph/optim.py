@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .summaries import l2_norm
 from .tensor import Tensor
 from .tracing import tracer
 
@@ -111,7 +112,7 @@ class Optimizer:
                 delta = self._update(p.data, grad, state, group)
                 p.data += delta  # in place: views of the array (state dicts) see it
                 if listening:
-                    updates.append((p._id, float(np.sqrt(np.sum(delta * delta, dtype=np.float64)))))
+                    updates.append((p._id, l2_norm(delta)))
         if listening:
             tracer.on_optimizer_step(type(self).__name__, float(self.param_groups[0]["lr"]),
                                      tuple(updates))

@@ -142,12 +142,15 @@ def encode_message(message: dict[str, Any]) -> bytes:
 
 
 # -- decoding ------------------------------------------------------------------------------
+_make_summary = ev.fast_constructor(ev.Summary)
+
+
 def _summary(v: Any) -> ev.Summary | None:
     if v is None:
         return None
     shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
-    return ev.Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf, tuple(preview),
-                      sampled)
+    return _make_summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
+                         tuple(preview) if preview else (), sampled)
 
 
 def _tuples(v: Any) -> Any:
@@ -179,7 +182,7 @@ _CONVERT: dict[str, Any] = {
 def _make_decoder(cls: type[ev.Event]) -> Any:
     """A function building ``cls`` from its JSON row, with a conversion only where needed."""
     names = [f.name for f in fields(cls)]
-    namespace: dict[str, Any] = {"cls": cls}
+    namespace: dict[str, Any] = {"cls": ev.fast_constructor(cls)}
     args = []
     for i, name in enumerate(names, start=1):
         if name in _CONVERT:
