@@ -64,7 +64,10 @@ class Canonical:
         return True
 
     def _rebuild(self, graph: Graph) -> None:
-        nodes = sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+        nodes = list(graph.nodes.values())
+        seqs = [n.seq for n in nodes]
+        if any(a > b for a, b in zip(seqs, seqs[1:], strict=False)):  # builders append in order
+            nodes.sort(key=lambda n: (n.seq, n.id))
         self.graph = graph
         self.ids = [n.id for n in nodes]
         self.index = {nid: i for i, nid in enumerate(self.ids)}
@@ -106,7 +109,9 @@ class Canonical:
 
     def _sig(self, node: Any, inputs: Any) -> Sig:
         index = self.index
-        ins = tuple(index.get(src, -1) for _, src in sorted(inputs))
+        if len(inputs) > 1:
+            inputs = sorted(inputs)
+        ins = tuple(index.get(src, -1) for _, src in inputs)
         return (node.kind, node.op, node.name, tuple(node.shape), node.module,
                 bool(node.requires_grad), ins)
 
