@@ -242,6 +242,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     def _match(self) -> None:
         sigs = self._canon.sigs
         entry, n = self.cache.best(sigs, self._compact, self._user) if sigs else (None, 0)
+        if n == 0:
+            entry = None  # nothing in common: say what is pending on the top line instead
         if entry is not self._entry:
             self._adjacency = None
         self._entry, self._upto = entry, n
