@@ -1,7 +1,7 @@
 """A classifier that trains nicely and then turns into NaN: find out where, and why.
 
 Two realistic bugs meet here. The learning-rate warm-up forgot its ceiling, so the rate
-keeps growing by 10% a step; and the loss is a hand-written cross-entropy,
+keeps growing by 15% a step; and the loss is a hand-written cross-entropy,
 ``-log(softmax(logits))``. For a while the loss falls. Then the steps get too big, the
 logits blow up, softmax rounds a probability down to exactly 0, ``log`` returns -inf and
 backward turns it into NaN. With the shipped seed it happens in iteration 60, every run.
@@ -23,7 +23,7 @@ import dyngraph.nn.functional as F
 import dyngraph.optim as optim
 
 BASE_LR, MAX_LR = 0.01, 0.5
-WARMUP_GROWTH = 1.15  # the learning rate grows by this factor every step...
+WARMUP_GROWTH = 1.15  # warm-up: the learning rate grows by this factor every step, up to MAX_LR
 
 
 def make_blobs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
