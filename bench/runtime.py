@@ -14,10 +14,10 @@ Prints, measured side by side in one run (medians of ``--repeat`` alternating ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import textwrap
 import time
@@ -25,8 +25,8 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from dyngraph import events as ev  # noqa: E402
 from dyngraph.debug import Breakpoint, Session  # noqa: E402
+from dyngraph.debug.commands import run_record  # noqa: E402
 
 TRAIN = textwrap.dedent('''
     """An MLP trained for a few hundred steps: the shape of a real (small) training run."""
@@ -75,19 +75,39 @@ def never_hit(script: str) -> list[Breakpoint]:
     ]
 
 
-def time_record(script: str, out: str) -> float:
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dyngraph", "record", "-o", out, script],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"record failed: {done.stderr.decode()}")
-    return elapsed
+class Cost:
+    """Wall time, the child's CPU time and this process's CPU time of one run.
+
+    CPU times stay meaningful on a busy machine where wall times wander; the child's is
+    read from ``RUSAGE_CHILDREN`` (every run reaps its child before returning).
+    """
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.child = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.parent = time.process_time()
+
+    def done(self) -> tuple[float, float, float]:
+        child = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (time.perf_counter() - self.wall,
+                child.ru_utime + child.ru_stime - self.child.ru_utime - self.child.ru_stime,
+                time.process_time() - self.parent)
+
+
+def time_record(script: str, out: str) -> tuple[float, float, float]:
+    """``dyngraph record`` run in this process (so both sides pay the same start-up)."""
+    ns = argparse.Namespace(output=out, stats="cheap", values="none", script=script, args=[])
+    cost = Cost()
+    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
+        status = run_record(ns)
+    if status != 0:
+        raise SystemExit(f"record failed with status {status}")
+    return cost.done()
 
 
 def time_session(script: str, breakpoints: list[Breakpoint], **options: object
-                 ) -> tuple[float, int]:
-    start = time.perf_counter()
+                 ) -> tuple[tuple[float, float, float], int]:
+    cost = Cost()
     session = Session.start(script, breakpoints=breakpoints, pause_at_start=False,
                             **options)  # type: ignore[arg-type]
     n = 0
@@ -100,7 +120,7 @@ def time_session(script: str, breakpoints: list[Breakpoint], **options: object
         n += len(session.poll())
     finally:
         session.close()
-    return time.perf_counter() - start, n
+    return cost.done(), n
 
 
 def throughput(script: str) -> tuple[float, int]:
@@ -127,7 +147,7 @@ def throughput(script: str) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--ops", type=int, default=300_000)
     ns = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dyngraph-bench-"))
@@ -138,21 +158,29 @@ def main() -> None:
     out = str(tmp / "run.dgtrace")
     bps = never_hit(str(train))
 
-    rows: dict[str, list[float]] = {"record": [], "session": [], "session+values": []}
+    rows: dict[str, list[tuple[float, float, float]]] = {
+        "record": [], "plain": [], "session": [], "values": []}
     events = 0
     for _ in range(ns.repeat):
         rows["record"].append(time_record(str(train), out))
-        t, events = time_session(str(train), bps, stats="cheap", keep_values=False)
-        rows["session"].append(t)
-        rows["session+values"].append(time_session(str(train), bps, stats="cheap")[0])
-    record = statistics.median(rows["record"])
-    print(f"training script: {ns.steps} steps, {events:,} events per run, "
-          f"median of {ns.repeat}")
-    print(f"  dyngraph record                               {record:7.3f} s")
-    for name, label in (("session", "session, 8 breakpoints never hit"),
-                        ("session+values", "  ... and keeping values (debug default)")):
-        t = statistics.median(rows[name])
-        print(f"  {label:<45} {t:7.3f} s   ratio {t / record:.3f}")
+        rows["plain"].append(time_session(str(train), [], stats="cheap", keep_values=False)[0])
+        cost, events = time_session(str(train), bps, stats="cheap", keep_values=False)
+        rows["session"].append(cost)
+        rows["values"].append(time_session(str(train), bps, stats="cheap")[0])
+    med = {name: tuple(statistics.median(c[i] for c in costs) for i in range(3))
+           for name, costs in rows.items()}
+    print(f"training script: {ns.steps} steps, {events:,} events per run, medians of "
+          f"{ns.repeat} (stats=cheap)")
+    print(f"  {'':<44} {'wall':>8} {'child CPU':>10} {'parent CPU':>11}   ratio to record")
+    labels = {"record": "dyngraph record",
+              "plain": "session, no breakpoints",
+              "session": "session, 8 breakpoints that never hit",
+              "values": "  ... and keeping values (debug default)"}
+    base = med["record"]
+    for name, label in labels.items():
+        wall, child, parent = med[name]
+        print(f"  {label:<44} {wall:7.3f}s {child:9.3f}s {parent:10.3f}s   "
+              f"wall {wall / base[0]:.2f}x, child CPU {child / base[1]:.2f}x")
 
     rates = [throughput(str(chain)) for _ in range(ns.repeat)]
     rate = statistics.median(r for r, _ in rates)
@@ -161,5 +189,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    _ = ev  # the events module is what the session yields; imported for readers
     main()

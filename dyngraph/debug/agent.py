@@ -280,10 +280,16 @@ class Agent:
     def _check_nan_grads(self, e: ev.BackwardStep, grad_output: np.ndarray,
                          grad_inputs: tuple[np.ndarray | None, ...]) -> tuple[str, str] | None:
         bad = self._bad
-        if e.node in bad or any(i in bad for i in e.inputs) or not all_finite(grad_output):
+        if e.node in bad or any(i in bad for i in e.inputs):
             return None  # already reported upstream (forward NaN, or a NaN gradient coming in)
+        if not all_finite(grad_output, e.grad_output):
+            return None
+        summaries = e.grad_inputs
         for index, g in enumerate(grad_inputs):
-            if g is not None and not all_finite(np.asarray(g)):
+            if g is None:
+                continue
+            summary = summaries[index] if index < len(summaries) else None
+            if not all_finite(np.asarray(g), summary):
                 nan, inf = nonfinite_counts(np.asarray(g))
                 return ("nan", f"first NaN/Inf in backward: {e.grad_fn} produced "
                                f"{_counts(nan, inf)} in the gradient for input {index} of "

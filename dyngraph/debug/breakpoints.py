@@ -214,9 +214,12 @@ def _norm(a: np.ndarray) -> float:
         a = a.astype(np.float64)
     flat = a.reshape(-1)
     with np.errstate(all="ignore"):
-        # dot in float64 avoids float32 overflow for large but finite gradients.
-        f = flat.astype(np.float64, copy=False)
-        return math.sqrt(float(np.dot(f, f)))
+        sq = float(np.dot(flat, flat))  # in the array's own precision: no copy
+        if flat.dtype != np.float64 and (not math.isfinite(sq) or sq > 1e30):
+            # float32 squares overflow past ~1e19: redo large ones in float64
+            f = flat.astype(np.float64)
+            sq = float(np.dot(f, f))
+        return math.sqrt(sq) if sq >= 0 else math.nan
 
 
 def array_norm(a: np.ndarray) -> float:
