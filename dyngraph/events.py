@@ -9,7 +9,7 @@ in ``docs/events.md``; bump ``SCHEMA_VERSION`` on any incompatible change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import FrozenInstanceError, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,25 +17,108 @@ import numpy as np
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """Statistics of one tensor (a value or a gradient).
+SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
+                  "preview", "sampled")
+_new = object.__new__
+_set = object.__setattr__
 
-    ``sampled`` is True when the statistics were computed on a sample of a large tensor;
-    NaN/Inf counts are then counts in that sample (0 still means none seen).
+
+class Summary:
+    """Statistics of one tensor (a value or a gradient); immutable.
+
+    ``Summary(shape, dtype, min=None, max=None, mean=None, std=None, norm=None, nan=0,
+    inf=0, preview=(), sampled=False)``. ``sampled`` is True when the statistics were
+    computed on a sample of a large tensor; NaN/Inf counts are then counts in that sample
+    (0 still means none seen).
+
+    Behaves like a frozen dataclass with those fields, but a summary without min, max, mean,
+    std and preview (what ``stats="cheap"`` records, on every op and gradient) is stored in
+    six slots instead of eleven: it is the most numerous object of a recording.
+
+    >>> s = Summary((2,), "float32", norm=5.0)
+    >>> s.norm, s.min, s.finite
+    (5.0, None, True)
     """
 
+    __slots__ = ("shape", "dtype", "norm", "nan", "inf", "sampled")
     shape: tuple[int, ...]
     dtype: str
+    norm: float | None
+    nan: int
+    inf: int
+    sampled: bool
+    # Read by cheap summaries from the class; full summaries have slots of these names.
     min: float | None = None
     max: float | None = None
     mean: float | None = None
     std: float | None = None
-    norm: float | None = None
-    nan: int = 0
-    inf: int = 0
     preview: tuple[float, ...] = ()
-    sampled: bool = False
+
+    def __new__(cls, shape: tuple[int, ...], dtype: str, min: float | None = None,
+                max: float | None = None, mean: float | None = None, std: float | None = None,
+                norm: float | None = None, nan: int = 0, inf: int = 0,
+                preview: tuple[float, ...] = (), sampled: bool = False) -> Summary:
+        if min is None and max is None and mean is None and std is None and not preview:
+            o = _new(Summary)
+        else:
+            o = _new(_FullSummary)
+            _set(o, "min", min)
+            _set(o, "max", max)
+            _set(o, "mean", mean)
+            _set(o, "std", std)
+            _set(o, "preview", preview)
+        _set(o, "shape", shape)
+        _set(o, "dtype", dtype)
+        _set(o, "norm", norm)
+        _set(o, "nan", nan)
+        _set(o, "inf", inf)
+        _set(o, "sampled", sampled)
+        return o
+
+    @staticmethod
+    def cheap(shape: tuple[int, ...], dtype: str, norm: float | None, nan: int, inf: int,
+              sampled: bool) -> Summary:
+        """The fast constructor of a summary without min/max/mean/std/preview."""
+        o = _new(Summary)
+        _set(o, "shape", shape)
+        _set(o, "dtype", dtype)
+        _set(o, "norm", norm)
+        _set(o, "nan", nan)
+        _set(o, "inf", inf)
+        _set(o, "sampled", sampled)
+        return o
+
+    def astuple(self) -> tuple[Any, ...]:
+        """The eleven fields, in ``SUMMARY_FIELDS`` order."""
+        return (self.shape, self.dtype, self.min, self.max, self.mean, self.std, self.norm,
+                self.nan, self.inf, self.preview, self.sampled)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Summary):
+            return NotImplemented
+        return self.astuple() == other.astuple()
+
+    def __hash__(self) -> int:
+        return hash(self.astuple())
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{n}={v!r}" for n, v in zip(SUMMARY_FIELDS, self.astuple(),
+                                                       strict=True))
+        return f"Summary({body})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Summary, self.astuple())
+
+    def replace(self, **changes: Any) -> Summary:
+        values = dict(zip(SUMMARY_FIELDS, self.astuple(), strict=True))
+        values.update(changes)
+        return Summary(**values)
 
     @property
     def numel(self) -> int:
@@ -47,6 +130,12 @@ class Summary:
     @property
     def finite(self) -> bool:
         return self.nan == 0 and self.inf == 0
+
+
+class _FullSummary(Summary):
+    """A Summary with min, max, mean, std and a preview (``stats="full"``)."""
+
+    __slots__ = ("min", "max", "mean", "std", "preview")
 
 
 @dataclass(frozen=True, slots=True)

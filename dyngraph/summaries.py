@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from .events import Summary, fast_constructor
+from .events import Summary
 
-_Summary = fast_constructor(Summary)
+_cheap_summary = Summary.cheap
 
 STATS_MODES = ("none", "cheap", "full")
 EXACT_LIMIT = 16_384
@@ -142,9 +142,8 @@ def cheap(a: np.ndarray) -> Summary:
         sq = float(_dot(flat, flat))
         if _isfinite(sq):
             shape = a.shape
-            return _Summary(_shape_cache.setdefault(shape, shape),
-                            "float32" if dt is _F32 else "float64", None, None, None, None,
-                            _sqrt(sq), 0, 0, (), False)
+            return _cheap_summary(_shape_cache.setdefault(shape, shape),
+                                  "float32" if dt is _F32 else "float64", _sqrt(sq), 0, 0, False)
     return summarize(a, "cheap")  # type: ignore[return-value]
 
 
@@ -186,11 +185,11 @@ def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summ
     if not _isfinite(sq):
         nan, inf, s = _count_nonfinite(s)
         if not s.size:
-            return Summary(shape, dtype, None, None, None, None, None, nan, inf, (), sampled)
+            return _cheap_summary(shape, dtype, None, nan, inf, sampled)
         sq = float(_dot(s, s))
     # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
     norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
-    return Summary(shape, dtype, None, None, None, None, norm, nan, inf, (), sampled)
+    return _cheap_summary(shape, dtype, norm, nan, inf, sampled)
 
 
 def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summary:

@@ -91,11 +91,12 @@ for _cls in ev.EVENT_TYPES.values():
     _names = [f.name for f in fields(_cls)]
     _GETTERS[_cls] = attrgetter(*_names)
     _KINDS[_cls] = _cls.kind
-_SUMMARY_GET = attrgetter(*(f.name for f in fields(ev.Summary)))
+_SUMMARY_GET = attrgetter(*ev.SUMMARY_FIELDS)
+_SUMMARY_TYPES = (ev.Summary, *ev.Summary.__subclasses__())
 
 
 def _default(o: Any) -> Any:
-    if type(o) is ev.Summary:
+    if type(o) in _SUMMARY_TYPES:
         return _SUMMARY_GET(o)
     if isinstance(o, np.ndarray):
         return encode_array(o)
@@ -142,15 +143,17 @@ def encode_message(message: dict[str, Any]) -> bytes:
 
 
 # -- decoding ------------------------------------------------------------------------------
-_make_summary = ev.fast_constructor(ev.Summary)
+_Summary = ev.Summary
 
 
 def _summary(v: Any) -> ev.Summary | None:
     if v is None:
         return None
     shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
-    return _make_summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
-                         tuple(preview) if preview else (), sampled)
+    if preview:
+        return _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf, tuple(preview),
+                        sampled)
+    return _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf, (), sampled)
 
 
 def _tuples(v: Any) -> Any:
