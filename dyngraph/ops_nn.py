@@ -153,6 +153,40 @@ def layer_norm(x, w=None, b=None, normalized_shape=(), eps=1e-5):
     return out, backward
 
 
+@_define("batch_norm", "NativeBatchNormBackward0")
+def batch_norm(x, running_mean=None, running_var=None, w=None, b=None, training=True,
+               eps=1e-5):
+    # Statistics per channel (axis 1) over the batch and every spatial position.
+    axes = (0, *range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    if training:
+        mu = x.mean(axis=axes, keepdims=True)
+        xc = x - mu
+        var = (xc * xc).mean(axis=axes, keepdims=True)
+    else:
+        mu = running_mean.reshape(shape)
+        xc = x - mu
+        var = running_var.reshape(shape)
+    rstd = (1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))).astype(x.dtype)
+    xhat = xc * rstd
+    out = xhat * w.reshape(shape) if w is not None else xhat
+    if b is not None:
+        out = out + b.reshape(shape)
+
+    def backward(g):
+        gxhat = g * w.reshape(shape) if w is not None else g
+        if training:
+            gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
+                         - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
+        else:
+            gx = gxhat * rstd
+        gw = (g * xhat).sum(axis=axes) if w is not None else None
+        gb = g.sum(axis=axes) if b is not None else None
+        return gx, None, None, gw, gb
+
+    return out, backward
+
+
 @_define("embedding", "EmbeddingBackward0")
 def embedding(indices, weight, padding_idx=None):
     if indices.dtype.kind not in "iu":

@@ -22,6 +22,7 @@ from .activation import (
     Tanh,
 )
 from .attention import MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterList, Sequential
 from .conv import Conv2d, MaxPool2d
 from .linear import Embedding, Flatten, Identity, Linear
@@ -31,9 +32,10 @@ from .parameter import Parameter
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = [
-    "BCELoss", "BCEWithLogitsLoss", "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding",
-    "Flatten", "GELU", "GRU", "GRUCell", "Identity", "L1Loss", "LSTM", "LSTMCell", "LayerNorm",
-    "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleDict",
-    "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList", "RNN", "RNNCell",
-    "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional", "init", "utils",
+    "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss",
+    "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "Identity", "L1Loss", "LSTM",
+    "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList",
+    "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "functional",
+    "init", "utils",
 ]

@@ -23,9 +23,9 @@ from ..ops_nn import NN_OPS
 from ..tensor import Tensor, apply
 
 __all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv2d", "cross_entropy",
-    "dropout", "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu", "linear",
-    "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv2d",
+    "cross_entropy", "dropout", "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu",
+    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
     "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "tanh",
 ]
 
@@ -136,6 +136,34 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
         )
     return apply(NN_OPS["layer_norm"], *_inputs(input, weight, bias), normalized_shape=shape,
                  eps=float(eps))
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float | None = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) by batch statistics while training (and update the
+    running statistics in place, outside the graph), by the running ones otherwise."""
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or more input (got {input.ndim}D input)")
+    data = input.data
+    axes = (0, *range(2, data.ndim))
+    count = data.size // data.shape[1]
+    if training and count <= 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input "
+                         f"size {list(input.shape)}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("batch_norm: running_mean and running_var are needed in eval mode")
+    out = apply(NN_OPS["batch_norm"], input, running_mean, running_var,
+                *_inputs(weight, bias), training=bool(training), eps=float(eps))
+    if training and running_mean is not None and running_var is not None:
+        m = 0.1 if momentum is None else momentum  # (BatchNorm passes its own average)
+        mean = data.mean(axis=axes)
+        var = data.var(axis=axes, ddof=1)
+        running_mean.data *= 1 - m
+        running_mean.data += (m * mean).astype(running_mean.data.dtype)
+        running_var.data *= 1 - m
+        running_var.data += (m * var).astype(running_var.data.dtype)
+    return out
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,

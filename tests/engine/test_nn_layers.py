@@ -328,3 +328,26 @@ def test_rnn_relu_layer():
     assert repr(ours) == repr(theirs)
     compare(ours, theirs,
             _randn(6, 2, 3))
+
+
+@pytest.mark.parametrize("kind,shape", [("BatchNorm1d", (6, 3)), ("BatchNorm1d", (4, 3, 5)),
+                                        ("BatchNorm2d", (4, 3, 2, 5))])
+@pytest.mark.parametrize("kwargs", [{}, {"affine": False}, {"momentum": None},
+                                    {"track_running_stats": False}, {"bias": False}])
+def test_batch_norm_train_and_eval(kind, shape, kwargs):
+    ours, theirs = getattr(nn, kind)(3, **kwargs), getattr(torch.nn, kind)(3, **kwargs)
+    assert repr(ours) == repr(theirs)
+    for _ in range(3):  # training steps move the running statistics
+        compare(ours, theirs, _randn(*shape) * 2 + 1)
+    for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values(),
+                            strict=True):
+        np.testing.assert_allclose(a.data, b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+    ours.eval()
+    theirs.eval()
+    compare(ours, theirs, _randn(*shape))
+
+
+def test_batch_norm_needs_more_than_one_value_per_channel():
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
+        nn.BatchNorm1d(3)(dg.randn(1, 3))
+    assert nn.BatchNorm1d(3).eval()(dg.randn(1, 3)).shape == dg.Size([1, 3])
