@@ -168,6 +168,9 @@ class Tracer:
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
         self._dtype_names: dict[Any, str] = {}
+        self._shared_attrs: dict[tuple[Any, ...], dict[str, Any]] = {}
+        # output id -> its Op event's inputs, this iteration (BackwardStep shares the tuple)
+        self._op_inputs: dict[int, tuple[int, ...]] = {}
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._summarize: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
         # Gradient summaries of the backward pass in progress, by array identity: the array
@@ -211,6 +214,7 @@ class Tracer:
         self._pending_end = False
         self._iteration_events = []
         self._known = set()
+        self._op_inputs = {}
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -263,6 +267,7 @@ class Tracer:
         self.iteration += 1
         self._iteration_events = []
         self._known = set()
+        self._op_inputs = {}
 
     def flush_iteration(self) -> None:
         """End a pending iteration now (used at the end of a run or a trace)."""
@@ -307,11 +312,12 @@ class Tracer:
         # Positional, in field order: this is the hottest line of a recording.
         event = _make_op(
             seq, self.iteration, name, tuple(ids), out_id, shape, dtype, out.requires_grad,
-            plain_attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
+            self._attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
             function, grad_enabled, duration_ns, self._summarize(data),
         )
         known.add(out_id)
         self._iteration_events.append(event)
+        self._op_inputs[out_id] = event.inputs
         if self.array_hook is not None:
             self.array_hook("value", out_id, data)
         for callback in self._callbacks:
@@ -354,6 +360,20 @@ class Tracer:
         if self.values == "small" and data.size <= VALUES_LIMIT:
             self._emit_values(tid, data)
 
+    def _attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """``attrs`` as plain data, one shared dict per distinct value (they repeat a lot)."""
+        attrs = plain_attrs(attrs)
+        try:
+            key = tuple(attrs.items())
+            shared = self._shared_attrs.get(key)
+        except TypeError:  # unhashable after all
+            return attrs
+        if shared is None:
+            if len(self._shared_attrs) > 10_000:
+                self._shared_attrs.clear()
+            shared = self._shared_attrs[key] = attrs
+        return shared
+
     def _dtype_name(self, dt: Any) -> str:
         name = self._dtype_names.get(dt)
         if name is None:
@@ -386,6 +406,9 @@ class Tracer:
     ) -> None:
         summ = self._grad_summary
         self.seq += 1
+        same = self._op_inputs.get(node_id)
+        if same is not None and same == input_ids:
+            input_ids = same  # share the Op event's tuple: one less object per step
         event = _make_step(
             self.seq, self.iteration, node_id, op, grad_fn, input_ids, summ(grad_output),
             tuple([None if g is None else summ(g) for g in grad_inputs]), duration_ns,
