@@ -11,7 +11,8 @@ new iteration shaped like an earlier one, only moves a highlight.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
@@ -106,8 +107,13 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def __init__(self, *, name: str | None = None, id: str | None = None,  # noqa: A002
                  classes: str | None = None, disabled: bool = False,
-                 layout_fn=None, cache: cl.LayoutCache | None = None,
+                 layout_fn: Callable[[str], Any] | None = None,
+                 cache: cl.LayoutCache | None = None,
                  min_interval: float = 0.3, auto_collapse: bool = True) -> None:
+        """``layout_fn`` turns DOT into a Layout (default ``dyngraph.exporters.layout``);
+        ``cache`` may be shared between canvases; ``min_interval`` is the least time between
+        two layouts of a growing graph; ``auto_collapse`` folds deep modules of large graphs.
+        """
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self.auto_collapse = auto_collapse
         """Collapse deep modules of graphs past ~300 nodes (see canvas_layout.auto_depth)."""
