@@ -190,3 +190,38 @@ def test_parameters_to_vector_round_trip():
     assert vec.shape == dg.Size([10])
     vector_to_parameters(vec * 2, params)
     np.testing.assert_allclose(parameters_to_vector(params).data, vec.data * 2)
+
+
+SCHEDULES = [
+    ("StepLR", {"step_size": 3, "gamma": 0.5}),
+    ("MultiStepLR", {"milestones": [2, 5, 9], "gamma": 0.3}),
+    ("ExponentialLR", {"gamma": 0.9}),
+    ("CosineAnnealingLR", {"T_max": 7, "eta_min": 0.01}),
+    ("LinearLR", {"start_factor": 0.25, "total_iters": 4}),
+    ("LambdaLR", {"lr_lambda": lambda epoch: 1 / (1 + epoch)}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", SCHEDULES)
+def test_lr_schedulers_match_torch(name, kwargs):
+    torch = pytest.importorskip("torch")
+    ours_opt = optim.SGD([{"params": [Parameter(dg.ones(1))], "lr": 0.5},
+                          {"params": [Parameter(dg.ones(1))]}], lr=0.1)
+    theirs_opt = torch.optim.SGD([{"params": [torch.nn.Parameter(torch.ones(1))], "lr": 0.5},
+                                  {"params": [torch.nn.Parameter(torch.ones(1))]}], lr=0.1)
+    ours = getattr(optim.lr_scheduler, name)(ours_opt, **kwargs)
+    theirs = getattr(torch.optim.lr_scheduler, name)(theirs_opt, **kwargs)
+    for _ in range(12):
+        assert ours.get_last_lr() == pytest.approx(theirs.get_last_lr(), rel=1e-9)
+        assert [g["lr"] for g in ours_opt.param_groups] == pytest.approx(
+            [g["lr"] for g in theirs_opt.param_groups], rel=1e-9)
+        ours_opt.step()
+        theirs_opt.step()
+        ours.step()
+        theirs.step()
+
+
+def test_lr_scheduler_is_importable_as_in_torch():
+    from dyngraph.optim.lr_scheduler import StepLR
+
+    assert StepLR is optim.lr_scheduler.StepLR

@@ -1,32 +1,19 @@
-"""``dyngraph.optim``: SGD, Adam and AdamW with PyTorch's update rules and param groups.
-
-Updates are numpy operations in place on each parameter's ``.data``: they are not ops,
-emit no op events and build no graph. With a tracer listening, each ``step()`` emits one
-OptimizerStep event carrying every updated parameter's id and the L2 norm of its update.
-
->>> import dyngraph as torch
->>> w = torch.nn.Parameter(torch.ones(3))
->>> opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
->>> (w * w).sum().backward()
->>> opt.step()
->>> w.tolist()
-[0.800000011920929, 0.800000011920929, 0.800000011920929]
-"""
+"""The Optimizer base class: param groups, per-parameter state, state dicts, and the
+OptimizerStep event each ``step()`` emits when a tracer listens."""
 
 from __future__ import annotations
 
 import copy
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .summaries import l2_norm
-from .tensor import Tensor
-from .tracing import tracer
+from ..summaries import l2_norm
+from ..tensor import Tensor
+from ..tracing import tracer
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+__all__ = ["Optimizer", "required"]
 
 
 class _Required:
@@ -95,7 +82,7 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
         if closure is not None:
-            from .autograd import enable_grad
+            from ..autograd import enable_grad
 
             with enable_grad():
                 loss = closure()
@@ -170,7 +157,7 @@ class Optimizer:
 
 def _copy_value(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        from .creation import from_numpy
+        from ..creation import from_numpy
 
         return from_numpy(value.copy())
     return copy.deepcopy(value)
@@ -190,99 +177,3 @@ def _load_value(value: Any, dtype: np.dtype) -> Any:
 def _check(name: str, value: float, minimum: float = 0.0) -> None:
     if not value >= minimum:
         raise ValueError(f"Invalid {name}: {value}")
-
-
-class SGD(Optimizer):
-    """Stochastic gradient descent with optional momentum, dampening, Nesterov and L2
-    weight decay, exactly PyTorch's rule (the first step's buffer is the gradient)."""
-
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0,
-                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
-                 *, maximize: bool = False) -> None:
-        _check("learning rate", lr)
-        _check("momentum value", momentum)
-        _check("weight_decay value", weight_decay)
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
-                                      weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
-
-    def _update(self, data: np.ndarray, grad: np.ndarray, state: dict[str, Any],
-                group: dict[str, Any]) -> np.ndarray:
-        wd, momentum = group["weight_decay"], group["momentum"]
-        if wd:
-            grad = grad + wd * data
-        if momentum:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                # np.array, not .copy(): arithmetic on 0-d arrays yields numpy scalars
-                buf = state["momentum_buffer"] = np.array(grad, dtype=data.dtype)
-            else:
-                buf *= momentum
-                buf += (1 - group["dampening"]) * grad
-            grad = grad + momentum * buf if group["nesterov"] else buf
-        return -group["lr"] * grad
-
-
-class Adam(Optimizer):
-    """Adam (Kingma & Ba) with PyTorch's bias correction, L2 ``weight_decay`` and AMSGrad."""
-
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        _check("learning rate", lr)
-        _check("epsilon value", eps)
-        if not 0.0 <= betas[0] < 1.0 or not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameters: {betas}")
-        _check("weight_decay value", weight_decay)
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
-
-    _decoupled = False
-
-    def _update(self, data: np.ndarray, grad: np.ndarray, state: dict[str, Any],
-                group: dict[str, Any]) -> np.ndarray:
-        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
-        beta1, beta2 = group["betas"]
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = np.zeros_like(data)
-            state["exp_avg_sq"] = np.zeros_like(data)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = np.zeros_like(data)
-        decay = None
-        if wd:
-            if self._decoupled:
-                decay = -lr * wd * data  # AdamW shrinks the weights before the Adam step
-                data = data + decay
-            else:
-                grad = grad + wd * data
-        state["step"] += 1
-        step = state["step"]
-        m, v = state["exp_avg"], state["exp_avg_sq"]
-        m += (1 - beta1) * (grad - m)  # PyTorch's lerp form of beta1*m + (1-beta1)*g
-        v *= beta2
-        v += (1 - beta2) * grad * grad
-        if group["amsgrad"]:
-            np.maximum(state["max_exp_avg_sq"], v, out=state["max_exp_avg_sq"])
-            v = state["max_exp_avg_sq"]
-        bias1 = 1 - beta1**step
-        bias2_sqrt = math.sqrt(1 - beta2**step)
-        denom = np.sqrt(v) / bias2_sqrt + eps
-        delta = (-lr / bias1) * m / denom
-        return delta if decay is None else delta + decay
-
-
-class AdamW(Adam):
-    """Adam with decoupled weight decay (default 0.01), as ``torch.optim.AdamW``."""
-
-    _decoupled = True
-
-    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *,
-                 maximize: bool = False) -> None:
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
