@@ -8,6 +8,7 @@ end to the child as an inherited fd (``fd:N``); ``host:port`` connects over TCP 
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 
@@ -43,13 +44,21 @@ class Channel:
             raise ChannelClosed(str(exc)) from None
 
     def recv(self, timeout: float | None = None) -> bytes | None:
-        """Up to 1 MiB of bytes; ``None`` on timeout; ``b""`` once the other end closed."""
+        """Up to 1 MiB of bytes; ``None`` on timeout; ``b""`` once the other end closed.
+
+        The wait is a ``select``, not a socket timeout: a timeout on the socket would also
+        bound ``sendall`` in the other thread, and a slow reader must only slow the writer
+        down, never break the channel.
+        """
         try:
-            self.sock.settimeout(timeout)
+            if timeout is not None:
+                ready, _, _ = select.select((self.sock,), (), (), timeout)
+                if not ready:
+                    return None
             data = self.sock.recv(_READ)
-        except (TimeoutError, BlockingIOError):
+        except (BlockingIOError, InterruptedError):
             return None
-        except OSError:
+        except (OSError, ValueError):  # closed under us
             data = b""
         if not data:
             self.closed = True

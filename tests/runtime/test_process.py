@@ -194,3 +194,43 @@ def test_value_store_keeps_few_iterations_under_a_byte_cap():
     assert store.get(2) is None and store.get(3) is not None and store.nbytes <= 1000
     store.put(5, np.zeros(100))  # 800 more: the current iteration's oldest values go
     assert store.get(5) is not None and store.get(3) is None and store.nbytes <= 1000
+
+
+def test_a_slow_reader_slows_the_writer_down_but_never_breaks_the_channel():
+    import threading
+
+    from dyngraph.debug.channel import socket_pair
+
+    writer, raw = socket_pair()
+    from dyngraph.debug.channel import Channel
+
+    reader = Channel(raw)
+    stop = threading.Event()
+    # the child's command thread waits on the same socket while the script's thread writes
+    waiting = threading.Thread(target=lambda: [writer.recv(0.05) for _ in iter(stop.is_set,
+                                                                               True)])
+    waiting.start()
+    payload = b"x" * (1 << 20)
+    received = []
+
+    def late_reader():
+        time.sleep(1.0)  # longer than any poll timeout
+        total = 0
+        while total < 16 * len(payload):
+            data = reader.recv(5.0)
+            assert data, "channel closed"
+            total += len(data)
+        received.append(total)
+
+    t = threading.Thread(target=late_reader)
+    t.start()
+    try:
+        for _ in range(16):
+            writer.send(payload)
+        t.join(TIMEOUT)
+        assert received == [16 * len(payload)]
+    finally:
+        stop.set()
+        waiting.join(TIMEOUT)
+        writer.close()
+        reader.close()
