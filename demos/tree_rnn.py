@@ -1,7 +1,7 @@
 """Recursive Tree-RNN: predict the value of random arithmetic expressions.
 
 Each iteration draws a new expression tree such as ``(7 - (2 + 5)) + 3`` and encodes it
-bottom-up by plain recursion: a leaf is an embedding lookup, an inner node runs the
+bottom-up by plain recursion: a digit is an embedding lookup (``digit``), an operator runs the
 ``combine.add`` or ``combine.sub`` layer on its two children. The graph has the shape of
 the tree, so no two iterations need look alike.
 
@@ -46,13 +46,13 @@ def show(tree) -> str:
 class TreeRNN(nn.Module):
     def __init__(self, hidden: int = 32) -> None:
         super().__init__()
-        self.leaf = nn.Embedding(10, hidden)
+        self.digit = nn.Embedding(10, hidden)
         self.combine = nn.ModuleDict({op: nn.Linear(2 * hidden, hidden) for op in OPERATORS})
         self.readout = nn.Linear(hidden, 1)
 
     def encode(self, tree):
         if isinstance(tree, int):
-            return self.leaf(torch.tensor([tree]))
+            return self.digit(torch.tensor([tree]))
         op, left, right = tree
         children = torch.cat([self.encode(left), self.encode(right)], dim=1)
         return torch.tanh(self.combine[op](children))
