@@ -1,9 +1,9 @@
 """Recursive Tree-RNN: predict the value of random arithmetic expressions.
 
 Each iteration draws a new expression tree such as ``(7 - (2 + 5)) + 3`` and encodes it
-bottom-up by plain recursion: a digit is an embedding lookup (``digit``), an operator runs the
-``combine.add`` or ``combine.sub`` layer on its two children. The graph has the shape of
-the tree, so no two iterations need look alike.
+bottom-up by plain recursion: a digit is an embedding lookup (module ``digit``), an
+operator runs the ``combine.add`` or ``combine.sub`` layer on its two children. The graph
+has the shape of the tree, so no two iterations need look alike.
 
     python demos/tree_rnn.py --steps 600
 """
