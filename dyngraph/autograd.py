@@ -346,18 +346,14 @@ def run_backward(
         for t, g in zip(inputs, in_grads, strict=False):
             if t is None or g is None:
                 continue
-            if type(t) is Node:
-                shape, dtype = t.shape, t.dtype
-            else:
-                data = t.data
-                shape, dtype = data.shape, data.dtype
-            if type(g) is not np.ndarray:
-                g = np.asarray(g, dtype=dtype)
-            if g.shape != shape:
-                g = unbroadcast(g, shape)
-            if g.dtype is not dtype and g.dtype != dtype:
-                g = g.astype(dtype)
             if type(t) is not Node:  # a leaf: collect now, accumulate at the end
+                data = t.data
+                if type(g) is not np.ndarray:
+                    g = np.asarray(g, dtype=data.dtype)
+                if g.shape != data.shape:
+                    g = unbroadcast(g, data.shape)
+                if g.dtype is not data.dtype and g.dtype != data.dtype:
+                    g = g.astype(data.dtype)
                 cid = t._id
                 previous = leaf_grads.get(cid)
                 if previous is None:
@@ -368,6 +364,13 @@ def run_backward(
                 else:
                     leaf_grads[cid] = _add(previous, g)
                 continue
+            # Sum broadcast gradients down to the input's shape, cast to its dtype.
+            if type(g) is not np.ndarray:
+                g = np.asarray(g, dtype=t.dtype)
+            if g.shape != t.shape:
+                g = unbroadcast(g, t.shape)
+            if g.dtype is not t.dtype and g.dtype != t.dtype:
+                g = g.astype(t.dtype)
             cid = t.out_id
             if nxt is not None and cid == nxt_id:
                 nxt_grad = _add(nxt_grad, g)

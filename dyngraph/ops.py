@@ -72,20 +72,39 @@ def _arr(x: Any) -> bool:
 
 
 # -- elementwise arithmetic ---------------------------------------------------------------
+# Backwards that capture nothing are made once, not per call: a tiny op's cost is mostly
+# Python objects, and each one also feeds the cyclic garbage collector.
+def _add_backward(g):
+    return g, g
+
+
+def _sub_backward(g):
+    return g, -g
+
+
+def _neg_backward(g):
+    return (-g,)
+
+
+def _identity_backward(g):
+    return (g,)
+
+
 @register("add", saves=False)
 def add(a, b):
-    return a + b, lambda g: (g, g)
+    return a + b, _add_backward
 
 
 @register("sub", saves=False)
 def sub(a, b):
-    return a - b, lambda g: (g, -g)
+    return a - b, _sub_backward
 
 
 @register("mul")
 def mul(a, b):
-    # (type checks inlined: this is the tiny-op benchmark's hot path)
-    return a * b, lambda g: (g * b, g * a if type(b) is np.ndarray else None)
+    # Saved arrays bound as defaults rather than closure cells: one object per call instead
+    # of three (mul is the commonest op that saves anything).
+    return a * b, lambda g, a=a, b=b: (g * b, g * a if type(b) is np.ndarray else None)
 
 
 @register("div")
@@ -96,7 +115,7 @@ def div(a, b):
 
 @register("neg", saves=False)
 def neg(a):
-    return -a, lambda g: (-g,)
+    return -a, _neg_backward
 
 
 @register("pow")
@@ -230,12 +249,12 @@ def to(a, dtype):
     out = a.astype(dtype)
     if out.dtype.kind != "f" or a.dtype.kind != "f":
         return out, None  # a cast to an integer or bool type cuts the graph, as in PyTorch
-    return out, lambda g: (g,)  # the engine casts g back to the input's dtype
+    return out, _identity_backward  # the engine casts g back to the input's dtype
 
 
 @register("clone", saves=False)
 def clone(a):
-    return a.copy(), lambda g: (g,)
+    return a.copy(), _identity_backward
 
 
 # -- linear algebra -----------------------------------------------------------------------

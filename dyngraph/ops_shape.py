@@ -168,12 +168,15 @@ def gather(a, dim, index):
     if index.ndim != a.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     # PyTorch allows an index smaller than the input in the other dimensions.
-    view = a[tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))]
-    out = np.take_along_axis(view, index, axis=d)
+    region = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
+    out = np.take_along_axis(a[region], index, axis=d)
     shape, dtype = a.shape, a.dtype
 
     def backward(g):
         full = np.zeros(shape, dtype=dtype)
+        if index.shape[d] == 1:  # one pick per row (a loss's target): no duplicates to add
+            np.put_along_axis(full[region], index, g, axis=d)
+            return (full, None)
         where = list(np.ix_(*[np.arange(s) for s in index.shape]))
         where[d] = index
         np.add.at(full, tuple(where), g)

@@ -25,6 +25,7 @@ _ids = itertools.count(1)
 _new_node = Node.__new__
 DEFAULT_DTYPE = np.float32
 _F64 = np.dtype(np.float64)
+_ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 
 LEAF_INPLACE_MESSAGE = (
@@ -55,7 +56,8 @@ class Tensor:
 
     # Hot fields are slots; rare ones (a name, hooks) default on the class and go to a
     # lazily created __dict__ when set, so making a tensor costs five stores.
-    __slots__ = ("data", "requires_grad", "_grad", "grad_fn", "_id", "__dict__", "__weakref__")
+    __slots__ = ("data", "requires_grad", "grad_fn", "_id", "__dict__", "__weakref__")
+    _grad: Tensor | None = None
     _name = ""
     _is_param = False
     _hooks: list[Callable[[Tensor], Any]] | None = None
@@ -77,7 +79,6 @@ class Tensor:
             raise RuntimeError(INT_GRAD_MESSAGE)
         self.data = array
         self.requires_grad = bool(requires_grad)
-        self._grad: Tensor | None = None
         self.grad_fn: Node | None = None
         self._id = next(_ids)
 
@@ -368,7 +369,6 @@ def _to_array(data: Any, dtype: Any = None) -> np.ndarray:
 def _init_slots(t: Tensor, array: np.ndarray, requires_grad: bool) -> None:
     t.data = array
     t.requires_grad = requires_grad
-    t._grad = None
     t.grad_fn = None
     t._id = next(_ids)
 
@@ -378,7 +378,6 @@ def _wrap(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     t = Tensor.__new__(Tensor)
     t.data = array
     t.requires_grad = requires_grad
-    t._grad = None
     t.grad_fn = None
     t._id = next(_ids)
     return t
@@ -424,13 +423,12 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         out_data, backward_fn = op.forward(x, **attrs) if attrs else op.forward(x)
     else:
         out_data, backward_fn, edges = _forward_any(op, inputs, attrs, enabled)
-    if type(out_data) is not np.ndarray:
+    if type(out_data) is not _ndarray:
         out_data = np.asarray(out_data)
     if out_data.dtype is _F64 and not op.exact:
         out_data = _demote(inputs, out_data)
     out = Tensor.__new__(Tensor)
     out.data = out_data
-    out._grad = None
     out._id = oid = next(_ids)
     if edges is not None and backward_fn is not None:
         out.requires_grad = True
