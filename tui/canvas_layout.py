@@ -241,7 +241,7 @@ def build_view(sigs: list[Sig], rule: Collapse, compact: bool) -> tuple[ViewGrap
                                        cluster_of(parent, i), module=owner))
         to_view.append(vi)
     for owner, vi in boxes.items():
-        short = owner.rsplit(".", 1)[-1] if compact else owner
+        short = ".".join(owner.split(".")[-2:])  # "layers.3", not a bare "3"
         text = f"{short} ×{op_count[owner]}" if compact else (
             f"{owner} (×{op_count[owner]} ops)")
         view.nodes[vi].label = raster.fit(text, raster.COMPACT_LABEL + 4 if compact
