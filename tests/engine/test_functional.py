@@ -136,7 +136,11 @@ def test_erf_fit_is_accurate_to_float32():
 # -- against PyTorch ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def torch():
-    return pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny ops: threads only oversubscribe the shared cores
+    yield torch
+    torch.set_num_threads(threads)
 
 
 def _both(arrays, wrt, torch):

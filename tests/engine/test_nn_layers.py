@@ -17,6 +17,16 @@ torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _torch_single_thread():
+    # Tiny ops: torch's intra-op threads only oversubscribe the shared cores (an LSTM call
+    # took 0.5 s with two threads on a busy machine, 2 ms with one).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _randn(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
 
