@@ -142,7 +142,7 @@ def run_record(args: argparse.Namespace) -> int:
         raise UserError(f"the script ended before recording began: {state.description}")
     if live_wanted:
         console.print(f"[dim]dyngraph record:[/] {writer.events_written:,} events, "
-                      f"{session.iteration - 1 if session.iteration > 1 else 1} iteration(s) "
+                      f"{session.iteration} iteration(s) "
                       f"-> [cyan]{output}[/] ({state.description})")
     elif state.exit_status is not None and state.exit_status < 0:
         console.print(f"dyngraph record: the script was {state.description}.")
@@ -200,7 +200,7 @@ def run_check(args: argparse.Namespace) -> int:
             + ([f"every gradient norm <= {args.max_grad_norm:g}"] if args.max_grad_norm else [])
         ) or "the script ran"
         console.print(f"dyngraph check: ok, {checked} ({counts['ops']:,} ops, "
-                      f"{max(session.iteration - 1, 1)} iteration(s))")
+                      f"{session.iteration} iteration(s))")
     return shell_status(state.exit_status)
 
 
