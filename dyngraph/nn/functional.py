@@ -115,11 +115,13 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 # -- layers -------------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` as one "linear" node."""
-    if input.shape[-1] != weight.shape[-1]:
-        rows = int(np.prod(input.shape[:-1])) if input.ndim > 1 else 1
+    x_shape, w_shape = input.data.shape, weight.data.shape
+    if not x_shape or x_shape[-1] != w_shape[-1]:
+        rows = int(np.prod(x_shape[:-1])) if len(x_shape) > 1 else 1
+        cols = x_shape[-1] if x_shape else 1
         raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} and "
-            f"{weight.shape[-1]}x{weight.shape[0]})"
+            f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and "
+            f"{w_shape[-1]}x{w_shape[0]})"
         )
     if bias is None:
         return apply(NN_OPS["linear"], input, weight)
