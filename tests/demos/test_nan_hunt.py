@@ -7,10 +7,9 @@ import importlib.util
 import math
 import re
 import subprocess
-import sys
 
 import pytest
-from demo_helpers import record
+from demo_helpers import record, run_script
 
 from dyngraph import demos
 from dyngraph import events as ev
@@ -68,8 +67,7 @@ needs_check = pytest.mark.skipif(
 
 
 def _check(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dyngraph", "check", *args],
-                          capture_output=True, text=True, timeout=120)
+    return run_script("-m", "dyngraph", "check", *args)
 
 
 @needs_check
