@@ -4,9 +4,9 @@
     OPENBLAS_NUM_THREADS=1 python bench/overhead.py --quick    # smaller, for a smoke run
 
 1. Training-step overhead (an MLP 784-256-128-10 at batch 64 with SGD, and a small
-   pre-norm attention block). Every mode is timed in interleaved rounds and each keeps its
-   fastest round, so a busy neighbour on the machine slows all modes alike instead of
-   skewing one. Modes: ``off`` (no subscriber: the baseline), ``compiled-out`` (apply() and
+   pre-norm attention block). Every mode is timed (process CPU time) in interleaved rounds
+   and each keeps its fastest round, so a busy neighbour on the machine slows all modes
+   alike instead of skewing one. Modes: ``off`` (no subscriber: the baseline), ``compiled-out`` (apply() and
    Module.__call__ with the tracer checks removed from their source), ``trace:<stats>``
    (``dyngraph.trace`` into memory) and ``record:<stats>`` (``dyngraph.record`` to a file).
 2. Memory of a trace: bytes per event of an in-memory trace (stats="cheap", no values) and
@@ -159,10 +159,12 @@ def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str) -> d
     """Fastest per-step time of each mode over interleaved rounds."""
 
     def run() -> float:
-        t0 = time.perf_counter()
+        # CPU time of this process, not wall time: on a machine shared with other jobs, wall
+        # time also counts the waits for a core, which have nothing to do with recording.
+        t0 = time.process_time()
         for _ in range(steps):
             step()
-        return (time.perf_counter() - t0) / steps
+        return (time.process_time() - t0) / steps
 
     def traced(stats: str) -> Callable[[], float]:
         def go() -> float:
