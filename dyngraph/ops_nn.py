@@ -528,6 +528,60 @@ def max_pool2d(x, kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1
     return (out[0] if squeeze else out), backward
 
 
+@_define("avg_pool2d", "AvgPool2DBackward0")
+def avg_pool2d(x, kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), count_include_pad=True):
+    squeeze = x.ndim == 3
+    xb = x[None] if squeeze else x
+    kh, kw = kernel_size
+    ph, pw = padding
+    h, wd = xb.shape[2:]
+    ho = _out_size(h, kh, stride[0], ph, 1)
+    wo = _out_size(wd, kw, stride[1], pw, 1)
+    xp = np.pad(xb, ((0, 0), (0, 0), (ph, ph), (pw, pw))) if ph or pw else xb
+    out = _windows(xp, kh, kw, stride, (1, 1), (ho, wo)).sum(axis=(2, 3))
+    if count_include_pad or not (ph or pw):
+        divisor: Any = kh * kw
+    else:  # count only the real elements under each window
+        ones = np.pad(np.ones((1, 1, h, wd), x.dtype), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        divisor = _windows(ones, kh, kw, stride, (1, 1), (ho, wo)).sum(axis=(2, 3))
+    out = out / np.asarray(divisor, dtype=x.dtype)
+
+    def backward(g):
+        gb = (g[None] if squeeze else g) / np.asarray(divisor, dtype=x.dtype)
+        gcols = np.broadcast_to(gb[:, :, None, None], (*gb.shape[:2], kh, kw, ho, wo))
+        gxp = _scatter_windows(gcols, xp.shape, stride, (1, 1), x.dtype)
+        gx = gxp[:, :, ph:ph + h, pw:pw + wd]
+        return (gx[0] if squeeze else gx,)
+
+    return (out[0] if squeeze else out), backward
+
+
+def _adaptive_bins(size: int, out: int) -> list[tuple[int, int]]:
+    # PyTorch's bins: [floor(i * size / out), ceil((i + 1) * size / out)).
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+@_define("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0")
+def adaptive_avg_pool2d(x, output_size=(1, 1)):
+    oh, ow = output_size
+    rows = _adaptive_bins(x.shape[-2], oh)
+    cols = _adaptive_bins(x.shape[-1], ow)
+    out = np.empty((*x.shape[:-2], oh, ow), dtype=x.dtype)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            out[..., i, j] = x[..., r0:r1, c0:c1].mean(axis=(-2, -1))
+
+    def backward(g):
+        gx = np.zeros_like(x)
+        for i, (r0, r1) in enumerate(rows):
+            for j, (c0, c1) in enumerate(cols):
+                area = (r1 - r0) * (c1 - c0)
+                gx[..., r0:r1, c0:c1] += (g[..., i, j] / area)[..., None, None]
+        return (gx,)
+
+    return out, backward
+
+
 @_define("one_hot", "OneHotBackward0", saves=False)
 def one_hot(indices, num_classes=-1):
     if indices.dtype.kind not in "iu":

@@ -23,10 +23,11 @@ from ..ops_nn import NN_OPS
 from ..tensor import Tensor, apply
 
 __all__ = [
-    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "conv2d",
-    "cross_entropy", "dropout", "embedding", "gelu", "l1_loss", "layer_norm", "leaky_relu",
-    "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "pad", "relu",
-    "scaled_dot_product_attention", "sigmoid", "silu", "softmax", "tanh",
+    "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "embedding", "gelu",
+    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
+    "nll_loss", "one_hot", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu",
+    "softmax", "tanh",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -215,6 +216,25 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return apply(NN_OPS["max_pool2d"], input, kernel_size=k, stride=s,
                  padding=_pair(padding, "padding"), dilation=_pair(dilation, "dilation"),
                  ceil_mode=bool(ceil_mode))
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    if ceil_mode or divisor_override is not None:
+        raise NotImplementedError("dyngraph's avg_pool2d supports no ceil_mode or "
+                                  "divisor_override")
+    k = _pair(kernel_size, "kernel_size")
+    s = k if stride is None or stride == [] else _pair(stride, "stride")
+    return apply(NN_OPS["avg_pool2d"], input, kernel_size=k, stride=s,
+                 padding=_pair(padding, "padding"), count_include_pad=bool(count_include_pad))
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    h, w = input.data.shape[-2:]
+    out = (h if size[0] is None else int(size[0]), w if size[1] is None else int(size[1]))
+    return apply(NN_OPS["adaptive_avg_pool2d"], input, output_size=out)
 
 
 def pad(input: Tensor, pad: Any, mode: str = "constant", value: float | None = None) -> Tensor:

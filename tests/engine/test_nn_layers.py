@@ -361,3 +361,37 @@ def test_batch_norm_needs_more_than_one_value_per_channel():
     with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
         nn.BatchNorm1d(3)(dg.randn(1, 3))
     assert nn.BatchNorm1d(3).eval()(dg.randn(1, 3)).shape == dg.Size([1, 3])
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"norm_first": True, "activation": "gelu"},
+                                    {"batch_first": True}])
+def test_transformer_encoder(kwargs):
+    def build(m):
+        layer = m.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, **kwargs)
+        return m.TransformerEncoder(layer, 2, norm=m.LayerNorm(8), enable_nested_tensor=False)
+
+    ours, theirs = build(nn), build(torch.nn)
+    mask = nn.Transformer.generate_square_subsequent_mask(5)
+    np.testing.assert_array_equal(mask.data,
+                                  torch.nn.Transformer.generate_square_subsequent_mask(5).numpy())
+    pad = np.zeros((3, 5), dtype=bool)
+    pad[1, 3:] = True
+    shape = (3, 5, 8) if kwargs.get("batch_first") else (5, 3, 8)
+    compare(ours, theirs, _randn(*shape), kwargs={
+        "ours": {"mask": mask, "src_key_padding_mask": dg.tensor(pad)},
+        "theirs": {"mask": torch.tensor(mask.data), "src_key_padding_mask": torch.tensor(pad)}},
+        atol=1e-4)
+
+
+@pytest.mark.parametrize("case", [
+    ("AvgPool2d", (2,), {}), ("AvgPool2d", (3,), {"stride": 2, "padding": 1}),
+    ("AvgPool2d", (3,), {"stride": 1, "padding": 1, "count_include_pad": False}),
+    ("AdaptiveAvgPool2d", ((1, 1),), {}), ("AdaptiveAvgPool2d", ((3, 2),), {}),
+    ("AdaptiveAvgPool2d", (4,), {}),
+])
+def test_average_pooling(case):
+    name, args, kwargs = case
+    ours, theirs = getattr(nn, name)(*args, **kwargs), getattr(torch.nn, name)(*args, **kwargs)
+    assert repr(ours) == repr(theirs)
+    compare(ours, theirs, _randn(2, 3, 7, 5))
+    compare(ours, theirs, _randn(3, 6, 6))
