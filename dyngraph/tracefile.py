@@ -292,7 +292,7 @@ def decode_rows(rows: Any) -> list[ev.Event]:
             out.append(dec(r, S))
     except TraceFileError:
         raise
-    except (TypeError, ValueError, KeyError, IndexError) as exc:
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, struct.error) as exc:
         raise TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200]) from None
     return out
 

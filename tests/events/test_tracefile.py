@@ -250,3 +250,17 @@ def test_frame_decoder_accepts_or_refuses_any_bytes(chunks):
             decoder.feed(chunk)
     except TraceFileError:
         pass
+
+
+def test_malformed_rows_with_valid_checksums_are_refused():
+    """Frames a buggy writer could produce: the checksum is fine, the content is not."""
+    good = tf.encode_events([ev.Op(seq=1, iteration=1, op="add",
+                                   summary=ev.Summary((2,), "float32", min=1.0, norm=2.0))])
+    body = good[tf.FRAME_HEADER.size + tf.EVENTS_META.size:].decode()
+    packed = body.split('"float32","')[1].split('"')[0]
+    for bad in (body.replace(packed, packed[:8]), body.replace(packed, "!!!!"),
+                body.replace('"add"', '"add",1'), body.replace('"op"', '"nope"'), "[1]", "{}"):
+        payload = good[tf.FRAME_HEADER.size:tf.FRAME_HEADER.size + tf.EVENTS_META.size] + \
+            bad.encode()
+        with pytest.raises(TraceFileError):
+            tf.decode_events_payload(payload)
