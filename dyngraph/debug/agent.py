@@ -90,7 +90,8 @@ class Agent:
         self._leaf_names: dict[int, str] = {}
         self._seen_iteration = 0
         self._prev_module = None
-        self._prev_line: tuple[str, int] | None = None
+        self._prev_line = 0
+        self._prev_file = ""
         self.last_op: ev.Op | None = None
         self._handlers = {
             ev.TensorCreated: self._on_tensor,
@@ -173,10 +174,13 @@ class Agent:
         self.last_op = e
         m = self._matcher
         hit: tuple[str, str] | None = None
-        if m.nan is not None:
-            hit = self._check_nan_op(e)
+        if m.nan is not None and self._value_id == e.output:
+            s = e.summary
+            # An exact summary (not sampled) that saw no NaN/Inf settles it for free.
+            if s is None or s.sampled or s.nan or s.inf:
+                hit = self._check_nan_op(e, self._value)  # type: ignore[arg-type]
         if m.checks_ops:
-            hit = hit or self._check_op_breakpoints(m, e)
+            hit = self._check_op_breakpoints(m, e) or hit
         if e.iteration != self._seen_iteration:
             self._seen_iteration = e.iteration
             if hit is None and e.iteration in m.iterations:
@@ -190,9 +194,8 @@ class Agent:
     def _value_of(self, tensor_id: int) -> np.ndarray | None:
         return self._value if self._value_id == tensor_id else None
 
-    def _check_nan_op(self, e: ev.Op) -> tuple[str, str] | None:
-        value = self._value_of(e.output)
-        if value is None or all_finite(value, e.summary):
+    def _check_nan_op(self, e: ev.Op, value: np.ndarray) -> tuple[str, str] | None:
+        if all_finite(value, e.summary):
             return None
         bad = self._bad
         upstream = any(i in bad for i in e.inputs)
@@ -208,35 +211,57 @@ class Agent:
                        f"from finite inputs")
 
     def _check_op_breakpoints(self, m: Matcher, e: ev.Op) -> tuple[str, str] | None:
+        """Op, module and line breakpoints. Dict lookups in the caches first: this runs for
+        every op while any such breakpoint is set."""
         hit = None
-        for bp in m.for_op(e.op):
+        bps = m._op_cache.get(e.op)
+        if bps is None:
+            bps = m.for_op(e.op)
+        for bp in bps:
             if m.condition_holds(bp, self._value_of(e.output)):
                 hit = ("op", f"breakpoint {bp}: {describe_op(e)}")
                 break
-        if hit is None and m.modules:
-            entering = e.module != self._prev_module
-            for bp in m.for_module(e.module):
-                if bp.condition:
-                    if m.condition_holds(bp, self._value_of(e.output)):
-                        hit = ("module", f"breakpoint {bp}: {describe_op(e)}")
-                        break
-                elif entering and bp not in m.for_module(self._prev_module or ""):
-                    hit = ("module", f"breakpoint {bp}: entering module {e.module or '(top)'}"
-                                     f" at {describe_op(e)}")
-                    break
-        if hit is None and m.lines:
-            here = (e.file, e.line)
-            for bp in m.for_line(e.file, e.line):
-                if bp.condition:
-                    if not m.condition_holds(bp, self._value_of(e.output)):
-                        continue
-                elif here == self._prev_line:
-                    continue
-                hit = ("line", f"breakpoint {bp}: {describe_op(e)}")
-                break
-        self._prev_module = e.module
-        self._prev_line = (e.file, e.line)
+        module = e.module
+        if m.modules and hit is None:
+            bps = m._module_cache.get(module)
+            if bps is None:
+                bps = m.for_module(module)
+            if bps:
+                hit = self._check_module(m, e, bps)
+        self._prev_module = module
+        if m.lines:
+            by_line = m._file_cache.get(e.file)
+            if by_line is None:
+                by_line = m.lines_of(e.file)
+            line = e.line
+            if by_line and hit is None and line in by_line:
+                hit = self._check_line(m, e, by_line[line])
+            self._prev_line = line
+            self._prev_file = e.file
         return hit
+
+    def _check_module(self, m: Matcher, e: ev.Op, bps: list[Breakpoint]
+                      ) -> tuple[str, str] | None:
+        entering = e.module != self._prev_module
+        for bp in bps:
+            if bp.condition:
+                if m.condition_holds(bp, self._value_of(e.output)):
+                    return ("module", f"breakpoint {bp}: {describe_op(e)}")
+            elif entering and bp not in m.for_module(self._prev_module or ""):
+                return ("module", f"breakpoint {bp}: entering module {e.module or '(top)'} "
+                                  f"at {describe_op(e)}")
+        return None
+
+    def _check_line(self, m: Matcher, e: ev.Op, bps: list[Breakpoint]) -> tuple[str, str] | None:
+        again = e.line == self._prev_line and e.file == self._prev_file
+        for bp in bps:
+            if bp.condition:
+                if not m.condition_holds(bp, self._value_of(e.output)):
+                    continue
+            elif again:
+                continue
+            return ("line", f"breakpoint {bp}: {describe_op(e)}")
+        return None
 
     def _check_stop_op(self, stop: tuple[Any, ...], e: ev.Op) -> tuple[str, str] | None:
         mode = stop[0]
@@ -269,7 +294,7 @@ class Agent:
             hit = self._check_nan_grads(e, grads[1], grads[2])
         if hit is None and m.node_norm and grads is not None:
             norm = _norm(grads[1], e.grad_output)
-            if norm > m.node_threshold:
+            if norm > m.node_threshold:  # (NaN norms are the nan breakpoint's business)
                 hit = ("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} flowing "
                                     f"into {self._describe_node(e.node, e.op)}")
         if hit is None and self._stop is not None and self._stop[0] == "op":

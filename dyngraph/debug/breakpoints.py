@@ -285,6 +285,8 @@ class Matcher:
     global_norm: list[Breakpoint] = field(default_factory=list)
     conditions: dict[Breakpoint, Condition] = field(default_factory=dict)
     checks_ops: bool = False  # any op, module or line breakpoint (read once per op)
+    node_threshold: float = math.inf  # the lowest per-node gradient norm threshold
+    global_threshold: float = math.inf
     # Per-string caches: a run has few distinct op names, module paths and files.
     _op_cache: dict[str, list[Breakpoint]] = field(default_factory=dict)
     _module_cache: dict[str, list[Breakpoint]] = field(default_factory=dict)
@@ -312,15 +314,9 @@ class Matcher:
             elif bp.kind == "grad_norm":
                 (m.global_norm if bp.scope == "global" else m.node_norm).append(bp)
         m.checks_ops = bool(m.op_exact or m.op_globs or m.modules or m.lines)
+        m.node_threshold = min((bp.threshold for bp in m.node_norm), default=math.inf)
+        m.global_threshold = min((bp.threshold for bp in m.global_norm), default=math.inf)
         return m
-
-    @property
-    def node_threshold(self) -> float:
-        return min((bp.threshold for bp in self.node_norm), default=math.inf)
-
-    @property
-    def global_threshold(self) -> float:
-        return min((bp.threshold for bp in self.global_norm), default=math.inf)
 
     def for_op(self, name: str) -> list[Breakpoint]:
         hit = self._op_cache.get(name)
@@ -338,7 +334,7 @@ class Matcher:
             ]
         return hit
 
-    def for_line(self, file: str, line: int) -> list[Breakpoint]:
+    def lines_of(self, file: str) -> dict[int, list[Breakpoint]]:
         by_line = self._file_cache.get(file)
         if by_line is None:
             by_line = {}
@@ -346,7 +342,10 @@ class Matcher:
                 if same_file(bp.file, file):
                     by_line.setdefault(bp.line, []).append(bp)
             self._file_cache[file] = by_line
-        return by_line.get(line, []) if by_line else []
+        return by_line
+
+    def for_line(self, file: str, line: int) -> list[Breakpoint]:
+        return self.lines_of(file).get(line, [])
 
     def condition_holds(self, bp: Breakpoint, value: np.ndarray | None) -> bool:
         predicate = self.conditions.get(bp) if bp.condition else None
