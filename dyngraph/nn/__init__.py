@@ -8,6 +8,8 @@ Sequential(
 )
 """
 
+from typing import Any
+
 from . import functional, init, utils  # noqa: F401
 from .activation import (
     GELU,
@@ -41,3 +43,11 @@ __all__ = [
     "Softmax", "Tanh", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
     "functional", "init", "utils",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Only reached for names this module does not define: say so plainly.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
+                         "supported surface (see docs/api-nn.md)")

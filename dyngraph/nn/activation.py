@@ -109,9 +109,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = _empty(*self.normalized_shape, dtype=dtype)
+            self.weight = _empty(*self.normalized_shape, dtype=dtype, device=device)
             if bias:
-                self.bias = _empty(*self.normalized_shape, dtype=dtype)
+                self.bias = _empty(*self.normalized_shape, dtype=dtype, device=device)
             else:
                 self.register_parameter("bias", None)
         else:

@@ -56,13 +56,13 @@ class MultiheadAttention(Module):
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
-        self.in_proj_weight = _empty(3 * embed_dim, embed_dim, dtype=dtype)
+        self.in_proj_weight = _empty(3 * embed_dim, embed_dim, dtype=dtype, device=device)
         if bias:
-            self.in_proj_bias = _empty(3 * embed_dim, dtype=dtype)
+            self.in_proj_bias = _empty(3 * embed_dim, dtype=dtype, device=device)
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
-                                                        dtype=dtype)
+                                                        dtype=dtype, device=device)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = False
         self._reset_parameters()

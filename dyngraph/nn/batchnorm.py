@@ -27,17 +27,18 @@ class _BatchNorm(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = _empty(num_features, dtype=dtype)
+            self.weight = _empty(num_features, dtype=dtype, device=device)
             if bias:
-                self.bias = _empty(num_features, dtype=dtype)
+                self.bias = _empty(num_features, dtype=dtype, device=device)
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, dtype=dtype))
+            kind = {"dtype": dtype, "device": device}
+            self.register_buffer("running_mean", creation.zeros(num_features, **kind))
+            self.register_buffer("running_var", creation.ones(num_features, **kind))
             self.register_buffer("num_batches_tracked",
                                  creation.from_numpy(np.zeros((), dtype=np.int64)))
         else:

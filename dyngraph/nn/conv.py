@@ -38,9 +38,10 @@ class Conv2d(Module):
         self.dilation = _pair(dilation)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = _empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype)
+        self.weight = _empty(out_channels, in_channels // groups, *self.kernel_size, dtype=dtype,
+                             device=device)
         if bias:
-            self.bias = _empty(out_channels, dtype=dtype)
+            self.bias = _empty(out_channels, dtype=dtype, device=device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

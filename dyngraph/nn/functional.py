@@ -365,3 +365,11 @@ def _legacy(size_average: Any, reduce: Any) -> None:
             "size_average and reduce are deprecated in PyTorch and not supported by dyngraph: "
             "use reduction='none'|'mean'|'sum'"
         )
+
+
+def __getattr__(name: str) -> Any:
+    # Only reached for names this module does not define: say so plainly.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
+                         "supported surface (see docs/api-nn.md)")

@@ -9,7 +9,6 @@ import numpy as np
 
 from .. import creation
 from ..autograd import no_grad
-from ..dtypes import to_numpy_dtype
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -17,9 +16,9 @@ from .module import Module
 from .parameter import Parameter
 
 
-def _empty(*shape: int, dtype: Any = None) -> Parameter:
-    np_dtype = np.float32 if dtype is None else to_numpy_dtype(dtype)
-    return Parameter(creation.from_numpy(np.zeros(shape, dtype=np_dtype)))
+def _empty(*shape: int, dtype: Any = None, device: Any = None) -> Parameter:
+    """A zero Parameter of ``shape`` for a layer to initialise (other devices raise)."""
+    return Parameter(creation.zeros(*shape, dtype=dtype, device=device))
 
 
 class Identity(Module):
@@ -46,9 +45,9 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = _empty(out_features, in_features, dtype=dtype)
+        self.weight = _empty(out_features, in_features, dtype=dtype, device=device)
         if bias:
-            self.bias = _empty(out_features, dtype=dtype)
+            self.bias = _empty(out_features, dtype=dtype, device=device)
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -109,7 +108,7 @@ class Embedding(Module):
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_idx
         if _weight is None:
-            self.weight = _empty(num_embeddings, embedding_dim, dtype=dtype)
+            self.weight = _empty(num_embeddings, embedding_dim, dtype=dtype, device=device)
             self.reset_parameters()
         else:
             self.weight = Parameter(_weight, requires_grad=not _freeze)

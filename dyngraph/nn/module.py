@@ -425,7 +425,7 @@ class Module:
             else:
                 dtype = arg
         if device is not None and str(device) != "cpu":
-            raise RuntimeError(f"dyngraph runs on the CPU only; cannot move a module to {device}")
+            raise NotImplementedError(f"dyngraph runs on the CPU only (asked for {device!r})")
         if dtype is not None:
             target = to_numpy_dtype(dtype)
             if target.kind != "f":

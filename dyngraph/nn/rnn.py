@@ -36,11 +36,11 @@ class _CellBase(Module):
         self.hidden_size = hidden_size
         self.bias = bias
         rows = self._gates * hidden_size
-        self.weight_ih = _empty(rows, input_size, dtype=dtype)
-        self.weight_hh = _empty(rows, hidden_size, dtype=dtype)
+        self.weight_ih = _empty(rows, input_size, dtype=dtype, device=device)
+        self.weight_hh = _empty(rows, hidden_size, dtype=dtype, device=device)
         if bias:
-            self.bias_ih = _empty(rows, dtype=dtype)
-            self.bias_hh = _empty(rows, dtype=dtype)
+            self.bias_ih = _empty(rows, dtype=dtype, device=device)
+            self.bias_hh = _empty(rows, dtype=dtype, device=device)
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
@@ -204,12 +204,12 @@ class _RNNBase(Module):
             width = input_size if layer == 0 else hidden_size * dirs
             for suffix in ("", "_reverse")[:dirs]:
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-                setattr(self, names[0], _empty(rows, width, dtype=dtype))
-                setattr(self, names[1], _empty(rows, hidden_size, dtype=dtype))
+                setattr(self, names[0], _empty(rows, width, dtype=dtype, device=device))
+                setattr(self, names[1], _empty(rows, hidden_size, dtype=dtype, device=device))
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
-                    setattr(self, names[2], _empty(rows, dtype=dtype))
-                    setattr(self, names[3], _empty(rows, dtype=dtype))
+                    setattr(self, names[2], _empty(rows, dtype=dtype, device=device))
+                    setattr(self, names[3], _empty(rows, dtype=dtype, device=device))
                 self._flat_weights_names.extend(names)
         self.reset_parameters()
 

@@ -149,3 +149,11 @@ class LambdaLR(LRScheduler):
 
     def _lr(self, base_lr: float, epoch: int, index: int) -> float:
         return base_lr * self.lr_lambdas[index](epoch)
+
+
+def __getattr__(name: str) -> Any:
+    # Only reached for names this module does not define: say so plainly.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
+                         "supported surface (see docs/api-nn.md)")

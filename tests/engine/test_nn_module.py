@@ -164,8 +164,10 @@ def test_to_dtype_keeps_parameter_objects():
     m.to(dg.float32)
     assert weight.dtype == dg.float32
     assert m.to("cpu") is m
-    with pytest.raises(RuntimeError, match="CPU only"):
+    with pytest.raises(NotImplementedError, match="CPU only"):
         m.to("cuda")
+    with pytest.raises(NotImplementedError, match="CPU only"):
+        nn.Linear(2, 2, device="cuda")
 
 
 def test_deepcopy_is_independent():
@@ -283,3 +285,18 @@ def test_functional_and_module_surface_is_reachable_as_torch():
 
     assert torch.nn.Linear is nn.Linear and torch.nn.functional.relu is F.relu
     assert torch.optim.SGD is not None and torch.nn.init.zeros_ is nn.init.zeros_
+
+
+def test_unsupported_names_fail_clearly():
+    import dyngraph as torch
+
+    with pytest.raises(AttributeError, match="dyngraph.nn has no attribute 'Conv3d'"):
+        torch.nn.Conv3d  # noqa: B018
+    with pytest.raises(AttributeError, match="functional has no attribute 'interpolate'"):
+        torch.nn.functional.interpolate  # noqa: B018
+    with pytest.raises(AttributeError, match="dyngraph.optim has no attribute 'LBFGS'"):
+        torch.optim.LBFGS  # noqa: B018
+    with pytest.raises(NotImplementedError, match="proj_size"):
+        nn.LSTM(2, 3, proj_size=2)
+    with pytest.raises(NotImplementedError, match="kdim/vdim"):
+        nn.MultiheadAttention(4, 2, kdim=3)
