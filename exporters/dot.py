@@ -25,7 +25,7 @@ from dyngraph.graph import Graph, backward_graph
 
 from . import colors
 from .colors import GradScale
-from .escape import dot_lines, dot_multiline, dot_quote, html_text
+from .escape import dot_lines, dot_multiline, dot_quote, html_text, xml_text
 from .view import OP_KINDS, VCluster, VEdge, ViewCache, VNode, build_view, fmt_shape
 
 GRAPH_KINDS = ("forward", "backward", "both")
@@ -104,8 +104,35 @@ class DotNode:
     name: str
     layout: str  # DOT attributes that affect the layout: label, shape
     style: NodeStyle
-    tooltip: str
+    # The tooltip in two parts: what stays the same across iterations (user text, escaped
+    # once and cached) and the numbers of this iteration (our own text: nothing to escape).
+    tip_static: str
+    tip_values: str = ""
     lines: tuple[str, ...] = ()  # the label's lines, unescaped
+
+    @property
+    def tooltip(self) -> str:
+        return self.tip_static + self.tip_values
+
+    @property
+    def tooltip_dot(self) -> str:
+        """The tooltip as a quoted DOT string."""
+        return _dot_tip(self.tip_static)[:-1] + self.tip_values.replace("\n", "\\n") + '"'
+
+    @property
+    def tooltip_xml(self) -> str:
+        """The tooltip escaped for XML text."""
+        return _xml_tip(self.tip_static) + self.tip_values
+
+
+@functools.lru_cache(maxsize=65536)
+def _dot_tip(text: str) -> str:
+    return dot_multiline(text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _xml_tip(text: str) -> str:
+    return xml_text(text)
 
 
 @dataclass(slots=True)
@@ -134,6 +161,7 @@ class DotDoc:
     root: DotCluster
     edges: list[DotEdge]
     _order: list[DotNode] | None = None
+    _memo: dict[str, str] | None = None  # the view shape's memo: its layout key, once known
 
     def nodes(self) -> list[DotNode]:
         """Every node in the order it is written (the canonical order of the layout key)."""
@@ -178,6 +206,15 @@ class DotDoc:
 
     def layout_key(self) -> str:
         """A hash of everything that moves nodes, with names replaced by positions."""
+        memo = self._memo
+        key = memo.get(self.legend) if memo is not None else None
+        if key is None:
+            key = self._layout_key()
+            if memo is not None:
+                memo[self.legend] = key
+        return key
+
+    def _layout_key(self) -> str:
         nodes = self.nodes()
         index = {n.name: i for i, n in enumerate(nodes)}
         parts = [self.legend]
@@ -200,7 +237,7 @@ def _write_cluster(c: DotCluster, out: list[str], indent: str, skeleton: bool = 
             continue
         style = n.style.dot
         out.append(f'{indent}{n.name} [{n.layout}{", " if style else ""}{style}, '
-                   f'tooltip={dot_multiline(n.tooltip)}, id="{n.name}"];\n')
+                   f'tooltip={n.tooltip_dot}, id="{n.name}"];\n')
     for child in c.children:
         out.append(f"{indent}subgraph {child.name} {{\n")
         inner = indent + "  "
@@ -268,14 +305,15 @@ def build_dot(
     else:
         root = _cluster(views[0].root, grad_scale, "", "")
     edges = [_edge(e) for v in views for e in v.edges]
-    nonfinite = any(n.has_nonfinite for g in shown for n in g.nodes.values())
     legend_text = ""
     if legend and (grad_scale is not None or diff_against is not None or diff_legend
-                   or nonfinite):
+                   or any(n.has_nonfinite for g in shown for n in g.nodes.values())):
         legend_text = _legend(grad_scale, diff_against is not None or diff_legend)
     if title is None:
         title = f"dyngraph iteration {graph.iteration}, {_KIND_TITLES[graph_kind]}"
-    return DotDoc(title, legend_text, root, edges)
+    # One view from a cached shape: the layout key is a function of the shape and legend.
+    memo = views[0].shape.memo if len(views) == 1 and views[0].shape is not None else None
+    return DotDoc(title, legend_text, root, edges, _memo=memo)
 
 
 def to_dot(
@@ -329,8 +367,8 @@ def _layout_attrs(lines: tuple[str, ...], shape: str | None) -> str:
 def _node(v: VNode, scale: GradScale | None) -> DotNode:
     kind = v.members[0].kind if v.kind == "ghost" and v.members and not v.path else v.kind
     shape = "box3d" if v.path else SHAPES.get(kind)
-    return DotNode(v.name, _layout_attrs(v.lines, shape), _style(v, kind, scale), _tooltip(v),
-                   v.lines)
+    return DotNode(v.name, _layout_attrs(v.lines, shape), _style(v, kind, scale),
+                   *_tooltip(v), v.lines)
 
 
 _BASE_STYLE = {"param": "filled,bold", "accumulate": "filled,bold", "leaf": "filled",
@@ -363,8 +401,14 @@ def _style(v: VNode, kind: str, scale: GradScale | None) -> NodeStyle:
 
 
 def _stats(s: Summary) -> str:
-    parts = [f"{k}={v:.4g}" for k, v in (("norm", s.norm), ("mean", s.mean), ("std", s.std),
-                                           ("min", s.min), ("max", s.max)) if v is not None]
+    norm, mean, std, lo, hi = s.norm, s.mean, s.std, s.min, s.max
+    if s.nan == 0 and s.inf == 0 and not s.sampled:  # the common cases, in one format each
+        if None not in (norm, mean, std, lo, hi):
+            return f"norm={norm:.4g} mean={mean:.4g} std={std:.4g} min={lo:.4g} max={hi:.4g}"
+        if norm is not None and mean is None and std is None and lo is None and hi is None:
+            return f"norm={norm:.4g}"
+    parts = [f"{k}={v:.4g}" for k, v in (("norm", norm), ("mean", mean), ("std", std),
+                                           ("min", lo), ("max", hi)) if v is not None]
     if s.nan:
         parts.append(f"NaN×{s.nan}")
     if s.inf:
@@ -372,34 +416,35 @@ def _stats(s: Summary) -> str:
     return " ".join(parts) + (" (sampled)" if s.sampled else "")
 
 
-def _tooltip(v: VNode) -> str:
+def _tooltip(v: VNode) -> tuple[str, str]:
+    """(the lines that stay the same across iterations, this iteration's numbers)."""
+    values = ""
     if v.path:  # a collapsed module (or the ghost of one)
         ops = sum(1 for m in v.members if m.kind in OP_KINDS)
-        lines = [f"module: {v.path}", f"{len(v.members)} nodes, {ops} ops"]
+        static = f"module: {v.path}\n{len(v.members)} nodes, {ops} ops"
         norms = [m.grad.norm for m in v.members if m.grad is not None and m.grad.norm is not None]
         if norms:
-            lines.append(f"largest grad norm: {max(norms):.4g}")
+            values += f"\nlargest grad norm: {max(norms):.4g}"
         bad = sum(1 for m in v.members if m.has_nonfinite)
         if bad:
-            lines.append(f"{bad} nodes with NaN/Inf")
-        text = "\n".join(lines)
+            values += f"\n{bad} nodes with NaN/Inf"
     else:
         n = v.members[0]
-        text = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,
-                               n.file, n.line, n.function, n.grad_fn)
+        static = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,
+                                 n.file, n.line, n.function, n.grad_fn)
         if n.summary is not None and n.kind not in ("backward", "accumulate"):
-            text += "\nvalue: " + _stats(n.summary)
+            values += "\nvalue: " + _stats(n.summary)
         if n.grad is not None:
-            text += "\ngrad: " + _stats(n.grad)
+            values += "\ngrad: " + _stats(n.grad)
     if v.mark == "added":
-        text += "\nadded since the previous graph"
+        values += "\nadded since the previous graph"
     elif v.mark == "reshaped" and v.old_shape is not None:
-        text += f"\nshape changed from {fmt_shape(v.old_shape)}"
+        values += f"\nshape changed from {fmt_shape(v.old_shape)}"
     elif v.mark == "changed":
-        text += "\nchanged since the previous graph"
+        values += "\nchanged since the previous graph"
     elif v.mark == "removed":
-        text += "\nremoved since the previous graph"
-    return text
+        values += "\nremoved since the previous graph"
+    return static, values
 
 
 @functools.lru_cache(maxsize=65536)

@@ -47,7 +47,7 @@ def _pts(points: list[list[float]]) -> str:
     return " ".join(f"{_f(x)},{_f(-y)}" for x, y in points)
 
 
-def _shape(op: dict) -> tuple[str, bool] | None:
+def _shape(op: dict, node: bool = False) -> tuple[str, bool] | None:
     """(SVG element without its closing and paint attributes, is it a closed shape)."""
     kind = op["op"]
     if kind in ("P", "p"):
@@ -55,6 +55,11 @@ def _shape(op: dict) -> tuple[str, bool] | None:
         return f'<polygon points="{_pts(pts + pts[:1])}"', True
     if kind in ("B", "b"):
         pts = op["points"]
+        if node and len(pts) == 25:  # Graphviz's rounded box: a fifth of the bytes as a rect
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            x, y, w, h = min(xs), -max(ys), max(xs) - min(xs), max(ys) - min(ys)
+            return (f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{_f(h)}" '
+                    f'rx="{_f(min(w, h) / 4)}"'), True
         d = f"M{_f(pts[0][0])},{_f(-pts[0][1])}C" + _pts(pts[1:])
         return f'<path d="{d}"', True
     if kind in ("E", "e"):
@@ -65,11 +70,24 @@ def _shape(op: dict) -> tuple[str, bool] | None:
     return None
 
 
-def _text_open(op: dict, size: float, face: str, weight: str) -> str:
+# Inherited from the root <g>: what most texts use, so they need not repeat it.
+_TEXT_DEFAULTS = ' text-anchor="middle" font-family="Helvetica,sans-Serif" font-size="10"'
+
+
+def _text_open(op: dict, size: float, face: str, weight: str, words: str) -> str:
     x, y = op["pt"]
-    return (f'<text xml:space="preserve" text-anchor="{_ANCHOR.get(op["align"], "middle")}"'
-            f' x="{_f(x)}" y="{_f(-y)}" font-family="{_FAMILY.get(face, xml_text(face))}"'
-            f' font-size="{size:.2f}"{weight}')
+    out = f'<text x="{_f(x)}" y="{_f(-y)}"'
+    anchor = _ANCHOR.get(op["align"], "middle")
+    if anchor != "middle":
+        out += f' text-anchor="{anchor}"'
+    family = _FAMILY.get(face, xml_text(face))
+    if family != "Helvetica,sans-Serif":
+        out += f' font-family="{family}"'
+    if size != 10:
+        out += f' font-size="{_f(size)}"'
+    if words != words.strip() or "  " in words:
+        out += ' xml:space="preserve"'
+    return out + weight
 
 
 class _Font:
@@ -103,7 +121,7 @@ def _texts(ops: list[dict], lines: Sequence[str] = ()) -> list[str]:
     k = 0
     for op in ops:
         if not font.update(op) and op["op"] == "T":
-            out.append(_text_open(op, font.size, font.face, font.weight))
+            out.append(_text_open(op, font.size, font.face, font.weight, words[k]))
             out.append(f">{xml_text(words[k])}</text>\n")
             k += 1
     return out
@@ -130,9 +148,9 @@ def _static(ops: list[dict], label: str | None = None) -> str:
             if style.startswith("setlinewidth("):
                 width = f' stroke-width="{style[13:-1]}"'
         elif kind == "T":
-            text = xml_text(clean(label) if label is not None else op["text"])
-            out.append(f'{_text_open(op, font.size, font.face, font.weight)} fill="{pen}">'
-                       f"{text}</text>\n")
+            words = clean(label) if label is not None else op["text"]
+            out.append(f'{_text_open(op, font.size, font.face, font.weight, words)} '
+                       f'fill="{pen}">{xml_text(words)}</text>\n')
         else:
             shape = _shape(op)
             if shape is not None:
@@ -193,7 +211,7 @@ class SvgTemplate:
             i = index.get(name)
             if i is None:
                 continue
-            shapes = [s for s in map(_shape, obj.get("_draw_", [])) if s is not None]
+            shapes = [s for op in obj.get("_draw_", []) if (s := _shape(op, True)) is not None]
             self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", []), nodes[i].lines))
         if any(g is None for g in self.nodes):
             raise KeyError("a node is missing from the layout")
@@ -227,7 +245,8 @@ class SvgTemplate:
             f'<svg width="{w}pt" height="{h}pt" viewBox="0.00 0.00 {w} {h}" '
             'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n',
             f"<title>{xml_text(title or doc.title)}</title>\n",
-            f'<g id="graph0" class="graph" transform="translate(4 {_f(self.height - 4)})">\n',
+            f'<g id="graph0" class="graph" transform="translate(4 {_f(self.height - 4)})"'
+            f"{_TEXT_DEFAULTS}>\n",
             self.background, self.clusters,
         ]
         for geom, e in zip(self.edges, doc.edges, strict=True):
@@ -254,7 +273,7 @@ class SvgTemplate:
     def _node(geom: _NodeGeom, n: DotNode) -> str:
         style = n.style
         fill, stroke, font = style.svg_fill, style.svg_stroke, style.fontcolor
-        parts = [f'<g id="{n.name}" class="node">\n<title>{xml_text(n.tooltip)}</title>\n']
+        parts = [f'<g id="{n.name}" class="node">\n<title>{n.tooltip_xml}</title>\n']
         for el, closed in geom.shapes:
             parts.append(f'{el} fill="{fill if closed else "none"}"{stroke}/>\n')
         texts = geom.texts

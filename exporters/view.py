@@ -59,6 +59,7 @@ class View:
     root: VCluster
     edges: list[VEdge]
     nodes: list[VNode]
+    shape: _Shape | None = None  # set when the view is cached (or came from the cache)
 
 
 _SHAPES: dict[tuple[int, ...], str] = {}
@@ -217,7 +218,8 @@ def build_view(
     root = _clusters(vnodes, cluster_names, folds.labels if folds else {})
     view = View(root, edges, vnodes)
     if sig is not None and cache is not None:
-        cache.put(sig, _Shape.capture(view, ordered))
+        view.shape = _Shape.capture(view, ordered)
+        cache.put(sig, view.shape)
     return view
 
 
@@ -238,6 +240,8 @@ class _Shape:
     vnodes: list[tuple[str, str, tuple[str, ...], str, str, list[int]]]
     tree: tuple[object, ...]  # (path, name, label, [vnode index], [subtrees])
     edges: list[tuple[int, int, str]]
+    # Whatever a consumer derives from the shape alone (DotDoc keeps its layout key here).
+    memo: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def capture(cls, view: View, ordered: list[GraphNode]) -> _Shape:
@@ -268,7 +272,7 @@ class _Shape:
                             [tree(child) for child in children])
 
         edges = [VEdge(vnodes[t].name, vnodes[h].name, label) for t, h, label in self.edges]
-        return View(tree(self.tree), edges, vnodes)
+        return View(tree(self.tree), edges, vnodes, self)
 
 
 class ViewCache:

@@ -35,8 +35,8 @@ def nodes_of(svg_path: Path) -> dict[str, ET.Element]:
 
 
 def fill_of(node: ET.Element) -> str:
-    return next(e.get("fill") for e in node if e.tag in (f"{SVG}path", f"{SVG}polygon",
-                                                            f"{SVG}ellipse"))
+    shapes = {f"{SVG}{tag}" for tag in ("path", "polygon", "ellipse", "rect")}
+    return next(e.get("fill") for e in node if e.tag in shapes)
 
 
 def test_writes_every_iteration_and_reuses_layouts(tmp_path: Path) -> None:
