@@ -300,3 +300,23 @@ def test_unsupported_names_fail_clearly():
         nn.LSTM(2, 3, proj_size=2)
     with pytest.raises(NotImplementedError, match="kdim/vdim"):
         nn.MultiheadAttention(4, 2, kdim=3)
+
+
+def test_traced_training_graph_has_module_paths_and_parameter_names():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))
+    opt = dg.optim.SGD(model.parameters(), lr=0.1)
+    with dg.trace() as trace:
+        for _ in range(2):
+            loss = F.cross_entropy(model(dg.randn(5, 3)), dg.tensor([0, 1, 0, 1, 1]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    first, second = trace.iterations
+    assert first.structure_key == second.structure_key
+    nodes = list(first.graph.nodes.values())
+    assert [(n.op, n.module) for n in nodes if n.kind == "op"] == [
+        ("linear", "0"), ("relu", "1"), ("linear", "2.0"), ("cross_entropy", "")]
+    assert [n.name for n in nodes if n.kind == "param"] == [
+        "0.weight", "0.bias", "2.0.weight", "2.0.bias"]
+    steps = [e for e in trace.events if e.kind == "optimizer_step"]
+    assert len(steps) == 2 and steps[0].optimizer == "SGD" and len(steps[0].updates) == 4
