@@ -123,8 +123,11 @@ def time_session(script: str, breakpoints: list[Breakpoint], **options: object
     return cost.done(), n
 
 
-def throughput(script: str) -> tuple[float, int]:
-    """Events per second as seen by the parent, first to last event."""
+def throughput(script: str) -> tuple[float, int, float, float]:
+    """Events per second as seen by the parent (first to last event), and the child's and
+    this process's CPU time for the run: on cores of their own, the rate would be bounded by
+    events / max(child CPU, parent CPU)."""
+    cost = Cost()
     session = Session.start(script, stats="none", pause_at_start=False, keep_values=False)
     first = last = 0.0
     n = 0
@@ -141,7 +144,8 @@ def throughput(script: str) -> tuple[float, int]:
                 break
     finally:
         session.close()
-    return n / max(last - first, 1e-9), n
+    _, child, parent = cost.done()
+    return n / max(last - first, 1e-9), n, child, parent
 
 
 def main() -> None:
@@ -182,11 +186,16 @@ def main() -> None:
         print(f"  {label:<44} {wall:7.3f}s {child:9.3f}s {parent:10.3f}s   "
               f"wall {wall / base[0]:.2f}x, child CPU {child / base[1]:.2f}x")
 
-    rates = [throughput(str(chain)) for _ in range(ns.repeat)]
-    rate = statistics.median(r for r, _ in rates)
-    print(f"event throughput to the parent: {rate:,.0f} events/s "
-          f"({rates[0][1]:,} events per run, stats=none)")
-
+    runs = [throughput(str(chain)) for _ in range(ns.repeat)]
+    rate = statistics.median(r[0] for r in runs)
+    n = runs[0][1]
+    child = statistics.median(r[2] for r in runs)
+    parent = statistics.median(r[3] for r in runs)
+    print(f"event throughput to the parent: {rate:,.0f} events/s wall "
+          f"({n:,} events per run, stats=none)")
+    print(f"  CPU per event: child {child / n * 1e6:.2f} us (start-up included), "
+          f"parent {parent / n * 1e6:.2f} us; with a core each: "
+          f"{n / max(child, parent):,.0f} events/s")
 
 if __name__ == "__main__":
     main()

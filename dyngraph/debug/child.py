@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     faulthandler.register(signal.SIGUSR1, file=os.fdopen(os.dup(2), "w"), all_threads=True)
     capture = OutputCapture(agent.output)
     capture.start()
-    hooks.agent = agent
+    if config.get("script_breakpoints", True):
+        hooks.agent = agent
     _patch_exit(agent, capture)
     os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent))
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)

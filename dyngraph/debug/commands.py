@@ -50,6 +50,8 @@ def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
                 return
             if status is not None:
                 status()
+            if session.state.paused and session.state.reason not in ("nan", "grad_norm"):
+                session.continue_()  # headless: nobody else would ever resume it
             if session.state.finished:
                 rest = session.poll()
                 if rest:
@@ -87,7 +89,8 @@ def run_record(args: argparse.Namespace) -> int:
 
     output = _check_output_path(args.output)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
-                            pause_at_start=False, post_mortem=False, keep_values=False)
+                            pause_at_start=False, post_mortem=False, keep_values=False,
+                            script_breakpoints=False)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     writer: TraceWriter | None = None
@@ -161,7 +164,8 @@ def run_check(args: argparse.Namespace) -> int:
             raise UserError(f"--max-grad-norm must be a positive number, not {args.max_grad_norm}")
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
-                            pause_at_start=False, post_mortem=False, keep_values=False)
+                            pause_at_start=False, post_mortem=False, keep_values=False,
+                            script_breakpoints=False)
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0}
 

@@ -123,11 +123,14 @@ class Session:
               pause_at_start: bool = True, cwd: str | os.PathLike[str] | None = None,
               values: str = "none", post_mortem: bool = True, keep_values: bool = True,
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
-              python: str | None = None, env: dict[str, str] | None = None) -> Session:
+              script_breakpoints: bool = True, python: str | None = None,
+              env: dict[str, str] | None = None) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
-        an uncaught exception (reason "exception") instead of ending at once.
+        an uncaught exception (reason "exception") instead of ending at once;
+        ``script_breakpoints=False`` makes ``dyngraph.breakpoint()`` calls in the script do
+        nothing (headless runs that nobody would resume).
         ``keep_values``/``keep_iterations``/``max_bytes`` bound the values the child keeps
         for ``fetch_values`` (see ``dyngraph.debug.values``). Raises UserError for a missing
         script, a directory or a syntax error.
@@ -163,7 +166,7 @@ class Session:
             "breakpoints": [bp.to_dict() for bp in bps.values()],
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
-            "max_bytes": max_bytes,
+            "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
         })
         return session
 

@@ -150,3 +150,11 @@ def test_bad_input_gives_one_line_and_a_non_zero_status(tmp_path):
         line = one_clean_line(done.stderr)
         assert message in line, (argv, line)
         assert line.startswith(f"dyngraph {argv[0]}: error:")
+
+
+def test_headless_runs_pass_over_dyngraph_breakpoint_calls(tmp_path):
+    done = dyngraph_cli("record", "-o", str(tmp_path / "b.dgtrace"), script("bp_call.py"),
+                        timeout=30)
+    assert done.returncode == 0 and done.stdout == "done\n"
+    done = dyngraph_cli("check", script("bp_call.py"), timeout=30)
+    assert done.returncode == 0 and done.stdout == "done\n"
