@@ -26,7 +26,7 @@ def manual_seed(seed: int) -> np.random.Generator:
 
 def seed() -> int:
     """Seed the generator from the OS and return the seed used."""
-    value = int(np.random.SeedSequence().entropy % (2**63))
+    value = int(np.random.default_rng().integers(2**63))
     manual_seed(value)
     return value
 
@@ -97,7 +97,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
     value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
     default = (np.bool_ if isinstance(value, bool) else np.int64 if isinstance(value, int)
                else DEFAULT_DTYPE)
-    shape = _shape(size if isinstance(size, (tuple, list)) else (size,))
+    shape = _shape(tuple(size) if isinstance(size, (tuple, list)) else (size,))
     return _new(np.full(shape, value, dtype=default), dtype, requires_grad, device)
 
 

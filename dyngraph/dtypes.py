@@ -24,7 +24,7 @@ class dtype:
         if isinstance(other, dtype):
             return self.numpy == other.numpy
         try:
-            return self.numpy == np.dtype(other)  # type: ignore[arg-type]
+            return bool(self.numpy == np.dtype(other))  # type: ignore[call-overload]
         except TypeError:
             return False
 

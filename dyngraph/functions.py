@@ -326,8 +326,9 @@ def _torch_name(t: Tensor) -> str:
         str(t.data.dtype), str(t.data.dtype))
 
 
-ReturnMax = namedtuple("max", ["values", "indices"])
-ReturnMin = namedtuple("min", ["values", "indices"])
+# Named like PyTorch's torch.return_types.max / .min.
+ReturnMax = namedtuple("max", ["values", "indices"])  # type: ignore[name-match]
+ReturnMin = namedtuple("min", ["values", "indices"])  # type: ignore[name-match]
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001

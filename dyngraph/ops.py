@@ -298,6 +298,7 @@ def _nondiff(name: str, fn: Callable[..., Any]) -> None:
     register(name, saves=False)(lambda *args, **kw: (fn(*args, **kw), None))
 
 
+_fn: Any
 for _name, _fn in {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal,
