@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .dot import DotDoc, DotNode
+from .dot import DotDoc
 from .escape import clean, xml_text
 from .render import GraphvizError
 
@@ -215,6 +215,7 @@ class SvgTemplate:
             self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", []), nodes[i].lines))
         if any(g is None for g in self.nodes):
             raise KeyError("a node is missing from the layout")
+        self._node_fmts = [_node_format(g) for g in self.nodes]  # type: ignore[arg-type]
         self.clusters = "".join(clusters)
         edge_pos = {(e.tail, e.head): j for j, e in enumerate(doc.edges)}
         self.edges: list[_EdgeGeom | None] = [None] * len(doc.edges)
@@ -228,6 +229,7 @@ class SvgTemplate:
             label = doc.edges[j].label
             self.edges[j] = _EdgeGeom(line, head, _texts(obj.get("_ldraw_", []),
                                                          (label,) if label else ()))
+        self._edge_fmts = [_edge_format(g) for g in self.edges]
 
     @staticmethod
     def _cluster(obj: dict, label: str | None) -> str:
@@ -249,35 +251,45 @@ class SvgTemplate:
             f"{_TEXT_DEFAULTS}>\n",
             self.background, self.clusters,
         ]
-        for geom, e in zip(self.edges, doc.edges, strict=True):
-            if geom is None:
-                continue
-            stroke = e.style.svg_stroke
-            color = e.style.color
-            tail, head = xml_text(e.tail), xml_text(e.head)
-            out.append(f'<g id="e_{tail}_{head}" class="edge">\n<title>{tail}&#45;&gt;{head}'
-                       "</title>\n")
-            out.extend(f'{el} fill="none"{stroke}/>\n' for el in geom.line)
-            out.extend(f'{el} fill="{color}" stroke="{color}"/>\n' for el in geom.head)
-            texts = geom.texts
-            for k in range(0, len(texts), 2):
-                out.append(f'{texts[k]} fill="{color}"{texts[k + 1]}')
-            out.append("</g>\n")
-        for geom, n in zip(self.nodes, doc.nodes(), strict=True):
-            out.append(self._node(geom, n))  # type: ignore[arg-type]
+        for fmt, e in zip(self._edge_fmts, doc.edges, strict=True):
+            if fmt:
+                out.append(fmt.format(e.tail, e.head, e.style.svg_stroke, e.style.color))
+        for fmt, n in zip(self._node_fmts, doc.nodes(), strict=True):
+            style = n.style
+            out.append(fmt.format(n.name, n.tooltip_xml, style.svg_fill, style.svg_stroke,
+                                  style.fontcolor))
         out.append(self.legend)
         out.append("</g>\n</svg>\n")
         return "".join(out)
 
-    @staticmethod
-    def _node(geom: _NodeGeom, n: DotNode) -> str:
-        style = n.style
-        fill, stroke, font = style.svg_fill, style.svg_stroke, style.fontcolor
-        parts = [f'<g id="{n.name}" class="node">\n<title>{n.tooltip_xml}</title>\n']
-        for el, closed in geom.shapes:
-            parts.append(f'{el} fill="{fill if closed else "none"}"{stroke}/>\n')
-        texts = geom.texts
-        for k in range(0, len(texts), 2):
-            parts.append(f'{texts[k]} fill="{font}"{texts[k + 1]}')
-        parts.append("</g>\n")
-        return "".join(parts)
+
+def _braces(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _node_format(geom: _NodeGeom) -> str:
+    """``str.format`` text of one node: {0} name, {1} tooltip, {2} fill, {3} stroke
+    attributes, {4} font colour. Names are ours ([A-Za-z0-9_]): nothing to escape."""
+    parts = ['<g id="{0}" class="node">\n<title>{1}</title>\n']
+    for el, closed in geom.shapes:
+        parts.append(f'{_braces(el)} fill="{{2}}"{{3}}/>\n' if closed
+                     else f'{_braces(el)} fill="none"{{3}}/>\n')
+    texts = geom.texts
+    for k in range(0, len(texts), 2):
+        parts.append(f'{_braces(texts[k])} fill="{{4}}"{_braces(texts[k + 1])}')
+    parts.append("</g>\n")
+    return "".join(parts)
+
+
+def _edge_format(geom: _EdgeGeom | None) -> str:
+    """{0} tail, {1} head, {2} stroke attributes, {3} colour; "" for an edge not drawn."""
+    if geom is None:
+        return ""
+    parts = ['<g id="e_{0}_{1}" class="edge">\n<title>{0}&#45;&gt;{1}</title>\n']
+    parts.extend(f'{_braces(el)} fill="none"{{2}}/>\n' for el in geom.line)
+    parts.extend(f'{_braces(el)} fill="{{3}}" stroke="{{3}}"/>\n' for el in geom.head)
+    texts = geom.texts
+    for k in range(0, len(texts), 2):
+        parts.append(f'{_braces(texts[k])} fill="{{3}}"{_braces(texts[k + 1])}')
+    parts.append("</g>\n")
+    return "".join(parts)
