@@ -44,6 +44,10 @@ class _Naming:
         self.root: weakref.ref[Module] | None = None
         self.version = -1
         self.paths: dict[int, str] = {}
+        # Per root: (root, version, paths, named parameters, named buffers). A training loop
+        # alternates roots (the model, then a separate loss module) every iteration.
+        self._cache: dict[int, tuple[Any, int, dict[int, str], list[Any], list[Any]]] = {}
+        self._named_by: tuple[int, int] | None = None  # the root that named the tensors
 
     def path_of(self, module: Module) -> str:
         if self.depth == 0:
@@ -62,14 +66,25 @@ class _Naming:
         return path
 
     def rename(self, root: Module) -> None:
-        self.root = weakref.ref(root)
-        self.version = _structure_version
-        self.paths = {id(m): name for name, m in root.named_modules()}
-        for name, p in root.named_parameters():
-            p._name = name
-            p._is_param = True
-        for name, b in root.named_buffers():
-            b._name = name
+        key = id(root)
+        entry = self._cache.get(key)
+        if entry is None or entry[0]() is not root or entry[1] != _structure_version:
+            if len(self._cache) >= 16:
+                self._cache.clear()
+            entry = (weakref.ref(root), _structure_version,
+                     {id(m): name for name, m in root.named_modules()},
+                     list(root.named_parameters()), list(root.named_buffers()))
+            self._cache[key] = entry
+        self.root, self.version, self.paths = entry[0], entry[1], entry[2]
+        # Name the tensors unless this root already did (a root without parameters, like a
+        # loss module, leaves the model's names alone).
+        if (entry[3] or entry[4]) and self._named_by != (key, entry[1]):
+            for name, p in entry[3]:
+                p._name = name
+                p._is_param = True
+            for name, b in entry[4]:
+                b._name = name
+            self._named_by = (key, entry[1])
 
 
 _naming = _Naming()

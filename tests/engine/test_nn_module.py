@@ -320,3 +320,24 @@ def test_traced_training_graph_has_module_paths_and_parameter_names():
         "0.weight", "0.bias", "2.0.weight", "2.0.bias"]
     steps = [e for e in trace.events if e.kind == "optimizer_step"]
     assert len(steps) == 2 and steps[0].optimizer == "SGD" and len(steps[0].updates) == 4
+
+
+def test_names_are_cached_across_iterations_and_roots(monkeypatch):
+    model, criterion = Model(), nn.MSELoss()
+    x, y = dg.randn(2, 3), dg.randn(2, 2)
+    _trace(lambda: criterion(model(x), y))
+    calls = []
+    original = nn.Module.named_modules
+
+    def counting(self, *args, **kwargs):
+        calls.append(type(self).__name__)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(nn.Module, "named_modules", counting)
+    events = _trace(lambda: [criterion(model(x), y) for _ in range(3)])
+    assert calls == []  # two roots alternate, nothing is recomputed
+    assert model.head.weight._name == "head.weight"
+    assert ("mse_loss", "") in [(e.op, e.module) for e in events if e.kind == "op"]
+    model.extra = nn.Linear(1, 1)  # a structure change anywhere invalidates the cache
+    _trace(lambda: model(x))
+    assert "Model" in calls
