@@ -22,6 +22,7 @@ from .render import (
     render,
 )
 from .svg import SvgTemplate
+from .view import ViewCache
 
 __all__ = [
     "DotDoc",
@@ -34,6 +35,7 @@ __all__ = [
     "LayoutTimeout",
     "NodeBox",
     "SvgTemplate",
+    "ViewCache",
     "build_dot",
     "export_iterations",
     "find_dot",

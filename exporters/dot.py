@@ -327,6 +327,7 @@ def to_dot(
     legend: bool = True,
     grad_scale: GradScale | None = None,
     title: str | None = None,
+    cache: ViewCache | None = None,
 ) -> str:
     """DOT text of one iteration's graph; the same graph gives the same bytes.
 
@@ -337,13 +338,15 @@ def to_dot(
     ``diff_against``: another iteration's graph; added nodes get a green border, reshaped
     ones orange, removed ones are drawn dashed and grey. ``grad_scale`` fixes the colour
     scale (a batch passes one scale for all iterations); by default it spans this graph.
+    ``cache``: a ``ViewCache`` kept across calls makes graphs of a structure seen before
+    cheaper (a debugger redrawing each iteration).
 
     >>> to_dot(graph, depth=1, diff_against=previous)  # doctest: +SKIP
     """
     return build_dot(
         graph, depth=depth, diff_against=diff_against, show_shapes=show_shapes,
         fold_repeats=fold_repeats, graph_kind=graph_kind, legend=legend,
-        grad_scale=grad_scale, title=title,
+        grad_scale=grad_scale, title=title, cache=cache,
     ).text()
 
 

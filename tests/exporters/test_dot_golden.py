@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from dyngraph.exporters import to_dot
+from dyngraph.exporters import ViewCache, to_dot
 from exporter_graphs import mlp, stack
 
 from dyngraph.graph import backward_graph
@@ -114,3 +114,14 @@ def test_options_are_checked() -> None:
         to_dot(mlp(), graph_kind="sideways")
     with pytest.raises(ValueError, match="depth"):
         to_dot(mlp(), depth=-1)
+
+
+@pytest.mark.parametrize("options", [{}, {"depth": 1}, {"fold_repeats": True},
+                                     {"graph_kind": "backward", "show_shapes": True}])
+def test_a_view_cache_changes_nothing_but_speed(options: dict) -> None:
+    cache = ViewCache()
+    graphs = [mlp(1, 1), mlp(2, 100, grad_scale=10.0), stack(3), stack(3, 2, 500),
+              mlp(3, 200, grad_scale=0.1), stack(4)]
+    for g in graphs:
+        assert to_dot(g, cache=cache, **options) == to_dot(g, **options)
+    assert len(cache._entries) == 3
