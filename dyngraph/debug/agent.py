@@ -89,11 +89,11 @@ class Agent:
         self._leaf_sq: dict[int, float] = {}
         self._leaf_names: dict[int, str] = {}
         self._seen_iteration = 0
-        self._prev_module = None
+        self._prev_module: str | None = None
         self._prev_line = 0
         self._prev_file = ""
         self.last_op: ev.Op | None = None
-        self._handlers = {
+        self._handlers: dict[type, Any] = {
             ev.TensorCreated: self._on_tensor,
             ev.BackwardStart: self._on_backward_start,
             ev.GradAccumulated: self._on_grad,

@@ -115,8 +115,8 @@ class OutputCapture:
             self._decoders[name] = codecs.getincrementaldecoder("utf-8")("replace")
         self.fds = tuple(self._pipes)
         self._saved_streams = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
-        sys.stdout = sys.__stdout__ = CapturedStream(self, "stdout", 1)  # type: ignore[misc]
-        sys.stderr = sys.__stderr__ = CapturedStream(self, "stderr", 2)  # type: ignore[misc]
+        sys.stdout = sys.__stdout__ = CapturedStream(self, "stdout", 1)  # type: ignore
+        sys.stderr = sys.__stderr__ = CapturedStream(self, "stderr", 2)  # type: ignore
 
     def write(self, stream: str, text: str) -> None:
         with self._lock:
@@ -148,7 +148,7 @@ class OutputCapture:
         if not self._pipes:
             return
         self.drain()
-        sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = self._saved_streams  # type: ignore[misc]
+        sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = self._saved_streams  # type: ignore
         for fd, saved in self._saved:
             os.dup2(saved, fd)
             os.close(saved)

@@ -295,9 +295,9 @@ def _table(rows: list[dict[str, Any]]) -> Table:
                           ("structure", "left"), ("time", "right"), ("NaN/Inf", "right"),
                           ("largest grad norm", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    shown = rows
+    shown: list[dict[str, Any] | None] = list(rows)
     if len(rows) > MAX_ROWS:
-        shown = rows[: MAX_ROWS // 2] + [None] + rows[-MAX_ROWS // 2:]  # type: ignore[list-item]
+        shown = [*rows[: MAX_ROWS // 2], None, *rows[-MAX_ROWS // 2:]]
     for r in shown:
         if r is None:
             table.add_row("…", *[""] * 6)

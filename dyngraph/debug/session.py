@@ -340,7 +340,8 @@ class Session:
         for e in events:
             t = type(e)
             if t is ev.BreakpointHit:
-                self._state = SessionState("paused", e.reason, e.description, e.at_seq)
+                hit: ev.BreakpointHit = e  # type: ignore[assignment]
+                self._state = SessionState("paused", hit.reason, hit.description, hit.at_seq)
             elif t is ev.Header:
                 self.header = e  # type: ignore[assignment]
             elif t is ev.ExceptionRaised:
