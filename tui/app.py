@@ -140,6 +140,7 @@ class DebuggerApp(App[int]):
         self._quitting = False
         self._norms_busy = False
         self._norms_again = False
+        self._loading = True
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
 
@@ -180,6 +181,10 @@ class DebuggerApp(App[int]):
         if error is not None:
             self.source.error = None  # type: ignore[attr-defined]
             self.post_message(msg.SourceFailed(error))
+        loading = getattr(self.source, "loading", False)
+        if self._loading and not loading:
+            self._start_norms()
+        self._loading = loading
         state = self._state()
         if state != self._last_state and not events:
             self.refresh_view()
@@ -200,7 +205,8 @@ class DebuggerApp(App[int]):
         self.query_one(OutputPane).add(message.chunks)
 
     def on_iterations_completed(self, message: msg.IterationsCompleted) -> None:
-        self._start_norms()
+        if not getattr(self.source, "loading", False):  # a trace still loading: at the end
+            self._start_norms()
         if self.export_dir is not None:
             for index in message.indices:
                 graph = self.model.graph(index)

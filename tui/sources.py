@@ -12,6 +12,8 @@ frontier of a live run does the command go down to the child process.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +54,7 @@ class Source:
         self.breakpoints: dict[int, Breakpoint] = {}
         self._next_bp = 1
         self._reason = ("start", "before the first op")
+        self._last_run: tuple[Predicate, bool] = (_is_step, False)
 
     # -- to override ---------------------------------------------------------------------
     def pump(self) -> list[ev.Event]:
@@ -127,7 +130,7 @@ class Source:
         """One step forward; through history first, at the frontier like ``step_op``."""
         i = self.model.next_step()
         if i is None:
-            self._at_frontier("step_op")
+            self.step_op()
             return self.live
         self._history_move(i, "history", "stepped forward")
         return True
@@ -161,6 +164,7 @@ class Source:
                     self._history_move(i, spec.kind, hit)
                     return
         model.move_to(model.frontier)
+        self._last_run = (target, stop_at_breakpoints)
         self._at_frontier(command, **kwargs)
 
 
@@ -169,36 +173,99 @@ _REASONS = {"step_op": "step", "next_iteration": "step", "finish_forward": "step
 
 
 class ReplaySource(Source):
-    """A recorded trace: every event is known; commands only move the cursor."""
+    """A recorded trace: every event is known; commands only move the cursor.
+
+    A trace file decodes lazily and a big one takes seconds to decode in full, so a daemon
+    thread decodes it in chunks while the app is already usable on the first iteration; a
+    command that runs past what is loaded so far waits for more (like a live run would).
+    """
+
+    CHUNK = 4096
 
     def __init__(self, model: Model, trace: Any) -> None:
         super().__init__(model)
         self.trace = trace
-        self._pending: list[ev.Event] | None = list(trace.events)
         self._finished = False
+        self._waiting: tuple[Predicate, bool] | None = None
+        self._queue: queue.SimpleQueue[list[ev.Event] | BaseException | None] = \
+            queue.SimpleQueue()
+        self.total = len(trace.events)
+        self.error: BaseException | None = None
+        events = trace.events
+        if isinstance(events, list):  # already in memory: no need for a thread
+            self._queue.put(events)
+            self._queue.put(None)
+        else:
+            threading.Thread(target=self._decode, name="dyngraph-trace", daemon=True).start()
+        self.loading = True
+
+    def _decode(self) -> None:
+        try:
+            chunk: list[ev.Event] = []
+            for event in self.trace.events:
+                chunk.append(event)
+                if len(chunk) >= self.CHUNK:
+                    self._queue.put(chunk)
+                    chunk = []
+            self._queue.put(chunk)
+            self._queue.put(None)
+        except BaseException as exc:  # shown by the app; what was read stays usable
+            self._queue.put(exc)
+            self._queue.put(None)
 
     def pump(self) -> list[ev.Event]:
-        if self._pending is None:
-            return []
-        events, self._pending = self._pending, None
-        self.model.ingest(events)
-        first = self.model.next_step(0)
-        self.model.move_to(first if first is not None else -1)
-        return events
+        got: list[ev.Event] = []
+        while self.loading:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None:
+                self.loading = False
+            elif isinstance(item, BaseException):
+                self.error = item
+            else:
+                got.extend(item)
+        if not got and self.loading:
+            return got
+        model = self.model
+        was_empty = model.cursor < 0
+        model.ingest(got)
+        if was_empty:
+            first = model.next_step(0)
+            model.move_to(first if first is not None else -1)
+        elif self._waiting is not None:
+            target, stop = self._waiting
+            self._waiting = None
+            self._run("resume", target, stop)
+        return got
+
+    @property
+    def progress(self) -> float:
+        return len(self.model.events) / self.total if self.total else 1.0
 
     @property
     def state(self) -> SourceState:
         reason, description = self._reason
+        if self._waiting is not None:
+            return SourceState("running", "loading",
+                               f"reading the trace… {self.progress:.0%}")
         if self._finished and self.model.cursor >= self.model.frontier:
             return SourceState("finished", "end", _ending(self.model),
                                exit_status=_status(self.model))
+        if self.loading:
+            description = f"{description} · reading the trace… {self.progress:.0%}".lstrip(" ·")
         return SourceState("paused", reason, description)
 
     def _history_move(self, index: int, reason: str, description: str) -> None:
         super()._history_move(index, reason, description)
         self._finished = False
+        self._waiting = None
 
     def _at_frontier(self, command: str, **kwargs: Any) -> None:
+        if self.loading:
+            self._waiting = self._last_run
+            return
         self._finished = True
 
     def fetch_values(self, tensor_id: int) -> np.ndarray | None:
