@@ -552,3 +552,12 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
         else:
             result.append(wrap(np.array(g, dtype=t.data.dtype)))
     return tuple(result)
+
+
+def __getattr__(name: str) -> Any:
+    # Only reached for names this module lacks (``torch.autograd.Function``, ``functional``
+    # ...): name the missing piece rather than raise a bare AttributeError.
+    raise AttributeError(
+        f"module 'dyngraph.autograd' has no attribute '{name}': dyngraph does not implement "
+        f"torch.autograd.{name} (the supported surface is listed in docs/api.md)"
+    )

@@ -131,6 +131,8 @@ def test_missing_pieces_raise_errors_naming_them():
         dg.ones(2).stft(4)
     with pytest.raises(AttributeError, match="dyngraph does not implement torch.fft"):
         dg.fft  # noqa: B018
+    with pytest.raises(AttributeError, match="does not implement torch.autograd.Function"):
+        dg.autograd.Function  # noqa: B018
     with pytest.raises(NotImplementedError, match="create_graph"):
         (dg.ones(1, requires_grad=True) * 2).sum().backward(create_graph=True)
     with pytest.raises(NotImplementedError, match="view\\(dtype\\)"):
