@@ -385,12 +385,16 @@ def _style(v: VNode, kind: str, scale: GradScale | None) -> NodeStyle:
                             colors.GHOST, colors.GHOST)
     base = _BASE_STYLE.get(kind, "rounded,filled")
     norm = None
+    inf_value = False
     for m in v.members:
-        for s in (m.summary, m.grad):
-            if s is not None and (s.nan or s.inf):
-                return NodeStyle.of(base, colors.NONFINITE_FILL, colors.NONFINITE_BORDER,
-                                    "#ffffff", "3")
-        g = m.grad
+        value, g = m.summary, m.grad
+        if (value is not None and value.nan) or (g is not None and (g.nan or g.inf)):
+            return NodeStyle.of(base, colors.NONFINITE_FILL, colors.NONFINITE_BORDER,
+                                "#ffffff", "3")
+        if value is not None and value.inf:
+            # ±inf in a forward value is often meant (an attention mask): marked by the
+            # border only, so a real NaN still stands out.
+            inf_value = True
         if g is not None and g.norm is not None:
             if not math.isfinite(g.norm):  # a sampled summary may miss the NaN itself
                 return NodeStyle.of(base, colors.NONFINITE_FILL, colors.NONFINITE_BORDER,
@@ -398,7 +402,7 @@ def _style(v: VNode, kind: str, scale: GradScale | None) -> NodeStyle:
             if norm is None or g.norm > norm:
                 norm = g.norm
     fill = "#ffffff" if norm is None or scale is None else scale.fill(norm)
-    mark = _MARKS.get(v.mark)
+    mark = colors.NONFINITE_FILL if inf_value else _MARKS.get(v.mark)
     return NodeStyle.of(base, fill, mark or "#333333", colors.font_for(fill),
                         "3" if mark else "1")
 
@@ -476,7 +480,8 @@ def _legend(scale: GradScale | None, diff: bool) -> str:
             rows.append(_swatch(fill, html_text(text)))
         rows.append(_swatch(colors.ZERO_GRAD, "zero"))
         rows.append(_swatch(colors.NO_GRAD, "no gradient"))
-    rows.append(_swatch(colors.NONFINITE_FILL, "NaN / Inf"))
+    rows.append(_swatch(colors.NONFINITE_FILL, "NaN (or Inf in a gradient)"))
+    rows.append(_swatch("#ffffff", "Inf in a value", colors.NONFINITE_FILL))
     if diff:
         rows.append(_swatch("#ffffff", "added", colors.ADDED))
         rows.append(_swatch("#ffffff", "shape changed", colors.RESHAPED))

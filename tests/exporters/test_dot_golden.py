@@ -125,3 +125,12 @@ def test_a_view_cache_changes_nothing_but_speed(options: dict) -> None:
     for g in graphs:
         assert to_dot(g, cache=cache, **options) == to_dot(g, **options)
     assert len(cache._entries) == 3
+
+
+def test_inf_in_a_value_only_marks_the_border() -> None:
+    g = mlp()
+    node = next(n for n in g.nodes.values() if n.op == "relu")
+    node.summary = node.summary.__class__(node.shape, "float32", norm=float("inf"), inf=2)
+    line = next(ln for ln in to_dot(g).splitlines() if ln.strip().startswith(f"n{node.id} "))
+    assert 'fillcolor="#ffffd9"' in line and 'color="#e41a1c", penwidth="3"' in line
+    assert "Inf×2" in line
