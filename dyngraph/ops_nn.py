@@ -98,6 +98,29 @@ def gelu(a, approximate="none"):
     return out.astype(a.dtype), backward
 
 
+@_define("softplus", "SoftplusBackward0")
+def softplus(a, beta=1.0, threshold=20.0):
+    z = a * beta
+    linear = z > threshold  # PyTorch switches to the identity there
+    soft = (np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))) / beta
+    out = np.where(linear, a, soft).astype(a.dtype, copy=False)
+
+    def backward(g):
+        e = np.exp(-np.abs(z))
+        sig = np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+        return (g * np.where(linear, 1.0, sig).astype(a.dtype, copy=False),)
+
+    return out, backward
+
+
+@_define("elu", "EluBackward0")
+def elu(a, alpha=1.0):
+    neg = a <= 0
+    em1 = np.expm1(np.minimum(a, 0))
+    out = np.where(neg, alpha * em1, a).astype(a.dtype, copy=False)
+    return out, lambda g: (g * np.where(neg, alpha * (em1 + 1), 1.0).astype(a.dtype),)
+
+
 @_define("softmax", "SoftmaxBackward0")
 def softmax(a, dim):
     e = np.exp(a - a.max(axis=dim, keepdims=True))
@@ -360,6 +383,61 @@ def l1_loss(a, b, reduction="mean"):
     return np.asarray(loss, dtype=diff.dtype), backward
 
 
+@_define("smooth_l1_loss", "SmoothL1LossBackward0")
+def smooth_l1_loss(a, b, reduction="mean", beta=1.0, huber=False):
+    """Smooth L1 (``huber=False``: quadratic below ``beta`` scaled by 1/beta) or Huber
+    (``huber=True``: ``beta`` is delta, not rescaled)."""
+    diff = a - b
+    ad = np.abs(diff)
+    small = ad < beta
+    if huber:
+        per = np.where(small, 0.5 * diff * diff, beta * (ad - 0.5 * beta))
+    elif beta == 0:
+        per = ad
+    else:
+        per = np.where(small, 0.5 * diff * diff / beta, ad - 0.5 * beta)
+    per = per.astype(diff.dtype, copy=False)
+    loss, scale = _reduce(per, reduction, per.size, per.shape)
+
+    def backward(g):
+        gs = g if scale is None else g * scale
+        if huber:
+            d = np.where(small, diff, beta * np.sign(diff))
+        elif beta == 0:
+            d = np.sign(diff)
+        else:
+            d = np.where(small, diff / beta, np.sign(diff))
+        ga = (gs * d).astype(diff.dtype, copy=False)
+        return ga, -ga
+
+    return np.asarray(loss, dtype=diff.dtype), backward
+
+
+@_define("kl_div", "KlDivBackward0")
+def kl_div(logq, target, reduction="mean", log_target=False):
+    """KL(target || q) pointwise: ``target * (log target - logq)`` (0 where target is 0)."""
+    if log_target:
+        p = np.exp(target)
+        per = p * (target - logq)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per = np.where(target > 0, target * (np.log(np.where(target > 0, target, 1)) - logq),
+                           0.0)
+        p = target
+    per = per.astype(logq.dtype, copy=False)
+    if reduction == "batchmean":
+        batch = logq.shape[0] if logq.ndim else 1
+        loss, scale = per.sum() / batch, 1.0 / batch
+    else:
+        loss, scale = _reduce(per, reduction, per.size, per.shape)
+
+    def backward(g):
+        gs = g if scale is None else g * scale
+        return (-p * gs).astype(logq.dtype, copy=False), None
+
+    return np.asarray(loss, dtype=logq.dtype), backward
+
+
 @_define("binary_cross_entropy", "BinaryCrossEntropyBackward0")
 def binary_cross_entropy(p, y, weight=None, reduction="mean"):
     if p.size and (p.min() < 0 or p.max() > 1):
@@ -491,6 +569,19 @@ def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=
         return gx, gw, gb
 
     return out, backward
+
+
+@_define("conv1d", "ConvolutionBackward0")
+def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    # A 1-D convolution is a 2-D one over a height-1 image.
+    out, backward2d = conv2d(x[:, :, None], w[:, :, None], b, stride=(1, stride),
+                             padding=(0, padding), dilation=(1, dilation), groups=groups)
+
+    def backward(g):
+        gx, gw, gb = backward2d(g[:, :, None])
+        return gx[:, :, 0], gw[:, :, 0], gb
+
+    return out[:, :, 0], backward
 
 
 @_define("max_pool2d", "MaxPool2DWithIndicesBackward0")

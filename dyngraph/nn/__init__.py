@@ -12,6 +12,7 @@ from typing import Any
 
 from . import functional, init, utils  # noqa: F401
 from .activation import (
+    ELU,
     GELU,
     Dropout,
     LayerNorm,
@@ -21,14 +22,25 @@ from .activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softplus,
     Tanh,
 )
 from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterList, Sequential
-from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
+from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d
 from .linear import Embedding, Flatten, Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from .module import Module
 from .parameter import Parameter
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -36,11 +48,12 @@ from .transformer import Transformer, TransformerEncoder, TransformerEncoderLaye
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Conv2d", "CrossEntropyLoss", "Dropout", "Embedding", "Flatten", "GELU", "GRU", "GRUCell",
-    "Identity", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax",
-    "MSELoss", "MaxPool2d", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss",
-    "Parameter", "ParameterList", "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid",
-    "Softmax", "Tanh", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+    "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "Flatten", "GELU",
+    "GRU", "GRUCell", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
+    "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList",
+    "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
+    "Softplus", "Tanh", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
     "functional", "init", "utils",
 ]
 

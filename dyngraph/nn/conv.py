@@ -60,15 +60,57 @@ class Conv2d(Module):
     def extra_repr(self) -> str:
         text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
                 f"stride={self.stride}")
-        if self.padding != (0, 0):
+        dims = len(self.kernel_size)
+        if self.padding != (0,) * dims:
             text += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * dims:
             text += f", dilation={self.dilation}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
         return text
+
+
+class Conv1d(Module):
+    """``weight`` (out_channels, in_channels / groups, k) over (N, C, L) inputs."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"dyngraph's Conv1d supports padding_mode='zeros' only, "
+                                      f"got {padding_mode!r}")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = (_single(kernel_size),)
+        self.stride = (_single(stride),)
+        self.padding = padding if isinstance(padding, str) else (_single(padding),)
+        self.dilation = (_single(dilation),)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = _empty(out_channels, in_channels // groups, self.kernel_size[0],
+                             dtype=dtype, device=device)
+        if bias:
+            self.bias = _empty(out_channels, dtype=dtype, device=device)
+        else:
+            self.register_parameter("bias", None)
+        Conv2d.reset_parameters(self)  # type: ignore[arg-type]
+
+    def forward(self, input: Tensor) -> Tensor:
+        padding = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return F.conv1d(input, self.weight, self.bias, self.stride[0], padding,
+                        self.dilation[0], self.groups)
+
+    def extra_repr(self) -> str:
+        return Conv2d.extra_repr(self)  # type: ignore[arg-type]
+
+
+def _single(v: Any) -> int:
+    return v if isinstance(v, int) else int(tuple(v)[0])
 
 
 class MaxPool2d(Module):

@@ -24,10 +24,11 @@ from ..tensor import Tensor, apply
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "conv2d", "cross_entropy", "dropout", "embedding", "gelu",
-    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss",
-    "nll_loss", "one_hot", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu",
-    "softmax", "tanh",
+    "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cosine_similarity", "cross_entropy",
+    "dropout", "elu", "embedding", "gelu", "huber_loss", "kl_div", "l1_loss", "layer_norm",
+    "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "normalize",
+    "one_hot", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss",
+    "softmax", "softplus", "tanh",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -93,6 +94,26 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return input * sigmoid(input)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    return apply(NN_OPS["softplus"], input, beta=float(beta), threshold=float(threshold))
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return apply(NN_OPS["elu"], input, alpha=float(alpha))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+    """``input / max(||input||_p over dim, eps)``."""
+    return input / _fn.clamp_min(_fn.norm(input, p, dim, keepdim=True), eps)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim``."""
+    n1 = _fn.clamp_min(_fn.norm(x1, 2, dim, keepdim=True), eps)
+    n2 = _fn.clamp_min(_fn.norm(x2, 2, dim, keepdim=True), eps)
+    return _fn.sum((x1 / n1) * (x2 / n2), dim)
 
 
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
@@ -205,6 +226,33 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     out = apply(NN_OPS["conv2d"], *args, stride=_pair(stride, "stride"), padding=pad,
                 dilation=dil, groups=int(groups))
     return out.reshape(*out.shape[1:]) if squeeze else out
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution over (N, C, L) (or unbatched (C, L)) inputs."""
+    squeeze = input.ndim == 2
+    if squeeze:
+        input = input.reshape(1, *input.shape)
+    stride, dilation = _single(stride), _single(dilation)
+    if padding == "valid":
+        pad = 0
+    elif padding == "same":
+        total = dilation * (weight.data.shape[-1] - 1)
+        if stride != 1 or total % 2:
+            raise NotImplementedError("dyngraph's padding='same' needs stride 1 and an odd "
+                                      "effective kernel")
+        pad = total // 2
+    else:
+        pad = _single(padding)
+    args = [input, weight] if bias is None else [input, weight, bias]
+    out = apply(NN_OPS["conv1d"], *args, stride=stride, padding=pad, dilation=dilation,
+                groups=int(groups))
+    return out.reshape(*out.shape[1:]) if squeeze else out
+
+
+def _single(value: Any) -> int:
+    return int(value) if isinstance(value, int) else int(tuple(value)[0])
 
 
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -337,6 +385,32 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any
     _legacy(size_average, reduce)
     _same_shape(input, target, "l1_loss")
     return apply(NN_OPS["l1_loss"], input, target, reduction=_check_reduction(reduction))
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,
+                   reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    _legacy(size_average, reduce)
+    _same_shape(input, target, "smooth_l1_loss")
+    return apply(NN_OPS["smooth_l1_loss"], input, target, reduction=_check_reduction(reduction),
+                 beta=float(beta), huber=False)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+               delta: float = 1.0) -> Tensor:
+    _same_shape(input, target, "huber_loss")
+    return apply(NN_OPS["smooth_l1_loss"], input, target, reduction=_check_reduction(reduction),
+                 beta=float(delta), huber=True)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """KL divergence with ``input`` as log-probabilities; use ``reduction="batchmean"``
+    for the mathematical definition (PyTorch's "mean" averages over every element)."""
+    _legacy(size_average, reduce)
+    if reduction != "batchmean":
+        _check_reduction(reduction)
+    return apply(NN_OPS["kl_div"], input, target, reduction=reduction,
+                 log_target=bool(log_target))
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -102,6 +102,18 @@ GRADCHECK_CASES = {
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
                    [f64(1, 2, 5, 6)], [0]),
     "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (2, 4)), [f64(2, 5, 7)], [0]),
+    "softplus": (lambda x: F.softplus(x * 8, beta=2, threshold=10), [f64(3, 4)], [0]),
+    "elu": (lambda x: F.elu(x, alpha=0.7), [f64(3, 4)], [0]),
+    "smooth_l1": (lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [f64(4, 3), f64(4, 3)], [0, 1]),
+    "huber": (lambda a, b: F.huber_loss(a, b, delta=0.7, reduction="sum"),
+              [f64(4, 3), f64(4, 3)], [0, 1]),
+    "kl_div": (lambda a, b: F.kl_div(a, b, reduction="batchmean"),
+               [f64(3, 4), np.abs(f64(3, 4))], [0]),
+    "conv1d": (lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2),
+               [f64(2, 2, 9), f64(3, 2, 3), f64(3)], [0, 1, 2]),
+    "normalize": (lambda x: F.normalize(x, dim=-1), [f64(3, 4)], [0]),
+    "cosine_similarity": (lambda a, b: F.cosine_similarity(a, b), [f64(3, 4, 2), f64(3, 4, 2)],
+                          [0, 1]),
     "pad": (lambda x: F.pad(x, (1, 2, -1, 1), value=0.5), [f64(2, 3, 4)], [0]),
     "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
              [f64(2, 3, 4), f64(2, 3, 4), f64(2, 3, 4)], [0, 1, 2]),
@@ -178,7 +190,10 @@ def test_activations_match_torch(torch):
         (lambda t: F.softmax(t, dim=0), lambda t: tf.softmax(t, dim=0)),
         (lambda t: F.log_softmax(t, dim=-1), lambda t: tf.log_softmax(t, dim=-1)),
         (F.relu, tf.relu), (F.tanh, torch.tanh), (F.sigmoid, torch.sigmoid),
-        (F.silu, tf.silu), (F.leaky_relu, tf.leaky_relu),
+        (F.silu, tf.silu), (F.leaky_relu, tf.leaky_relu), (F.elu, tf.elu),
+        (lambda t: F.softplus(t, beta=2, threshold=3), lambda t: tf.softplus(t, beta=2,
+                                                                             threshold=3)),
+        (lambda t: F.normalize(t, p=1, dim=0), lambda t: tf.normalize(t, p=1, dim=0)),
     ]:
         check_against_torch(torch, ours, theirs, [x], [0])
 
@@ -356,3 +371,40 @@ def test_ops_are_single_named_graph_nodes():
     assert ops == ["linear", "cross_entropy"]
     steps = [e.grad_fn for e in seen if e.kind == "backward_step"]
     assert steps == ["NllLossBackward0", "AddmmBackward0"]
+
+
+@pytest.mark.parametrize("red", ["mean", "sum", "none"])
+def test_robust_and_divergence_losses_match_torch(torch, red):
+    tf = torch.nn.functional
+    a, b = _randn(5, 4) * 2, _randn(5, 4)
+    check_against_torch(torch, lambda x, y: F.smooth_l1_loss(x, y, reduction=red, beta=0.5),
+                        lambda x, y: tf.smooth_l1_loss(x, y, reduction=red, beta=0.5), [a, b],
+                        [0, 1])
+    check_against_torch(torch, lambda x, y: F.huber_loss(x, y, reduction=red, delta=0.8),
+                        lambda x, y: tf.huber_loss(x, y, reduction=red, delta=0.8), [a, b],
+                        [0, 1])
+    logq = np.log(np.abs(_randn(5, 4)) + 0.1)
+    p = np.abs(_randn(5, 4))
+    p[0, 0] = 0.0
+    for log_target in (False, True):
+        target = np.log(p + 0.1) if log_target else p
+        check_against_torch(
+            torch,
+            lambda x, t=target, lt=log_target: F.kl_div(x, dg.tensor(t), reduction=red,
+                                                        log_target=lt),
+            lambda x, t=target, lt=log_target: tf.kl_div(x, torch.tensor(t), reduction=red,
+                                                         log_target=lt),
+            [logq], [0])
+
+
+def test_conv1d_and_cosine_similarity_match_torch(torch):
+    tf = torch.nn.functional
+    for kwargs in ({}, {"stride": 2, "padding": 2}, {"groups": 2, "dilation": 2},
+                   {"padding": "same"}):
+        w = _randn(4, 4 // kwargs.get("groups", 1), 3)
+        check_against_torch(torch, lambda x, k, kw=kwargs: F.conv1d(x, k, **kw),
+                            lambda x, k, kw=kwargs: tf.conv1d(x, k, **kw), [_randn(2, 4, 9), w],
+                            [0, 1], atol=1e-4)
+    check_against_torch(torch, lambda x, y: F.cosine_similarity(x, y, dim=-1),
+                        lambda x, y: tf.cosine_similarity(x, y, dim=-1),
+                        [_randn(3, 5), _randn(3, 5)], [0, 1])

@@ -205,7 +205,8 @@ def test_activation_and_loss_modules():
     x = _randn(4, 5)
     for name, args in [("ReLU", ()), ("Tanh", ()), ("Sigmoid", ()), ("GELU", ()),
                        ("GELU", ("tanh",)), ("Softmax", (1,)), ("LogSoftmax", (-1,)),
-                       ("SiLU", ()), ("LeakyReLU", (0.2,)), ("Identity", ()), ("Flatten", ())]:
+                       ("SiLU", ()), ("LeakyReLU", (0.2,)), ("Identity", ()), ("Flatten", ()),
+                       ("ELU", (0.5,)), ("Softplus", (2.0,))]:
         compare(getattr(nn, name)(*args), getattr(torch.nn, name)(*args), x)
     drop_ours, drop_theirs = nn.Dropout(0.5).eval(), torch.nn.Dropout(0.5).eval()
     compare(drop_ours, drop_theirs, x)
@@ -215,7 +216,7 @@ def test_activation_and_loss_modules():
             torch.nn.CrossEntropyLoss(weight=torch.tensor(w), label_smoothing=0.1), x, t)
     compare(nn.NLLLoss(ignore_index=4), torch.nn.NLLLoss(ignore_index=4), x, t)
     y = RNG.uniform(size=(4, 5)).astype(np.float32)
-    for name in ("MSELoss", "L1Loss", "BCEWithLogitsLoss"):
+    for name in ("MSELoss", "L1Loss", "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss"):
         compare(getattr(nn, name)(), getattr(torch.nn, name)(), x, y)
     compare(nn.MSELoss(reduction="none"), torch.nn.MSELoss(reduction="none"), x, y)
     compare(nn.BCELoss(), torch.nn.BCELoss(), RNG.uniform(0.05, 0.95, (4, 5)).astype(np.float32),
@@ -395,3 +396,12 @@ def test_average_pooling(case):
     assert repr(ours) == repr(theirs)
     compare(ours, theirs, _randn(2, 3, 7, 5))
     compare(ours, theirs, _randn(3, 6, 6))
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"stride": 2, "padding": 1}, {"groups": 2, "bias": False},
+                                    {"padding": "same", "dilation": 2}])
+def test_conv1d(kwargs):
+    ours, theirs = nn.Conv1d(4, 6, 3, **kwargs), torch.nn.Conv1d(4, 6, 3, **kwargs)
+    assert repr(ours) == repr(theirs)
+    compare(ours, theirs, _randn(2, 4, 9), atol=1e-4)
+    compare(ours, theirs, _randn(4, 9), atol=1e-4)
