@@ -24,12 +24,18 @@ from .ops import OPS, Forward, OpDef, register
 NN_OPS: dict[str, OpDef] = {}
 
 
-def _define(name: str, grad_fn: str, saves: bool = True) -> Callable[[Forward], Forward]:
+def _define(name: str, grad_fn: str, saves: bool = True, needs_input_grad: bool = False
+            ) -> Callable[[Forward], Forward]:
+    """Register an nn op (``needs_input_grad``: the forward is told which inputs need a
+    gradient, so its backward can skip costly unused ones, e.g. the data's in a first
+    layer)."""
+
     def decorate(forward: Forward) -> Forward:
         if name in OPS:
-            NN_OPS[name] = OpDef(name, forward, saves, grad_fn)
+            NN_OPS[name] = OpDef(name, forward, saves, grad_fn, needs_input_grad)
         else:
-            register(name, saves=saves, grad_fn=grad_fn)(forward)
+            register(name, saves=saves, grad_fn=grad_fn, needs_input_grad=needs_input_grad)(
+                forward)
             NN_OPS[name] = OPS[name]
         return forward
 
@@ -43,16 +49,17 @@ def _sum_to_last(g: np.ndarray, ndim: int) -> np.ndarray:
 
 
 # -- linear -------------------------------------------------------------------------------
-@_define("linear", "AddmmBackward0")
-def linear(x, w, b=None):
+@_define("linear", "AddmmBackward0", needs_input_grad=True)
+def linear(x, w, b=None, needs_input_grad=(True, True, True)):
     out = x @ w.T
     if b is not None:
         out += b
+    need_x, need_w = needs_input_grad[0], needs_input_grad[1]
 
     def backward(g):
-        gx = g @ w
+        gx = g @ w if need_x else None
         g2 = g.reshape(-1, g.shape[-1])
-        gw = g2.T @ x.reshape(-1, x.shape[-1])
+        gw = g2.T @ x.reshape(-1, x.shape[-1]) if need_w else None
         gb = g2.sum(axis=0) if b is not None else None
         return gx, gw, gb
 
@@ -523,8 +530,9 @@ def _out_size(size: int, k: int, s: int, p: int, d: int, ceil: bool = False) -> 
     return span // s + 1
 
 
-@_define("conv2d", "ConvolutionBackward0")
-def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+@_define("conv2d", "ConvolutionBackward0", needs_input_grad=True)
+def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
+           needs_input_grad=(True, True, True)):
     if x.ndim != 4:
         raise RuntimeError(f"conv2d: expected a 4-D input (N, C, H, W), got shape {x.shape}")
     n, c, h, wd = x.shape
@@ -553,33 +561,42 @@ def conv2d(x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=
     if b is not None:
         out += b.reshape(1, -1, 1, 1)
 
+    need_x, need_w = needs_input_grad[0], needs_input_grad[1]
+
     def backward(g):
-        gw = np.empty_like(w)
-        gcols = np.empty((n, c, kh, kw, ho, wo), dtype=x.dtype)
+        gw = np.empty_like(w) if need_w else None
+        gcols = np.empty((n, c, kh, kw, ho, wo), dtype=x.dtype) if need_x else None
         for gi in range(groups):
             gg = g[:, gi * og:(gi + 1) * og]
-            cols_g = cols[:, gi * cg:(gi + 1) * cg]
-            gw[gi * og:(gi + 1) * og] = np.tensordot(gg, cols_g, axes=((0, 2, 3), (0, 4, 5)))
-            # (O, C, kh, kw) x (N, O, Ho, Wo) -> (C, kh, kw, N, Ho, Wo)
-            part = np.tensordot(w[gi * og:(gi + 1) * og], gg, axes=((0,), (1,)))
-            gcols[:, gi * cg:(gi + 1) * cg] = part.transpose(3, 0, 1, 2, 4, 5)
-        gxp = _scatter_windows(gcols, xp.shape, stride, dilation, x.dtype)
-        gx = gxp[:, :, ph:ph + h, pw:pw + wd]
+            if gw is not None:
+                cols_g = cols[:, gi * cg:(gi + 1) * cg]
+                gw[gi * og:(gi + 1) * og] = np.tensordot(gg, cols_g,
+                                                         axes=((0, 2, 3), (0, 4, 5)))
+            if gcols is not None:
+                # (O, C, kh, kw) x (N, O, Ho, Wo) -> (C, kh, kw, N, Ho, Wo)
+                part = np.tensordot(w[gi * og:(gi + 1) * og], gg, axes=((0,), (1,)))
+                gcols[:, gi * cg:(gi + 1) * cg] = part.transpose(3, 0, 1, 2, 4, 5)
+        gx = None
+        if gcols is not None:  # col2im, skipped for a first layer's input
+            gxp = _scatter_windows(gcols, xp.shape, stride, dilation, x.dtype)
+            gx = gxp[:, :, ph:ph + h, pw:pw + wd]
         gb = g.sum(axis=(0, 2, 3)) if b is not None else None
         return gx, gw, gb
 
     return out, backward
 
 
-@_define("conv1d", "ConvolutionBackward0")
-def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+@_define("conv1d", "ConvolutionBackward0", needs_input_grad=True)
+def conv1d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1,
+           needs_input_grad=(True, True, True)):
     # A 1-D convolution is a 2-D one over a height-1 image.
     out, backward2d = conv2d(x[:, :, None], w[:, :, None], b, stride=(1, stride),
-                             padding=(0, padding), dilation=(1, dilation), groups=groups)
+                             padding=(0, padding), dilation=(1, dilation), groups=groups,
+                             needs_input_grad=needs_input_grad)
 
     def backward(g):
         gx, gw, gb = backward2d(g[:, :, None])
-        return gx[:, :, 0], gw[:, :, 0], gb
+        return (None if gx is None else gx[:, :, 0], None if gw is None else gw[:, :, 0], gb)
 
     return out[:, :, 0], backward
 

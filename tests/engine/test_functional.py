@@ -408,3 +408,18 @@ def test_conv1d_and_cosine_similarity_match_torch(torch):
     check_against_torch(torch, lambda x, y: F.cosine_similarity(x, y, dim=-1),
                         lambda x, y: tf.cosine_similarity(x, y, dim=-1),
                         [_randn(3, 5), _randn(3, 5)], [0, 1])
+
+
+def test_weights_only_gradients_skip_the_input_gradient(torch):
+    # A first layer: the data needs no gradient, so linear/conv skip computing it.
+    tf = torch.nn.functional
+    check_against_torch(torch, F.linear, tf.linear, [_randn(3, 4), _randn(5, 4), _randn(5)],
+                        [1, 2])
+    check_against_torch(torch, lambda x, w: F.conv2d(x, w, padding=1),
+                        lambda x, w: tf.conv2d(x, w, padding=1), [_randn(2, 3, 5, 5),
+                                                                  _randn(4, 3, 3, 3)], [1],
+                        atol=1e-4)
+    check_against_torch(torch, lambda x, w: F.conv1d(x, w), lambda x, w: tf.conv1d(x, w),
+                        [_randn(2, 3, 7), _randn(4, 3, 3)], [1], atol=1e-4)
+    check_against_torch(torch, lambda x, w: F.conv2d(x, w), lambda x, w: tf.conv2d(x, w),
+                        [_randn(2, 3, 5, 5), _randn(4, 3, 3, 3)], [0], atol=1e-4)
