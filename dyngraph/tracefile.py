@@ -199,6 +199,7 @@ def encode_message(message: dict[str, Any]) -> bytes:
 
 # -- decoding ------------------------------------------------------------------------------
 _Summary = ev.Summary
+_cheap = ev.Summary.cheap
 
 
 def _summaries() -> Callable[[Any], ev.Summary | None]:
@@ -215,8 +216,11 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
             s = _unpack_full(*v)
         else:
             shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
-            s = _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
-                         tuple(preview) if preview else (), sampled)
+            if mn is None and mx is None and mean is None and std is None and not preview:
+                s = _cheap(tuple(shape), dtype, norm, nan, inf, sampled)
+            else:
+                s = _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
+                             tuple(preview), sampled)
         append(s)
         return s
 
