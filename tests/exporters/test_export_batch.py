@@ -174,3 +174,22 @@ def test_exports_a_recorded_trace(tmp_path: Path) -> None:
     for it in result.iterations:
         graph = t.iterations[it.index - 1].graph
         assert len(nodes_of(tmp_path / f"iter-{it.index:04d}.svg")) == len(graph.nodes)
+
+
+def test_nothing_to_collapse_falls_back_to_straight_edges(tmp_path: Path) -> None:
+    # A "dot" that hangs unless asked for straight edges; the graph has no modules.
+    slow = tmp_path / "slow-dot"
+    slow.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys, time\n"
+        "data = sys.stdin.buffer.read()\n"
+        "if '-Gsplines=line' not in sys.argv:\n"
+        "    time.sleep(30)\n"
+        f"sys.exit(subprocess.run([{find_dot()!r}, *sys.argv[1:]], input=data).returncode)\n")
+    slow.chmod(slow.stat().st_mode | stat.S_IXUSR)
+    graph = mlp()
+    for node in graph.nodes.values():
+        node.module, node.name = "", node.name.replace(".", "_")
+    result = export_iterations([graph], tmp_path / "out", dot=slow, budget=2.0)
+    assert len(nodes_of(tmp_path / "out" / "iter-0001.svg")) == len(graph.nodes)
+    assert not result.iterations[0].collapsed
