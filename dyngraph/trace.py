@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -42,16 +43,21 @@ class LazyEvents(Sequence[ev.Event]):
             total += f.count
         self._len = total
         self._cache: OrderedDict[int, list[ev.Event]] = OrderedDict()
+        self._lock = threading.Lock()  # a UI may decode in a worker while drawing
 
     def frame(self, index: int) -> list[ev.Event]:
+        """The decoded events of frame ``index`` (safe to call from several threads)."""
         cache = self._cache
-        events = cache.get(index)
-        if events is None:
-            events = cache[index] = self._frames[index].decode()
+        with self._lock:
+            events = cache.get(index)
+            if events is not None:
+                cache.move_to_end(index)
+                return events
+        events = self._frames[index].decode()
+        with self._lock:
+            cache[index] = events
             if len(cache) > _CACHED_FRAMES:
                 cache.popitem(last=False)
-        else:
-            cache.move_to_end(index)
         return events
 
     def __len__(self) -> int:
