@@ -13,6 +13,7 @@ import codecs
 import fcntl
 import io
 import os
+import select
 import sys
 import threading
 from collections.abc import Callable
@@ -129,7 +130,12 @@ class OutputCapture:
             self._drain_locked()
 
     def _drain_locked(self) -> None:
-        for r, (name, _) in self._pipes.items():
+        try:  # one cheap syscall when, as usual, nothing is waiting
+            ready, _, _ = select.select(self.fds, (), (), 0)
+        except (OSError, ValueError):
+            return
+        for r in ready:
+            name = self._pipes[r][0]
             while True:
                 try:
                     data = os.read(r, 65536)

@@ -32,10 +32,26 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def _pass_through(e: ev.ScriptOutput, out: TextIO, err: TextIO) -> None:
-    stream = err if e.stream == "stderr" else out
-    stream.write(e.text)
-    stream.flush()
+class _PassThrough:
+    """The script's output back to our stdout/stderr, one write and flush per run of text
+    on the same stream (a flood of prints must not cost a syscall per line)."""
+
+    def __init__(self) -> None:
+        self.stream = ""
+        self.parts: list[str] = []
+
+    def add(self, e: ev.ScriptOutput) -> None:
+        if e.stream != self.stream:
+            self.flush()
+            self.stream = e.stream
+        self.parts.append(e.text)
+
+    def flush(self) -> None:
+        if self.parts:
+            target: TextIO = sys.stderr if self.stream == "stderr" else sys.stdout
+            target.write("".join(self.parts))
+            target.flush()
+            self.parts = []
 
 
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
@@ -108,12 +124,14 @@ def run_record(args: argparse.Namespace) -> int:
                 raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
             events = events[1:]
         ops = 0
+        passthrough = _PassThrough()
         for e in events:
             t = type(e)
             if t is ev.Op:
                 ops += 1
             elif t is ev.ScriptOutput:
-                _pass_through(e, sys.stdout, sys.stderr)  # type: ignore[arg-type]
+                passthrough.add(e)  # type: ignore[arg-type]
+        passthrough.flush()
         counts["ops"] += ops
         if writer is not None and events:
             writer.write(events)
@@ -170,16 +188,20 @@ def run_check(args: argparse.Namespace) -> int:
     counts = {"ops": 0}
 
     def on_events(events: list[ev.Event]) -> bool:
-        for e in events:
-            t = type(e)
-            if t is ev.Op:
-                counts["ops"] += 1
-            elif t is ev.ScriptOutput:
-                _pass_through(e, sys.stdout, sys.stderr)  # type: ignore[arg-type]
-            elif t is ev.BreakpointHit:
-                found.append(e)  # type: ignore[arg-type]
-                return True
-        return False
+        output = _PassThrough()
+        try:
+            for e in events:
+                t = type(e)
+                if t is ev.Op:
+                    counts["ops"] += 1
+                elif t is ev.ScriptOutput:
+                    output.add(e)  # type: ignore[arg-type]
+                elif t is ev.BreakpointHit:
+                    found.append(e)  # type: ignore[arg-type]
+                    return True
+            return False
+        finally:
+            output.flush()
 
     try:
         _drive(session, on_events)
