@@ -341,3 +341,38 @@ def test_names_are_cached_across_iterations_and_roots(monkeypatch):
     model.extra = nn.Linear(1, 1)  # a structure change anywhere invalidates the cache
     _trace(lambda: model(x))
     assert "Model" in calls
+
+
+def test_containers_index_slice_insert_delete_like_torch():
+    seq = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    assert isinstance(seq[-1], nn.Linear) and len(seq[1:]) == 2
+    assert [n for n, _ in seq[1:].named_children()] == ["1", "2"]  # as torch: keys kept
+    seq.insert(1, nn.Tanh())
+    assert [type(m).__name__ for m in seq] == ["Linear", "Tanh", "ReLU", "Linear"]
+    del seq[2]
+    assert [n for n, _ in seq.named_children()] == ["0", "1", "2"]
+    assert [type(m).__name__ for m in seq] == ["Linear", "Tanh", "Linear"]
+    seq.append(nn.Sigmoid())
+    assert seq(dg.randn(4, 2)).shape == dg.Size([4, 1])
+    from collections import OrderedDict
+
+    named = nn.Sequential(OrderedDict([("fc", nn.Linear(2, 2)), ("act", nn.ReLU())]))
+    assert [n for n, _ in named.named_parameters()] == ["fc.weight", "fc.bias"]
+
+    layers = nn.ModuleList([nn.Linear(2, 2) for _ in range(3)])
+    layers.insert(0, nn.ReLU())
+    del layers[1]
+    layers += [nn.Tanh()]
+    assert [type(m).__name__ for m in layers] == ["ReLU", "Linear", "Linear", "Tanh"]
+    assert [n for n, _ in layers.named_children()] == ["0", "1", "2", "3"]
+    assert isinstance(layers[-1], nn.Tanh) and len(layers[:2]) == 2
+
+    heads = nn.ModuleDict({"a": nn.Linear(2, 2)})
+    heads["b"] = nn.ReLU()
+    assert list(heads) == ["a", "b"] and "b" in heads and len(heads) == 2
+    assert heads.pop("a") is not None and list(heads.keys()) == ["b"]
+    plist = nn.ParameterList([dg.zeros(2), nn.Parameter(dg.ones(3))])
+    owner = nn.Module()
+    owner.ps = plist
+    assert [n for n, _ in owner.named_parameters()] == ["ps.0", "ps.1"]
+    assert all(isinstance(p, nn.Parameter) for p in plist)
