@@ -326,7 +326,7 @@ def decode_message_payload(payload: bytes | memoryview) -> dict[str, Any]:
     return message
 
 
-def _check_header(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+def _check_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """(type, length) of the frame at ``pos``; TraceFileError if it is not one of ours."""
     magic, ftype, version, length, _crc = FRAME_HEADER.unpack_from(buf, pos)
     if magic != MAGIC:

@@ -43,7 +43,6 @@ _getframe = sys._getframe
 _Op = ev.Op
 _make_op = ev.fast_constructor(ev.Op)
 _make_step = ev.fast_constructor(ev.BackwardStep)
-_TensorCreated = ev.TensorCreated
 
 
 class Handle:
@@ -80,8 +79,7 @@ def structure_key(events: Iterable[ev.Event]) -> str:
     refs: list[int] = []
     sig_of = _signatures
     for e in events:
-        t = type(e)
-        if t is _Op:
+        if type(e) is ev.Op:
             for tid in e.inputs:
                 refs.append(-1 if tid < 0 else local.get(tid, -2))  # -2: before the stream
             refs.append(-3)
@@ -98,7 +96,7 @@ def structure_key(events: Iterable[ev.Event]) -> str:
                 sig_of.clear()
             local[e.output] = len(sigs)
             sigs.append(sig)
-        elif t is _TensorCreated:
+        elif type(e) is ev.TensorCreated:
             if e.tensor not in local:
                 local[e.tensor] = len(sigs)
                 sigs.append("T" + e.name)
