@@ -40,7 +40,6 @@ _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 _NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
 _getframe = sys._getframe
-_Op = ev.Op
 _make_op = ev.fast_constructor(ev.Op)
 _make_step = ev.fast_constructor(ev.BackwardStep)
 
