@@ -318,7 +318,7 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             result.iterations.append(info)
             if progress is not None:
                 progress(done + 1, len(chosen))
-        if index:
+        if index and result.iterations:
             from .html import index_html
 
             writer.write("index.html", index_html(result.iterations, graph_kind=graph_kind))

@@ -111,8 +111,7 @@ def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
 def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
     its = result.iterations
     if not its:
-        print("dyngraph export: no iteration had a graph to export", file=sys.stderr)
-        return
+        raise UserError("nothing to export: no iteration recorded any op")
     for it in its:
         if it.collapsed:
             print(f"note: iteration {it.index} has {it.nodes} nodes; modules deeper than "

@@ -95,3 +95,12 @@ def test_damaged_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     bad.write_bytes(b"not a trace at all")
     assert main(["export", str(bad), "-o", str(tmp_path / "o")]) == 2
     assert "bad.dgtrace" in capsys.readouterr().err
+
+
+def test_a_script_that_fails_early(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "boom.py"
+    script.write_text("raise SystemExit('no data here')\n")
+    assert main(["export", str(script), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "nothing to export" in err or "recording" in err
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
