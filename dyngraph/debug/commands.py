@@ -219,7 +219,8 @@ def run_check(args: argparse.Namespace) -> int:
     if paragraph:
         console.print(paragraph)
     elif state.exit_status:
-        console.print(f"dyngraph check: the script {state.description}.")
+        verb = "was " if state.exit_status is not None and state.exit_status < 0 else ""
+        console.print(f"dyngraph check: the script {verb}{state.description}.")
     if state.exit_status == 0:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])

@@ -234,3 +234,16 @@ def test_a_slow_reader_slows_the_writer_down_but_never_breaks_the_channel():
         waiting.join(TIMEOUT)
         writer.close()
         reader.close()
+
+
+def test_a_flood_of_output_arrives_complete_and_in_order():
+    run = drive("flood.py")
+    expected = []
+    for i in range(20_000):
+        expected.append(f"line {i}\n")
+        if i % 1000 == 0:
+            expected.append(f"c-level {i}\n")
+    expected.append("end 4.0\n")
+    assert run.text("stdout") == "".join(expected)
+    assert run.text("stderr") == "".join(f"err {i}\n" for i in range(0, 20_000, 1000))
+    assert len(run.output) < 2_000  # pieces of one stream are merged, not one event a write
