@@ -236,16 +236,27 @@ def export_iterations(
     if "svg" in formats:
         find_dot(dot)  # a missing binary fails here, before anything is written
     out = Path(out_dir)
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create {out}: {exc.strerror or exc}") from None
-    scale = GradScale.from_graphs(items[i].get() for i in chosen)
-    with _gc_paused():
-        return _export(items, chosen, out, scale, formats=formats, graph_kind=graph_kind,
-                       depth=depth, diff=diff, show_shapes=show_shapes,
-                       fold_repeats=fold_repeats, dot=dot, budget=budget,
-                       max_nodes=max_nodes, index=index, progress=progress)
+    result = None
+    try:
+        scale = GradScale.from_graphs(items[i].get() for i in chosen)
+        with _gc_paused():
+            result = _export(items, chosen, out, scale, formats=formats,
+                             graph_kind=graph_kind, depth=depth, diff=diff,
+                             show_shapes=show_shapes, fold_repeats=fold_repeats, dot=dot,
+                             budget=budget, max_nodes=max_nodes, index=index,
+                             progress=progress)
+        return result
+    finally:
+        if created and (result is None or not result.files):
+            try:
+                out.rmdir()  # only if still empty: we leave no trace of a failed export
+            except OSError:
+                pass
 
 
 @contextmanager

@@ -82,7 +82,7 @@ def test_bad_input_is_one_line(trace_file: Path, tmp_path: Path, extra: list[str
     assert main(["export", str(trace_file), "-o", str(tmp_path / "out"), *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err and err.startswith("dyngraph export: error:")
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    assert not (tmp_path / "out").exists()
 
 
 def test_missing_source(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -103,4 +103,4 @@ def test_a_script_that_fails_early(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["export", str(script), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "nothing to export" in err or "recording" in err
-    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    assert not (tmp_path / "out").exists()
