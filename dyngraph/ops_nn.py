@@ -217,6 +217,32 @@ def batch_norm(x, running_mean=None, running_var=None, w=None, b=None, training=
     return out, backward
 
 
+@_define("group_norm", "NativeGroupNormBackward0")
+def group_norm(x, w=None, b=None, num_groups=1, eps=1e-5):
+    n, c = x.shape[:2]
+    xg = x.reshape(n, num_groups, -1)  # each group: its channels and positions together
+    mu = xg.mean(axis=2, keepdims=True)
+    xc = xg - mu
+    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=2, keepdims=True) + np.asarray(eps, x.dtype))
+    xhat = (xc * rstd).reshape(x.shape)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    out = xhat * w.reshape(shape) if w is not None else xhat
+    if b is not None:
+        out = out + b.reshape(shape)
+    axes = (0, *range(2, x.ndim))
+
+    def backward(g):
+        gxhat = (g * w.reshape(shape) if w is not None else g).reshape(n, num_groups, -1)
+        xh = xhat.reshape(n, num_groups, -1)
+        gx = rstd * (gxhat - gxhat.mean(axis=2, keepdims=True)
+                     - xh * (gxhat * xh).mean(axis=2, keepdims=True))
+        gw = (g * xhat).sum(axis=axes) if w is not None else None
+        gb = g.sum(axis=axes) if b is not None else None
+        return gx.reshape(x.shape), gw, gb
+
+    return out, backward
+
+
 @_define("embedding", "EmbeddingBackward0")
 def embedding(indices, weight, padding_idx=None):
     if indices.dtype.kind not in "iu":

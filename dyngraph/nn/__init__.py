@@ -26,7 +26,7 @@ from .activation import (
     Tanh,
 )
 from .attention import MultiheadAttention
-from .batchnorm import BatchNorm1d, BatchNorm2d
+from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm
 from .container import ModuleDict, ModuleList, ParameterList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d
 from .linear import Embedding, Flatten, Identity, Linear
@@ -49,8 +49,8 @@ from .transformer import Transformer, TransformerEncoder, TransformerEncoderLaye
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
     "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "Flatten", "GELU",
-    "GRU", "GRUCell", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM", "LSTMCell",
-    "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
+    "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM",
+    "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList",
     "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
     "Softplus", "Tanh", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",

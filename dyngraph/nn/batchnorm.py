@@ -1,5 +1,5 @@
-"""BatchNorm1d and BatchNorm2d with PyTorch's buffers (``running_mean``, ``running_var``,
-``num_batches_tracked``), so their state dicts carry over."""
+"""BatchNorm1d, BatchNorm2d (with PyTorch's buffers (``running_mean``, ``running_var``,
+``num_batches_tracked``) and GroupNorm; their state dicts carry over."""
 
 from __future__ import annotations
 
@@ -93,3 +93,35 @@ class BatchNorm2d(_BatchNorm):
     """Over (N, C, H, W) inputs."""
 
     _dims = (4,)
+
+
+class GroupNorm(Module):
+    """Normalises groups of channels per sample; ``weight`` ones, ``bias`` zeros."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = _empty(num_channels, dtype=dtype, device=device)
+            self.weight.data[...] = 1
+            if bias:
+                self.bias = _empty(num_channels, dtype=dtype, device=device)
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

@@ -25,10 +25,10 @@ from ..tensor import Tensor, apply
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cosine_similarity", "cross_entropy",
-    "dropout", "elu", "embedding", "gelu", "huber_loss", "kl_div", "l1_loss", "layer_norm",
-    "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss", "normalize",
-    "one_hot", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss",
-    "softmax", "softplus", "tanh",
+    "dropout", "elu", "embedding", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss",
+    "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss",
+    "normalize", "one_hot", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu",
+    "smooth_l1_loss", "softmax", "softplus", "tanh",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -188,6 +188,16 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         running_var.data *= 1 - m
         running_var.data += (m * var).astype(running_var.data.dtype)
     return out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    if input.ndim < 2 or input.data.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    return apply(NN_OPS["group_norm"], *_inputs(input, weight, bias),
+                 num_groups=int(num_groups), eps=float(eps))
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,

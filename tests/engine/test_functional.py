@@ -77,6 +77,8 @@ GRADCHECK_CASES = {
                          [f64(4, 3, 2), f64(3), f64(3)], [0, 1, 2]),
     "batch_norm_eval": (lambda x, m, v, w: F.batch_norm(x, m, v, w),
                         [f64(4, 3), f64(3), np.abs(f64(3)) + 0.5, f64(3)], [0, 3]),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [f64(3, 4, 5), f64(4), f64(4)],
+                   [0, 1, 2]),
     "cross_entropy": (lambda x, t, w: F.cross_entropy(x, t, w, ignore_index=1,
                                                       label_smoothing=0.1),
                       [f64(6, 4), np.array([0, 1, 3, 2, 3, 0]), np.abs(f64(4)) + 0.5], [0]),

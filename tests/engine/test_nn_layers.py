@@ -405,3 +405,13 @@ def test_conv1d(kwargs):
     assert repr(ours) == repr(theirs)
     compare(ours, theirs, _randn(2, 4, 9), atol=1e-4)
     compare(ours, theirs, _randn(4, 9), atol=1e-4)
+
+
+@pytest.mark.parametrize("args", [((2, 4), {}), ((4, 4), {"affine": False}), ((1, 4), {}),
+                                  ((2, 4), {"bias": False})])
+def test_group_norm(args):
+    pos, kwargs = args
+    ours, theirs = nn.GroupNorm(*pos, **kwargs), torch.nn.GroupNorm(*pos, **kwargs)
+    assert repr(ours) == repr(theirs)
+    compare(ours, theirs, _randn(3, 4, 5, 2))
+    compare(ours, theirs, _randn(3, 4))
