@@ -95,6 +95,7 @@ class Agent:
         self._prev_line = 0
         self._prev_file = ""
         self.last_op: ev.Op | None = None
+        self.last_step: ev.Op | ev.BackwardStep | None = None  # the newest op or backward step
         self._handlers: dict[type, Any] = {
             ev.TensorCreated: self._on_tensor,
             ev.BackwardStart: self._on_backward_start,
@@ -173,7 +174,7 @@ class Agent:
 
     def _on_op(self, e: ev.Op) -> None:
         self._ops[e.output] = e
-        self.last_op = e
+        self.last_op = self.last_step = e
         m = self._matcher
         hit: tuple[str, str] | None = None
         if m.nan is not None and self._value_id == e.output:
@@ -289,6 +290,7 @@ class Agent:
                                       f"{_counts(nan, inf)} as it enters iteration {e.iteration}")
 
     def _on_backward_step(self, e: ev.BackwardStep) -> None:
+        self.last_step = e
         m = self._matcher
         hit: tuple[str, str] | None = None
         grads = self._grads if self._grads is not None and self._grads[0] == e.node else None
@@ -425,7 +427,7 @@ class Agent:
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:
         """Report an exception that ended the script; post-mortem pause if asked to."""
-        op, module, file, line = locate_exception(exc.__traceback__)
+        op, module, file, line, in_backward = locate_exception(exc.__traceback__)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
         last = self.last_op
@@ -436,7 +438,15 @@ class Agent:
         event = ev.ExceptionRaised(tracer.next_seq(), tracer.iteration, type(exc).__name__,
                                    str(exc), text, at_seq, file, line)
         self._queue.append(event)
-        in_op = f" in op {op}" if op else (f" after op {last.op}" if last is not None else "")
+        step = self.last_step
+        if in_backward:
+            in_op = " during backward" + (
+                f", after {step.grad_fn} of {self._describe_node(step.node, step.op)}"
+                if type(step) is ev.BackwardStep else "")
+        elif op:
+            in_op = f" in op {op}"
+        else:
+            in_op = f" after op {last.op}" if last is not None else ""
         self.exception_description = (
             f"{type(exc).__name__}: {exc}{in_op}"
             f"{f' (module {module})' if module else ''}, iteration {tracer.iteration}, "
@@ -448,7 +458,8 @@ class Agent:
 
     def post_mortem_pause(self) -> None:
         if self.post_mortem and self._handle is not None:
-            last = self.last_op
+            # at the last forward op or backward step that completed before the raise
+            last = self.last_step
             self._pause("exception", self.exception_description,
                         last.seq if last is not None else 0)
 
@@ -594,17 +605,21 @@ def _norm(array: np.ndarray, summary: ev.Summary | None) -> float:
     return array_norm(array)
 
 
-def locate_exception(tb: TracebackType | None) -> tuple[str | None, str | None, str, int]:
-    """(op that raised or None, module path or None, user file, user line) from a traceback.
+def locate_exception(tb: TracebackType | None
+                     ) -> tuple[str | None, str | None, str, int, bool]:
+    """(op that raised or None, module path or None, user file, user line, in backward).
 
     The op is read from ``tensor.apply``'s frame, the module path from the innermost module
     call on the stack, the location from the innermost frame outside the dyngraph package.
     """
     op = module = None
     file, line = "", 0
+    in_backward = False
     while tb is not None:
         frame = tb.tb_frame
         code = frame.f_code
+        if code.co_name == "run_backward" and code.co_filename.endswith("autograd.py"):
+            in_backward = True
         if code.co_filename.startswith(_PACKAGE_DIR):
             if code.co_name == "apply" and code.co_filename.endswith("tensor.py"):
                 op = getattr(frame.f_locals.get("op"), "name", op)
@@ -613,4 +628,4 @@ def locate_exception(tb: TracebackType | None) -> tuple[str | None, str | None, 
         else:
             file, line = code.co_filename, tb.tb_lineno
         tb = tb.tb_next
-    return op, module, file, line
+    return op, module, file, line, in_backward

@@ -132,3 +132,15 @@ def test_exception_outside_modules_without_post_mortem():
     assert description.startswith("ValueError: top-level failure after op sum")
     assert "module" not in description
     assert f"exits.py:{line_of('exits.py', 'raise')}" in description
+
+
+def test_exception_in_backward_pauses_at_the_last_backward_step():
+    run = drive("raises_backward.py")
+    assert len(run.pauses) == 1
+    pause = run.pauses[0]
+    assert pause.hit.reason == "exception"
+    assert isinstance(pause.at, ev.BackwardStep) and pause.at.grad_fn == "MulBackward0"
+    text = pause.hit.description
+    assert text.startswith("ZeroDivisionError: division by zero during backward, after "
+                           "MulBackward0 of mul")
+    assert f"raises_backward.py:{line_of('raises_backward.py', 'hook')}" in text
