@@ -1,0 +1,72 @@
+"""Default initialisation of the layers and the nn.init functions: values drawn from the
+distributions PyTorch uses (no torch needed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import dyngraph as dg
+import dyngraph.nn as nn
+
+
+def _uniform_like(values, bound):
+    """Values look like U(-bound, bound): inside the bounds, filling them, right spread."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    assert np.abs(values).max() <= bound + 1e-7
+    assert np.abs(values).max() > 0.9 * bound
+    assert abs(values.std() - bound / math.sqrt(3)) < 0.1 * bound
+    assert abs(values.mean()) < 0.1 * bound
+
+
+def test_default_initialisation_follows_torch():
+    dg.manual_seed(0)
+    fc = nn.Linear(200, 300)
+    _uniform_like(fc.weight.data, 1 / math.sqrt(200))
+    _uniform_like(fc.bias.data, 1 / math.sqrt(200))
+    cell = nn.LSTMCell(20, 64)
+    for p in cell.parameters():
+        _uniform_like(p.data, 1 / math.sqrt(64))
+    emb = nn.Embedding(100, 50, padding_idx=0)
+    assert abs(emb.weight.data[1:].std() - 1) < 0.05 and not emb.weight.data[0].any()
+    ln = nn.LayerNorm(7)
+    assert (ln.weight.data == 1).all() and (ln.bias.data == 0).all()
+    mha = nn.MultiheadAttention(64, 4)
+    _uniform_like(mha.in_proj_weight.data, math.sqrt(6 / (64 + 3 * 64)))
+    assert not mha.in_proj_bias.data.any() and not mha.out_proj.bias.data.any()
+    conv = nn.Conv2d(8, 16, 3)
+    _uniform_like(conv.weight.data, 1 / math.sqrt(8 * 9))
+    for module in (fc, cell, emb, ln, mha, conv):
+        assert all(p.dtype == dg.float32 and p.requires_grad for p in module.parameters())
+
+
+def test_init_functions():
+    dg.manual_seed(1)
+    w = nn.Parameter(dg.zeros(300, 200))
+    nn.init.kaiming_uniform_(w, nonlinearity="relu")
+    _uniform_like(w.data, math.sqrt(2) * math.sqrt(3 / 200))
+    nn.init.xavier_uniform_(w, gain=nn.init.calculate_gain("tanh"))
+    _uniform_like(w.data, 5 / 3 * math.sqrt(6 / 500))
+    nn.init.normal_(w, 1.0, 0.5)
+    assert abs(w.data.mean() - 1) < 0.01 and abs(w.data.std() - 0.5) < 0.01
+    nn.init.kaiming_normal_(w, mode="fan_out")
+    assert abs(w.data.std() - math.sqrt(2 / (1 + 0.01**2) / 300)) < 0.002
+    nn.init.uniform_(w, -2, 3)
+    assert w.data.min() >= -2 and w.data.max() <= 3
+    nn.init.trunc_normal_(w, std=2.0, a=-1, b=1)
+    assert np.abs(w.data).max() <= 1
+    nn.init.orthogonal_(w)
+    np.testing.assert_allclose(w.data.T @ w.data, np.eye(200), atol=1e-4)
+    nn.init.zeros_(w)
+    assert not w.data.any()
+    nn.init.ones_(w)
+    assert (w.data == 1).all()
+    nn.init.constant_(w, 0.5)
+    assert (w.data == 0.5).all()
+    assert w.grad is None and w.grad_fn is None
+    with pytest.raises(ValueError, match="fewer than 2 dimensions"):
+        nn.init.xavier_uniform_(dg.zeros(3))
+    assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(math.sqrt(2 / 1.04))
+    assert nn.init.calculate_gain("tanh") == pytest.approx(5 / 3)
