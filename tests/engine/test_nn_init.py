@@ -70,3 +70,22 @@ def test_init_functions():
         nn.init.xavier_uniform_(dg.zeros(3))
     assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(math.sqrt(2 / 1.04))
     assert nn.init.calculate_gain("tanh") == pytest.approx(5 / 3)
+
+
+def test_more_layers_initialise_like_torch():
+    dg.manual_seed(2)
+    lstm = nn.LSTM(10, 50, num_layers=2, bidirectional=True)
+    for name, p in lstm.named_parameters():
+        _uniform_like(p.data, 1 / math.sqrt(50))
+        assert name.startswith(("weight_", "bias_"))
+    conv = nn.Conv1d(6, 40, 5)
+    _uniform_like(conv.weight.data, 1 / math.sqrt(6 * 5))
+    _uniform_like(conv.bias.data, 1 / math.sqrt(6 * 5))
+    for norm in (nn.BatchNorm2d(5), nn.GroupNorm(1, 5)):
+        assert (norm.weight.data == 1).all() and not norm.bias.data.any()
+    bn = nn.BatchNorm1d(5)
+    assert not bn.running_mean.data.any() and (bn.running_var.data == 1).all()
+    assert bn.num_batches_tracked.data.dtype == np.int64 and bn.num_batches_tracked.item() == 0
+    layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64)
+    _uniform_like(layer.linear1.weight.data, 1 / math.sqrt(32))
+    _uniform_like(layer.self_attn.in_proj_weight.data, math.sqrt(6 / (32 + 96)))
