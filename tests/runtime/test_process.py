@@ -10,6 +10,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 from runtime_helpers import (
     TIMEOUT,
     Run,
@@ -247,3 +248,22 @@ def test_a_flood_of_output_arrives_complete_and_in_order():
     assert run.text("stdout") == "".join(expected)
     assert run.text("stderr") == "".join(f"err {i}\n" for i in range(0, 20_000, 1000))
     assert len(run.output) < 2_000  # pieces of one stream are merged, not one event a write
+
+
+@pytest.mark.parametrize("paused", [True, False])
+def test_the_child_ends_when_its_parent_dies(paused):
+    code = (
+        "import os, sys\n"
+        "from dyngraph.debug import Session\n"
+        f"s = Session.start({script('long.py')!r}, pause_at_start={paused})\n"
+        "print(s.pid, flush=True)\n"
+        "os._exit(0)\n"  # no close(): the parent just vanishes
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    pid = int(done.stdout.strip())
+    try:
+        wait_for(lambda: not process_alive(pid), timeout=10)
+    finally:
+        if process_alive(pid):
+            os.kill(pid, signal.SIGKILL)
