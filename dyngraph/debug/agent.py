@@ -33,6 +33,7 @@ from .channel import Channel, ChannelClosed
 from .values import ValueStore
 
 BATCH = 512
+MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within an iteration
 FLUSH_INTERVAL = 0.05
 RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
                    "continue", "run_to_line", "pause")
@@ -173,7 +174,10 @@ class Agent:
             self.flush()
 
     def _on_op(self, e: ev.Op) -> None:
-        self._ops[e.output] = e
+        ops = self._ops
+        ops[e.output] = e
+        if len(ops) > MAX_OPS:  # a run that never ends an iteration: keep the newest half
+            self._ops = dict(list(ops.items())[MAX_OPS // 2:])
         self.last_op = self.last_step = e
         m = self._matcher
         hit: tuple[str, str] | None = None
