@@ -3,11 +3,12 @@
 A summary must never stall a run, so each mode looks at a bounded number of elements:
 
 - ``"cheap"``: L2 norm and NaN/Inf counts (what the NaN and gradient-norm breakpoints and
-  the graph colouring need). Exact for tensors of up to ``EXACT_LIMIT`` (16,384) elements;
-  above that, computed on an evenly strided sample of at most ``CHEAP_SAMPLE`` (4,096)
-  elements (``sampled=True``; the norm is scaled up to estimate the whole tensor's). min,
-  max, mean, std and the preview stay None/empty. Cost: one BLAS dot product, about 1-3 µs
-  per tensor on one core whatever its size.
+  the graph colouring need), on op outputs and gradients (the tracer leaves tensors that
+  enter an iteration, such as parameters, unsummarised in this mode). Exact for tensors
+  of up to ``EXACT_LIMIT`` (16,384) elements; above that, computed on an evenly strided
+  sample of at most ``CHEAP_SAMPLE`` (4,096) elements (``sampled=True``; the norm is scaled
+  up to estimate the whole tensor's). min, max, mean, std and the preview stay None/empty.
+  Cost: one BLAS dot product, about 1-3 µs per tensor on one core whatever its size.
 - ``"full"``: min, max, mean, std, norm, NaN/Inf counts and a preview of the first
   ``PREVIEW`` values. Exact up to ``EXACT_LIMIT`` elements; above that, on a strided sample of
   at most ``FULL_SAMPLE`` (16,384) elements, copied once. Cost: about 5-15 µs per tensor.

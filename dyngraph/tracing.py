@@ -331,7 +331,9 @@ class Tracer:
 
         That is any input the iteration did not produce: a leaf, a parameter, or a non-leaf
         computed earlier (a hidden state carried across iterations, a value computed before
-        recording began).
+        recording began). Its values are summarised with ``stats="full"`` only: parameters
+        enter every iteration and are the largest tensors, and a NaN among them shows in the
+        first op that uses them anyway.
         """
         tid = tensor._id
         self._known.add(tid)
@@ -346,7 +348,7 @@ class Tracer:
             dtype=self._dtype_name(data.dtype),
             requires_grad=tensor.requires_grad,
             is_param=getattr(tensor, "_is_param", False),
-            summary=self._summarize(data),
+            summary=None if self.stats != "full" else self._summarize(data),
             is_leaf=grad_fn is None,
             grad_fn="" if grad_fn is None else grad_fn.name(),
         )
