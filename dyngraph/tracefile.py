@@ -32,7 +32,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from . import events as ev
-from .errors import TraceFileError
+from .errors import TraceFileError, UserError
 
 MAGIC = b"DG"
 FORMAT_VERSION = 1
@@ -410,7 +410,11 @@ class TraceWriter:
         self.path = os.fspath(path)
         # Unbuffered: each frame reaches the OS whole at once, so a killed process leaves
         # every frame it finished.
-        self._file: BinaryIO | None = open(self.path, "wb", buffering=0)  # noqa: SIM115
+        try:
+            self._file: BinaryIO | None = open(self.path, "wb", buffering=0)  # noqa: SIM115
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot write a trace here "
+                            f"({exc.strerror or exc})") from None
         self._pending: list[ev.Event] = []
         self._batch = batch
         self.events_written = 0

@@ -323,6 +323,8 @@ class Tracer:
             self._emit_values(out_id, data)
 
     def _emit_values(self, tensor_id: int, data: np.ndarray) -> None:
+        if data.dtype.kind not in "biuf":
+            return  # complex or object arrays: a trace stores numbers only
         self.emit(ev.TensorValues(seq=self.next_seq(), iteration=self.iteration,
                                   tensor=tensor_id, array=np.array(data, copy=True)))
 

@@ -264,3 +264,9 @@ def test_malformed_rows_with_valid_checksums_are_refused():
             bad.encode()
         with pytest.raises(TraceFileError):
             tf.decode_events_payload(payload)
+
+
+def test_an_unwritable_path_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="cannot write"):
+        with dg.record(tmp_path / "no" / "such" / "dir.dgtrace"):
+            pass
