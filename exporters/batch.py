@@ -27,13 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from dyngraph.errors import UserError
-from dyngraph.graph import Graph
+from dyngraph.graph import Graph, diff_graphs
 
 from .colors import GradScale
-from .dot import GRAPH_KINDS, DotDoc, build_dot
+from .dot import GRAPH_KINDS, DotDoc, _as_kind, build_dot
+from .fast import FastPath
 from .render import DEFAULT_TIMEOUT, FAST_ARGS, GraphvizError, LayoutTimeout, find_dot, run_dot
 from .svg import SvgTemplate
-from .view import ViewCache, _ancestor, _depth, owners
+from .view import ViewCache, _ancestor, _depth, owners, seq_order, signature
 
 FORMATS = ("dot", "svg")
 DEFAULT_MAX_NODES = 2000
@@ -286,6 +287,7 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
     templates: dict[str, SvgTemplate] = {}
     views = ViewCache()
     fallback: dict[str, int | None] = {}  # structure key -> the depth that fits
+    fast_paths: dict[tuple[object, ...], FastPath] = {}
     try:
         for done, pos in enumerate(chosen):
             item = items[pos]
@@ -306,8 +308,28 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
                                  grad_scale=scale, diff_legend=diff, cache=views,
                                  title=f"dyngraph iteration {number}")
 
-            doc = make(d)
             name = f"iter-{item.index:04d}"
+            if prev is not None:
+                change = graph.diff(prev)
+                info.added, info.removed = len(change.added), len(change.removed)
+            fast, ordered, shown = None, None, None
+            if graph_kind != "both" and (prev is None or _plain_diff(graph, prev, graph_kind)):
+                shown = graph if graph_kind == "forward" else _as_kind(graph, graph_kind)
+                ordered = seq_order(shown)
+                legend = scale is not None or diff or _nonfinite(shown)
+                fast = fast_paths.get(
+                    (legend, signature(shown, ordered, d, fold_repeats, show_shapes)))
+            if fast is not None and ordered is not None:
+                dot_text, svg_text = fast.render(ordered, f"dyngraph iteration {item.index}",
+                                                 "svg" in formats)
+                info.layout_reused = svg_text is not None
+                info.depth, info.drawn, info.collapsed = d, len(fast.order), d != depth
+                _write(writer, info, name, formats, dot_text, svg_text)
+                result.iterations.append(info)
+                if progress is not None:
+                    progress(done + 1, len(chosen))
+                continue
+            doc = make(d)
             if "svg" in formats:
                 template = templates.get(doc.layout_key())
                 info.layout_reused = template is not None
@@ -317,15 +339,13 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
                     fallback[item.key] = d
                     result.layouts += 1
             info.depth, info.drawn, info.collapsed = d, len(doc.nodes()), d != depth
-            if prev is not None:
-                change = graph.diff(prev)
-                info.added, info.removed = len(change.added), len(change.removed)
-            if "dot" in formats:
-                writer.write(f"{name}.dot", doc.text())
-                info.files.append(f"{name}.dot")
-            if "svg" in formats:
-                writer.write(f"{name}.svg", template.render(doc))
-                info.files.append(f"{name}.svg")
+            _write(writer, info, name, formats, doc.text(),
+                   template.render(doc) if "svg" in formats else None)
+            if doc.shape is not None and shown is not None and ordered is not None:
+                # Later iterations of this shape take the fast path.
+                sig = signature(shown, ordered, d, fold_repeats, show_shapes)
+                fast_paths[(bool(doc.legend), sig)] = FastPath(doc, doc.shape, ordered, "n", scale,
+                                           template if "svg" in formats else None)
             result.iterations.append(info)
             if progress is not None:
                 progress(done + 1, len(chosen))
@@ -341,6 +361,25 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
         writer.close()
     result.files = list(writer.written)
     return result
+
+
+def _nonfinite(graph: Graph) -> bool:
+    return any(n.has_nonfinite for n in graph.nodes.values())
+
+
+def _plain_diff(graph: Graph, prev: Graph, graph_kind: str) -> bool:
+    """True when a diff against ``prev`` would mark nothing in the drawing."""
+    return diff_graphs(_as_kind(prev, graph_kind), _as_kind(graph, graph_kind)).unchanged
+
+
+def _write(writer: _Writer, info: IterationInfo, name: str, formats: tuple[str, ...],
+           dot_text: str, svg_text: str | None) -> None:
+    if "dot" in formats:
+        writer.write(f"{name}.dot", dot_text)
+        info.files.append(f"{name}.dot")
+    if "svg" in formats and svg_text is not None:
+        writer.write(f"{name}.svg", svg_text)
+        info.files.append(f"{name}.svg")
 
 
 def _lay_out(doc: DotDoc, d: int | None, make: Callable[[int | None], DotDoc],

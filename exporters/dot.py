@@ -21,12 +21,12 @@ import math
 from dataclasses import dataclass, field
 
 from dyngraph.events import Summary
-from dyngraph.graph import Graph, backward_graph
+from dyngraph.graph import Graph, GraphNode, backward_graph
 
 from . import colors
 from .colors import GradScale
 from .escape import dot_lines, dot_multiline, dot_quote, html_text, xml_text
-from .view import OP_KINDS, VCluster, VEdge, ViewCache, VNode, build_view, fmt_shape
+from .view import OP_KINDS, VCluster, VEdge, ViewCache, VNode, _Shape, build_view, fmt_shape
 
 GRAPH_KINDS = ("forward", "backward", "both")
 _KIND_TITLES = {"forward": "forward graph", "backward": "backward graph",
@@ -161,7 +161,9 @@ class DotDoc:
     root: DotCluster
     edges: list[DotEdge]
     _order: list[DotNode] | None = None
-    _memo: dict[str, str] | None = None  # the view shape's memo: its layout key, once known
+    # The cached view shape this doc was drawn from (one view, no diff marks), if any: its
+    # memo keeps the layout key, and the export's fast path starts from it.
+    shape: _Shape | None = None
 
     def nodes(self) -> list[DotNode]:
         """Every node in the order it is written (the canonical order of the layout key)."""
@@ -206,7 +208,7 @@ class DotDoc:
 
     def layout_key(self) -> str:
         """A hash of everything that moves nodes, with names replaced by positions."""
-        memo = self._memo
+        memo = self.shape.memo if self.shape is not None else None
         key = memo.get(self.legend) if memo is not None else None
         if key is None:
             key = self._layout_key()
@@ -312,8 +314,8 @@ def build_dot(
     if title is None:
         title = f"dyngraph iteration {graph.iteration}, {_KIND_TITLES[graph_kind]}"
     # One view from a cached shape: the layout key is a function of the shape and legend.
-    memo = views[0].shape.memo if len(views) == 1 and views[0].shape is not None else None
-    return DotDoc(title, legend_text, root, edges, _memo=memo)
+    shape = views[0].shape if len(views) == 1 else None
+    return DotDoc(title, legend_text, root, edges, shape=shape)
 
 
 def to_dot(
@@ -383,10 +385,15 @@ def _style(v: VNode, kind: str, scale: GradScale | None) -> NodeStyle:
     if v.kind == "ghost":
         return NodeStyle.of("rounded,dashed" if kind in OP_KINDS else "dashed", "#ffffff",
                             colors.GHOST, colors.GHOST)
-    base = _BASE_STYLE.get(kind, "rounded,filled")
+    return paint(_BASE_STYLE.get(kind, "rounded,filled"), v.members, v.mark, scale)
+
+
+def paint(base: str, members: list[GraphNode], mark: str, scale: GradScale | None
+          ) -> NodeStyle:
+    """The style of a drawn node standing for ``members`` (``base``: its style flags)."""
     norm = None
     inf_value = False
-    for m in v.members:
+    for m in members:
         value, g = m.summary, m.grad
         if (value is not None and value.nan) or (g is not None and (g.nan or g.inf)):
             return NodeStyle.of(base, colors.NONFINITE_FILL, colors.NONFINITE_BORDER,
@@ -402,9 +409,9 @@ def _style(v: VNode, kind: str, scale: GradScale | None) -> NodeStyle:
             if norm is None or g.norm > norm:
                 norm = g.norm
     fill = "#ffffff" if norm is None or scale is None else scale.fill(norm)
-    mark = colors.NONFINITE_FILL if inf_value else _MARKS.get(v.mark)
-    return NodeStyle.of(base, fill, mark or "#333333", colors.font_for(fill),
-                        "3" if mark else "1")
+    border = colors.NONFINITE_FILL if inf_value else _MARKS.get(mark)
+    return NodeStyle.of(base, fill, border or "#333333", colors.font_for(fill),
+                        "3" if border else "1")
 
 
 def _stats(s: Summary) -> str:
@@ -425,24 +432,14 @@ def _stats(s: Summary) -> str:
 
 def _tooltip(v: VNode) -> tuple[str, str]:
     """(the lines that stay the same across iterations, this iteration's numbers)."""
-    values = ""
     if v.path:  # a collapsed module (or the ghost of one)
         ops = sum(1 for m in v.members if m.kind in OP_KINDS)
         static = f"module: {v.path}\n{len(v.members)} nodes, {ops} ops"
-        norms = [m.grad.norm for m in v.members if m.grad is not None and m.grad.norm is not None]
-        if norms:
-            values += f"\nlargest grad norm: {max(norms):.4g}"
-        bad = sum(1 for m in v.members if m.has_nonfinite)
-        if bad:
-            values += f"\n{bad} nodes with NaN/Inf"
     else:
         n = v.members[0]
         static = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,
                                  n.file, n.line, n.function, n.grad_fn)
-        if n.summary is not None and n.kind not in ("backward", "accumulate"):
-            values += "\nvalue: " + _stats(n.summary)
-        if n.grad is not None:
-            values += "\ngrad: " + _stats(n.grad)
+    values = tip_values(v.members, bool(v.path))
     if v.mark == "added":
         values += "\nadded since the previous graph"
     elif v.mark == "reshaped" and v.old_shape is not None:
@@ -452,6 +449,25 @@ def _tooltip(v: VNode) -> tuple[str, str]:
     elif v.mark == "removed":
         values += "\nremoved since the previous graph"
     return static, values
+
+
+def tip_values(members: list[GraphNode], module: bool) -> str:
+    """The tooltip lines with this iteration's numbers (our own text: nothing to escape)."""
+    values = ""
+    if module:
+        norms = [m.grad.norm for m in members if m.grad is not None and m.grad.norm is not None]
+        if norms:
+            values += f"\nlargest grad norm: {max(norms):.4g}"
+        bad = sum(1 for m in members if m.has_nonfinite)
+        if bad:
+            values += f"\n{bad} nodes with NaN/Inf"
+        return values
+    n = members[0]
+    if n.summary is not None and n.kind not in ("backward", "accumulate"):
+        values += "\nvalue: " + _stats(n.summary)
+    if n.grad is not None:
+        values += "\ngrad: " + _stats(n.grad)
+    return values
 
 
 @functools.lru_cache(maxsize=65536)

@@ -241,26 +241,25 @@ class SvgTemplate:
 
     def render(self, doc: DotDoc, title: str = "") -> str:
         """The SVG of ``doc`` (whose ``layout_key()`` must equal this template's)."""
+        edges = [fmt.format(e.tail, e.head, e.style.svg_stroke, e.style.color)
+                 for fmt, e in zip(self._edge_fmts, doc.edges, strict=True) if fmt]
+        nodes = [fmt.format(n.name, n.tooltip_xml, n.style.svg_fill, n.style.svg_stroke,
+                            n.style.fontcolor)
+                 for fmt, n in zip(self._node_fmts, doc.nodes(), strict=True)]
+        return self.assemble(title or doc.title, edges, nodes)
+
+    def assemble(self, title: str, edges: list[str], nodes: list[str]) -> str:
+        """The whole SVG around already formatted edge and node groups."""
         w, h = _f(self.width), _f(self.height)
-        out = [
+        return "".join([
             '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n',
             f'<svg width="{w}pt" height="{h}pt" viewBox="0.00 0.00 {w} {h}" '
             'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n',
-            f"<title>{xml_text(title or doc.title)}</title>\n",
+            f"<title>{xml_text(title)}</title>\n",
             f'<g id="graph0" class="graph" transform="translate(4 {_f(self.height - 4)})"'
             f"{_TEXT_DEFAULTS}>\n",
-            self.background, self.clusters,
-        ]
-        for fmt, e in zip(self._edge_fmts, doc.edges, strict=True):
-            if fmt:
-                out.append(fmt.format(e.tail, e.head, e.style.svg_stroke, e.style.color))
-        for fmt, n in zip(self._node_fmts, doc.nodes(), strict=True):
-            style = n.style
-            out.append(fmt.format(n.name, n.tooltip_xml, style.svg_fill, style.svg_stroke,
-                                  style.fontcolor))
-        out.append(self.legend)
-        out.append("</g>\n</svg>\n")
-        return "".join(out)
+            self.background, self.clusters, *edges, *nodes, self.legend, "</g>\n</svg>\n",
+        ])
 
 
 def _braces(text: str) -> str:

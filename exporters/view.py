@@ -146,12 +146,12 @@ def build_view(
     With a ``cache``, a graph whose structure (everything but ids and values) was seen
     before reuses that view's shape instead of working it out again.
     """
-    ordered = sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+    ordered = seq_order(graph)
     diff = diff_graphs(diff_against, graph) if diff_against is not None else None
     sig = None
     if cache is not None and (diff is None or diff.unchanged):
-        options = (depth, fold_repeats, show_shapes, prefix, cluster_prefix)
-        sig = _signature(graph, ordered, options)
+        sig = signature(graph, ordered, depth, fold_repeats, show_shapes, prefix,
+                        cluster_prefix)
         shape = cache.get(sig)
         if shape is not None:
             return shape.bind(ordered, prefix)
@@ -223,9 +223,16 @@ def build_view(
     return view
 
 
-def _signature(graph: Graph, ordered: list[GraphNode], options: tuple[object, ...]
-               ) -> tuple[object, ...]:
-    """Everything a view depends on except node ids and values."""
+def seq_order(graph: Graph) -> list[GraphNode]:
+    """The graph's nodes in the order they were made (the order everything is drawn in)."""
+    return sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+
+
+def signature(graph: Graph, ordered: list[GraphNode], depth: int | None, fold_repeats: bool,
+              show_shapes: bool, prefix: str = "n", cluster_prefix: str = "cluster_"
+              ) -> tuple[object, ...]:
+    """Everything a view depends on except node ids and values (``ordered``: seq order)."""
+    options = (depth, fold_repeats, show_shapes, prefix, cluster_prefix)
     pos = {n.id: i for i, n in enumerate(ordered)}
     nodes = tuple((n.kind, n.op, n.name, n.shape, n.dtype, n.module, n.file, n.line,
                    n.function, n.grad_fn) for n in ordered)

@@ -193,3 +193,46 @@ def test_nothing_to_collapse_falls_back_to_straight_edges(tmp_path: Path) -> Non
     result = export_iterations([graph], tmp_path / "out", dot=slow, budget=2.0)
     assert len(nodes_of(tmp_path / "out" / "iter-0001.svg")) == len(graph.nodes)
     assert not result.iterations[0].collapsed
+
+
+def _nan(graph, op: str = "relu"):
+    node = next(n for n in graph.nodes.values() if n.op == op)
+    node.summary = node.summary.__class__(node.shape, "float32", norm=float("nan"), nan=1)
+    return graph
+
+
+def _sequence(kind: str) -> list:
+    if kind == "mlp":
+        return [mlp(1, 1), mlp(2, 100, grad_scale=100.0), mlp(3, 200, extra=True),
+                mlp(4, 300), _nan(mlp(5, 400)), mlp(6, 500, hidden=5), mlp(7, 600, hidden=5)]
+    if kind == "stack":
+        return [stack(3, i, 1000 * i) for i in range(1, 4)] + [stack(2, 4, 4000)]
+    # no gradients at all: the legend comes and goes with NaN
+    return [mlp(1, 1, grads=False), _nan(mlp(2, 100, grads=False)), mlp(3, 200, grads=False),
+            _nan(mlp(4, 300, grads=False))]
+
+
+@pytest.mark.parametrize("graphs, options", [
+    ("mlp", {}), ("mlp", {"diff": True}), ("mlp", {"graph_kind": "backward"}),
+    ("mlp", {"show_shapes": True, "formats": ["dot"]}), ("stack", {"depth": 1}),
+    ("stack", {"fold_repeats": True, "diff": True}), ("nograd", {}),
+])
+def test_fast_path_writes_what_the_model_writes(graphs: str, options: dict, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from dyngraph.exporters import batch
+
+    calls = []
+    real = batch.FastPath.render
+    monkeypatch.setattr(batch.FastPath, "render",
+                        lambda self, *a, **kw: calls.append(1) or real(self, *a, **kw))
+    fast = export_iterations(_sequence(graphs), tmp_path / "fast", **options)
+    assert calls  # some iterations did take the fast path
+    # Make every signature unique: no iteration can take the fast path.
+    monkeypatch.setattr(batch, "signature", lambda *args, **kw: object())
+    slow = export_iterations(_sequence(graphs), tmp_path / "slow", **options)
+    assert [p.name for p in fast.files] == [p.name for p in slow.files]
+    for path in fast.files:
+        if path.name != "index.html":
+            assert path.read_text() == (tmp_path / "slow" / path.name).read_text(), path.name
+    assert [it.layout_reused for it in fast.iterations] == [
+        it.layout_reused for it in slow.iterations]
