@@ -111,7 +111,7 @@ class Agent:
         self._capture = capture
         set_run_info(script, argv)
         self._handle = tracer.subscribe(self.on_event, self.stats, self.values)
-        tracer.array_hook = self.on_array
+        self._install_hook()
         self._queue.append(tracer.make_header(self.stats, self.values, script, argv))
         self.flush()
         for target, name in ((self._read_commands, "dyngraph-commands"),
@@ -121,6 +121,14 @@ class Agent:
             self._command(msg)
         if pause_at_start:
             self._pause("start", "paused before the script's first line", 0)
+
+    def _install_hook(self) -> None:
+        """Raw arrays cost a call per op: take them only when something needs them."""
+        m = self._matcher
+        wanted = (self.store is not None or m.nan is not None or bool(m.conditions)
+                  or bool(m.node_norm) or bool(m.global_norm))
+        if self._handle is not None:
+            tracer.array_hook = self.on_array if wanted else None
 
     def finish(self, status: int, reason: str) -> None:
         """Close the last iteration, send RunEnd and everything still queued."""
@@ -564,9 +572,11 @@ class Agent:
             bp = Breakpoint.from_dict(msg["breakpoint"])
             self._bps[bp.id] = bp
             self._matcher = Matcher.build(self._bps.values())
+            self._install_hook()
         elif cmd == "remove_breakpoint":
             self._bps.pop(int(msg["id"]), None)
             self._matcher = Matcher.build(self._bps.values())
+            self._install_hook()
         elif cmd == "values":
             self._answer_values(msg)
 

@@ -180,3 +180,14 @@ def test_breakpoints_added_and_removed_while_paused():
     run = drive("simple.py", pause_at_start=True, commands=[add, remove])
     assert [p.hit.reason for p in run.pauses] == ["start", "op"]
     assert run.state.exit_status == 0
+
+
+def test_a_nan_breakpoint_added_at_the_start_pause_sees_exact_values():
+    # keep_values=False: nothing needs raw arrays until the NaN breakpoint arrives
+    def add(session, run):
+        session.add_breakpoint(Breakpoint.nan())
+        session.continue_()
+
+    run = drive("nan_forward.py", pause_at_start=True, keep_values=False, commands=[add])
+    assert [(p.hit.reason, getattr(p.at, "op", None)) for p in run.pauses] == [
+        ("start", None), ("nan", "log")]
