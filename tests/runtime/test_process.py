@@ -267,3 +267,42 @@ def test_the_child_ends_when_its_parent_dies(paused):
     finally:
         if process_alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_the_child_speaks_frames_over_tcp_to_a_parent_it_does_not_share_anything_with():
+    """The protocol alone, over loopback TCP, with a child started independently."""
+    import socket
+
+    from dyngraph import tracefile
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(TIMEOUT)
+    port = listener.getsockname()[1]
+    child = subprocess.Popen([sys.executable, "-m", "dyngraph.debug.child", "--connect",
+                              f"127.0.0.1:{port}", script("simple.py"), "tcp"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        conn, _ = listener.accept()
+        conn.settimeout(TIMEOUT)
+        conn.sendall(tracefile.encode_message({"cmd": "start", "pause_at_start": True,
+                                               "breakpoints": [Breakpoint.op("relu").to_dict()]}))
+        decoder = tracefile.FrameDecoder()
+        events: list[ev.Event] = []
+        while not events or type(events[-1]) is not ev.RunEnd:
+            data = conn.recv(1 << 16)
+            assert data, child.stderr.read() if child.poll() is not None else "closed"
+            for item in decoder.feed(data):
+                if isinstance(item, list):
+                    events.extend(item)
+                    if type(events[-1]) is ev.BreakpointHit:
+                        conn.sendall(tracefile.encode_message({"cmd": "continue"}))
+        hits = [e.reason for e in events if type(e) is ev.BreakpointHit]
+        assert hits == ["start", "op", "op"]
+        assert "args: ['tcp']\n" in "".join(e.text for e in events if type(e) is ev.ScriptOutput)
+        assert child.wait(TIMEOUT) == 0
+        conn.close()
+    finally:
+        listener.close()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
