@@ -74,3 +74,15 @@ def test_cost_is_bounded_by_sampling():
         s = S.summarize(big, mode)
         assert s.sampled and 0 < s.nan <= cap  # counted in the sample
         assert s.norm == pytest.approx((big.size * 6 / 7) ** 0.5, rel=0.05)
+
+
+def test_l2_norm_is_exact_then_bounded():
+    rng = np.random.default_rng(3)
+    small = rng.standard_normal((300, 200)).astype(np.float32)
+    assert S.l2_norm(small) == pytest.approx(np.linalg.norm(small.astype(np.float64)), rel=1e-5)
+    assert S.l2_norm(small.T) == pytest.approx(S.l2_norm(small), rel=1e-5)
+    huge = np.full((S.NORM_LIMIT * 3,), 2.0, np.float32)
+    assert S.l2_norm(huge) == pytest.approx(2.0 * huge.size ** 0.5, rel=1e-6)
+    with np.errstate(over="ignore"):  # float32 overflows: the float64 fallback answers
+        assert S.l2_norm(np.array([1e30, 1e30], np.float32)) == pytest.approx(2 ** 0.5 * 1e30)
+    assert np.isnan(S.l2_norm(np.array([np.nan, 1.0])))
