@@ -109,6 +109,14 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """``einsum("bij,bjk->bik", a, b)``: explicit or implicit output, no ``...``, no index
+    repeated inside one operand."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return apply(OPS["einsum"], *operands, equation=equation)
+
+
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     from .functions_shape import unsqueeze
 
@@ -133,6 +141,10 @@ sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt")
 abs = _unary("abs")  # noqa: A001
 sin = _unary("sin")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+log2 = _unary("log2")
+log10 = _unary("log10")
 cos = _unary("cos")
 tanh = _unary("tanh")
 sigmoid = _unary("sigmoid")
@@ -414,12 +426,73 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return apply(OPS["cumsum"], _reduce_dtype(input, dtype), dim=int(dim))
 
 
+ReturnSort = namedtuple("sort", ["values", "indices"])  # type: ignore[name-match]
+ReturnTopk = namedtuple("topk", ["values", "indices"])  # type: ignore[name-match]
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
+            ) -> Tensor:
+    return apply(OPS["argsort"], input, dim=int(dim), descending=bool(descending))
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """``(values, indices)``; the values' gradient flows back to where each came from."""
+    from .functions_shape import gather
+
+    indices = argsort(input, dim, descending)
+    return ReturnSort(gather(input, dim, indices), indices)
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+         ) -> Any:
+    from .functions_shape import gather, narrow
+
+    n = input.data.shape[int(dim)] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    indices = narrow(argsort(input, dim, descending=largest), dim, 0, int(k))
+    return ReturnTopk(gather(input, dim, indices), indices)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Any = None) -> Tensor:
+    """Draw category indices from (rows of) non-negative weights (not differentiable)."""
+    from .creation import generator as rng_of
+
+    probs = np.asarray(input.data, dtype=np.float64)
+    rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim else probs.reshape(1, 1)
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if not replacement and num_samples > rows.shape[1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rng = rng_of()
+    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+    for r, row in enumerate(rows):
+        total = row.sum()
+        if total <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        out[r] = rng.choice(row.size, size=num_samples, replace=replacement, p=row / total)
+    return _wrap(out.reshape(probs.shape[:-1] + (num_samples,)))
+
+
+def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
+    from .creation import generator as rng_of
+
+    probs = input.data if p is None else np.full(input.data.shape, p)
+    return _wrap((rng_of().random(input.data.shape) < probs).astype(input.data.dtype))
+
+
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return apply(OPS["any"], input, dim=_dims(dim), keepdim=keepdim)
 
 
 def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     return apply(OPS["all"], input, dim=_dims(dim), keepdim=keepdim)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return apply(OPS["scatter_add"], input, index, src, dim=int(dim))
 
 
 # PyTorch's aliases.

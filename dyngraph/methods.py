@@ -155,7 +155,8 @@ _FROM_FUNCTIONS = (
     "leaky_relu log_softmax clamp clamp_min clamp_max clip maximum minimum masked_fill "
     "to clone sum mean max min amax amin argmax argmin var std prod logsumexp norm cumsum "
     "any all floor_divide remainder multiply divide true_divide subtract negative absolute "
-    "greater less not_equal"
+    "greater less not_equal log1p expm1 log2 log10 argsort sort topk multinomial bernoulli "
+    "scatter_add"
 ).split()
 _FROM_SHAPE = (
     "reshape view view_as reshape_as flatten unflatten transpose swapaxes swapdims t "

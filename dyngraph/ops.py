@@ -169,6 +169,33 @@ def abs_(a):
     return np.abs(a), lambda g: (g * np.sign(a),)
 
 
+@register("log1p")
+def log1p(a):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log1p(a)
+    return out, lambda g: (g / (1 + a),)
+
+
+@register("expm1")
+def expm1(a):
+    out = np.expm1(a)
+    return out, lambda g: (g * (out + 1),)
+
+
+@register("log2")
+def log2(a):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log2(a)
+    return out, lambda g: (g / (a * np.log(2.0)),)
+
+
+@register("log10")
+def log10(a):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log10(a)
+    return out, lambda g: (g / (a * np.log(10.0)),)
+
+
 @register("sin")
 def sin(a):
     return np.sin(a), lambda g: (g * np.cos(a),)
@@ -289,6 +316,56 @@ def matmul(a, b, needs_input_grad=(True, True)):
             if b.ndim == 1:
                 gb = gb.reshape(gb.shape[:-1])
         return ga, gb
+
+    return out, backward
+
+
+def _einsum_parse(equation: str, n: int) -> tuple[list[str], str]:
+    eq = equation.replace(" ", "")
+    if "." in eq:
+        raise NotImplementedError("einsum with '...' is not supported by dyngraph")
+    if "->" in eq:
+        lhs, out = eq.split("->")
+    else:  # implicit output: the letters used once, in alphabetical order
+        lhs = eq
+        letters = lhs.replace(",", "")
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    terms = lhs.split(",")
+    if len(terms) != n:
+        raise RuntimeError(
+            "einsum(): more operands were provided than specified in the equation"
+            if n > len(terms) else
+            "einsum(): fewer operands were provided than specified in the equation"
+        )
+    for t in terms:
+        if len(set(t)) != len(t):
+            raise NotImplementedError(
+                f"einsum with a repeated index in one operand ({t!r}) is not supported by "
+                "dyngraph"
+            )
+    return terms, out
+
+
+@register("einsum", grad_fn="EinsumBackward0", needs_input_grad=True)
+def einsum(*operands, equation, needs_input_grad=()):
+    terms, out_terms = _einsum_parse(equation, len(operands))
+    out = np.einsum(f"{','.join(terms)}->{out_terms}", *operands)
+
+    def backward(g):
+        grads = []
+        for i, (term, a) in enumerate(zip(terms, operands, strict=True)):
+            if not needs_input_grad[i]:
+                grads.append(None)
+                continue
+            others = [(t, o) for j, (t, o) in enumerate(zip(terms, operands, strict=True))
+                      if j != i]
+            present = set(out_terms).union(*[set(t) for t, _ in others])
+            kept = "".join(c for c in term if c in present)  # the rest was summed away
+            spec = ",".join([out_terms] + [t for t, _ in others]) + "->" + kept
+            gi = np.einsum(spec, g, *[o for _, o in others])
+            shape = tuple(a.shape[k] if c in present else 1 for k, c in enumerate(term))
+            grads.append(np.broadcast_to(gi.reshape(shape), a.shape))
+        return tuple(grads)
 
     return out, backward
 

@@ -229,6 +229,14 @@ def argmin(a, dim=None, keepdim=False):
     return np.argmin(a, axis=dim, keepdims=keepdim), None
 
 
+@register("argsort", saves=False)
+def argsort(a, dim=-1, descending=False):
+    if a.ndim == 0:
+        return np.zeros((), np.int64), None
+    key = -a if descending and a.dtype != np.bool_ else (~a if descending else a)
+    return np.argsort(key, axis=dim, kind="stable").astype(np.int64), None
+
+
 @register("any", saves=False)
 def any_(a, dim=None, keepdim=False):
     return np.any(a, axis=dim, keepdims=keepdim), None

@@ -185,6 +185,27 @@ def gather(a, dim, index):
     return out, backward
 
 
+@register("scatter_add", saves=False)
+def scatter_add(a, index, src, dim=0):
+    d = _dim(dim, max(a.ndim, 1))
+    if index.ndim != a.ndim or src.ndim != a.ndim:
+        raise RuntimeError("scatter_add(): Index tensor must have the same number of "
+                           "dimensions as self tensor")
+    where = list(np.ix_(*[np.arange(s) for s in index.shape]))
+    where[d] = index
+    where_t = tuple(where)
+    region = tuple(slice(0, s) for s in index.shape)
+    out = a.copy()
+    np.add.at(out, where_t, src[region])
+
+    def backward(g):
+        gsrc = np.zeros(src.shape, dtype=g.dtype)
+        gsrc[region] = g[where_t]
+        return g, None, gsrc
+
+    return out, backward
+
+
 @register("index_select", saves=False)
 def index_select(a, dim, index):
     d = _dim(dim, max(a.ndim, 1))

@@ -456,7 +456,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
             ey = None
         out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
         edges = (ex, ey) if ex is not None or ey is not None else None
-    elif n == 1:
+    elif n == 1 and not op.needs_input_grad:
         (x,) = inputs
         if isinstance(x, Tensor):
             edges = (x.grad_fn or x,) if x.requires_grad and enabled else None
