@@ -210,3 +210,18 @@ def test_compatibility_promise_tensor_level_training_loop():
     t_losses, t_w = train(torch, x, y, w0)
     np.testing.assert_allclose(losses, t_losses, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(w, t_w, rtol=1e-4, atol=1e-5)
+
+
+def test_multinomial_and_bernoulli_sample_from_the_given_weights():
+    dg.manual_seed(0)
+    draws = dg.multinomial(dg.tensor([0.0, 1.0, 3.0]), 4000, replacement=True)
+    counts = np.bincount(draws.numpy(), minlength=3)
+    assert counts[0] == 0 and 0.7 < counts[2] / 4000 < 0.8
+    rows = dg.multinomial(dg.ones(2, 5), 5)  # without replacement: a permutation per row
+    assert rows.shape == (2, 5) and all(sorted(r) == [0, 1, 2, 3, 4] for r in rows.tolist())
+    with pytest.raises(RuntimeError, match="without replacement"):
+        dg.multinomial(dg.ones(3), 4)
+    with pytest.raises(RuntimeError, match="element < 0"):
+        dg.multinomial(dg.tensor([1.0, -1.0]), 1)
+    coin = dg.bernoulli(dg.full((4000,), 0.25))
+    assert coin.dtype == dg.float32 and 0.2 < coin.mean().item() < 0.3
