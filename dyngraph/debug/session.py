@@ -383,8 +383,8 @@ class Session:
             description = f"the child failed to start ({tail or description})"
         if problem:
             description += f"; {problem}"
-        if self.run_end is None or self._aborted:
-            # Nobody else will say the run ended: os._exit bypassing us, a signal, abort.
+        if self.run_end is None:
+            # Nobody else will say the run ended: a signal, an abort, a failed start.
             end = ev.RunEnd(self.last_seq + 1, self.iteration, status, reason)
             self.run_end = end
             self.last_seq += 1
