@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from . import functions as fn
 from . import functions_shape as fs
 from . import inplace
@@ -180,5 +178,3 @@ _METHODS["__array_ufunc__"] = None  # numpy must not swallow Tensors into ndarra
 
 for _name, _method in _METHODS.items():
     setattr(Tensor, _name, _method)
-
-del np
