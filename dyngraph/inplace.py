@@ -158,12 +158,12 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
 def _overwrite(self: Tensor, values: np.ndarray) -> Tensor:
     """zero_/fill_/normal_ ...: the result no longer depends on the old values."""
     if _in_graph(self):
-        # Out of place, so an array saved for backward keeps its values; the tensor
-        # becomes a constant, as its gradient to anything before would be zero.
-        self.data = np.array(np.broadcast_to(values, self.data.shape), dtype=self.data.dtype)
-        self.grad_fn = None
-        self.requires_grad = False
-        return self
+        # Recorded out of place (arrays saved for backward keep their values) as a where()
+        # that takes every value from the constant: the tensor stays in the graph, with a
+        # zero gradient to what it was before, as in PyTorch.
+        fill = np.array(np.broadcast_to(values, self.data.shape), dtype=self.data.dtype)
+        everywhere = np.ones(self.data.shape, dtype=bool)
+        return _rebase(self, apply(OPS["where"], everywhere, fill, self))
     self.data[...] = values
     return self
 

@@ -110,3 +110,15 @@ def test_in_place_dtype_errors():
         dg.arange(3).add_(0.5)
     with pytest.raises(RuntimeError, match="mul_"):
         dg.ones(3).mul_(dg.ones(2, 3))
+
+
+def test_fill_and_zero_on_a_non_leaf_keep_it_in_the_graph_with_zero_gradient():
+    x = dg.ones(3, requires_grad=True)
+    y = x * 2
+    y.zero_()
+    assert y.requires_grad and y.grad_fn is not None
+    z = x * 3
+    z.fill_(5.0)
+    (y + z * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [5, 5, 5])
+    np.testing.assert_allclose(z.detach().numpy(), [5, 5, 5])
