@@ -152,27 +152,31 @@ class Module:
         return self._call_traced(args, kwargs)
 
     def _call_traced(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        listening = tracer.listening
-        if listening:
-            path = _naming.path_of(self)
-            stack = tracer.module_stack
-            stack.append(path)
-            _naming.depth += 1
+        if not tracer.listening:
+            return self._run_with_hooks(args, kwargs)
+        stack = tracer.module_stack
+        stack.append(_naming.path_of(self))
+        _naming.depth += 1
         try:
-            for hook in tuple(self._forward_pre_hooks.values()):
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-            out = self.forward(*args, **kwargs)
-            for hook in tuple(self._forward_hooks.values()):
-                result = hook(self, args, out)
-                if result is not None:
-                    out = result
-            return out
+            if self._hooked:
+                return self._run_with_hooks(args, kwargs)
+            return self.forward(*args, **kwargs)
         finally:
-            if listening:
-                _naming.depth -= 1
-                stack.pop()
+            _naming.depth -= 1
+            stack.pop()
+
+    def _run_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # Hooks run inside the module's scope: ops they run belong to the module.
+        for hook in tuple(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook in tuple(self._forward_hooks.values()):
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
 
     def register_forward_pre_hook(self, hook: Callable[..., Any], *,
                                   prepend: bool = False) -> Handle:
