@@ -28,7 +28,9 @@ _FAMILY = {
 
 
 def _f(v: float) -> str:
-    return f"{v:.2f}".rstrip("0").rstrip(".")
+    """A coordinate: a tenth of a point is finer than any screen shows."""
+    text = f"{v:.1f}"
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _color(c: str) -> tuple[str, str]:
@@ -52,7 +54,7 @@ def _shape(op: dict, node: bool = False) -> tuple[str, bool] | None:
     kind = op["op"]
     if kind in ("P", "p"):
         pts = op["points"]
-        return f'<polygon points="{_pts(pts + pts[:1])}"', True
+        return f'<polygon points="{_pts(pts)}"', True  # SVG closes polygons itself
     if kind in ("B", "b"):
         pts = op["points"]
         if node and len(pts) == 25:  # Graphviz's rounded box: a fifth of the bytes as a rect
@@ -284,7 +286,7 @@ def _edge_format(geom: _EdgeGeom | None) -> str:
     """{0} tail, {1} head, {2} stroke attributes, {3} colour; "" for an edge not drawn."""
     if geom is None:
         return ""
-    parts = ['<g id="e_{0}_{1}" class="edge">\n<title>{0}&#45;&gt;{1}</title>\n']
+    parts = ['<g id="e_{0}_{1}" class="edge">\n']
     parts.extend(f'{_braces(el)} fill="none"{{2}}/>\n' for el in geom.line)
     parts.extend(f'{_braces(el)} fill="{{3}}" stroke="{{3}}"/>\n' for el in geom.head)
     texts = geom.texts

@@ -100,7 +100,7 @@ def test_damaged_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_a_script_that_fails_early(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "boom.py"
     script.write_text("raise SystemExit('no data here')\n")
-    assert main(["export", str(script), "-o", str(tmp_path / "out")]) == 2
+    assert main(["export", "-o", str(tmp_path / "out"), str(script)]) == 2
     err = capsys.readouterr().err
     assert "nothing to export" in err or "recording" in err
     assert not (tmp_path / "out").exists()
