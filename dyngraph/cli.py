@@ -70,30 +70,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("export", help="write DOT/SVG of every iteration's graph")
-    p.add_argument("source", help="a .dgtrace file or a script to record first")
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("-o", "--output", metavar="DIR", help="folder to write (required)")
     p.add_argument("--format", default="dot,svg")
     p.add_argument("--iterations", default="all", help="e.g. 1-10,15 | all | changed")
     p.add_argument("--graph", choices=("forward", "backward", "both"), default="forward")
     p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
-    p.add_argument("--diff", action="store_true", help="mark changes against the previous iteration")
+    p.add_argument("--diff", action="store_true", help="mark changes since the previous iteration")
     p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
-    # Not REMAINDER: options may follow SOURCE (`export run.dgtrace -o DIR`); a script's own
-    # arguments go after `--` (`export train.py -o DIR -- --epochs 3`).
-    p.add_argument("args", nargs="*", help="arguments passed to the script, after --")
+    # As for record, everything after a script belongs to it (`export -o DIR train.py --epochs
+    # 3`); _fix_export_args also takes options after SOURCE (`export run.dgtrace -o DIR`, or
+    # `export train.py -o DIR -- --epochs 3`).
+    p.add_argument("source", help="a .dgtrace file or a script to record first")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    parser.set_defaults(_export_parser=p)
     return parser
+
+
+def _fix_export_args(args: argparse.Namespace) -> None:
+    """Let export options follow SOURCE: all of them for a trace, those before ``--`` for a
+    script (whose own arguments then follow ``--``)."""
+    rest = list(args.args)
+    if args.source.endswith(".py") and "--" not in rest:
+        rest = ["--", *rest]  # record-style: all of it belongs to the script
+    cut = rest.index("--") if "--" in rest else len(rest)
+    options, script_args = rest[:cut], rest[cut + 1 :]
+    if options:
+        args._export_parser.parse_args([*options, args.source], namespace=args)
+    args.args = script_args
+    if args.output is None:
+        args._export_parser.error("the following arguments are required: -o/--output")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    script_args = None
-    if argv[:1] == ["export"] and "--" in argv:  # argparse cannot take positionals after -o
-        cut = argv.index("--")
-        argv, script_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
-    if script_args is not None:
-        args.args = script_args
+    if args.command == "export":
+        _fix_export_args(args)
     if args.command is None:
         parser.print_help()
         return 2
