@@ -92,6 +92,7 @@ for _cls in ev.EVENT_TYPES.values():
     _GETTERS[_cls] = attrgetter(*_names)
     _KINDS[_cls] = _cls.kind
 _SUMMARY_GET = attrgetter(*ev.SUMMARY_FIELDS)
+_CHEAP_GET = attrgetter("shape", "dtype", "norm", "nan", "inf", "sampled")
 _SUMMARY_TYPES = (ev.Summary, *ev.Summary.__subclasses__())
 
 
@@ -142,7 +143,7 @@ def _encoder(memo: dict[int, int]) -> Callable[[Any], str]:
     """A JSON encoder for one frame. A Summary object seen before in the frame is written as
     its index among the frame's summaries: a gradient's summary is shared by the backward
     step that produced it and the step or accumulation that received it."""
-    summary_types, get, full = _SUMMARY_TYPES, _SUMMARY_GET, _SUMMARY_TYPES[1:]
+    summary_types, get_cheap, full = _SUMMARY_TYPES, _CHEAP_GET, _SUMMARY_TYPES[1:]
 
     def default(o: Any) -> Any:
         t = type(o)
@@ -151,7 +152,7 @@ def _encoder(memo: dict[int, int]) -> Callable[[Any], str]:
             if k is not None:
                 return k
             memo[id(o)] = len(memo)
-            return _pack_full(o) if t in full else get(o)
+            return _pack_full(o) if t in full else get_cheap(o)
         return _plain_default(o)
 
     # check_circular=False: events hold plain, acyclic data, and skipping the id bookkeeping
@@ -212,7 +213,11 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
             return None
         if type(v) is int:
             return seen[v]
-        if len(v) == 3:
+        n = len(v)
+        if n == 6:
+            shape, dtype, norm, nan, inf, sampled = v
+            s = _cheap(tuple(shape), dtype, norm, nan, inf, sampled)
+        elif n == 3:
             s = _unpack_full(*v)
         else:
             shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
