@@ -149,3 +149,58 @@ def test_attention_block_matches_torch():
     l_theirs = _train(torch, theirs, torch.optim.AdamW(theirs.parameters(), lr=3e-3), 200,
                       loss_fn)
     _assert_curves_match(l_ours, l_theirs, rtol=5e-4)
+
+
+SCRIPT = '''
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.rnn = nn.GRU(8, 16, batch_first=True)
+        self.head = nn.Sequential(nn.LayerNorm(16), nn.Dropout(0.0), nn.Linear(16, 3))
+
+    def forward(self, tokens):
+        h, _ = self.rnn(self.embed(tokens))
+        return self.head(h[:, -1])
+
+
+model = Net()
+if init is not None:
+    model.load_state_dict({k: torch.tensor(v) for k, v in init.items()})
+initial = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+opt = optim.Adam(model.parameters(), lr=1e-2)
+sched = optim.lr_scheduler.StepLR(opt, step_size=20, gamma=0.5)
+x, y = torch.tensor(tokens), torch.tensor(labels)
+losses = []
+for step in range(60):
+    model.train()
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    losses.append(loss.item())
+model.eval()
+with torch.no_grad():
+    accuracy = (model(x).argmax(dim=1) == y).float().mean().item()
+'''
+
+
+def test_the_same_script_runs_under_both_imports():
+    """The compatibility promise: one script text, run with ``import torch`` and with
+    ``import dyngraph as torch`` (weights handed over through a plain numpy dict)."""
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 10, (16, 5))
+    labels = tokens.sum(axis=1) % 3
+
+    def run(lib, init):
+        namespace = {"torch": lib, "nn": lib.nn, "F": lib.nn.functional, "optim": lib.optim,
+                     "tokens": tokens, "labels": labels, "init": init}
+        exec(compile(SCRIPT, "<script>", "exec"), namespace)
+        return namespace
+
+    theirs = run(torch, None)
+    ours = run(dg, theirs["initial"])
+    _assert_curves_match(np.array(ours["losses"]), np.array(theirs["losses"]))
+    assert ours["accuracy"] == pytest.approx(theirs["accuracy"])
