@@ -10,6 +10,7 @@ the child to go on.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ except ImportError:  # pragma: no cover - only while the canvas is not installed
     GraphCanvas = None  # type: ignore[assignment,misc]
 
 POLL_HZ = 20
+RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
 EXPORT_DIR = Path("dyngraph-export")
 
 
@@ -141,6 +143,7 @@ class DebuggerApp(App[int]):
         self._norms_busy = False
         self._norms_again = False
         self._loading = True
+        self._last_full = 0.0
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
 
@@ -196,6 +199,14 @@ class DebuggerApp(App[int]):
             return SourceState("finished", "error", f"lost the script: {exc}")
 
     def on_events_arrived(self, message: msg.EventsArrived) -> None:
+        # While a live script streams, the graph, inspector and source follow at a few
+        # frames a second (each redraw pays for the new part of the graph); the status line
+        # and the iteration bar keep up with every batch. Pauses redraw everything at once.
+        now = time.monotonic()
+        if self.source.live and self._state().status == "running" \
+                and now - self._last_full < RUNNING_REDRAW:
+            self.refresh_light()
+            return
         self.refresh_view()
 
     def on_paused(self, message: msg.Paused) -> None:
@@ -234,10 +245,18 @@ class DebuggerApp(App[int]):
         self.refresh_view()
 
     # -- drawing -------------------------------------------------------------------------
+    def refresh_light(self) -> None:
+        """Redraw what is cheap: the status line and the iteration bar."""
+        info = self.model.cursor_iteration()
+        index = info.index if info else 0
+        self.query_one(IterationBar).show(self.model.iterations, index, None)
+        self._show_status(index)
+
     def refresh_view(self) -> None:
         """Redraw every pane from the model (cheap: one pass over one iteration)."""
         model = self.model
         self.redraws += 1
+        self._last_full = time.monotonic()
         with self.batch_update():
             graph = model.graph_at_cursor() or Graph(iteration=1)
             self.graph = graph
@@ -276,7 +295,7 @@ class DebuggerApp(App[int]):
 
             description = describe_ending(model)
         bps = self.source.breakpoints.values()
-        self.query_one(StatusLine).update(status_text(
+        self.query_one(StatusLine).update_text(status_text(
             status=state.status, reason=reason, description=description,
             event=model.current_event, iteration=index, iterations=model.iteration_count,
             live=self.source.live, behind=behind,

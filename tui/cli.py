@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import signal
+import time
 from pathlib import Path
 
 from dyngraph.errors import UserError
@@ -51,6 +52,7 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
         status = app.run()
     finally:
         source.close()
+        end_children()
     return int(status or 0)
 
 
@@ -79,7 +81,10 @@ def run_view(args: argparse.Namespace) -> int:
         raise UserError("this dyngraph cannot read trace files (dyngraph.read_trace missing)")
     trace = read_trace(path)  # raises TraceFileError (a UserError) on a damaged file
     app = DebuggerApp(ReplaySource(Model(), trace), title=str(path))
-    app.run()
+    try:
+        app.run()
+    finally:
+        end_children()
     return 0
 
 
@@ -99,5 +104,52 @@ def run_demo(args: argparse.Namespace) -> int:
                      title=f"demo {args.name}")
 
 
-def _stdout_is_terminal() -> bool:
-    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+def end_children(grace: float = 1.0) -> list[int]:
+    """End the processes this process started that are still running (Linux ``/proc``).
+
+    Layout runs (``dot``) happen on daemon threads; quitting mid-layout would leave the
+    binary running on its own, for minutes on a big graph. Returns the pids it ended.
+    """
+    me = os.getpid()
+    children = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            children.append(int(entry))
+    for pid in children:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    alive = list(children)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if _reap(pid)]
+        time.sleep(0.02)
+    for pid in alive:
+        _signal(pid, signal.SIGKILL)
+        _reap(pid)
+    return children
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _reap(pid: int) -> bool:
+    """Collect ``pid`` if it exited; True while it still runs."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0

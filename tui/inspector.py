@@ -143,6 +143,8 @@ class Inspector(VerticalScroll):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.node: GraphNode | None = None
+        self._shown: tuple | None = None
+        self._shape: tuple | None = ()
         self._body = Static(node_view(None))
 
     def compose(self) -> ComposeResult:
@@ -150,8 +152,19 @@ class Inspector(VerticalScroll):
 
     def show(self, node: GraphNode | None, history: Sequence[float | None] = (),
              inputs: Sequence[str] = ()) -> None:
+        key = None if node is None else (node.id, node.seq, node.backward_seq, node.kind,
+                                         node.summary, node.grad, tuple(history), tuple(inputs))
+        if key is not None and key == self._shown:
+            return  # the same node in the same state: nothing to redraw
+        self._shown = key
         self.node = node
-        self._body.update(node_view(node, history, inputs))
+        view = node_view(node, history, inputs)
+        # Layout (a whole-screen reflow) only when the shape of the view may have changed.
+        shape = (None if node is None else (node.kind, bool(node.attrs), bool(inputs),
+                                            node.grad is not None, len(history) > 0,
+                                            node.summary is not None))
+        self._body.update(view, layout=shape != self._shape)
+        self._shape = shape
         self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
 
 

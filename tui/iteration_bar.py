@@ -65,11 +65,12 @@ class IterationBar(Static):
     def show(self, iterations: Sequence[IterationInfo], current: int,
              diff: GraphDiff | None = None) -> None:
         self._args = (iterations, current, diff)
-        self.update(bar_text(iterations, current, self.size.width or 80, diff))
+        # One fixed line: no layout pass needed (it would reflow the whole screen).
+        self.update(bar_text(iterations, current, self.size.width or 80, diff), layout=False)
 
     def on_resize(self) -> None:
         iterations, current, diff = self._args
-        self.update(bar_text(iterations, current, self.size.width or 80, diff))
+        self.update(bar_text(iterations, current, self.size.width or 80, diff), layout=False)
 
 
 def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph | None) -> Text:

@@ -58,10 +58,13 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
 
     def set_rows(self, count: int, width: int = 0) -> None:
         """Declare ``count`` rows (``width`` cells at most) and redraw."""
-        self.row_count = count
-        self._width = max(width, self._width)
-        self.virtual_size = Size(self._width, count)
-        self.cursor_row = min(self.cursor_row, max(count - 1, 0))
+        width = max(width, self._width)
+        if (count, width) != (self.row_count, self._width) or self.virtual_size.height != count:
+            # A new virtual size costs a layout pass: only when it really changed.
+            self.row_count = count
+            self._width = width
+            self.virtual_size = Size(width, count)
+            self.cursor_row = min(self.cursor_row, max(count - 1, 0))
         self.refresh()
 
     def set_mark(self, row: int, *, scroll: bool = True, move_cursor: bool = True) -> None:

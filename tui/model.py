@@ -69,6 +69,8 @@ class Model:
         self._graphs: OrderedDict[int, Graph] = OrderedDict()
         self._open: tuple[int, int, GraphBuilder] | None = None  # (iteration, next index, b)
         self._norms: dict[int, dict[tuple, float]] = {}
+        # Copies of the cursor graph's nodes without their gradients, made once per node.
+        self._stripped: tuple[Graph | None, dict[int, GraphNode]] = (None, {})
 
     # -- ingest --------------------------------------------------------------------------
     def ingest(self, events: Iterable[ev.Event]) -> int:
@@ -228,7 +230,9 @@ class Model:
         if graph is None:
             return None
         seq = self.events[self.cursor].seq if self.cursor >= 0 else -1
-        return graph_as_of(graph, seq)
+        if self._stripped[0] is not graph:
+            self._stripped = (graph, {})
+        return graph_as_of(graph, seq, self._stripped[1])
 
     def current_node_id(self) -> int | None:
         """The node the cursor's event made or touched."""
@@ -277,13 +281,24 @@ class Model:
         return index in self._norms
 
     def grad_history(self, node: GraphNode, limit: int = 200) -> list[float | None]:
-        """The node's gradient norm in each complete iteration (the last ``limit``)."""
+        """The node's gradient norm in each complete iteration (the last ``limit``).
+
+        Only iterations whose norms were computed already (``iteration_norms``, which the
+        app runs on a background thread) count; the others are gaps.
+        """
         done = [info.index for info in self.iterations if info.complete][-limit:]
-        return [self.iteration_norms(i).get(node.key) for i in done]
+        norms = self._norms
+        key = node.key
+        return [norms[i].get(key) if i in norms else None for i in done]
 
 
-def graph_as_of(graph: Graph, seq: int) -> Graph:
-    """``graph`` as it was when event ``seq`` had just happened (a new Graph object)."""
+def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = None) -> Graph:
+    """``graph`` as it was when event ``seq`` had just happened (a new Graph object).
+
+    ``stripped`` caches gradient-free copies of nodes between calls on the same graph.
+    """
+    if stripped is None:
+        stripped = {}
     nodes = graph.nodes
     out = Graph(iteration=graph.iteration)
     if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()):
@@ -299,7 +314,10 @@ def graph_as_of(graph: Graph, seq: int) -> Graph:
         if node.seq > seq:
             continue
         if node.backward_seq > seq:
-            node = replace(node, grad=None, grad_fn="", backward_seq=0)
+            bare = stripped.get(node_id)
+            if bare is None or bare.seq != node.seq:
+                bare = stripped[node_id] = replace(node, grad=None, grad_fn="", backward_seq=0)
+            node = bare
         kept[node_id] = node
     out.nodes = kept
     out.edges = [e for e in graph.edges if e.src in kept and e.dst in kept]

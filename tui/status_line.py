@@ -63,3 +63,7 @@ class StatusLine(Static):
     DEFAULT_CSS = """
     StatusLine { height: 1; background: $panel; }
     """
+
+    def update_text(self, text: Text) -> None:
+        """New contents; one fixed line, so no layout pass (that costs a whole screen)."""
+        self.update(text, layout=False)

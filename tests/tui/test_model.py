@@ -145,6 +145,9 @@ def test_grad_norm_history_matches_nodes_across_iterations(nan_events):
     model = replay(nan_events).model
     graph = model.graph(3)
     w1 = next(n for n in graph.nodes.values() if n.kind == "leaf" and n.grad is not None)
+    assert model.grad_history(w1) == [None, None, None]  # not computed yet: gaps
+    for info in model.iterations:
+        model.iteration_norms(info.index)  # the app does this on a background thread
     history = model.grad_history(w1)
     assert len(history) == 3
     assert math.isnan(history[1])  # iteration 2's gradients are NaN

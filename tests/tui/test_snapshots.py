@@ -68,6 +68,8 @@ class InspectorApp(App):
         super().__init__()
         self.model = Model()
         self.model.ingest(dyngraph.read_trace(path).events)
+        for info in self.model.iterations:
+            self.model.iteration_norms(info.index)
 
     def compose(self) -> ComposeResult:
         yield Inspector(id="inspector")
