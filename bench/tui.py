@@ -32,12 +32,12 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-import dyngraph  # noqa: E402
-from dyngraph import events as ev  # noqa: E402
 from dyngraph.tui.app import DebuggerApp  # noqa: E402
 from dyngraph.tui.model import Model  # noqa: E402
 from dyngraph.tui.sources import LiveSource, ReplaySource, SourceState  # noqa: E402
+
+import dyngraph  # noqa: E402
+from dyngraph import events as ev  # noqa: E402
 
 SIZE = (200, 50)
 
@@ -263,7 +263,7 @@ def bench_live(events: list[ev.Event], rate: float, seconds: float) -> dict[str,
             original()
 
         app.action_toggle_output = marked  # type: ignore[method-assign]
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=SIZE):
             session.start = time.perf_counter()
             end = session.start + seconds
             while time.perf_counter() < end:
