@@ -206,3 +206,37 @@ def test_every_event_kind_is_a_frozen_slotted_dataclass():
         e = cls(seq=1, iteration=1)
         with pytest.raises(AttributeError):
             e.seq = 2  # type: ignore[misc]
+
+
+def test_modules_name_their_ops_and_parameters():
+    nn = pytest.importorskip("dyngraph.nn")
+
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+
+        def forward(self, x):
+            return self.layers(x)
+
+    model = Encoder()
+    x = dg.ones(5, 3)
+    with dg.trace(stats="cheap") as t:
+        line = _line()
+        model(x).sum().backward()
+    ops = [e for e in t.events if e.kind == "op"]
+    assert [o.module for o in ops] == ["layers.0", "layers.1", "layers.2", ""]
+    assert [o.shape for o in ops] == [(5, 4), (5, 4), (5, 2), ()]
+    # ops inside library modules belong to the first user frame: Encoder.forward's return
+    forward_line = Encoder.forward.__code__.co_firstlineno + 1
+    assert {(o.file, o.line, o.function) for o in ops[:3]} == {(__file__, forward_line,
+                                                                 "forward")}
+    assert (ops[3].line, ops[3].function) == (line, "test_modules_name_their_ops_and_parameters")
+    params = {e.name: e for e in t.events if e.kind == "tensor" and e.is_param}
+    assert set(params) == {"layers.0.weight", "layers.0.bias", "layers.2.weight",
+                           "layers.2.bias"}
+    assert params["layers.0.weight"].shape == (4, 3)
+    grads = {e.name for e in t.events if e.kind == "grad"}
+    assert grads == set(params)
+    graph = t.iterations[0].graph
+    assert graph.modules() == ["layers", "layers.0", "layers.1", "layers.2"]
