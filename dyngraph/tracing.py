@@ -41,6 +41,8 @@ _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 _NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
 _getframe = sys._getframe
 _make_op = ev.fast_constructor(ev.Op)
+_make_tensor = ev.fast_constructor(ev.TensorCreated)
+_make_grad = ev.fast_constructor(ev.GradAccumulated)
 _make_step = ev.fast_constructor(ev.BackwardStep)
 
 
@@ -341,18 +343,15 @@ class Tracer:
         self._known.add(tid)
         data = tensor.data
         grad_fn = tensor.grad_fn
-        event = ev.TensorCreated(
-            seq=self.next_seq(),
-            iteration=self.iteration,
-            tensor=tid,
-            name=getattr(tensor, "_name", "") or "",
-            shape=self._shapes.setdefault(data.shape, data.shape),
-            dtype=self._dtype_name(data.dtype),
-            requires_grad=tensor.requires_grad,
-            is_param=getattr(tensor, "_is_param", False),
-            summary=None if self.stats != "full" else self._summarize(data),
-            is_leaf=grad_fn is None,
-            grad_fn="" if grad_fn is None else grad_fn.name(),
+        self.seq += 1
+        # seq, iteration, tensor, name, shape, dtype, requires_grad, is_param, summary,
+        # is_leaf, grad_fn
+        event = _make_tensor(
+            self.seq, self.iteration, tid, getattr(tensor, "_name", "") or "",
+            self._shapes.setdefault(data.shape, data.shape), self._dtype_name(data.dtype),
+            tensor.requires_grad, getattr(tensor, "_is_param", False),
+            None if self.stats != "full" else self._summarize(data), grad_fn is None,
+            "" if grad_fn is None else grad_fn.name(),
         )
         self._iteration_events.append(event)
         if self.array_hook is not None:
@@ -425,9 +424,11 @@ class Tracer:
             grad = tensor.grad
         if self.array_hook is not None:
             self.array_hook("grad", tensor._id, grad.data)
-        self.emit(ev.GradAccumulated(seq=self.next_seq(), iteration=self.iteration,
-                                     tensor=tensor._id, name=getattr(tensor, "_name", "") or "",
-                                     summary=self._grad_summary(grad.data)))
+        self.seq += 1
+        event = _make_grad(self.seq, self.iteration, tensor._id,
+                           getattr(tensor, "_name", "") or "", self._grad_summary(grad.data))
+        for callback in self._callbacks:
+            callback(event)
 
     def on_backward_end(self, root: Any, duration_ns: int) -> None:
         self._grad_summaries = {}
