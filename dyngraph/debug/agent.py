@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import select
+import sys
 import threading
 import time
 import traceback
@@ -42,6 +43,28 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _Op = ev.Op
 _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 _BackwardStep = ev.BackwardStep
+
+
+class ModuleStack(list):  # type: ignore[type-arg]
+    """``tracer.module_stack`` in the debugged process. A plain list that also remembers the
+    module an exception left first (the innermost one, where it was raised), because by the
+    time the script's exception reaches us every module scope has been popped."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__(items)
+        self.exception: BaseException | None = None
+        self.raised_in = ""
+
+    def pop(self, index: Any = -1) -> Any:
+        path = list.pop(self, index)
+        exc = sys.exc_info()[1]
+        if exc is not None and exc is not self.exception:
+            self.exception = exc
+            self.raised_in = path
+        return path
+
+    def module_of(self, exc: BaseException) -> str | None:
+        return self.raised_in if exc is self.exception else None
 
 
 class Agent:
@@ -96,6 +119,7 @@ class Agent:
         self._prev_line = 0
         self._prev_file = ""
         self.last_op: ev.Op | None = None
+        self.modules = ModuleStack()
         self.last_step: ev.Op | ev.BackwardStep | None = None  # the newest op or backward step
         self._handlers: dict[type, Any] = {
             ev.TensorCreated: self._on_tensor,
@@ -112,6 +136,8 @@ class Agent:
         set_run_info(script, argv)
         self._handle = tracer.subscribe(self.on_event, self.stats, self.values)
         self._install_hook()
+        if type(tracer.module_stack) is list:
+            self.modules = tracer.module_stack = ModuleStack(tracer.module_stack)
         self._queue.append(tracer.make_header(self.stats, self.values, script, argv))
         self.flush()
         for target, name in ((self._read_commands, "dyngraph-commands"),
@@ -374,6 +400,7 @@ class Agent:
             self._pause(hit[0], hit[1], e.seq)
 
     def _on_iteration_end(self, e: ev.IterationEnd) -> None:
+        self.modules.exception = None  # let a handled exception's frames go
         if self.store is not None:
             self.store.new_iteration(e.iteration + 1)
         self._ops = {}
@@ -439,7 +466,8 @@ class Agent:
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:
         """Report an exception that ended the script; post-mortem pause if asked to."""
-        op, module, file, line, in_backward = locate_exception(exc.__traceback__)
+        op, file, line, in_backward = locate_exception(exc.__traceback__)
+        module = self.modules.module_of(exc)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
         last = self.last_op
@@ -619,14 +647,13 @@ def _norm(array: np.ndarray, summary: ev.Summary | None) -> float:
     return array_norm(array)
 
 
-def locate_exception(tb: TracebackType | None
-                     ) -> tuple[str | None, str | None, str, int, bool]:
-    """(op that raised or None, module path or None, user file, user line, in backward).
+def locate_exception(tb: TracebackType | None) -> tuple[str | None, str, int, bool]:
+    """(op that raised or None, user file, user line, in backward) from a traceback.
 
-    The op is read from ``tensor.apply``'s frame, the module path from the innermost module
-    call on the stack, the location from the innermost frame outside the dyngraph package.
+    The op is read from ``tensor.apply``'s frame, the location from the innermost frame
+    outside the dyngraph package. (The module comes from ``ModuleStack``.)
     """
-    op = module = None
+    op = None
     file, line = "", 0
     in_backward = False
     while tb is not None:
@@ -637,9 +664,7 @@ def locate_exception(tb: TracebackType | None
         if code.co_filename.startswith(_PACKAGE_DIR):
             if code.co_name == "apply" and code.co_filename.endswith("tensor.py"):
                 op = getattr(frame.f_locals.get("op"), "name", op)
-            elif code.co_name == "_call_traced" and isinstance(frame.f_locals.get("path"), str):
-                module = frame.f_locals["path"]
         else:
             file, line = code.co_filename, tb.tb_lineno
         tb = tb.tb_next
-    return op, module, file, line, in_backward
+    return op, file, line, in_backward

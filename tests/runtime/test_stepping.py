@@ -144,3 +144,11 @@ def test_exception_in_backward_pauses_at_the_last_backward_step():
     assert text.startswith("ZeroDivisionError: division by zero during backward, after "
                            "MulBackward0 of mul")
     assert f"raises_backward.py:{line_of('raises_backward.py', 'hook')}" in text
+
+
+def test_a_handled_exception_does_not_lend_its_module_to_a_later_one():
+    run = drive("raises_handled.py", post_mortem=False)
+    description = run.session.exception_description
+    assert description.startswith("KeyError: 'fatal' after op mul, iteration 1")
+    assert "module" not in description
+    assert f"raises_handled.py:{line_of('raises_handled.py', 'raise')}" in description
