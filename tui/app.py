@@ -162,7 +162,6 @@ class DebuggerApp(App[int]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#graph").border_title = "graph"
         self.query_one("#timeline").border_title = "timeline"
         self.query_one("#output").display = False
         self.query_one("#output").border_title = "output"
@@ -247,6 +246,8 @@ class DebuggerApp(App[int]):
     # -- drawing -------------------------------------------------------------------------
     def refresh_light(self) -> None:
         """Redraw what is cheap: the status line and the iteration bar."""
+        if not self._panes_ready():
+            return
         info = self.model.cursor_iteration()
         index = info.index if info else 0
         self.query_one(IterationBar).show(self.model.iterations, index, None)
@@ -254,6 +255,8 @@ class DebuggerApp(App[int]):
 
     def refresh_view(self) -> None:
         """Redraw every pane from the model (cheap: one pass over one iteration)."""
+        if not self._panes_ready():
+            return
         model = self.model
         self.redraws += 1
         self._last_full = time.monotonic()
@@ -267,6 +270,7 @@ class DebuggerApp(App[int]):
                 self.selected = current
             canvas = self.query_one("#graph")
             canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
+            canvas.border_title = _graph_title(graph, self.graph_mode)
             if moved and GraphCanvas is not None and current in graph.nodes:
                 canvas.selected = current  # type: ignore[attr-defined]
             self._show_inspector()
@@ -278,6 +282,14 @@ class DebuggerApp(App[int]):
             diff = model.diff(index) if info is not None and info.changed else None
             self.query_one(IterationBar).show(model.iterations, index, diff)
             self._show_status(index)
+
+    def _panes_ready(self) -> bool:
+        """False while the screen is not up (at exit, a batch may still be in the queue)."""
+        try:
+            self.query_one("#graph")
+        except Exception:
+            return False
+        return True
 
     def _show_status(self, index: int) -> None:
         state = self._state()
@@ -571,6 +583,16 @@ class DebuggerApp(App[int]):
     def _exit_status(self) -> int:
         end = self.model.run_end
         return end.status if end is not None else 0
+
+
+def _graph_title(graph: Graph, mode: str) -> str:
+    if mode == "backward":
+        reached = len(graph.backward_order)
+        if not reached:
+            return (f"backward graph · iteration {graph.iteration} · backward has not started "
+                    "(g: forward)")
+        return f"backward graph · iteration {graph.iteration} · {reached} nodes reached"
+    return f"graph · iteration {graph.iteration} · {len(graph.nodes)} nodes"
 
 
 def _runner(app: DebuggerApp, action: str):

@@ -119,6 +119,10 @@ async def test_quit_while_the_script_runs_leaves_no_child(closing):
         assert await wait_for(pilot, lambda: len(app.model.events) > 200)
         assert app.source.state.status == "running"
         assert await wait_for(pilot, lambda: "RUNNING" in status(app))
+        await pilot.press("B")  # events keep arriving under a dialog
+        seen = len(app.model.events)
+        assert await wait_for(pilot, lambda: len(app.model.events) > seen + 100)
+        await pilot.press("escape")
         await pilot.press("q")
         assert await wait_for(pilot, lambda: app.return_code is not None, timeout=10)
     assert await_gone(pid)
@@ -141,3 +145,16 @@ async def test_a_script_that_raises_pauses_post_mortem_and_the_ui_stays(closing)
         before = app.model.cursor
         await pilot.press("left")
         assert app.model.cursor < before
+
+
+async def test_export_dir_gets_every_iteration_as_it_completes(closing, tmp_path):
+    pytest.importorskip("dyngraph.exporters")
+    out = tmp_path / "exports"
+    app = DebuggerApp(LiveSource.start(Model(), str(TINY), ()), export_dir=out)
+    closing.append(app)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, paused(app, "start"))
+        await pilot.press("c")
+        names = [f"iter-000{i}.{ext}" for i in (1, 2, 3) for ext in ("dot", "svg")]
+        assert await wait_for(pilot, lambda: all((out / n).exists() for n in names), 30), \
+            sorted(p.name for p in out.glob("*"))

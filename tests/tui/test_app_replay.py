@@ -189,3 +189,18 @@ async def test_survives_resize(nan_trace, size):
         await pilot.press("n", "n")
         await pilot.pause()
         assert app.model.current_event.kind == "op"
+
+
+async def test_e_exports_the_current_iteration_as_dot_and_svg(nan_trace, tmp_path, monkeypatch):
+    pytest.importorskip("dyngraph.exporters")
+    monkeypatch.chdir(tmp_path)
+    app = make_app(nan_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("right_square_bracket", "e")
+        out = tmp_path / "dyngraph-export"
+        done = await wait_for(pilot, lambda: (out / "iter-0002.svg").exists(), timeout=30)
+        assert done, list(out.glob("*")) if out.exists() else "no export directory"
+    dot = (out / "iter-0002.dot").read_text()
+    assert dot.startswith("digraph") and "log" in dot
+    assert b"<svg" in (out / "iter-0002.svg").read_bytes()[:2000]
