@@ -114,8 +114,18 @@ _b64encode = base64.b64encode
 _b64decode = base64.b64decode
 
 
+_WHOLE = [struct.Struct(f"<BBqq5d{n}d") for n in range(256)]
+
+
 def _pack_full(o: ev.Summary) -> tuple[Any, ...]:
-    stats = (o.min, o.max, o.mean, o.std, o.norm)
+    mn, mx, mean, std, norm = o.min, o.max, o.mean, o.std, o.norm
+    pv = o.preview
+    if (mn is not None and mx is not None and mean is not None and std is not None
+            and norm is not None and len(pv) < 256):  # the usual case, in one pack call
+        data = _WHOLE[len(pv)].pack(128 if o.sampled else 0, len(pv), o.nan, o.inf, mn, mx,
+                                    mean, std, norm, *pv)
+        return (o.shape, o.dtype, _b64encode(data).decode("ascii"))
+    stats = (mn, mx, mean, std, norm)
     mask = 128 if o.sampled else 0
     for i, v in enumerate(stats):
         if v is None:
