@@ -15,6 +15,7 @@ export leaves nothing half-written.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import tempfile
@@ -78,9 +79,13 @@ def _items(source: Any) -> list[_Item]:
     """Iterations of a Trace (lazily built graphs) or of a sequence of Graphs."""
     its = getattr(source, "iterations", None)
     if its is not None:
-        return [_Item(it.index, it.structure_key, (lambda it=it: it.graph)) for it in its]
-    graphs = list(source)
-    return [_Item(g.iteration, g.structure_key, (lambda g=g: g)) for g in graphs]
+        return [_Item(it.index, it.structure_key, functools.partial(getattr, it, "graph"))
+                for it in its]
+    return [_Item(g.iteration, g.structure_key, functools.partial(_same, g)) for g in source]
+
+
+def _same(graph: Graph) -> Graph:
+    return graph
 
 
 def select(spec: str | Iterable[int] | None, items: Sequence[_Item]) -> list[int]:
@@ -330,6 +335,7 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
                     progress(done + 1, len(chosen))
                 continue
             doc = make(d)
+            template: SvgTemplate | None = None
             if "svg" in formats:
                 template = templates.get(doc.layout_key())
                 info.layout_reused = template is not None
@@ -340,7 +346,7 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
                     result.layouts += 1
             info.depth, info.drawn, info.collapsed = d, len(doc.nodes()), d != depth
             _write(writer, info, name, formats, doc.text(),
-                   template.render(doc) if "svg" in formats else None)
+                   template.render(doc) if template is not None else None)
             if doc.shape is not None and shown is not None and ordered is not None:
                 # Later iterations of this shape take the fast path.
                 sig = signature(shown, ordered, d, fold_repeats, show_shapes)

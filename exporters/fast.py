@@ -96,7 +96,7 @@ class FastPath:
         out.append(_HEADER)
         if self.legend:
             out.append(f"  label={self.legend};\n  labelloc=b;\n  labeljust=l;\n")
-        out.extend(dot_nodes[p] if type(p) is int else p for p in self.dot_parts)
+        out.extend(dot_nodes[p] if isinstance(p, int) else p for p in self.dot_parts)
         out.extend(f"  {names[t]} -> {names[h]}{attrs};\n" for t, h, attrs in self.edges)
         out.append("}\n")
         if node_fmts is None or self.template is None:
