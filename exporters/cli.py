@@ -102,6 +102,9 @@ def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
         return export_iterations(
             trace, args.output, formats=formats, iterations=args.iterations,
             graph_kind=args.graph, depth=args.depth, diff=args.diff,
+            # --shapes / --fold: used when dyngraph/cli.py offers them
+            show_shapes=bool(getattr(args, "shapes", False)),
+            fold_repeats=bool(getattr(args, "fold", False)),
             dot=args.dot or None, progress=update,
         )
     finally:
