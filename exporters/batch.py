@@ -19,13 +19,13 @@ import functools
 import gc
 import os
 import tempfile
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from dyngraph.errors import UserError
 from dyngraph.graph import Graph, diff_graphs
@@ -39,6 +39,8 @@ from .view import ViewCache, _ancestor, _depth, owners, seq_order, signature
 
 FORMATS = ("dot", "svg")
 DEFAULT_MAX_NODES = 2000
+# Layouts (and fast paths) kept for reuse; older ones are laid out again if they return.
+KEEP_LAYOUTS = 32
 # Above this many drawn nodes the layout runs with FAST_ARGS.
 FAST_ABOVE = 1500
 
@@ -289,10 +291,11 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             progress: Callable[[int, int], None] | None) -> ExportResult:
     writer = _Writer(out)
     result = ExportResult(out, [])
-    templates: dict[str, SvgTemplate] = {}
+    # Bounded: a run whose graph changes every iteration must not keep every layout.
+    templates: _Recent[str, SvgTemplate] = _Recent(KEEP_LAYOUTS)
     views = ViewCache()
     fallback: dict[str, int | None] = {}  # structure key -> the depth that fits
-    fast_paths: dict[tuple[object, ...], FastPath] = {}
+    fast_paths: _Recent[tuple[object, ...], FastPath] = _Recent(KEEP_LAYOUTS)
     try:
         for done, pos in enumerate(chosen):
             item = items[pos]
@@ -371,6 +374,30 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
 
 def _nonfinite(graph: Graph) -> bool:
     return any(n.has_nonfinite for n in graph.nodes.values())
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Recent(Generic[K, V]):
+    """A dict that keeps only its ``size`` most recently used entries."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.size:
+            self._data.popitem(last=False)
 
 
 def _plain_diff(graph: Graph, prev: Graph, graph_kind: str) -> bool:

@@ -236,3 +236,13 @@ def test_fast_path_writes_what_the_model_writes(graphs: str, options: dict, tmp_
             assert path.read_text() == (tmp_path / "slow" / path.name).read_text(), path.name
     assert [it.layout_reused for it in fast.iterations] == [
         it.layout_reused for it in slow.iterations]
+
+
+def test_only_recent_layouts_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dyngraph.exporters import batch
+
+    monkeypatch.setattr(batch, "KEEP_LAYOUTS", 1)
+    result = export_iterations(four(), tmp_path)
+    # 1 and 2 share a layout; 3 pushes it out, so 4 is laid out again.
+    assert result.layouts == 3
+    assert [it.layout_reused for it in result.iterations] == [False, True, False, False]
