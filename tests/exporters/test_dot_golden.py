@@ -134,3 +134,25 @@ def test_inf_in_a_value_only_marks_the_border() -> None:
     line = next(ln for ln in to_dot(g).splitlines() if ln.strip().startswith(f"n{node.id} "))
     assert 'fillcolor="#ffffd9"' in line and 'color="#e41a1c", penwidth="3"' in line
     assert "Inf×2" in line
+
+
+def test_same_text_in_another_process_with_another_hash_seed() -> None:
+    import subprocess
+    import sys
+
+    here = str(Path(__file__).parent)
+    code = (f"import sys; sys.path.insert(0, {here!r})\n"
+            "from exporter_graphs import mlp, stack\n"
+            "from dyngraph.exporters import to_dot\n"
+            "sys.stdout.write(to_dot(stack(4), fold_repeats=True, show_shapes=True)"
+            " + to_dot(mlp(2, 100, extra=True), diff_against=mlp(1, 1, hidden=5),"
+            " graph_kind='both'))\n")
+    outputs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outputs) == 1
+    assert next(iter(outputs)) == (to_dot(stack(4), fold_repeats=True, show_shapes=True)
+                                   + to_dot(mlp(2, 100, extra=True),
+                                            diff_against=mlp(1, 1, hidden=5), graph_kind="both"))
