@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 import select
-import sys
 import threading
 import time
 import traceback
@@ -29,8 +28,16 @@ import numpy as np
 from .. import events as ev
 from .. import tracefile
 from ..tracing import set_run_info, tracer
-from .breakpoints import Breakpoint, Matcher, all_finite, array_norm, nonfinite_counts, same_file
+from .breakpoints import (
+    Breakpoint,
+    Matcher,
+    all_finite,
+    array_norm,
+    nonfinite_counts,
+    same_file,
+)
 from .channel import Channel, ChannelClosed
+from .describe import ModuleStack, counts, describe_op, locate_exception, where
 from .values import ValueStore
 
 BATCH = 512
@@ -38,33 +45,10 @@ MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within 
 FLUSH_INTERVAL = 0.05
 RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
                    "continue", "run_to_line", "pause")
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 _Op = ev.Op
 _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 _BackwardStep = ev.BackwardStep
-
-
-class ModuleStack(list):  # type: ignore[type-arg]
-    """``tracer.module_stack`` in the debugged process. A plain list that also remembers the
-    module an exception left first (the innermost one, where it was raised), because by the
-    time the script's exception reaches us every module scope has been popped."""
-
-    def __init__(self, items: Any = ()) -> None:
-        super().__init__(items)
-        self.exception: BaseException | None = None
-        self.raised_in = ""
-
-    def pop(self, index: Any = -1) -> Any:
-        path = list.pop(self, index)
-        exc = sys.exc_info()[1]
-        if exc is not None and exc is not self.exception:
-            self.exception = exc
-            self.raised_in = path
-        return path
-
-    def module_of(self, exc: BaseException) -> str | None:
-        return self.raised_in if exc is self.exception else None
 
 
 class Agent:
@@ -248,7 +232,7 @@ class Agent:
                     return ("nan", f"{leaf}; first used by {describe_op(e)}")
             return None
         nan, inf = nonfinite_counts(value)
-        return ("nan", f"first NaN/Inf: {describe_op(e)} produced {_counts(nan, inf)} "
+        return ("nan", f"first NaN/Inf: {describe_op(e)} produced {counts(nan, inf)} "
                        f"from finite inputs")
 
     def _check_op_breakpoints(self, m: Matcher, e: ev.Op) -> tuple[str, str] | None:
@@ -325,7 +309,7 @@ class Agent:
         nan, inf = nonfinite_counts(value)
         # The op that uses it is announced next: stop there, where there is a line to show.
         self._bad_leaves[e.tensor] = (f"first NaN/Inf: {what} {tuple(e.shape)} holds "
-                                      f"{_counts(nan, inf)} as it enters iteration {e.iteration}")
+                                      f"{counts(nan, inf)} as it enters iteration {e.iteration}")
 
     def _on_backward_step(self, e: ev.BackwardStep) -> None:
         self.last_step = e
@@ -359,7 +343,7 @@ class Agent:
             if not all_finite(np.asarray(g), summary):
                 nan, inf = nonfinite_counts(np.asarray(g))
                 return ("nan", f"first NaN/Inf in backward: {e.grad_fn} produced "
-                               f"{_counts(nan, inf)} in the gradient for input {index} of "
+                               f"{counts(nan, inf)} in the gradient for input {index} of "
                                f"{self._describe_node(e.node, e.op)}")
         return None
 
@@ -619,52 +603,7 @@ class Agent:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def describe_op(e: ev.Op) -> str:
-    """``matmul -> (64, 10) in module fc2 at train.py:12 (iteration 3)``."""
-    module = f"in module {e.module}" if e.module else "at top level"
-    at = where(e.file, e.line)
-    return f"{e.op} -> {tuple(e.shape)} {module} at {at} (iteration {e.iteration})"
-
-
-def where(file: str, line: int) -> str:
-    """``file:line`` with the file relative to the working directory when it is below it."""
-    if not file:
-        return "?"
-    rel = os.path.relpath(file) if os.path.isabs(file) else file
-    return f"{file if rel.startswith('..') else rel}:{line}"
-
-
-def _counts(nan: int, inf: int) -> str:
-    parts = [f"{nan} NaN"] if nan else []
-    if inf:
-        parts.append(f"{inf} Inf")
-    return " and ".join(parts) or "non-finite values"
-
-
 def _norm(array: np.ndarray, summary: ev.Summary | None) -> float:
     if summary is not None and not summary.sampled and summary.norm is not None:
         return summary.norm
     return array_norm(array)
-
-
-def locate_exception(tb: TracebackType | None) -> tuple[str | None, str, int, bool]:
-    """(op that raised or None, user file, user line, in backward) from a traceback.
-
-    The op is read from ``tensor.apply``'s frame, the location from the innermost frame
-    outside the dyngraph package. (The module comes from ``ModuleStack``.)
-    """
-    op = None
-    file, line = "", 0
-    in_backward = False
-    while tb is not None:
-        frame = tb.tb_frame
-        code = frame.f_code
-        if code.co_name == "run_backward" and code.co_filename.endswith("autograd.py"):
-            in_backward = True
-        if code.co_filename.startswith(_PACKAGE_DIR):
-            if code.co_name == "apply" and code.co_filename.endswith("tensor.py"):
-                op = getattr(frame.f_locals.get("op"), "name", op)
-        else:
-            file, line = code.co_filename, tb.tb_lineno
-        tb = tb.tb_next
-    return op, file, line, in_backward
