@@ -158,3 +158,31 @@ def test_headless_runs_pass_over_dyngraph_breakpoint_calls(tmp_path):
     assert done.returncode == 0 and done.stdout == "done\n"
     done = dyngraph_cli("check", script("bp_call.py"), timeout=30)
     assert done.returncode == 0 and done.stdout == "done\n"
+
+
+def test_ctrl_c_during_record_interrupts_the_script_and_keeps_the_trace(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "i.dgtrace"
+    proc = subprocess.Popen([sys.executable, "-m", "dyngraph", "record", "-o", str(out),
+                             script("long.py")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not (out.exists() and out.stat().st_size > 10_000):  # the run is under way
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at the terminal sends
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, stderr
+    assert "KeyboardInterrupt" in stderr
+    trace = dyngraph.read_trace(out)
+    assert type(trace.events[-1]) is ev.RunEnd and trace.events[-1].status == -2
