@@ -179,8 +179,8 @@ class _Writer:
         tmp = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:  # bytes: no newline translation on any OS
+                f.write(text.encode("utf-8", "surrogateescape"))
             os.replace(tmp, path)
         except OSError as exc:
             if tmp is not None:
