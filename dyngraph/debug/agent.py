@@ -430,7 +430,8 @@ class Agent:
         if cmd in ("step_op", "pause"):
             self._stop = ("op",)
         elif cmd == "next_iteration":
-            self._stop = ("iteration", tracer.iteration)
+            # the first op of the next iteration to begin (from the start: iteration 1)
+            self._stop = ("iteration", self._seen_iteration)
         elif cmd == "finish_forward":
             self._stop = ("forward",)
         elif cmd == "finish_backward":

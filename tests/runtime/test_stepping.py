@@ -60,9 +60,9 @@ def test_run_to_line_stops_at_the_next_op_on_that_line_each_time():
 
 def test_breakpoints_still_hit_while_stepping_far():
     run = drive("simple.py", pause_at_start=True, breakpoints=[Breakpoint.op("relu")],
-                commands=[_then("next_iteration"), _then("continue_")])
+                commands=[_then("step_op"), _then("next_iteration"), _then("continue_")])
     assert [(p.hit.reason, p.at.op, p.at.iteration) for p in run.pauses[1:]] == [
-        ("op", "relu", 1), ("op", "relu", 2)]
+        ("step", "matmul", 1), ("op", "relu", 1), ("op", "relu", 2)]
 
 
 def test_continue_runs_to_the_end_without_stopping():
@@ -152,3 +152,11 @@ def test_a_handled_exception_does_not_lend_its_module_to_a_later_one():
     assert description.startswith("KeyError: 'fatal' after op mul, iteration 1")
     assert "module" not in description
     assert f"raises_handled.py:{line_of('raises_handled.py', 'raise')}" in description
+
+
+def test_next_iteration_from_the_start_stops_at_the_first_op():
+    run = drive("simple.py", pause_at_start=True,
+                commands=[_then("next_iteration"), _then("next_iteration"),
+                          _then("next_iteration")])
+    assert [where(p) for p in run.pauses[1:]] == [("op", "matmul", 1), ("op", "matmul", 2)]
+    assert run.state.exit_status == 0  # the third one ran to the end: no iteration 3
