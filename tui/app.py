@@ -322,9 +322,9 @@ class DebuggerApp(App[int]):
         view = self.query_one(SourceView)
         if not file and view.file:
             file, line = view.file, 0
-        view.breakpoint_lines = {b.line for b in self.source.breakpoints.values()
-                                 if b.kind == "line" and file and _same(b.file, file)}
-        view.show(file, line)
+        lines = {b.line for b in self.source.breakpoints.values()
+                 if b.kind == "line" and file and _same(b.file, file)}
+        view.show(file, line, lines)
 
     def _show_inspector(self) -> None:
         graph = self.graph

@@ -61,10 +61,16 @@ class IterationBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self._args: tuple = ((), 0, None)
+        self._key: tuple | None = None
 
     def show(self, iterations: Sequence[IterationInfo], current: int,
              diff: GraphDiff | None = None) -> None:
         self._args = (iterations, current, diff)
+        key = (len(iterations), current, diff, self.size.width,
+               iterations[-1].complete if iterations else None)
+        if key == self._key:
+            return
+        self._key = key
         # One fixed line: no layout pass needed (it would reflow the whole screen).
         self.update(bar_text(iterations, current, self.size.width or 80, diff), layout=False)
 

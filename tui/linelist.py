@@ -51,6 +51,7 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
         self.cursor_row = 0
         self.mark_row = -1
         self._width = 0
+        self._stale = True
 
     # -- for subclasses ------------------------------------------------------------------
     def row_text(self, row: int) -> Text:
@@ -65,10 +66,11 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
             self._width = width
             self.virtual_size = Size(width, count)
             self.cursor_row = min(self.cursor_row, max(count - 1, 0))
-        self.refresh()
+        self._stale = True  # the rows' contents may have changed: redraw all
 
     def set_mark(self, row: int, *, scroll: bool = True, move_cursor: bool = True) -> None:
         """Mark ``row`` (the current one), move the cursor there and keep it in view."""
+        old = (self.mark_row, self.cursor_row, self.scroll_offset.y)
         self.mark_row = row
         if move_cursor and row >= 0:
             self.cursor_row = row
@@ -76,7 +78,14 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
             self.scroll_to_row(row)
             # Right after set_rows the scroll limits may not know the new size yet.
             self.call_after_refresh(self._keep_in_view, row)
-        self.refresh()
+        if old[2] == self.scroll_offset.y and not self._stale:
+            # Same scroll position: only the rows that changed look need drawing again.
+            for y in {old[0], old[1], self.mark_row, self.cursor_row}:
+                if y >= 0:
+                    self.refresh_line(y)
+        else:
+            self.refresh()
+        self._stale = False
 
     def _keep_in_view(self, row: int) -> None:
         if row == self.mark_row:

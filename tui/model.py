@@ -71,6 +71,7 @@ class Model:
         self._norms: dict[int, dict[tuple, float]] = {}
         # Copies of the cursor graph's nodes without their gradients, made once per node.
         self._stripped: tuple[Graph | None, dict[int, GraphNode]] = (None, {})
+        self._view: Graph | None = None  # the cursor's graph, refilled as the cursor moves
 
     # -- ingest --------------------------------------------------------------------------
     def ingest(self, events: Iterable[ev.Event]) -> int:
@@ -222,7 +223,11 @@ class Model:
         return graph
 
     def graph_at_cursor(self) -> Graph | None:
-        """The cursor's iteration as it was at the cursor: a filtered copy, safe to hand on."""
+        """The cursor's iteration as it was at the cursor.
+
+        A copy (the iteration's own graph is never changed), and the same Graph object for
+        as long as the cursor stays in one iteration: its contents are replaced on each call.
+        """
         info = self.cursor_iteration()
         if info is None:
             return None
@@ -232,7 +237,10 @@ class Model:
         seq = self.events[self.cursor].seq if self.cursor >= 0 else -1
         if self._stripped[0] is not graph:
             self._stripped = (graph, {})
-        return graph_as_of(graph, seq, self._stripped[1])
+        view = self._view
+        if view is None or view.iteration != info.index:
+            view = self._view = Graph(iteration=info.index)
+        return graph_as_of(graph, seq, self._stripped[1], into=view)
 
     def current_node_id(self) -> int | None:
         """The node the cursor's event made or touched."""
@@ -292,15 +300,20 @@ class Model:
         return [norms[i].get(key) if i in norms else None for i in done]
 
 
-def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = None) -> Graph:
-    """``graph`` as it was when event ``seq`` had just happened (a new Graph object).
+def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = None,
+                into: Graph | None = None) -> Graph:
+    """``graph`` as it was when event ``seq`` had just happened.
 
+    The result is ``into`` (refilled) or a new Graph; ``graph`` itself is never changed.
+    Refilling one Graph object while the cursor stays in an iteration lets the graph pane
+    tell "nodes were appended" or "nothing moved but gradients" from a different graph.
     ``stripped`` caches gradient-free copies of nodes between calls on the same graph.
     """
     if stripped is None:
         stripped = {}
     nodes = graph.nodes
-    out = Graph(iteration=graph.iteration)
+    out = into if into is not None else Graph(iteration=graph.iteration)
+    out.iteration = graph.iteration
     if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()):
         out.nodes = dict(nodes)
         out.edges = list(graph.edges)
@@ -323,6 +336,8 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     out.edges = [e for e in graph.edges if e.src in kept and e.dst in kept]
     out.backward_order = [i for i in graph.backward_order if kept.get(i) is not None
                           and kept[i].backward_seq]
+    out.complete = False
+    out._structure_key = None
     # The events the graph was built from, in seq order: its structure key so far.
     made = graph._events
     out._events = made[: bisect.bisect_right([e.seq for e in made], seq)] if made else []

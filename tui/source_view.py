@@ -43,8 +43,13 @@ class SourceView(LineList):
         self._cache: dict[str, list[str]] = {}
         self.breakpoint_lines: set[int] = set()
 
-    def show(self, file: str, line: int) -> None:
+    def show(self, file: str, line: int, breakpoints: set[int] | None = None) -> None:
         """Show ``file`` with ``line`` marked; a missing file shows a one-line note."""
+        if breakpoints is not None and breakpoints != self.breakpoint_lines:
+            self.breakpoint_lines = breakpoints
+            self._stale = True
+        if file == self.file and line == self.line and not self._stale:
+            return
         if file != self.file:
             self.file = file
             lines = self._cache.get(file)

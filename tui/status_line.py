@@ -66,4 +66,7 @@ class StatusLine(Static):
 
     def update_text(self, text: Text) -> None:
         """New contents; one fixed line, so no layout pass (that costs a whole screen)."""
+        if text == getattr(self, "_text", None):
+            return
+        self._text = text
         self.update(text, layout=False)

@@ -97,10 +97,12 @@ class Timeline(LineList):
 
     def show(self, events: list[ev.Event], rows: list[int], cursor: int) -> None:
         """Show history ``rows`` of ``events``; mark the row of history index ``cursor``."""
-        if rows is not self._rows or events is not self._events:
+        same = rows is self._rows and events is self._events and len(rows) == self.row_count
+        if not (rows is self._rows and events is self._events):
             self._row_cache.clear()
         self._events, self._rows = events, rows
-        self.set_rows(len(rows), 0)
+        if not same:
+            self.set_rows(len(rows), 0)
         self.set_mark(max(bisect.bisect_right(rows, cursor) - 1, 0) if rows else -1)
 
     def row_text(self, row: int) -> Text:
