@@ -6,7 +6,9 @@
    (Graphviz writes the SVG) and as a one-iteration export (layout once, SVG from it).
    Goal: < 1 s.
 2. 100 iterations of an unchanging 500-node graph against one iteration, both through
-   ``export_iterations`` writing DOT + SVG files. Goal: < 3x the time of one.
+   ``export_iterations`` writing DOT + SVG files, in process and end to end (``dyngraph
+   export`` of a recorded 1- and 100-iteration trace of a 500-node MLP, a new process each:
+   what a user waits for). Goal: < 3x the time of one.
 3. A 5,000-node graph renders (collapsed if need be): the default export, which collapses
    modules until at most 2,000 nodes are drawn. Goal: < 5 s. Also shown: the same graph
    with every node drawn, and ``layout()`` (-Tplain, what the terminal canvas uses).
@@ -114,6 +116,41 @@ def export_to_temp(graphs: list[Graph], **options: object) -> Callable[[], objec
     return run
 
 
+def record_mlp(path: str, iterations: int) -> int:
+    """Record ``iterations`` training steps of a 125-layer MLP (a ~500-node graph)."""
+    import dyngraph
+    import dyngraph.nn as nn
+
+    dyngraph.manual_seed(0)
+    layers: list[nn.Module] = []
+    for _ in range(124):
+        layers += [nn.Linear(16, 16), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(16, 1))
+    with dyngraph.record(path, stats="full"):
+        for _ in range(iterations):
+            model(dyngraph.randn(8, 16)).pow(2).mean().backward()
+    return len(dyngraph.read_trace(path).iterations[0].graph.nodes)
+
+
+def end_to_end() -> tuple[float, float]:
+    """Seconds for `dyngraph export` of a 1- and a 100-iteration trace (best of 3)."""
+    import subprocess
+    import sys
+
+    times = []
+    with tempfile.TemporaryDirectory(prefix="dyngraph-bench-") as tmp:
+        for n in (1, 100):
+            trace = os.path.join(tmp, f"run{n}.dgtrace")
+            record_mlp(trace, n)
+
+            def run(trace: str = trace) -> None:
+                out = tempfile.mkdtemp(dir=tmp)
+                subprocess.run([sys.executable, "-m", "dyngraph", "export", trace, "-o", out],
+                               check=True, capture_output=True)
+            times.append(best_of(run))
+    return times[0], times[1]
+
+
 def main() -> None:
     print("exporter benchmarks (best of 3; graphviz-pure)\n")
 
@@ -138,6 +175,12 @@ def main() -> None:
           f"({result.layouts} layout)")  # type: ignore[attr-defined]
     print(f"   ratio                              {t100 / t1:8.2f}x   "
           f"({(t100 - t1) / 99 * 1e3:.1f} ms per extra iteration)")
+
+    t1_cli, t100_cli = end_to_end()
+    print("   end to end, `dyngraph export` of a recorded trace (a new process each):")
+    print(f"   1 iteration                        {t1_cli * 1e3:8.1f} ms")
+    print(f"   100 iterations                     {t100_cli * 1e3:8.1f} ms")
+    print(f"   ratio                              {t100_cli / t1_cli:8.2f}x")
 
     g5k = transformer(5000)
     t5 = best_of(export_to_temp([g5k]), repeats=2)

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from dyngraph.errors import UserError
-from dyngraph.graph import Graph, diff_graphs
+from dyngraph.events import Header
+from dyngraph.graph import Graph, GraphBuilder, diff_graphs
 
 from .colors import GradScale
 from .dot import GRAPH_KINDS, DotDoc, _as_kind, build_dot
@@ -78,12 +79,33 @@ class _Item:
 
 
 def _items(source: Any) -> list[_Item]:
-    """Iterations of a Trace (lazily built graphs) or of a sequence of Graphs."""
-    its = getattr(source, "iterations", None)
-    if its is not None:
-        return [_Item(it.index, it.structure_key, functools.partial(getattr, it, "graph"))
-                for it in its]
-    return [_Item(g.iteration, g.structure_key, functools.partial(_same, g)) for g in source]
+    """Iterations of a Trace or of a sequence of Graphs."""
+    graphs = trace_graphs(source) if hasattr(source, "iterations") else list(source)
+    return [_Item(g.iteration, g.structure_key, functools.partial(_same, g)) for g in graphs]
+
+
+def trace_graphs(trace: Any) -> list[Graph]:
+    """Every iteration's forward graph, from one pass over the trace's events.
+
+    The same graphs as ``[it.graph for it in trace.iterations]``, but each event is decoded
+    once: a file trace decodes its frames lazily and keeps only a few, so asking iteration
+    by iteration (key, then graph) decoded them again and again.
+    """
+    graphs: list[Graph] = []
+    builder: GraphBuilder | None = None
+    current = None
+    for event in trace.events:
+        if type(event) is Header:
+            continue
+        if event.iteration != current:
+            if builder is not None:
+                graphs.append(builder.finished[-1] if builder.finished else builder.current)
+            builder = GraphBuilder()
+            builder.current.iteration = current = event.iteration
+        builder.add(event)
+    if builder is not None:
+        graphs.append(builder.finished[-1] if builder.finished else builder.current)
+    return graphs
 
 
 def _same(graph: Graph) -> Graph:

@@ -246,3 +246,21 @@ def test_only_recent_layouts_are_kept(tmp_path: Path, monkeypatch: pytest.Monkey
     # 1 and 2 share a layout; 3 pushes it out, so 4 is laid out again.
     assert result.layouts == 3
     assert [it.layout_reused for it in result.iterations] == [False, True, False, False]
+
+
+def test_trace_graphs_match_the_trace_iterations(tmp_path: Path) -> None:
+    from dyngraph.exporters.batch import trace_graphs
+
+    path = tmp_path / "run.dgtrace"
+    with dyngraph.record(path, stats="cheap"):
+        w = dyngraph.randn(3, 2, requires_grad=True)
+        for i in range(5):
+            x = dyngraph.randn(1 + i % 3, 3)
+            x.matmul(w).relu().sum().backward()
+    trace = dyngraph.read_trace(path)
+    streamed = trace_graphs(trace)
+    expected = [it.graph for it in trace.iterations]
+    assert [g.iteration for g in streamed] == [g.iteration for g in expected]
+    assert [g.structure_key for g in streamed] == [it.structure_key for it in trace.iterations]
+    for a, b in zip(streamed, expected, strict=True):
+        assert to_dot(a) == to_dot(b)
