@@ -306,3 +306,9 @@ def test_the_child_speaks_frames_over_tcp_to_a_parent_it_does_not_share_anything
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_output_of_subprocesses_is_captured_too():
+    run = drive("subproc.py")
+    assert run.text("stdout") == "parent says hi\nchild says hi\nparent says bye\n"
+    assert run.state.exit_status == 0
