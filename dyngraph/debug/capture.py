@@ -149,6 +149,17 @@ class OutputCapture:
                 if text:
                     self._emit(name, text)
 
+    def detach(self) -> None:
+        """In a forked worker: let go of the pipes' read ends (the parent process drains
+        them; the worker must never take output out of them)."""
+        for r in self._pipes:
+            try:
+                os.close(r)
+            except OSError:
+                pass
+        self._pipes.clear()
+        self.fds = ()
+
     def stop(self) -> None:
         """Drain everything and give the process its original fds and streams back."""
         if not self._pipes:

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if config.get("script_breakpoints", True):
         hooks.agent = agent
     _patch_exit(agent, capture)
-    os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent))
+    os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent, capture))
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)
     status, reason = run_script(path, list(ns.args), agent)
     _end(agent, capture, status, reason)
@@ -164,6 +164,8 @@ def _patch_exit(agent: Agent, capture: OutputCapture) -> None:
     """``os._exit`` in the script still delivers the events and output written before it."""
 
     def _exit(status: int) -> NoReturn:
+        if agent.detached:  # a forked worker: nothing of ours to deliver
+            _hard_exit(status)
         try:
             _flush_c_stdio()
             capture.drain()
@@ -174,9 +176,10 @@ def _patch_exit(agent: Agent, capture: OutputCapture) -> None:
     os._exit = _exit  # type: ignore[assignment]
 
 
-def _detach_after_fork(agent: Agent) -> None:
+def _detach_after_fork(agent: Agent, capture: OutputCapture) -> None:
     """A forked worker must not write frames into its parent's channel: its Python output
     goes to the (captured) fds instead and its ops are not traced."""
+    capture.detach()
     tracer.array_hook = None
     hooks.agent = None
     if agent._handle is not None:

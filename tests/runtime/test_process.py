@@ -312,3 +312,10 @@ def test_output_of_subprocesses_is_captured_too():
     run = drive("subproc.py")
     assert run.text("stdout") == "parent says hi\nchild says hi\nparent says bye\n"
     assert run.state.exit_status == 0
+
+
+def test_a_forked_worker_is_not_traced_but_its_output_is_kept():
+    run = drive("forks.py")
+    assert run.state.exit_status == 0
+    assert run.text("stdout") == "worker 15.0\nmain 6.0\n"
+    assert [e.op for e in run.of(ev.Op)] == ["mul", "sum"]  # the main process's ops only
