@@ -41,6 +41,7 @@ from .describe import ModuleStack, counts, describe_op, locate_exception, where
 from .values import ValueStore
 
 BATCH = 512
+ABORTED = 137  # exit status after {"cmd": "abort"}: what a SIGKILL'd process shows a shell
 MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within an iteration
 FLUSH_INTERVAL = 0.05
 RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
@@ -592,6 +593,8 @@ class Agent:
             self._install_hook()
         elif cmd == "values":
             self._answer_values(msg)
+        elif cmd == "abort":  # a session that cannot signal us (another machine) ends us so
+            _hard_exit(ABORTED)
 
     def _answer_values(self, msg: dict[str, Any]) -> None:
         array = None

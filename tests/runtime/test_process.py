@@ -301,6 +301,15 @@ def test_the_child_speaks_frames_over_tcp_to_a_parent_it_does_not_share_anything
         assert "args: ['tcp']\n" in "".join(e.text for e in events if type(e) is ev.ScriptOutput)
         assert child.wait(TIMEOUT) == 0
         conn.close()
+        # and a child nobody can signal is aborted by message
+        child = subprocess.Popen([sys.executable, "-m", "dyngraph.debug.child", "--connect",
+                                  f"127.0.0.1:{port}", script("simple.py")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        conn, _ = listener.accept()
+        conn.sendall(tracefile.encode_message({"cmd": "start", "pause_at_start": True}))
+        conn.sendall(tracefile.encode_message({"cmd": "abort"}))
+        assert child.wait(TIMEOUT) == 137
+        conn.close()
     finally:
         listener.close()
         if child.poll() is None:
