@@ -418,7 +418,10 @@ def _stats(s: Summary) -> str:
     norm, mean, std, lo, hi = s.norm, s.mean, s.std, s.min, s.max
     if s.nan == 0 and s.inf == 0 and not s.sampled:  # the common cases, in one format each
         if None not in (norm, mean, std, lo, hi):
-            return f"norm={norm:.4g} mean={mean:.4g} std={std:.4g} min={lo:.4g} max={hi:.4g}"
+            # %-formatting: a third faster than five f-string fields, and this runs twice
+            # per node per iteration.
+            return "norm=%.4g mean=%.4g std=%.4g min=%.4g max=%.4g" % (  # noqa: UP031
+                norm, mean, std, lo, hi)
         if norm is not None and mean is None and std is None and lo is None and hi is None:
             return f"norm={norm:.4g}"
     parts = [f"{k}={v:.4g}" for k, v in (("norm", norm), ("mean", mean), ("std", std),
