@@ -117,12 +117,38 @@ def bench_open(path: Path, n_events: int) -> dict[str, float]:
     async def run() -> None:
         start = time.perf_counter()
         app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
+        shown: list[float] = []
+        done: list[float] = []
+        display, step = app._display, app.action_step_op
+
+        def displayed(screen, renderable) -> None:
+            display(screen, renderable)
+            shown.append(time.perf_counter())
+
+        def stepped() -> None:
+            step()
+            done.append(time.perf_counter())
+
+        app._display = displayed  # type: ignore[method-assign]
+        app.action_step_op = stepped  # type: ignore[method-assign]
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.redraws >= 1)
-            out["headless open (read + app + first redraw)"] = time.perf_counter() - start
-            t = time.perf_counter()
-            await pilot.press("n")
-            out["first step after open"] = time.perf_counter() - t
+            await wait_until(pilot, lambda: app.redraws >= 1 and shown and shown[-1] > start)
+            await wait_until(pilot, lambda: "PAUSED" in str(app.query_one("#status").render()))
+            out["open: first screen (read_trace + app + draw)"] = shown[-1] - start
+            latencies = []
+            while app.source.loading and len(latencies) < 20:
+                t0 = time.perf_counter()
+                before = len(done)
+                app.post_message(_key("n"))
+                await wait_until(pilot, lambda b=before: len(done) > b and shown[-1] > done[-1],
+                                 10)
+                latencies.append(shown[-1] - t0)
+                await pilot.pause(0.1)
+            if latencies:
+                out["step key while the rest loads, median"] = statistics.median(latencies)
+                out["step key while the rest loads, max"] = max(latencies)
+            await wait_until(pilot, lambda: not app.source.loading, 600)
+            out["whole trace loaded (background thread)"] = time.perf_counter() - start
 
     asyncio.run(run())
     if shutil.which("tmux"):

@@ -75,37 +75,46 @@ class Model:
 
     # -- ingest --------------------------------------------------------------------------
     def ingest(self, events: Iterable[ev.Event]) -> int:
-        """Append events to the history; returns how many were added."""
+        """Append events to the history; returns how many were added.
+
+        About a microsecond per event: a fast live stream and a big trace both pass here
+        on the UI thread, so the loop keeps its lookups local and does little per event.
+        """
+        events = events if isinstance(events, list) else list(events)
         history = self.events
-        seqs = self._seqs
-        iterations = self.iterations
         n0 = len(history)
-        for event in events:
-            i = len(history)
-            history.append(event)
-            seqs.append(event.seq)
+        history.extend(events)
+        self._seqs.extend([e.seq for e in events])
+        iterations = self.iterations
+        by_index = self._by_index
+        graph_kinds = GRAPH_KINDS
+        info = iterations[-1] if iterations else None
+        current = info.index if info is not None else None
+        rows = info.rows if info is not None else None
+        for i, event in enumerate(events, n0):
             kind = event.kind
-            if kind in GRAPH_KINDS:
-                info = iterations[-1] if iterations else None
-                if info is None or info.index != event.iteration:
+            if kind in graph_kinds:
+                if event.iteration != current:
                     info = IterationInfo(event.iteration, i, rows=[])
                     iterations.append(info)
-                    self._by_index[info.index] = info
-                info.rows.append(i)  # type: ignore[union-attr]
+                    by_index[info.index] = info
+                    current, rows = info.index, info.rows
+                rows.append(i)  # type: ignore[union-attr]
                 if kind == "iteration_end":
-                    info.end = i
-                    info.structure_key = event.structure_key  # type: ignore[attr-defined]
-                    prev = self._by_index.get(info.index - 1)
-                    info.changed = prev is not None and prev.structure_key != info.structure_key
+                    info.end = i  # type: ignore[union-attr]
+                    info.structure_key = event.structure_key  # type: ignore[attr-defined,union-attr]
+                    prev = by_index.get(current - 1)  # type: ignore[operator]
+                    info.changed = (prev is not None  # type: ignore[union-attr]
+                                    and prev.structure_key != info.structure_key)  # type: ignore[union-attr]
+                elif kind == "exception":
+                    self.exception = event  # type: ignore[assignment]
             elif kind == "output":
                 self.output.append((event.stream, event.text))  # type: ignore[attr-defined]
             elif kind == "header":
                 self.header = event  # type: ignore[assignment]
             elif kind == "run_end":
                 self.run_end = event  # type: ignore[assignment]
-            if kind == "exception":
-                self.exception = event  # type: ignore[assignment]
-        return len(history) - n0
+        return len(events)
 
     # -- positions -----------------------------------------------------------------------
     @property

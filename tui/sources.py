@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -192,21 +193,41 @@ class ReplaySource(Source):
         self.total = len(trace.events)
         self.error: BaseException | None = None
         events = trace.events
+        self._iterator = None
         if isinstance(events, list):  # already in memory: no need for a thread
             self._queue.put(events)
             self._queue.put(None)
         else:
-            threading.Thread(target=self._decode, name="dyngraph-trace", daemon=True).start()
+            self._iterator = iter(events)
         self.loading = True
 
-    def _decode(self) -> None:
+    def _start(self) -> None:
+        """Read the first iteration here (the first screen needs it), the rest on a thread."""
+        iterator, self._iterator = self._iterator, None
+        head: list[ev.Event] = []
+        try:
+            for event in iterator:  # type: ignore[union-attr]
+                head.append(event)
+                if event.kind == "iteration_end" or len(head) >= self.CHUNK:
+                    break
+            else:
+                iterator = iter(())
+        except BaseException as exc:
+            self._queue.put(exc)
+            iterator = iter(())
+        self._queue.put(head)
+        threading.Thread(target=self._decode, args=(iterator,), name="dyngraph-trace",
+                         daemon=True).start()
+
+    def _decode(self, iterator) -> None:
         try:
             chunk: list[ev.Event] = []
-            for event in self.trace.events:
+            for event in iterator:
                 chunk.append(event)
                 if len(chunk) >= self.CHUNK:
                     self._queue.put(chunk)
                     chunk = []
+                    time.sleep(0.002)  # hand the GIL to the UI between chunks
             self._queue.put(chunk)
             self._queue.put(None)
         except BaseException as exc:  # shown by the app; what was read stays usable
@@ -214,8 +235,11 @@ class ReplaySource(Source):
             self._queue.put(None)
 
     def pump(self) -> list[ev.Event]:
+        if self._iterator is not None:
+            self._start()
         got: list[ev.Event] = []
-        while self.loading:
+        # At most a few chunks per tick: the UI stays responsive while a big trace loads.
+        while self.loading and len(got) < 2 * self.CHUNK:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
