@@ -318,7 +318,7 @@ class Tracer:
         self._iteration_events.append(event)
         self._op_inputs[out_id] = event.inputs
         if self.array_hook is not None:
-            self.array_hook("value", out_id, data)
+            self.array_hook("op", out_id, (data, inputs))
         for callback in self._callbacks:
             callback(event)
         if self.values == "small" and data.size <= VALUES_LIMIT:

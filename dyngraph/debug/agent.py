@@ -92,10 +92,13 @@ class Agent:
         # per-iteration state, touched only by the script's thread
         self._value_id = -1
         self._value: np.ndarray | None = None
+        self._args: tuple[Any, ...] = ()
         self._grads: tuple[int, np.ndarray, tuple[np.ndarray | None, ...]] | None = None
         self._leaf_grad: tuple[int, np.ndarray] | None = None
         self._ops: dict[int, ev.Op] = {}
-        self._bad: set[int] = set()
+        # tensors of this iteration holding NaN / holding Inf (already accounted for)
+        self._nan: set[int] = set()
+        self._inf: set[int] = set()
         self._bad_leaves: dict[int, str] = {}
         self._leaf_sq: dict[int, float] = {}
         self._leaf_names: dict[int, str] = {}
@@ -163,7 +166,12 @@ class Agent:
     # -- the hot path --------------------------------------------------------------------
     def on_array(self, kind: str, tensor_id: int, payload: Any) -> None:
         """Tracer hook: raw arrays, called right before the event that describes them."""
-        if kind == "value":
+        if kind == "op":  # an op's output, with the op's arguments (tensors and constants)
+            self._value_id = tensor_id
+            self._value, self._args = payload
+            if self.store is not None:
+                self.store.put(tensor_id, payload[0])
+        elif kind == "value":  # a tensor entering the iteration (a leaf, a parameter)
             self._value_id = tensor_id
             self._value = payload
             if self.store is not None:
@@ -221,20 +229,39 @@ class Agent:
         return self._value if self._value_id == tensor_id else None
 
     def _check_nan_op(self, e: ev.Op, value: np.ndarray) -> tuple[str, str] | None:
+        """Report the op that *produces* a NaN, or an Inf, from inputs without one.
+
+        Values that came in non-finite only carry it along; an Inf copied from a constant
+        argument (``masked_fill(mask, float("-inf"))``, the usual attention mask) is meant.
+        """
         if all_finite(value, e.summary):
             return None
-        bad = self._bad
-        upstream = any(i in bad for i in e.inputs)
-        bad.add(e.output)
-        if upstream:
-            for i in e.inputs:  # a leaf that came in non-finite: report it at its first use
-                leaf = self._bad_leaves.pop(i, None)
-                if leaf is not None:
-                    return ("nan", f"{leaf}; first used by {describe_op(e)}")
-            return None
         nan, inf = nonfinite_counts(value)
-        return ("nan", f"first NaN/Inf: {describe_op(e)} produced {counts(nan, inf)} "
-                       f"from finite inputs")
+        nans, infs = self._nan, self._inf
+        inputs = e.inputs
+        nan_in = any(i in nans for i in inputs)
+        inf_in = any(i in infs for i in inputs) or self._constant_inf(e)
+        if nan:
+            nans.add(e.output)
+        if inf:
+            infs.add(e.output)
+        if (nan and not nan_in) or (inf and not (nan_in or inf_in)):
+            return ("nan", f"first NaN/Inf: {describe_op(e)} produced {counts(nan, inf)} "
+                           f"from {'finite inputs' if not (nan_in or inf_in) else 'no NaN'}")
+        for i in inputs:  # a leaf that came in non-finite: report it at its first use
+            leaf = self._bad_leaves.pop(i, None)
+            if leaf is not None:
+                return ("nan", f"{leaf}; first used by {describe_op(e)}")
+        return None
+
+    def _constant_inf(self, e: ev.Op) -> bool:
+        args = self._args if self._value_id == e.output else ()
+        for tid, arg in zip(e.inputs, args, strict=False):
+            if tid < 0 and isinstance(arg, (float, np.ndarray, np.floating)):
+                a = np.asarray(arg)
+                if a.dtype.kind == "f" and np.isinf(a).any():
+                    return True
+        return False
 
     def _check_op_breakpoints(self, m: Matcher, e: ev.Op) -> tuple[str, str] | None:
         """Op, module and line breakpoints. Dict lookups in the caches first: this runs for
@@ -305,9 +332,14 @@ class Agent:
         value = self._value_of(e.tensor)
         if value is None or all_finite(value, e.summary):
             return
-        self._bad.add(e.tensor)
-        what = f"{'parameter' if e.is_param else 'tensor'} {e.name or '#' + str(e.tensor)}"
         nan, inf = nonfinite_counts(value)
+        if nan:
+            self._nan.add(e.tensor)
+        if inf:
+            self._inf.add(e.tensor)
+        if not nan and not (e.requires_grad or e.is_param):
+            return  # data holding Inf (an additive -inf mask): meant, not a failure
+        what = f"{'parameter' if e.is_param else 'tensor'} {e.name or '#' + str(e.tensor)}"
         # The op that uses it is announced next: stop there, where there is a line to show.
         self._bad_leaves[e.tensor] = (f"first NaN/Inf: {what} {tuple(e.shape)} holds "
                                       f"{counts(nan, inf)} as it enters iteration {e.iteration}")
@@ -331,18 +363,26 @@ class Agent:
 
     def _check_nan_grads(self, e: ev.BackwardStep, grad_output: np.ndarray,
                          grad_inputs: tuple[np.ndarray | None, ...]) -> tuple[str, str] | None:
-        bad = self._bad
-        if e.node in bad or any(i in bad for i in e.inputs):
-            return None  # already reported upstream (forward NaN, or a NaN gradient coming in)
-        if not all_finite(grad_output, e.grad_output):
+        """Report the backward step that produces a NaN (or an Inf) gradient from a finite
+        incoming gradient. Forward values with NaN were reported already; forward values
+        with Inf (masks) may legitimately give Inf gradients, so only NaN counts there."""
+        nans = self._nan
+        if e.node in nans or any(i in nans for i in e.inputs):
             return None
+        if not all_finite(grad_output, e.grad_output):
+            return None  # a non-finite gradient coming in was reported where it was made
+        infs = self._inf
+        inf_ok = e.node in infs or any(i in infs for i in e.inputs)
         summaries = e.grad_inputs
         for index, g in enumerate(grad_inputs):
             if g is None:
                 continue
             summary = summaries[index] if index < len(summaries) else None
-            if not all_finite(np.asarray(g), summary):
-                nan, inf = nonfinite_counts(np.asarray(g))
+            a = np.asarray(g)
+            if all_finite(a, summary):
+                continue
+            nan, inf = nonfinite_counts(a)
+            if nan or not inf_ok:
                 return ("nan", f"first NaN/Inf in backward: {e.grad_fn} produced "
                                f"{counts(nan, inf)} in the gradient for input {index} of "
                                f"{self._describe_node(e.node, e.op)}")
@@ -389,7 +429,8 @@ class Agent:
         if self.store is not None:
             self.store.new_iteration(e.iteration + 1)
         self._ops = {}
-        self._bad = set()
+        self._nan = set()
+        self._inf = set()
         self._bad_leaves = {}
         self._leaf_names = {}
 
