@@ -191,3 +191,21 @@ def test_a_nan_breakpoint_added_at_the_start_pause_sees_exact_values():
     run = drive("nan_forward.py", pause_at_start=True, keep_values=False, commands=[add])
     assert [(p.hit.reason, getattr(p.at, "op", None)) for p in run.pauses] == [
         ("start", None), ("nan", "log")]
+
+
+def test_nan_breakpoint_leaves_minus_inf_masks_alone():
+    run = drive("masks.py", breakpoints=[Breakpoint.nan()])
+    assert run.pauses == [], [p.hit.description for p in run.pauses]
+    assert run.text("stdout") == "masks ok\n"
+
+
+@pytest.mark.parametrize("arg, op, marker, what", [
+    ("all-masked", "softmax", "allmasked", "NaN"),  # the NaN is made by softmax, not the fill
+    ("divide", "div", "divide", "Inf"),
+])
+def test_nan_breakpoint_still_finds_real_non_finite_values_next_to_masks(arg, op, marker, what):
+    run = drive("masks.py", [arg], breakpoints=[Breakpoint.nan()])
+    assert len(run.pauses) == 1, [p.hit.description for p in run.pauses]
+    pause = run.pauses[0]
+    assert pause.at.op == op and pause.at.line == line_of("masks.py", marker)
+    assert what in pause.hit.description
