@@ -62,8 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
     p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
-    p.add_argument("--nan", dest="nan", action=argparse.BooleanOptionalAction, default=True,
-                   help="fail on the first NaN/Inf (default: on)")
+    p.add_argument(
+        "--nan",
+        dest="nan",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fail on the first NaN/Inf (default: on)",
+    )
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")
@@ -77,35 +82,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
     p.add_argument("--diff", action="store_true", help="mark changes since the previous iteration")
     p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
-    # As for record, everything after a script belongs to it (`export -o DIR train.py --epochs
-    # 3`); _fix_export_args also takes options after SOURCE (`export run.dgtrace -o DIR`, or
-    # `export train.py -o DIR -- --epochs 3`).
+    p.add_argument("--shapes", action="store_true", help="label edges with tensor shapes")
+    p.add_argument("--fold", action="store_true", help="fold repeated identical blocks")
+    # Both `export SOURCE -o DIR ...` (options after SOURCE, a script's own arguments after
+    # `--`) and record's `export -o DIR train.py --epochs 3`: see _fix_export_args.
     p.add_argument("source", help="a .dgtrace file or a script to record first")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
     parser.set_defaults(_export_parser=p)
     return parser
 
 
-def _fix_export_args(args: argparse.Namespace) -> None:
-    """Let export options follow SOURCE: all of them for a trace, those before ``--`` for a
-    script (whose own arguments then follow ``--``)."""
+def _fix_export_args(args: argparse.Namespace, after_dashes: list[str] | None) -> None:
+    """Sort what follows SOURCE into export options and the script's own arguments.
+
+    With ``--``, what follows it belongs to the script and what precedes it (after SOURCE)
+    are export options: ``export train.py -o DIR -- --epochs 3``. Without, tokens after
+    SOURCE are export options when the first of them is one (``export run.dgtrace -o DIR``),
+    and otherwise, as for ``record``, the script's (``export -o DIR train.py --epochs 3``).
+    """
+    parser: argparse.ArgumentParser = args._export_parser
     rest = list(args.args)
-    if args.source.endswith(".py") and "--" not in rest:
-        rest = ["--", *rest]  # record-style: all of it belongs to the script
-    cut = rest.index("--") if "--" in rest else len(rest)
-    options, script_args = rest[:cut], rest[cut + 1 :]
+    starts_with_option = bool(rest) and rest[0].split("=")[0] in parser._option_string_actions
+    if after_dashes is None and not starts_with_option:
+        options, script_args = [], rest
+    else:
+        options, script_args = rest, after_dashes or []
     if options:
-        args._export_parser.parse_args([*options, args.source], namespace=args)
+        parser.parse_args([*options, args.source], namespace=args)
     args.args = script_args
     if args.output is None:
-        args._export_parser.error("the following arguments are required: -o/--output")
+        parser.error("the following arguments are required: -o/--output")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    after_dashes = None
+    if argv[:1] == ["export"] and "--" in argv:  # argparse would drop the `--` itself
+        cut = argv.index("--")
+        argv, after_dashes = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
     if args.command == "export":
-        _fix_export_args(args)
+        _fix_export_args(args, after_dashes)
     if args.command is None:
         parser.print_help()
         return 2
