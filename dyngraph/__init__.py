@@ -170,7 +170,7 @@ from .functions_shape import (
     vstack,
 )
 from .tensor import Size, Tensor
-from .trace import Trace, read_trace, record, trace
+from .traces import Trace, read_trace, record, trace
 from .tracing import Handle, iteration, subscribe
 
 __version__ = "0.1.0"

@@ -237,7 +237,7 @@ MAX_ROWS = 40  # iterations shown in full; longer traces show the first and last
 
 def run_summary(args: argparse.Namespace) -> int:
     """Print a table of a trace's iterations."""
-    from ..trace import read_trace
+    from ..traces import read_trace
 
     path = args.trace
     if not os.path.exists(path):
