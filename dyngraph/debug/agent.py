@@ -366,10 +366,18 @@ class Agent:
         """Report the backward step that produces a NaN (or an Inf) gradient from a finite
         incoming gradient. Forward values with NaN were reported already; forward values
         with Inf (masks) may legitimately give Inf gradients, so only NaN counts there."""
+        go = e.grad_output
+        if go is not None and not (go.sampled or go.nan or go.inf):
+            # the usual case, settled by exact summaries alone: everything finite
+            for s in e.grad_inputs:
+                if s is not None and (s.sampled or s.nan or s.inf):
+                    break
+            else:
+                return None
         nans = self._nan
-        if e.node in nans or any(i in nans for i in e.inputs):
+        if nans and (e.node in nans or any(i in nans for i in e.inputs)):
             return None
-        if not all_finite(grad_output, e.grad_output):
+        if not all_finite(grad_output, go):
             return None  # a non-finite gradient coming in was reported where it was made
         infs = self._inf
         inf_ok = e.node in infs or any(i in infs for i in e.inputs)

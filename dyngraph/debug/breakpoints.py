@@ -230,18 +230,22 @@ def array_norm(a: np.ndarray) -> float:
 def all_finite(a: np.ndarray, summary: Any = None) -> bool:
     """Exactly whether every element of ``a`` is finite.
 
-    A summary that was not sampled already counted NaN/Inf over the whole tensor; otherwise
-    the sum decides fast (any NaN/Inf makes it non-finite) and only an overflowing sum
-    pays for the element-wise check.
+    A summary that was not sampled already counted NaN/Inf over the whole tensor. Otherwise
+    a small tensor's sum of squares decides fast (any NaN/Inf makes it non-finite; only a
+    float overflow sends it on to the element-wise check), and a large one is checked
+    element-wise, which is as fast as a dot product there.
     """
-    if a.dtype.kind not in "fc":
+    kind = a.dtype.kind
+    if kind not in "fc":
         return True
     if summary is not None and not summary.sampled:
         return summary.nan == 0 and summary.inf == 0
-    with np.errstate(all="ignore"):
-        if math.isfinite(a.sum()):
-            return True
-        return bool(np.isfinite(a).all())
+    if kind == "f" and a.size <= 16_384:
+        flat = a.reshape(-1)
+        with np.errstate(all="ignore"):
+            if math.isfinite(np.dot(flat, flat)):
+                return True
+    return bool(np.isfinite(a).all())
 
 
 def nonfinite_counts(a: np.ndarray) -> tuple[int, int]:
