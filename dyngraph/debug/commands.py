@@ -261,7 +261,7 @@ def run_summary(args: argparse.Namespace) -> int:
 def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per-iteration rows and run totals from an event stream (one pass)."""
     rows: dict[int, dict[str, Any]] = {}
-    totals: dict[str, Any] = {"events": 0, "ops": 0, "nonfinite": 0, "grads": [],
+    totals: dict[str, Any] = {"events": 0, "ops": 0, "nan": 0, "inf": 0, "grads": [],
                               "status": None, "reason": "", "exception": None}
     for e in events:
         totals["events"] += 1
@@ -271,24 +271,22 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         row = rows.get(e.iteration)
         if row is None:
             row = rows[e.iteration] = {"iteration": e.iteration, "ops": 0, "nodes": 0,
-                                       "key": "", "ns": 0, "nonfinite": 0,
+                                       "key": "", "ns": 0, "nan": 0, "inf": 0,
                                        "grad": None, "complete": False}
         if t is ev.Op:
             row["ops"] += 1
             row["ns"] += e.duration_ns
-            if e.summary is not None and not e.summary.finite:
-                row["nonfinite"] += 1
+            _count_nonfinite(row, (e.summary,))
         elif t is ev.BackwardStep:
             row["ns"] += e.duration_ns
-            if any(s is not None and not s.finite for s in e.grad_inputs):
-                row["nonfinite"] += 1
+            _count_nonfinite(row, e.grad_inputs)
         elif t is ev.GradAccumulated and e.summary is not None and e.summary.norm is not None:
             norm = e.summary.norm
             if row["grad"] is None or norm > row["grad"][0]:
                 row["grad"] = (norm, e.name or f"#{e.tensor}")
             totals["grads"].append((norm, e.name or f"#{e.tensor}", e.iteration))
-        elif t is ev.TensorCreated and e.summary is not None and not e.summary.finite:
-            row["nonfinite"] += 1
+        elif t is ev.TensorCreated:
+            _count_nonfinite(row, (e.summary,))
         elif t is ev.IterationEnd:
             row["nodes"] = e.node_count
             row["key"] = e.structure_key
@@ -305,17 +303,29 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if r["key"]:
             previous = r["key"]
         totals["ops"] += r["ops"]
-        totals["nonfinite"] += r["nonfinite"]
+        totals["nan"] += r["nan"]
+        totals["inf"] += r["inf"]
     totals["grads"].sort(reverse=True)
     totals["iterations"] = len(out)
     totals["structures"] = len({r["key"] for r in out if r["key"]})
     return out, totals
 
 
+def _count_nonfinite(row: dict[str, Any], summaries: Any) -> None:
+    """One event counts once under NaN and once under Inf if any of its summaries has one."""
+    nan = inf = False
+    for s in summaries:
+        if s is not None:
+            nan = nan or s.nan > 0
+            inf = inf or s.inf > 0
+    row["nan"] += nan
+    row["inf"] += inf
+
+
 def _table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="iterations", title_justify="left")
     for name, justify in (("iter", "right"), ("ops", "right"), ("nodes", "right"),
-                          ("structure", "left"), ("time", "right"), ("NaN/Inf", "right"),
+                          ("structure", "left"), ("time", "right"), ("NaN / Inf", "right"),
                           ("largest grad norm", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     shown: list[dict[str, Any] | None] = list(rows)
@@ -328,7 +338,9 @@ def _table(rows: list[dict[str, Any]]) -> Table:
         structure = r["key"][:8] if r["key"] else "(unfinished)"
         if r["changed"]:
             structure = f"[yellow]{structure} changed[/]"
-        nonfinite = f"[red]{r['nonfinite']}[/]" if r["nonfinite"] else "0"
+        nan = f"[red]{r['nan']}[/]" if r["nan"] else "0"
+        inf = f"[yellow]{r['inf']}[/]" if r["inf"] else "0"
+        nonfinite = f"{nan} / {inf}"
         grad = f"{r['grad'][0]:.4g} {r['grad'][1]}" if r["grad"] else "-"
         table.add_row(str(r["iteration"]), f"{r['ops']:,}", f"{r['nodes']:,}", structure,
                       _ms(r["ns"]), nonfinite, grad)
@@ -343,8 +355,9 @@ def _totals_text(t: dict[str, Any]) -> str:
     lines = [f"{t['iterations']} iteration(s), {t['ops']:,} ops, {t['structures']} distinct "
              f"graph structure(s), {t['events']:,} events; time is the engine's time in ops and "
              f"backward steps"]
-    if t["nonfinite"]:
-        lines.append(f"[red]{t['nonfinite']} event(s) with NaN/Inf[/]")
+    if t["nan"] or t["inf"]:
+        lines.append(f"events with NaN: {t['nan']}, with Inf: {t['inf']} (an Inf may be meant: "
+                     f"-inf attention masks)")
     if t["grads"]:
         top = ", ".join(f"{n:.4g} ({name}, iter {i})" for n, name, i in t["grads"][:5])
         lines.append(f"largest gradient norms: {top}")

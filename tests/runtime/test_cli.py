@@ -186,3 +186,16 @@ def test_ctrl_c_during_record_interrupts_the_script_and_keeps_the_trace(tmp_path
     assert "KeyboardInterrupt" in stderr
     trace = dyngraph.read_trace(out)
     assert type(trace.events[-1]) is ev.RunEnd and trace.events[-1].status == -2
+
+
+def test_summary_counts_nan_and_inf_events_apart(tmp_path):
+    from dyngraph.debug.commands import summarize_trace
+
+    out = tmp_path / "nf.dgtrace"
+    assert dyngraph_cli("record", "-o", str(out), script("nan_forward.py")).returncode == 0
+    rows, totals = summarize_trace(dyngraph.read_trace(out).events)
+    # log makes the NaN; the mul and the sum after it carry it
+    assert [(r["iteration"], r["ops"], r["nan"], r["inf"]) for r in rows] == [(1, 4, 3, 0)]
+    assert totals["nan"] == 3 and totals["status"] == 0
+    done = dyngraph_cli("summary", str(out))
+    assert "3 / 0" in done.stdout and "events with NaN: 3, with Inf: 0" in done.stdout
