@@ -144,6 +144,7 @@ class DebuggerApp(App[int]):
         self._norms_again = False
         self._loading = True
         self._last_full = 0.0
+        self._graph_title = ""
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
 
@@ -209,13 +210,20 @@ class DebuggerApp(App[int]):
         self.refresh_view()
 
     def on_paused(self, message: msg.Paused) -> None:
+        if self._norms_again and not self._norms_busy:
+            self._norms_again = False
+            self._start_norms()
         self.refresh_view()
 
     def on_output_arrived(self, message: msg.OutputArrived) -> None:
         self.query_one(OutputPane).add(message.chunks)
 
     def on_iterations_completed(self, message: msg.IterationsCompleted) -> None:
-        if not getattr(self.source, "loading", False):  # a trace still loading: at the end
+        # Sparkline norms cost a graph build per iteration on a background thread that
+        # competes for the GIL: not while a trace loads or a live script streams.
+        if getattr(self.source, "loading", False) or self._state().status == "running":
+            self._norms_again = True
+        else:
             self._start_norms()
         if self.export_dir is not None:
             for index in message.indices:
@@ -234,6 +242,7 @@ class DebuggerApp(App[int]):
         self.refresh_view()
 
     def on_run_ended(self, message: msg.RunEnded) -> None:
+        self._start_norms()
         self.query_one(OutputPane).flush_partial()
         if self.source.live:
             self.notify(f"the script ended with status {message.status}", timeout=5)
@@ -270,7 +279,9 @@ class DebuggerApp(App[int]):
                 self.selected = current
             canvas = self.query_one("#graph")
             canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
-            canvas.border_title = _graph_title(graph, self.graph_mode)
+            title = _graph_title(graph, self.graph_mode)
+            if title != self._graph_title:  # setting a title redraws the pane
+                canvas.border_title = self._graph_title = title
             if moved and GraphCanvas is not None and current in graph.nodes:
                 canvas.selected = current  # type: ignore[attr-defined]
             self._show_inspector()

@@ -137,14 +137,14 @@ class Inspector(VerticalScroll):
 
     DEFAULT_CSS = """
     Inspector { height: 1fr; }
-    Inspector > Static { width: 1fr; }
+    Inspector > Static { width: 1fr; height: 12; }
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.node: GraphNode | None = None
         self._shown: tuple | None = None
-        self._shape: tuple | None = ()
+        self._height = 12
         self._body = Static(node_view(None))
 
     def compose(self) -> ComposeResult:
@@ -158,13 +158,19 @@ class Inspector(VerticalScroll):
             return  # the same node in the same state: nothing to redraw
         self._shown = key
         self.node = node
+        # The body's height only ever grows, so new contents rarely need a layout pass (one
+        # costs a reflow of the whole screen: 100 ms+ while a live run streams).
         view = node_view(node, history, inputs)
-        # Layout (a whole-screen reflow) only when the shape of the view may have changed.
-        shape = (None if node is None else (node.kind, bool(node.attrs), bool(inputs),
-                                            node.grad is not None, len(history) > 0,
-                                            node.summary is not None))
-        self._body.update(view, layout=shape != self._shape)
-        self._shape = shape
+        console = self.app.console
+        width = self.content_region.width - 1
+        lines = 0
+        if width >= 20:  # before the first layout the width is unknown: measure later
+            options = console.options.update_width(width)
+            lines = len(console.render_lines(view, options, pad=False))
+        if lines > self._height:
+            self._height = lines
+            self._body.styles.height = lines
+        self._body.update(view, layout=False)
         self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
 
 

@@ -41,12 +41,21 @@ def bar_text(iterations: Sequence[IterationInfo], current: int, width: int,
         hi = min(n, lo + room)
         if lo:
             text.append("‹", "dim")
+        # Runs of cells with one style become one span: a bar of hundreds of iterations
+        # would otherwise render hundreds of spans on every redraw.
+        run, run_style = "", ""
         for info in iterations[lo:hi]:
             cell = "…" if not info.complete else ("◆" if info.changed else "·")
             style = "yellow" if info.changed else "dim"
             if info.index == current:
                 style = "bold reverse " + ("yellow" if info.changed else "white")
-            text.append(cell, style)
+            if style != run_style and run:
+                text.append(run, run_style)
+                run = ""
+            run += cell
+            run_style = style
+        if run:
+            text.append(run, run_style)
         if hi < n:
             text.append("›", "dim")
     text.append(f"  {changed} changed", "dim")

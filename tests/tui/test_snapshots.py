@@ -62,38 +62,32 @@ def test_breakpoints_dialog(snap_compare, nan_trace_path):
 
 
 class InspectorApp(App):
-    """The inspector alone, on a parameter after backward in the NaN run's iteration 3."""
+    """The inspector alone, on the node ``pick`` chooses from iteration ``index``."""
 
-    def __init__(self, path) -> None:
+    def __init__(self, path, index: int, pick) -> None:
         super().__init__()
         self.model = Model()
         self.model.ingest(dyngraph.read_trace(path).events)
         for info in self.model.iterations:
             self.model.iteration_norms(info.index)
+        self.index, self.pick = index, pick
 
     def compose(self) -> ComposeResult:
         yield Inspector(id="inspector")
 
     def on_mount(self) -> None:
-        graph = self.model.graph(3)
-        node = next(n for n in graph.nodes.values() if n.kind == "leaf" and n.grad is not None)
-        inputs = [f"{graph.nodes[i].label} t{i}" for i in graph.inputs_of(node.id)]
-        self.query_one(Inspector).show(node, self.model.grad_history(node), inputs)
-
-
-class OpInspectorApp(InspectorApp):
-    """The inspector on the NaN-producing op."""
-
-    def on_mount(self) -> None:
-        graph = self.model.graph(2)
-        node = next(n for n in graph.nodes.values() if n.op == "log")
+        graph = self.model.graph(self.index)
+        node = next(n for n in graph.nodes.values() if self.pick(n))
         inputs = [f"{graph.nodes[i].label} t{i}" for i in graph.inputs_of(node.id)]
         self.query_one(Inspector).show(node, self.model.grad_history(node), inputs)
 
 
 def test_inspector_on_a_parameter(snap_compare, nan_trace_path):
-    assert snap_compare(InspectorApp(nan_trace_path), terminal_size=(90, 20))
+    # a parameter after backward in iteration 1, with its gradient-norm sparkline
+    app = InspectorApp(nan_trace_path, 1, lambda n: n.kind == "leaf" and n.grad is not None)
+    assert snap_compare(app, terminal_size=(90, 20))
 
 
 def test_inspector_on_a_nan_op(snap_compare, nan_trace_path):
-    assert snap_compare(OpInspectorApp(nan_trace_path), terminal_size=(90, 20))
+    app = InspectorApp(nan_trace_path, 2, lambda n: n.op == "log")
+    assert snap_compare(app, terminal_size=(90, 20))
