@@ -158,3 +158,19 @@ async def test_export_dir_gets_every_iteration_as_it_completes(closing, tmp_path
         names = [f"iter-000{i}.{ext}" for i in (1, 2, 3) for ext in ("dot", "svg")]
         assert await wait_for(pilot, lambda: all((out / n).exists() for n in names), 30), \
             sorted(p.name for p in out.glob("*"))
+
+
+async def test_v_fetches_full_values_from_the_paused_child(closing):
+    app = start()
+    closing.append(app)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, paused(app, "start"))
+        await pilot.press("n")
+        assert await wait_for(pilot, lambda: isinstance(app.model.current_event, ev.Op)
+                              and paused(app, "step")())
+        await pilot.press("v")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "ValuesScreen")
+        text = str(app.screen.query_one("Static").render())
+        assert "shape (16, 8) float32" in text and "[[" in text
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "Screen")
