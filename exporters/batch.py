@@ -46,6 +46,16 @@ KEEP_LAYOUTS = 32
 FAST_ABOVE = 1500
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# What open() would have given the file: 0666 less the user's umask.
+_FILE_MODE = 0o666 & ~_umask()
+
+
 @dataclass(slots=True)
 class IterationInfo:
     """What was exported for one iteration."""
@@ -203,6 +213,8 @@ class _Writer:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
             with os.fdopen(fd, "wb") as f:  # bytes: no newline translation on any OS
                 f.write(text.encode("utf-8", "surrogateescape"))
+            # mkstemp makes the file private (0600); an export is meant to be shared.
+            os.chmod(tmp, _FILE_MODE)
             os.replace(tmp, path)
         except OSError as exc:
             if tmp is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import stat
 import sys
@@ -58,6 +59,16 @@ def test_writes_every_iteration_and_reuses_layouts(tmp_path: Path) -> None:
     assert fill_of(one["n4"]) != fill_of(two["n103"])
     scale = GradScale.from_graphs(graphs)
     assert fill_of(two["n103"]) == scale.fill(0.05 * 100)
+
+
+def test_exported_files_get_the_users_usual_permissions(tmp_path: Path) -> None:
+    old_mask = os.umask(0o022)
+    try:
+        export_iterations(four()[:1], tmp_path)
+    finally:
+        os.umask(old_mask)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert set(modes.values()) == {0o644}, modes
 
 
 def test_dot_files_are_to_dot_with_the_batch_scale(tmp_path: Path) -> None:
