@@ -124,6 +124,8 @@ class DebuggerApp(App[int]):
         Binding("o", "toggle_output", "Output", id="toggle_output"),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
         Binding("q", "quit", "Quit", id="quit"),
+        # The graph pane keeps arrows and tab for itself (pan, next node): esc leaves it.
+        Binding("escape", "focus_timeline", "To timeline", id="focus_timeline", show=False),
     ]
 
     def __init__(self, source: Source, *, export_dir: str | Path | None = None,
@@ -312,7 +314,7 @@ class DebuggerApp(App[int]):
             frontier = self.source.frontier_index()
             if model.cursor < frontier:
                 behind = frontier - model.cursor
-                reason, description = self.source._reason  # noqa: SLF001 - the move's why
+                reason, description = self.source.last_move
         if state.status == "finished" and not description:
             from .sources import describe_ending
 
@@ -474,6 +476,9 @@ class DebuggerApp(App[int]):
     def _found(self, node_id: int | None) -> None:
         if node_id is not None:
             self.select_node(node_id)
+
+    def action_focus_timeline(self) -> None:
+        self.query_one(Timeline).focus()
 
     def action_toggle_output(self) -> None:
         pane = self.query_one(OutputPane)

@@ -19,8 +19,11 @@ INTRO = (
 )
 NOTES = (
     "b sets a breakpoint on the selected node's op, or on the source line under the cursor "
-    "when the source pane has focus. Panes: tab cycles focus; enter in the timeline selects "
-    "that event's node; the graph pane has its own pan/zoom keys (see its footer)."
+    "when the source pane has focus; enter on a source line runs to it. Panes: click or tab "
+    "to focus; enter in the timeline selects that event's node. The graph pane keeps the "
+    "arrows, hjkl and tab for itself (pan, next node; J/K follow edges, . centres, z folds a "
+    "module, +/- zoom): esc leaves it for the timeline, where ←/→ step again. Ctrl+P opens "
+    "the command palette with every action."
 )
 
 

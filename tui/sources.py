@@ -57,6 +57,11 @@ class Source:
         self._reason = ("start", "before the first op")
         self._last_run: tuple[Predicate, bool] = (_is_step, False)
 
+    @property
+    def last_move(self) -> tuple[str, str]:
+        """Why the cursor is where it is: (reason, description) of the last move."""
+        return self._reason
+
     # -- to override ---------------------------------------------------------------------
     def pump(self) -> list[ev.Event]:
         """Move newly arrived events into the model; returns them."""
