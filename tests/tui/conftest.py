@@ -70,13 +70,13 @@ def nan_events() -> list[ev.Event]:
     return record_events(TINY, "--nan-at", "2")
 
 
-def record_trace_file(path: Path, script: Path = TINY, *args: str) -> Path:
+def record_trace_file(path: Path, script: Path = TINY, *args: str, values: str = "none") -> Path:
     """Record ``script`` with ``dyngraph record`` in a fresh interpreter (stable tensor ids)."""
     import subprocess
 
     subprocess.run(
         [sys.executable, "-m", "dyngraph", "record", "-o", str(path), "--stats", "full",
-         str(script), *args],
+         "--values", values, str(script), *args],
         check=True, capture_output=True, timeout=120,
     )
     return path

@@ -158,6 +158,11 @@ async def test_export_dir_gets_every_iteration_as_it_completes(closing, tmp_path
         names = [f"iter-000{i}.{ext}" for i in (1, 2, 3) for ext in ("dot", "svg")]
         assert await wait_for(pilot, lambda: all((out / n).exists() for n in names), 30), \
             sorted(p.name for p in out.glob("*"))
+        # the script's prints reached the output pane
+        pane = app.query_one("#output")
+        assert await wait_for(pilot, lambda: any("step 3 loss" in line for line in pane.lines))
+        await pilot.press("o")
+        assert pane.display
 
 
 async def test_v_fetches_full_values_from_the_paused_child(closing):

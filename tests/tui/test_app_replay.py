@@ -204,3 +204,17 @@ async def test_e_exports_the_current_iteration_as_dot_and_svg(nan_trace, tmp_pat
     dot = (out / "iter-0002.dot").read_text()
     assert dot.startswith("digraph") and "log" in dot
     assert b"<svg" in (out / "iter-0002.svg").read_bytes()[:2000]
+
+
+async def test_v_shows_values_recorded_in_the_trace(tmp_path):
+    import dyngraph
+    from conftest import TINY, record_trace_file
+
+    path = record_trace_file(tmp_path / "values.dgtrace", TINY, "--steps", "1", values="small")
+    app = make_app(dyngraph.read_trace(path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("v")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "ValuesScreen")
+        text = str(app.screen.query_one("Static").render())
+        assert "shape (16, 8) float32" in text and "[[" in text
