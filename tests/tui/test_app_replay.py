@@ -207,8 +207,9 @@ async def test_e_exports_the_current_iteration_as_dot_and_svg(nan_trace, tmp_pat
 
 
 async def test_v_shows_values_recorded_in_the_trace(tmp_path):
-    import dyngraph
     from conftest import TINY, record_trace_file
+
+    import dyngraph
 
     path = record_trace_file(tmp_path / "values.dgtrace", TINY, "--steps", "1", values="small")
     app = make_app(dyngraph.read_trace(path))
