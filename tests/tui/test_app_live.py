@@ -179,3 +179,19 @@ async def test_v_fetches_full_values_from_the_paused_child(closing):
         assert "shape (16, 8) float32" in text and "[[" in text
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: type(app.screen).__name__ == "Screen")
+
+
+async def test_a_script_that_exits_says_so_and_the_ui_stays(closing):
+    app = start(SCRIPTS / "exits.py")
+    closing.append(app)
+    async with app.run_test(size=SIZE) as pilot:
+        assert await wait_for(pilot, paused(app, "start"))
+        await pilot.press("c")
+        assert await wait_for(pilot, lambda: "FINISHED" in status(app))
+        assert "status 3" in status(app)
+        await pilot.press("n")  # nothing left to run: still finished, no error
+        assert "FINISHED" in status(app)
+        before = app.model.cursor
+        await pilot.press("left")  # the history still walks
+        assert app.model.cursor < before
+        assert "bye" in "\n".join(app.query_one("#output").lines)

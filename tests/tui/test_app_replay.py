@@ -219,3 +219,17 @@ async def test_v_shows_values_recorded_in_the_trace(tmp_path):
         assert await wait_for(pilot, lambda: type(app.screen).__name__ == "ValuesScreen")
         text = str(app.screen.query_one("Static").render())
         assert "shape (16, 8) float32" in text and "[[" in text
+
+
+async def test_enter_on_a_source_line_runs_to_it(nan_trace):
+    app = make_app(nan_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        view = app.query_one(SourceView)
+        view.focus()
+        target = app.model.current_event.line + 4  # the loss line: two ops later
+        view.move_cursor(target - 1)
+        await pilot.press("enter")
+        event = app.model.current_event
+        assert isinstance(event, ev.Op) and event.line == target
+        assert "line" in status(app)
