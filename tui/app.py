@@ -95,6 +95,30 @@ class _NormsReady(Message):
         return isinstance(message, _NormsReady)
 
 
+PALETTE_HELP = {
+    "next_op": "run to the next forward op or backward step",
+    "next_iteration": "run to the first op of the next iteration",
+    "finish_forward": "run to the end of the forward pass (backward start)",
+    "finish_backward": "run to the end of the backward pass",
+    "continue": "run until a breakpoint (or the end)",
+    "breakpoint": "toggle a breakpoint on the selected op, or the source line under the cursor",
+    "breakpoints_dialog": "list, add and remove breakpoints of every kind",
+    "break_on_nan": "stop at the first op or gradient that makes a NaN/Inf",
+    "step_back": "one step back through what already happened",
+    "step_forward": "one step forward through history (at the frontier: run one op)",
+    "prev_iteration": "show the previous iteration's whole graph",
+    "next_iteration_history": "show the next recorded iteration's whole graph",
+    "graph_mode": "switch the graph pane between the forward and the backward graph",
+    "collapse_module": "fold or unfold the selected node's module in the graph pane",
+    "find_node": "find a node by op, name, module or id",
+    "export_iteration": "write this iteration's graph as DOT and SVG (./dyngraph-export)",
+    "iteration_diff": "what this iteration added, removed or reshaped against the previous",
+    "full_values": "show every value of the selected tensor",
+    "toggle_output": "show or hide the script's stdout/stderr",
+    "focus_timeline": "move the focus to the timeline",
+}
+
+
 class DebuggerApp(App[int]):
     """``DebuggerApp(source).run()``; the exit value is the script's exit status (or 0)."""
 
@@ -571,7 +595,8 @@ class DebuggerApp(App[int]):
             if b.action in ("quit", "help"):
                 continue
             yield SystemCommand(f"{b.description} ({b.key_display or b.key})",
-                                f"debugger: {b.action}", _runner(self, b.action))
+                                PALETTE_HELP.get(b.id or "", b.description),
+                                _runner(self, b.action))
 
     # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
