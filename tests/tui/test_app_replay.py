@@ -165,6 +165,9 @@ async def test_every_binding_has_an_id_and_a_palette_command(nan_trace):
         await pilot.pause()
         bindings = app.key_bindings()
         assert all(b.id for b in bindings)
+        from dyngraph.tui.app import PALETTE_HELP
+
+        assert {b.id for b in bindings if b.action not in ("quit", "help")} <= set(PALETTE_HELP)
         titles = {c.title for c in app.get_system_commands(app.screen)}
         for b in bindings:
             if b.action not in ("quit", "help"):
@@ -233,3 +236,20 @@ async def test_enter_on_a_source_line_runs_to_it(nan_trace):
         event = app.model.current_event
         assert isinstance(event, ev.Op) and event.line == target
         assert "line" in status(app)
+
+
+async def test_a_trace_without_ops_opens(tmp_path):
+    from conftest import record_trace_file
+
+    import dyngraph
+
+    script = tmp_path / "empty.py"
+    script.write_text("print('nothing to see')\n")
+    app = make_app(dyngraph.read_trace(record_trace_file(tmp_path / "e.dgtrace", script)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("n", "left", "c", "i", "f", "g", "slash", "v", "d", "e")
+        await pilot.pause()
+        assert app.model.iteration_count == 0 and not app.graph.nodes
+        await pilot.press("escape", "c")
+        assert "FINISHED" in status(app) and "status 0" in status(app)
