@@ -46,6 +46,7 @@ except ImportError:  # pragma: no cover - only while the canvas is not installed
     GraphCanvas = None  # type: ignore[assignment,misc]
 
 POLL_HZ = 20
+SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
 EXPORT_DIR = Path("dyngraph-export")
 
@@ -366,7 +367,8 @@ class DebuggerApp(App[int]):
     def _show_inspector(self) -> None:
         graph = self.graph
         node = graph.nodes.get(self.selected) if graph is not None and self.selected else None
-        history = self.model.grad_history(node) if node is not None else ()
+        history = (self.model.grad_history(node, SPARK_ITERATIONS) if node is not None
+                   else ())
         inputs: list[str] = []
         if node is not None and graph is not None:
             for src in graph.inputs_of(node.id):
@@ -573,8 +575,10 @@ class DebuggerApp(App[int]):
 
     def _compute_norms(self) -> None:
         model = self.model
-        for info in list(model.iterations):
-            if info.complete and not model.has_norms(info.index):
+        # Newest first, and only as many as a sparkline shows.
+        done = [info for info in list(model.iterations) if info.complete][-SPARK_ITERATIONS:]
+        for info in reversed(done):
+            if not model.has_norms(info.index):
                 model.iteration_norms(info.index)
         self.post_message(_NormsReady())
 
