@@ -304,6 +304,58 @@ def bench_huge(events: list[ev.Event], repeats: int) -> dict[str, float]:
     return out
 
 
+def bench_timeline(rows: int, repeats: int) -> dict[str, float]:
+    """The timeline alone with ``rows`` rows: page and jump keys, key to screen."""
+    from dyngraph.tui.timeline import Timeline
+    from textual.app import App, ComposeResult
+
+    events: list[ev.Event] = [
+        ev.Op(seq=i, iteration=1, op="matmul" if i % 3 else "tanh", shape=(64, 64),
+              module="encoder.layers.3", file="/home/me/train.py", line=40 + i % 7)
+        for i in range(rows)
+    ]
+    out: dict[str, float] = {}
+
+    class TimelineApp(App):
+        def compose(self) -> ComposeResult:
+            yield Timeline(id="timeline")
+
+    async def run() -> None:
+        app = TimelineApp()
+        async with app.run_test(size=SIZE) as pilot:
+            timeline = app.query_one(Timeline)
+            t0 = time.perf_counter()
+            timeline.show(events, list(range(rows)), rows // 2)
+            timeline.focus()
+            await pilot.pause()
+            out["show 100k rows and draw"] = time.perf_counter() - t0
+            shown: list[float] = []
+            display = app._display
+
+            def displayed(screen, renderable) -> None:
+                display(screen, renderable)
+                shown.append(time.perf_counter())
+
+            app._display = displayed  # type: ignore[method-assign]
+            press = []
+            for key in ["pagedown", "pageup", "down", "end", "home"] * repeats:
+                await pilot.pause(0.03)
+                n = len(shown)
+                t0 = time.perf_counter()
+                app.post_message(_key(key))
+                while len(shown) == n and time.perf_counter() - t0 < 5:
+                    await asyncio.sleep(0.0005)
+                press.append(shown[-1] - t0)
+            out["scroll key to screen, median"] = statistics.median(press)
+            out["scroll key to screen, max"] = max(press)
+
+    asyncio.run(run())
+    print(f"\n2c. the timeline with {rows:,} rows (virtualised)")
+    for k, v in out.items():
+        print(f"   {k:<46} {ms(v)}")
+    return out
+
+
 # -- 3. key latency while streaming ------------------------------------------------------------
 class StreamingSession:
     """Stands in for ``dyngraph.debug.Session``: releases recorded events at ``rate`` ops/s."""
@@ -426,6 +478,7 @@ def main() -> None:
     bench_step(big, repeats=5 if args.quick else 15)
 
     bench_huge(deep_chain_events(layers=max(2000 // scale, 20)), repeats=5)
+    bench_timeline(100_000, repeats=4)
 
     stream = in_memory_events(steps=max(300 // scale, 3), length=250)
     bench_live(stream, rate=50_000, seconds=2.0 if args.quick else 5.0)
