@@ -253,3 +253,24 @@ async def test_a_trace_without_ops_opens(tmp_path):
         assert app.model.iteration_count == 0 and not app.graph.nodes
         await pilot.press("escape", "c")
         assert "FINISHED" in status(app) and "status 0" in status(app)
+
+
+async def test_b_in_the_source_pane_toggles_a_line_breakpoint(nan_trace):
+    app = make_app(nan_trace)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        view = app.query_one(SourceView)
+        view.focus()
+        line = app.model.current_event.line + 3  # the log line, only in iteration 2
+        view.move_cursor(line - 1)
+        await pilot.press("b")
+        assert [str(b) for b in app.source.breakpoints.values()] == [f"{view.file}:{line}"]
+        assert line in view.breakpoint_lines and view.row_text(line - 1).plain.startswith("●")
+        app.query_one(Timeline).focus()
+        await pilot.press("c")
+        event = app.model.current_event
+        assert event.line == line and event.iteration == 2 and "line" in status(app)
+        view.focus()
+        view.move_cursor(line - 1)
+        await pilot.press("b")
+        assert not app.source.breakpoints and line not in view.breakpoint_lines
