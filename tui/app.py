@@ -154,8 +154,10 @@ class DebuggerApp(App[int]):
     ]
 
     def __init__(self, source: Source, *, export_dir: str | Path | None = None,
-                 poll_hz: float = POLL_HZ, title: str = "") -> None:
+                 poll_hz: float = POLL_HZ, title: str = "",
+                 notices: Iterable[str] = ()) -> None:
         super().__init__()
+        self.notices = list(notices)
         self.source = source
         self.model: Model = source.model
         self.export_dir = Path(export_dir) if export_dir else None
@@ -196,6 +198,8 @@ class DebuggerApp(App[int]):
         self._tick()
         self.refresh_view()
         self.query_one(Timeline).focus()
+        for notice in self.notices:
+            self.notify(notice, severity="warning", timeout=10)
         self.set_interval(1 / self.poll_hz, self._tick)
 
     # -- events in -----------------------------------------------------------------------

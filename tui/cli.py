@@ -11,6 +11,7 @@ import argparse
 import os
 import signal
 import time
+import warnings
 from pathlib import Path
 
 from dyngraph.errors import UserError
@@ -79,8 +80,13 @@ def run_view(args: argparse.Namespace) -> int:
     read_trace = getattr(dyngraph, "read_trace", None)
     if read_trace is None:
         raise UserError("this dyngraph cannot read trace files (dyngraph.read_trace missing)")
-    trace = read_trace(path)  # raises TraceFileError (a UserError) on a damaged file
-    app = DebuggerApp(ReplaySource(Model(), trace), title=str(path))
+    # A file cut short loads up to its last whole frame with a warning: the full screen
+    # would hide a printed one, so it is shown in the app instead.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trace = read_trace(path)  # raises TraceFileError (a UserError) on a damaged file
+    app = DebuggerApp(ReplaySource(Model(), trace), title=str(path),
+                      notices=[str(w.message) for w in caught])
     try:
         app.run()
     finally:

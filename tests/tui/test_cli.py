@@ -33,3 +33,25 @@ def test_bad_input_is_one_line(capsys, tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("def broken(:\n")
     one_line_error(capsys, ["debug", str(bad)], "bad.py")
+
+
+def test_view_shows_the_cut_short_warning_in_the_app(tmp_path, nan_trace_path, monkeypatch):
+    import argparse
+
+    from dyngraph.tui import app as app_module
+    from dyngraph.tui import cli
+
+    cut = tmp_path / "cut.dgtrace"
+    data = nan_trace_path.read_bytes()
+    cut.write_bytes(data[: len(data) - 200])
+    seen = {}
+
+    def fake_run(self):  # no terminal in tests: record what the app would show
+        seen["notices"] = self.notices
+        seen["events"] = len(self.source.trace.events)
+        return 0
+
+    monkeypatch.setattr(app_module.DebuggerApp, "run", fake_run)
+    assert cli.run_view(argparse.Namespace(trace=str(cut))) == 0
+    assert seen["events"] > 0
+    assert any("cut short" in n for n in seen["notices"]), seen["notices"]
