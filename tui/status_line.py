@@ -24,10 +24,9 @@ def status_text(*, status: str, reason: str, description: str, event: ev.Event |
     text = Text()
     label = status.upper()
     text.append(f" {label} ", STATUS_STYLE.get(status, "reverse"))
-    text.append(" ")
     # Short facts first, the (possibly long) description last: a narrow terminal cuts it.
     if status == "paused" and reason:
-        text.append(reason, "bold yellow")
+        text.append(" ").append(reason, "bold yellow")
     if event is not None:
         what = getattr(event, "op", "") or event.kind
         if isinstance(event, ev.BackwardStep):
