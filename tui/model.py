@@ -37,6 +37,16 @@ GRAPH_KINDS = frozenset({
 _GRAPH_CACHE = 8
 
 
+@dataclass(frozen=True, slots=True)
+class Dropped(ev.Event):
+    """Stands in for an event let go to bound memory (``Model.max_events``)."""
+
+    kind = "dropped"
+
+
+DROPPED = Dropped(seq=0, iteration=-1)
+
+
 @dataclass(slots=True)
 class IterationInfo:
     """Where one iteration sits in the history. ``end`` is the index of its IterationEnd."""
@@ -47,6 +57,7 @@ class IterationInfo:
     structure_key: str = ""
     changed: bool = False
     rows: list[int] | None = None  # history indices of the iteration's timeline rows
+    dropped: bool = False  # its events were let go to bound memory
 
     @property
     def complete(self) -> bool:
@@ -56,7 +67,13 @@ class IterationInfo:
 class Model:
     """Event history + cursor + lazily built per-iteration graphs."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_events: int | None = None) -> None:
+        # A live run may go on for hours: past ``max_events`` graph events, the oldest
+        # complete iterations are let go (their timeline rows and graphs, not their
+        # place in the iteration bar). None keeps everything (a trace is bounded).
+        self.max_events = max_events
+        self._held = 0  # graph events currently held
+        self._dropped_upto = 0  # iterations[:n] were considered for dropping
         self.events: list[ev.Event] = []
         self._seqs: list[int] = []
         self.iterations: list[IterationInfo] = []
@@ -91,9 +108,11 @@ class Model:
         info = iterations[-1] if iterations else None
         current = info.index if info is not None else None
         rows = info.rows if info is not None else None
+        held = 0
         for i, event in enumerate(events, n0):
             kind = event.kind
             if kind in graph_kinds:
+                held += 1
                 if event.iteration != current:
                     info = IterationInfo(event.iteration, i, rows=[])
                     iterations.append(info)
@@ -114,7 +133,30 @@ class Model:
                 self.header = event  # type: ignore[assignment]
             elif kind == "run_end":
                 self.run_end = event  # type: ignore[assignment]
+        if self.max_events is not None:
+            self._held += held
+            if self._held > self.max_events:
+                self._drop_oldest()
         return len(events)
+
+    def _drop_oldest(self) -> None:
+        """Let go of the oldest complete iterations until under ``max_events``."""
+        assert self.max_events is not None
+        keep = self.cursor_iteration()
+        history = self.events
+        iterations = self.iterations
+        k = self._dropped_upto
+        while self._held > self.max_events * 0.8 and k < len(iterations) - 1:
+            info = iterations[k]
+            k += 1
+            if info.dropped or not info.complete or info is keep:
+                continue
+            for i in info.rows or ():
+                history[i] = DROPPED
+            self._held -= len(info.rows or ())
+            info.dropped = True
+            self._graphs.pop(info.index, None)
+        self._dropped_upto = k
 
     # -- positions -----------------------------------------------------------------------
     @property

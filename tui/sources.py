@@ -28,6 +28,9 @@ from .breakpoints import Breakpoint, history_hit
 from .model import STEP_KINDS, Model
 
 Predicate = Callable[[ev.Event], bool]
+# A live run keeps the full history of this many events (~0.5 KB each), then lets the
+# oldest complete iterations go; a recorded trace keeps everything.
+LIVE_MAX_EVENTS = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +316,8 @@ class LiveSource(Source):
 
     def __init__(self, model: Model, session: Any) -> None:
         super().__init__(model)
+        if model.max_events is None:
+            model.max_events = LIVE_MAX_EVENTS
         self.session = session
         self.following = True
         self._runtime_ids: dict[int, int] = {}

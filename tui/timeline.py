@@ -72,6 +72,8 @@ def describe_event(event: ev.Event) -> Text:
     if isinstance(event, ev.BreakpointHit):
         return Text.assemble((seq, "dim"), (f"■ paused: {event.reason} {event.description}",
                                             "bold yellow"))
+    if event.kind == "dropped":
+        return Text("      … let go to keep memory bounded (see the iteration bar)", "dim")
     if isinstance(event, ev.ExceptionRaised):
         return Text.assemble((seq, "dim"), (f"✖ {event.type}: {event.message}", "bold red"))
     return Text.assemble((seq, "dim"), event.kind)

@@ -177,3 +177,21 @@ def test_status_text_says_why_and_where():
     for part in ("PAUSED", "nan", "first NaN", "log", "train.py:12", "iter 2/3", "seq 7",
                  "history: 2 events"):
         assert part in text
+
+
+def test_a_bounded_model_lets_the_oldest_iterations_go(nan_events):
+    full = Model()
+    full.ingest(nan_events)
+    per_iteration = max(len(info.rows) for info in full.iterations)
+    model = Model(max_events=2 * per_iteration)
+    model.ingest(nan_events)
+    model.move_to(model.last_step())
+    dropped = [info.index for info in model.iterations if info.dropped]
+    assert dropped and 3 not in dropped  # the newest (and the cursor's) stay
+    held = sum(1 for e in model.events if e.kind != "dropped")
+    assert held <= 2 * per_iteration + 5
+    assert [i.index for i in model.iterations] == [1, 2, 3]  # the bar still knows them
+    assert not model.graph(dropped[0]).nodes  # a dropped iteration draws empty
+    source = ReplaySource(model, FakeTrace([]))
+    assert source.goto_iteration(dropped[0]) and source.goto_iteration(3)
+    assert model.graph_at_cursor().nodes
