@@ -23,7 +23,8 @@ NOTES = (
     "to focus; enter in the timeline selects that event's node. The graph pane keeps the "
     "arrows, hjkl and tab for itself (pan, next node; J/K follow edges, . centres, z folds a "
     "module, +/- zoom): esc leaves it for the timeline, where ←/→ step again. Ctrl+P opens "
-    "the command palette with every action."
+    "the command palette with every action. A live run keeps the history of its last million "
+    "events or so; older iterations stay in the iteration bar but their details are let go."
 )
 
 
