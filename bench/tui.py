@@ -23,6 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
+import atexit  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -40,6 +41,9 @@ import dyngraph  # noqa: E402
 from dyngraph import events as ev  # noqa: E402
 
 SIZE = (200, 50)
+# The graph pane lays out on daemon threads; a layout still running at exit (a big RNN
+# graph takes minutes) would outlive us. End this process's children on the way out.
+atexit.register(lambda: __import__("dyngraph.tui.cli", fromlist=["x"]).end_children())
 
 
 # -- workloads ----------------------------------------------------------------------------
@@ -488,10 +492,6 @@ def main() -> None:
     except Exception as exc:  # the runtime may be missing in a partial checkout
         print(f"\n   real debug child: not measured ({exc})")
     shutil.rmtree(tmp, ignore_errors=True)
-    # Layout runs of the graph pane still going (a 10k-node graph takes long) would outlive us.
-    from dyngraph.tui.cli import end_children
-
-    end_children()
 
 
 if __name__ == "__main__":
