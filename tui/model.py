@@ -35,6 +35,7 @@ GRAPH_KINDS = frozenset({
     "optimizer_step", "iteration_end", "breakpoint", "exception",
 })
 _GRAPH_CACHE = 8
+QUIET_PAUSES = frozenset({"step", "start"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,10 @@ class Model:
                     iterations.append(info)
                     by_index[info.index] = info
                     current, rows = info.index, info.rows
-                rows.append(i)  # type: ignore[union-attr]
+                # A pause from stepping only says where the cursor is (the status line and
+                # the marked row show that); listing one after every `n` drowned the ops.
+                if kind != "breakpoint" or event.reason not in QUIET_PAUSES:  # type: ignore[attr-defined]
+                    rows.append(i)  # type: ignore[union-attr]
                 if kind == "iteration_end":
                     info.end = i  # type: ignore[union-attr]
                     info.structure_key = event.structure_key  # type: ignore[attr-defined,union-attr]

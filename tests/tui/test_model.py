@@ -195,3 +195,18 @@ def test_a_bounded_model_lets_the_oldest_iterations_go(nan_events):
     source = ReplaySource(model, FakeTrace([]))
     assert source.goto_iteration(dropped[0]) and source.goto_iteration(3)
     assert model.graph_at_cursor().nodes
+
+
+def test_stepping_pauses_stay_out_of_the_timeline_but_breakpoint_hits_do_not(tiny_events):
+    first_op = next(e for e in tiny_events if isinstance(e, ev.Op))
+    step = ev.BreakpointHit(seq=first_op.seq, iteration=first_op.iteration, reason="step",
+                            description="next op", at_seq=first_op.seq)
+    nan = ev.BreakpointHit(seq=first_op.seq, iteration=first_op.iteration, reason="nan",
+                           description="first NaN", at_seq=first_op.seq)
+    at = tiny_events.index(first_op) + 1
+    model = Model()
+    model.ingest([*tiny_events[:at], step, nan, *tiny_events[at:]])
+    rows = model.iterations[0].rows
+    kinds = [(model.events[i].kind, getattr(model.events[i], "reason", "")) for i in rows]
+    assert ("breakpoint", "step") not in kinds
+    assert ("breakpoint", "nan") in kinds
