@@ -13,11 +13,14 @@ True
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,20 +110,87 @@ def find_dot(dot: str | os.PathLike[str] | None = None) -> str:
 
 def run_dot(dot_text: str, args: Sequence[str], *, dot: str | os.PathLike[str] | None = None,
             timeout: float | None = DEFAULT_TIMEOUT) -> bytes:
-    """Run Graphviz on ``dot_text`` with ``args``; its stdout, or a GraphvizError."""
+    """Run Graphviz on ``dot_text`` with ``args``; its stdout, or a GraphvizError.
+
+    The child never outlives this call's failure or the interpreter: on a timeout, an
+    exception (Ctrl-C) or interpreter exit its whole process group is killed and reaped.
+    """
     binary = find_dot(dot)
     try:
-        proc = subprocess.run([binary, *args], input=dot_text.encode("utf-8"),
-                              capture_output=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        raise LayoutTimeout(f"Graphviz layout took longer than {timeout:g} s and was "
-                            "stopped") from None
+        proc = _start([binary, *args])
     except OSError as exc:
         raise GraphvizError(f"could not run Graphviz ({binary}): {exc}") from None
-    if proc.returncode != 0 or not proc.stdout:
-        message = _first_error(proc.stderr) or f"exit status {proc.returncode}"
+    try:
+        out, err = proc.communicate(dot_text.encode("utf-8"), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        raise LayoutTimeout(f"Graphviz layout took longer than {timeout:g} s and was "
+                            "stopped") from None
+    except BaseException:
+        _kill(proc)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+    if proc.returncode != 0 or not out:
+        message = _first_error(err) or f"exit status {proc.returncode}"
         raise GraphvizError(f"Graphviz ({Path(binary).name}) failed: {message}")
-    return proc.stdout
+    return out
+
+
+# -- child processes ---------------------------------------------------------------------
+# Layouts run in daemon threads (the canvas worker, batch export budgets), so the process
+# can exit while dot still runs; left alone it kept running, orphaned, for as long as the
+# layout took. Each child gets its own process group (a wrapper script's children too) and
+# is tracked until reaped; an atexit hook kills whatever is still running. PR_SET_PDEATHSIG
+# would also cover a SIGKILLed parent, but needs preexec_fn (unsafe with threads) and fires
+# when the *thread* that started the child ends, so it is not used.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+_GROUPS = os.name == "posix"
+
+
+def _start(argv: list[str]) -> subprocess.Popen[bytes]:
+    extra = {"process_group": 0} if _GROUPS else {}
+    with _LIVE_LOCK:  # registered before anyone can look: no window for atexit to miss it
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, **extra)
+        _LIVE.add(proc)
+    return proc
+
+
+def _signal_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child's process group (the child alone where there are no groups)."""
+    if proc.returncode is not None:  # reaped: its pid may belong to someone else by now
+        return
+    try:
+        if _GROUPS:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+    except OSError:  # gone already
+        pass
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill and reap ``proc``, closing its pipes."""
+    _signal_group(proc)
+    try:
+        proc.communicate(timeout=5.0)
+    except (subprocess.TimeoutExpired, ValueError, OSError):  # pipes held elsewhere
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait(timeout=5.0)
+
+
+@atexit.register
+def kill_running() -> None:
+    """Kill every Graphviz child still running (called at interpreter exit)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _signal_group(proc)
 
 
 def _first_error(stderr: bytes) -> str:
