@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import IO
 
 from . import __version__
 from .errors import UserError
@@ -28,13 +29,48 @@ COMMANDS = {
 }
 
 
+class _RichParser(argparse.ArgumentParser):
+    """argparse, printed through rich: on a terminal, headings, options and errors in colour;
+    piped, the same plain text argparse writes. Subcommand parsers inherit the class."""
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        if not message:
+            return
+        from rich.console import Console
+        from rich.text import Text
+
+        text = Text(message)
+        text.highlight_regex(r"(?m)^[a-z][a-z ]*:$", "bold")  # section headings
+        text.highlight_regex(r"(?<![\w-])--?[a-zA-Z][\w-]*", "cyan")  # options
+        text.highlight_regex(r"(?m)^usage:", "bold")
+        text.highlight_regex(r"error: .*$", "bold red")
+        Console(file=file or sys.stderr, highlight=False, soft_wrap=True).print(text, end="")
+
+
+def _script_arguments(
+    p: argparse.ArgumentParser, help: str = "arguments passed to the script"
+) -> None:
+    """Everything after the script is the script's; none at all is fine too (argparse would
+    otherwise list ``args`` among the missing arguments)."""
+    p.add_argument("args", nargs=argparse.REMAINDER, help=help).required = False
+
+
+def _error(command: str, message: str) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(
+        f"dyngraph {command}: [bold red]error:[/] {escape(message)}"
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", help="the Python script to run")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    _script_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _RichParser(
         prog="dyngraph",
         description="See and debug define-by-run computational graphs.",
     )
@@ -52,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="open the debugger on a bundled demo")
     p.add_argument("name", nargs="?", default="rnn_varlen", help="demo name (see --list)")
     p.add_argument("--list", action="store_true", help="list the bundled demos")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the demo")
+    _script_arguments(p, "arguments passed to the demo")
 
     p = sub.add_parser("record", help="run a script headless and write its trace")
     p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
@@ -87,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Both `export SOURCE -o DIR ...` (options after SOURCE, a script's own arguments after
     # `--`) and record's `export -o DIR train.py --epochs 3`: see _fix_export_args.
     p.add_argument("source", help="a .dgtrace file or a script to record first")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    _script_arguments(p)
     parser.set_defaults(_export_parser=p)
     return parser
 
@@ -132,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = getattr(importlib.import_module(module_name), function)
         return int(run(args) or 0)
     except UserError as exc:
-        print(f"dyngraph {args.command}: error: {exc}", file=sys.stderr)
+        _error(args.command, str(exc))
         return 2
     except KeyboardInterrupt:
         print(f"dyngraph {args.command}: interrupted", file=sys.stderr)

@@ -55,3 +55,18 @@ def test_export_without_an_output_folder_is_a_one_line_usage_error(capsys):
         cli.main(["export", "run.dgtrace"])
     assert exit_info.value.code == 2
     assert "-o/--output" in capsys.readouterr().err
+
+
+def test_a_missing_script_is_named_and_its_arguments_are_optional(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["record"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.strip().endswith("the following arguments are required: script")
+
+
+def test_user_errors_are_one_line_with_the_command_name(tmp_path, capsys):
+    assert cli.main(["view", str(tmp_path / "missing.dgtrace")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("dyngraph view: error:") and "missing.dgtrace" in err
