@@ -16,7 +16,38 @@ def _index(index: int, length: int, kind: str) -> int:
     return index % length
 
 
-class Sequential(Module):
+class _NumberedModules(Module):
+    """What Sequential and ModuleList share: children named "0", "1", ... kept in order."""
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._modules.values())
+
+    def append(self, module: Module) -> Any:
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> Any:
+        for module in modules:
+            self.append(module)
+        return self
+
+    def _renumber(self, modules: list[Any]) -> None:
+        """Replace the children by ``modules`` named 0..n-1, as PyTorch keeps them."""
+        for key in list(self._modules):
+            delattr(self, key)
+        for i, module in enumerate(modules):
+            self.add_module(str(i), module)
+
+    def _insert(self, index: int, module: Module) -> None:
+        modules = list(self._modules.values())
+        modules.insert(index, module)
+        self._renumber(modules)
+
+
+class Sequential(_NumberedModules):
     """Calls its modules in order, each on the previous one's output.
 
     >>> import dyngraph.nn as nn
@@ -55,39 +86,14 @@ class Sequential(Module):
                                                                              "Sequential")]]
         for key in targets:
             delattr(self, key)
-        # Renumber so the names stay 0..n-1, as PyTorch does.
-        modules = list(self._modules.values())
-        for key in list(self._modules):
-            delattr(self, key)
-        for i, module in enumerate(modules):
-            self.add_module(str(i), module)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._modules.values())
-
-    def append(self, module: Module) -> Sequential:
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> Sequential:
-        for module in modules:
-            self.append(module)
-        return self
+        self._renumber(list(self._modules.values()))
 
     def insert(self, index: int, module: Module) -> Sequential:
-        modules = list(self._modules.values())
-        modules.insert(index, module)
-        for key in list(self._modules):
-            delattr(self, key)
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
+        self._insert(index, module)
         return self
 
 
-class ModuleList(Module):
+class ModuleList(_NumberedModules):
     """A list of modules whose parameters the owner sees (``layers.0.weight`` ...)."""
 
     def __init__(self, modules: Iterable[Module] | None = None) -> None:
@@ -106,36 +112,13 @@ class ModuleList(Module):
     def __delitem__(self, index: int | slice) -> None:
         modules = list(self._modules.values())
         del modules[index]
-        for key in list(self._modules):
-            delattr(self, key)
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._modules.values())
+        self._renumber(modules)
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
 
-    def append(self, module: Module) -> ModuleList:
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules: Iterable[Module]) -> ModuleList:
-        for module in modules:
-            self.append(module)
-        return self
-
     def insert(self, index: int, module: Module) -> None:
-        modules = list(self._modules.values())
-        modules.insert(index, module)
-        for key in list(self._modules):
-            delattr(self, key)
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
+        self._insert(index, module)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ModuleList is not callable: iterate over its modules")
