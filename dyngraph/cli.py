@@ -11,7 +11,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 from . import __version__
 from .errors import UserError
@@ -33,7 +36,7 @@ class _RichParser(argparse.ArgumentParser):
     """argparse, printed through rich: on a terminal, headings, options and errors in colour;
     piped, the same plain text argparse writes. Subcommand parsers inherit the class."""
 
-    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if not message:
             return
         from rich.console import Console
@@ -44,7 +47,8 @@ class _RichParser(argparse.ArgumentParser):
         text.highlight_regex(r"(?<![\w-])--?[a-zA-Z][\w-]*", "cyan")  # options
         text.highlight_regex(r"(?m)^usage:", "bold")
         text.highlight_regex(r"error: .*$", "bold red")
-        Console(file=file or sys.stderr, highlight=False, soft_wrap=True).print(text, end="")
+        out = cast("IO[str]", file or sys.stderr)  # argparse passes real text files
+        Console(file=out, highlight=False, soft_wrap=True).print(text, end="")
 
 
 def _script_arguments(
