@@ -35,6 +35,12 @@ from .raster import Scene, ViewCluster, ViewEdge, ViewGraph, ViewNode
 Sig = tuple[str, str, str, tuple[int, ...], str, bool, tuple[int, ...]]
 
 LARGE_GRAPH = 300  # past this many nodes, deep modules start collapsed
+# A parameter, leaf or AccumulateGrad with at least this many edges is drawn as one box per
+# edge, beside its consumer: dot's layout time exploded on one weight feeding every step of
+# a loop (60 steps: 8.2 s -> 0.05 s; bench/tui_canvas.py). 0 never copies. Two reads well
+# too: a leaf used twice gets a box beside each consumer, as dot does for parameters.
+COPY_SHARED = 2
+_COPYABLE = ("param", "leaf", "accumulate")
 FAST_LAYOUT = 1000  # past this many boxes, trade a little layout quality for speed
 
 
@@ -203,8 +209,14 @@ def node_label(sig: Sig, compact: bool) -> str:
     return raster.fit(text, raster.COMPACT_LABEL if compact else raster.MAX_LABEL)
 
 
-def build_view(sigs: list[Sig], rule: Collapse, compact: bool) -> tuple[ViewGraph, list[int]]:
-    """The boxes to draw for ``sigs`` under ``rule``; also creation index -> view node."""
+def build_view(sigs: list[Sig], rule: Collapse, compact: bool,
+               copy_shared: int | None = None) -> tuple[ViewGraph, list[int]]:
+    """The boxes to draw for ``sigs`` under ``rule``; also creation index -> view node.
+
+    A parameter/leaf/AccumulateGrad box with ``copy_shared`` (None: ``COPY_SHARED``; 0:
+    never) or more edges is split into one copy per edge (``ViewNode.copy_of``); creation
+    indices map to the first copy.
+    """
     view = ViewGraph(compact=compact)
     clusters: dict[str, int] = {}
     boxes: dict[str, int] = {}
@@ -255,7 +267,35 @@ def build_view(sigs: list[Sig], rule: Collapse, compact: bool) -> tuple[ViewGrap
                 if key not in edges:
                     edges[key] = max(i, j)
     view.edges = [ViewEdge(s, d, b) for (s, d), b in edges.items()]
+    least = COPY_SHARED if copy_shared is None else copy_shared
+    if least > 0:
+        _copy_shared(view, least)
     return view, to_view
+
+
+def _copy_shared(view: ViewGraph, least: int) -> None:
+    """Give each use of a much-used leaf its own box, born with the edge it draws.
+
+    The first edge keeps the original box (born with the leaf, so ``to_view`` still finds
+    it); copies are appended with keys ``n<i>_<k>`` and are drawn once their consumer is.
+    """
+    uses: dict[int, list[int]] = {}
+    for ei, e in enumerate(view.edges):
+        for vi in (e.src, e.dst):
+            if view.nodes[vi].kind in _COPYABLE:
+                uses.setdefault(vi, []).append(ei)
+    for vi, eis in uses.items():
+        if len(eis) < max(least, 2):  # a box with one edge is its own copy
+            continue
+        node = view.nodes[vi]
+        node.copy_of = vi
+        for k, ei in enumerate(eis[1:], 1):
+            e = view.edges[ei]
+            ci = len(view.nodes)
+            view.nodes.append(ViewNode(f"{node.key}_{k}", node.kind, node.label, e.birth,
+                                       node.cluster, node.module, copy_of=vi))
+            view.edges[ei] = ViewEdge(ci if e.src == vi else e.src,
+                                      ci if e.dst == vi else e.dst, e.birth)
 
 
 def terminal_dot(view: ViewGraph) -> str:
@@ -304,7 +344,9 @@ def terminal_dot(view: ViewGraph) -> str:
         degree[e.dst] += 1
 
     def beside(vi: int) -> bool:
-        return view.nodes[vi].kind in ("param", "accumulate") and degree[vi] == 1
+        node = view.nodes[vi]
+        return node.copy_of is not None or (
+            node.kind in ("param", "accumulate") and degree[vi] == 1)
 
     tail = [f"{view.nodes[e.src].key} -> {view.nodes[e.dst].key}"
             + (" [minlen=0];" if beside(e.src) or beside(e.dst) else ";") for e in view.edges]
@@ -379,9 +421,11 @@ class LayoutCache:
 
 
 def compute_entry(sigs: list[Sig], rule: Collapse, compact: bool,
-                  layout_fn: Callable[[str], Any]) -> Entry:
-    """Build the view, lay it out and place it on the grid (the worker's whole job)."""
-    view, to_view = build_view(sigs, rule, compact)
+                  layout_fn: Callable[[str], Any],
+                  copy_shared: int | None = None) -> Entry:
+    """Build the view, lay it out and place it on the grid (the worker's whole job);
+    ``copy_shared`` as in ``build_view``."""
+    view, to_view = build_view(sigs, rule, compact, copy_shared)
     dot = terminal_dot(view)
     t0 = time.perf_counter()
     lay = layout_fn(dot)

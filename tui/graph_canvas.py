@@ -139,6 +139,9 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._styles: dict[object, Style] = {}
         self._flags: dict[int, bool] = {}
         self._adjacency: tuple[cl.Entry, list[list[int]], list[list[int]]] | None = None
+        # Which copy of a shared leaf the user moved to (entry, box): the selection is a
+        # graph node, but following edges and scrolling should stay at that copy.
+        self._picked: tuple[cl.Entry, int] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -221,7 +224,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         return self._compact
 
     def box_of(self, node_id: int | None) -> int | None:
-        """Index of the box drawing node ``node_id`` (its module's box when collapsed)."""
+        """Index of the box drawing node ``node_id`` (its module's box when collapsed).
+
+        A shared leaf drawn once per use (``canvas_layout.COPY_SHARED``) gives its first
+        copy; ``copies_of`` lists them all.
+        """
         if node_id is None or self._entry is None:
             return None
         i = self._canon.index.get(node_id)
@@ -229,10 +236,36 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             return None
         return self._entry.to_box[i]
 
-    def node_of(self, box: int) -> int:
-        """The graph node id a box stands for (a collapsed module: its first node)."""
+    def copies_of(self, box: int) -> list[int]:
+        """Every box drawing the same graph node as ``box`` (just ``[box]`` if not copied)."""
         assert self._entry is not None
-        return self._canon.ids[self._entry.scene.boxes[box].birth]
+        nodes = self._entry.scene.view.nodes
+        first = nodes[box].copy_of
+        if first is None:
+            return [box]
+        return [i for i, n in enumerate(nodes) if n.copy_of == first]
+
+    def node_of(self, box: int) -> int:
+        """The graph node id a box stands for (a collapsed module: its first node; a copy of
+        a shared leaf: the leaf)."""
+        assert self._entry is not None
+        first = self._entry.scene.view.nodes[box].primary(box)
+        return self._canon.ids[self._entry.scene.boxes[first].birth]
+
+    def _selected_box(self) -> int | None:
+        """The selected node's box: the copy the user picked, else ``box_of``."""
+        box = self.box_of(self.selected)
+        picked = self._picked
+        if box is not None and picked is not None and picked[0] is self._entry and (
+                self._entry.scene.view.nodes[picked[1]].primary(picked[1]) == box):
+            return picked[1]
+        return box
+
+    def _focus_box(self) -> int | None:
+        """Where moves start: the selection if any, else the current node."""
+        if self.selected is not None:
+            return self._selected_box()
+        return self.box_of(self._current)
 
     def visible_lines(self) -> list[str]:
         """The text of the rows currently on screen (for tests and debugging)."""
@@ -325,6 +358,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         return style
 
     def _nonfinite(self, box: int) -> bool:
+        """Whether the node(s) a box draws hold NaN/Inf (``box`` is a primary box)."""
         flag = self._flags.get(box)
         if flag is None:
             flag = False
@@ -343,9 +377,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         return flag
 
     def _box_style(self, box: int) -> object:
-        kind = self._entry.scene.boxes[box].kind if self._entry is not None else "op"
-        return (kind, box == self.box_of(self._current), box == self.box_of(self.selected),
-                self._nonfinite(box))
+        if self._entry is None:
+            return ("op", False, False, False)
+        first = self._entry.scene.view.nodes[box].primary(box)
+        return (self._entry.scene.boxes[box].kind, first == self.box_of(self._current),
+                first == self.box_of(self.selected), self._nonfinite(first))
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -363,10 +399,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
                                   self._style("status") if message else Style())], width)
         current, selected = self.box_of(self._current), self.box_of(self.selected)
         flags = self._nonfinite
-        boxes = entry.scene.boxes
+        boxes, nodes = entry.scene.boxes, entry.scene.view.nodes
 
-        def box_style(b: int) -> object:
-            return (boxes[b].kind, b == current, b == selected, flags(b))
+        def box_style(b: int) -> object:  # every copy of a shared leaf is styled alike
+            first = nodes[b].primary(b)
+            return (boxes[b].kind, first == current, first == selected, flags(first))
 
         runs = raster.row_runs(entry.scene, y + scroll_y, scroll_x, width, self._upto, box_style)
         segments = [Segment(text, self._style(style) if style is not None else None)
@@ -374,7 +411,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         return Strip(segments, width)
 
     def _follow(self, node_id: int | None, centre: bool = False) -> None:
-        box = self.box_of(node_id)
+        box = self._selected_box() if node_id is not None and node_id == self.selected else (
+            self.box_of(node_id))
         if box is None or self._entry is None:
             return
         b = self._entry.scene.boxes[box]
@@ -391,6 +429,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _select_box(self, box: int) -> None:
         node = self.node_of(box)
+        assert self._entry is not None
+        self._picked = (self._entry, box)  # before `selected`: its watcher scrolls to it
         self.selected = node
         module = None
         if self._entry is not None and self._entry.scene.boxes[box].kind == "module":
@@ -405,14 +445,16 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     def action_select_step(self, step: int) -> None:
         if self._entry is None:
             return
+        nodes = self._entry.scene.view.nodes
         count = len(self._entry.scene.boxes)
-        start = self.box_of(self.selected)
+        start = self.box_of(self.selected)  # a copy steps on from its leaf's first copy
         if start is None:
             start = self.box_of(self._current)
         if start is None:
             start = -1 if step > 0 else count
         box = start + step
-        while 0 <= box < count and not self._drawn(box):
+        # Tab visits graph nodes: the further copies of a shared leaf are skipped.
+        while 0 <= box < count and (not self._drawn(box) or nodes[box].primary(box) != box):
             box += step
         if 0 <= box < count:
             self._select_box(box)
@@ -430,7 +472,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         return self._adjacency[1], self._adjacency[2]
 
     def action_follow_edge(self, direction: str) -> None:
-        box = self.box_of(self.selected if self.selected is not None else self._current)
+        # From a consumer to a shared input lands on that consumer's own copy of it.
+        box = self._focus_box()
         if box is None:
             return
         ins, outs = self._adjacent()
@@ -443,12 +486,12 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._follow(self._current, centre=True)
 
     def action_choose(self) -> None:
-        box = self.box_of(self.selected)
+        box = self._selected_box()
         if box is not None:
             self._select_box(box)
 
     def action_toggle_module(self) -> None:
-        box = self.box_of(self.selected if self.selected is not None else self._current)
+        box = self._focus_box()
         if box is None or self._entry is None:
             return
         view = self._entry.scene.view

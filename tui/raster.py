@@ -62,6 +62,13 @@ class ViewNode:
     birth: int
     cluster: int | None = None  # index of the innermost ViewCluster holding it
     module: str = ""  # for kind "module": the collapsed module's path
+    # A shared leaf is drawn once per use (see canvas_layout.build_view): every copy, the
+    # first included, names the first copy's index here; None for a node drawn once.
+    copy_of: int | None = None
+
+    def primary(self, index: int) -> int:
+        """The box standing for this one's graph node: the first copy, or itself."""
+        return index if self.copy_of is None else self.copy_of
 
 
 @dataclass(frozen=True, slots=True)

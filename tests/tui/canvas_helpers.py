@@ -102,3 +102,32 @@ def grow(graph: Graph, node: GraphNode, inputs: list[int]) -> None:
     graph.nodes[node.id] = node
     graph.edges.extend(GraphEdge(src, node.id, k) for k, src in enumerate(inputs))
 
+
+
+def shared_weight(consumers: int = 3) -> Graph:
+    """A weight ``cell.weight_ih`` used by ``consumers`` chained ``matmul`` ops (``W @ h``),
+    by hand. Ids: the weight 1, an input 2, the matmuls 3, 4, ... (each takes the weight,
+    then the previous one)."""
+    g = Graph(iteration=1)
+    g.nodes[1] = GraphNode(1, "param", name="cell.weight_ih", shape=(4, 4), seq=1,
+                           requires_grad=True)
+    g.nodes[2] = GraphNode(2, "leaf", shape=(2, 4), seq=2)
+    for k in range(consumers):
+        nid = 3 + k
+        grow(g, GraphNode(nid, "op", op="matmul", shape=(4, 2), seq=nid), [1, nid - 1])
+    return g
+
+
+def rnn_loop(steps: int) -> Graph:
+    """The traced forward graph of ``h = (x @ U + h @ W).tanh()`` run ``steps`` times."""
+    U = nn.Parameter(dyngraph.ones(3, 3))
+    W = nn.Parameter(dyngraph.ones(3, 3))
+    x = dyngraph.ones(2, 3)
+    events: list = []
+    with dyngraph.subscribe(events.append, stats="none"):
+        h = dyngraph.zeros(2, 3)
+        for _ in range(steps):
+            h = (x @ U + h @ W).tanh()
+        h.sum().backward()
+        dyngraph.tracing.tracer.flush_iteration()
+    return next(iter(build_graphs(events)))

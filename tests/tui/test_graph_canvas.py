@@ -9,10 +9,11 @@ from __future__ import annotations
 import threading
 import time
 
-from canvas_helpers import chain, fake_layout, grow, traced_graphs
+from canvas_helpers import chain, fake_layout, grow, shared_weight, traced_graphs
 from dyngraph.tui.graph_canvas import GraphCanvas
 from textual.app import App, ComposeResult
 
+from dyngraph.events import Summary
 from dyngraph.graph import GraphBuilder, GraphNode
 
 
@@ -304,3 +305,53 @@ async def test_an_empty_graph_says_so():
         await pilot.pause()
         assert canvas.visible_lines()[0].startswith("(empty graph)")
         assert canvas.box_of(1) is None
+
+
+async def test_copies_of_a_shared_weight_select_and_highlight_as_one_node():
+    graph = shared_weight(3)  # weight 1, input 2, linears 3, 4, 5
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.show(graph, current=4)
+        canvas.focus()
+        await settle(pilot, canvas)
+        copies = canvas.copies_of(canvas.box_of(1))
+        assert len(copies) == 3 and canvas.box_of(1) == copies[0]
+        # Clicking the last copy selects the weight itself.
+        box = canvas.scene.boxes[copies[2]]
+        x, y = box.left + 2 - canvas.scroll_offset.x, box.top + 1 - canvas.scroll_offset.y
+        await pilot.click(GraphCanvas, offset=(x, y))
+        assert app.selections == [1] and canvas.selected == 1
+        underlined = list(segments_with(canvas, "cell.weight_ih"))
+        assert len(underlined) == 3 and all(seg.style.underline for seg in underlined)
+        assert canvas.box_of(1) == copies[0]  # documented: box_of gives the first copy
+        # K goes to that copy's one consumer (the third matmul), not the first.
+        await pilot.press("K")
+        assert app.selections[-1] == 5
+        # J from a matmul goes to its own copy of the weight: K then comes straight back.
+        await pilot.press("J")
+        assert app.selections[-1] == 1
+        await pilot.press("K")
+        assert app.selections[-1] == 5
+        canvas.selected = 4
+        await pilot.press("J", "K")
+        assert app.selections[-2:] == [1, 4]
+        # The current node's highlight (reverse) also marks every copy.
+        canvas.show(graph, current=1)
+        await pilot.pause()
+        marked = list(segments_with(canvas, "cell.weight_ih"))
+        assert len(marked) == 3 and all(seg.style.reverse for seg in marked)
+
+
+async def test_every_copy_of_a_nonfinite_shared_weight_is_red():
+    graph = shared_weight(3)
+    graph.nodes[1].summary = Summary(shape=(4, 4), dtype="float32", inf=2)
+    app = Host()
+    async with app.run_test(size=(120, 40)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.show(graph)
+        await settle(pilot, canvas)
+        error = canvas.get_component_rich_style("graph-canvas--nonfinite").color
+        marked = list(segments_with(canvas, "cell.weight_ih"))
+        assert len(marked) == 3 and all(seg.style.color == error for seg in marked)
+        assert not any(seg.style.color == error for seg in segments_with(canvas, "matmul"))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
 import pytest
-from canvas_helpers import chain, fake_layout, grow, traced_graphs
+from canvas_helpers import chain, fake_layout, grow, rnn_loop, shared_weight, traced_graphs
 from dyngraph.tui import canvas_layout as cl
 from dyngraph.tui import raster
 from dyngraph.tui.raster import ViewCluster, ViewEdge, ViewGraph, ViewNode
@@ -271,3 +272,54 @@ def test_collapse_rule_depth_and_overrides():
     assert opened.owner("enc.layers.3.attn") == "enc.layers.3"  # one level opens at a time
     shut = cl.Collapse(collapsed=frozenset({"enc"}))
     assert shut.owner("enc.layers.3") == "enc" and shut.owner("dec.0") is None
+
+
+def test_a_shared_leaf_is_drawn_beside_each_consumer():
+    entry, canon = scene_of(shared_weight(3))
+    view, scene = entry.scene.view, entry.scene
+    copies = [i for i, n in enumerate(view.nodes) if n.label == "cell.weight_ih"]
+    assert len(copies) == 3
+    first = entry.to_box[canon.index[1]]
+    assert first == copies[0] and all(view.nodes[i].copy_of == first for i in copies)
+    for i in copies:  # one edge each, into a different matmul
+        assert [e for e in view.edges if i in (e.src, e.dst)] == [
+            e for e in view.edges if e.src == i]
+        assert sum(e.src == i for e in view.edges) == 1
+    heads = {e.dst for e in view.edges if e.src in copies}
+    assert {view.nodes[h].label for h in heads} == {"matmul 4×2"} and len(heads) == 3
+    grid = raster.rasterize(scene)
+    assert grid.text.count("cell.weight_ih") == 3
+    # Each copy is born with its consumer: the graph so far shows one copy per matmul.
+    assert raster.rasterize(scene, upto=3).text.count("cell.weight_ih") == 1
+    assert raster.rasterize(scene, upto=4).text.count("cell.weight_ih") == 2
+    # Turned off, the weight is one box with three edges.
+    single = cl.compute_entry(canon.sigs, cl.Collapse(), False, fake_layout, copy_shared=0)
+    assert raster.rasterize(single.scene).text.count("cell.weight_ih") == 1
+
+
+def test_long_shared_weight_loop_hands_dot_no_leaf_with_several_edges():
+    # A 60-step loop took dot 8 s with U, W and x as one box each (bench/tui_canvas.py).
+    canon = cl.Canonical()
+    canon.update(rnn_loop(60))
+    kinds = {f"n{i}": sig[0] for i, sig in enumerate(canon.sigs)}
+    seen: list[str] = []
+
+    def capture(dot: str):
+        seen.append(dot)
+        return fake_layout(dot)
+
+    def leaf_degrees(dot: str) -> dict[str, int]:
+        degree: dict[str, int] = {}
+        for tail, head in re.findall(r"^(\w+) -> (\w+)", dot, re.M):
+            for name in (tail, head):
+                if kinds.get(name.split("_")[0]) in ("param", "leaf"):
+                    degree[name] = degree.get(name, 0) + 1
+        return degree
+
+    cl.compute_entry(canon.sigs, cl.Collapse(), False, capture, copy_shared=0)
+    assert max(leaf_degrees(seen[0]).values()) == 60  # the test sees what it guards against
+    entry = cl.compute_entry(canon.sigs, cl.Collapse(), False, capture)
+    degrees = leaf_degrees(seen[1])
+    assert len(degrees) > 3 * 60 and set(degrees.values()) == {1}
+    assert "minlen=0" in seen[1]
+    assert entry.scene.missing == 0
