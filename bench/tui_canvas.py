@@ -62,16 +62,18 @@ def _trace(model: nn.Module) -> Graph:
     return next(build_graphs(events))
 
 
-def rnn_graph(steps: int) -> Graph:
-    """A hand-written RNN loop ``h = (x @ U + h @ W).tanh()``: U, W and x feed every step."""
+def rnn_graph(steps: int, share: int | None = None) -> Graph:
+    """A hand-written RNN loop ``h = (x @ U + h @ W).tanh()``: x feeds every step, and U, W
+    too (or a fresh U, W pair every ``share`` steps)."""
     rng = np.random.default_rng(0)
-    U = nn.Parameter(dyngraph.tensor(rng.standard_normal((8, 8), dtype=np.float32)))
-    W = nn.Parameter(dyngraph.tensor(rng.standard_normal((8, 8), dtype=np.float32)))
     x = dyngraph.tensor(rng.standard_normal((4, 8), dtype=np.float32))
     events = []
     with dyngraph.subscribe(events.append, stats="cheap"):
         h = dyngraph.zeros(4, 8)
-        for _ in range(steps):
+        for t in range(steps):
+            if t % (share or steps) == 0:
+                U = nn.Parameter(dyngraph.tensor(rng.standard_normal((8, 8), dtype=np.float32)))
+                W = nn.Parameter(dyngraph.tensor(rng.standard_normal((8, 8), dtype=np.float32)))
             h = (x @ U + h @ W).tanh()
         h.sum().backward()
         dyngraph.tracing.tracer.flush_iteration()
@@ -95,6 +97,22 @@ def shared_leaves(steps_list: list[int]) -> None:
         print(f"RNN loop {steps:>3} steps, {len(canon.sigs):>4} nodes: one box per shared leaf "
               f"{before:6.2f} s ({nb} boxes), a copy per use {after:6.2f} s ({na} boxes): "
               f"{before / max(after, 1e-9):6.1f}x faster")
+
+
+def copy_threshold(steps: int = 60) -> None:
+    """Which leaves are worth copying: weights shared by k steps, copied from 2 uses or not.
+
+    x (used by every step) is copied in both columns, so the difference is the weights'.
+    """
+    from dyngraph.tui import canvas_layout as cl
+
+    for share in (2, 5, 20):
+        canon = cl.Canonical()
+        canon.update(rnn_graph(steps, share))
+        t = [cl.compute_entry(canon.sigs, cl.Collapse(None), False, cl.default_layout,
+                              copy_shared=least).layout_seconds for least in (2, share + 1)]
+        print(f"RNN loop {steps} steps, U and W shared by {share:>2} steps: copying from 2 "
+              f"uses {t[0]:6.3f} s, weights not copied {t[1]:6.3f} s ({t[1] / t[0]:4.1f}x)")
 
 
 def prefix(graph: Graph, n: int) -> Graph:
@@ -186,6 +204,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.rnn_steps:
         shared_leaves([int(s) for s in args.rnn_steps.split(",")])
+        copy_threshold()
     for size in (int(s) for s in args.sizes.split(",") if s):
         graph = model_graph(size)
         for auto in (False, True):
