@@ -10,6 +10,8 @@ so layouts are keyed by *structure*, not by object:
 - ``LayoutCache.best()`` finds the cached layout sharing the longest prefix with the graph
   on screen, so stepping through a repeated iteration never lays out again: the canvas
   draws the prefix of the cached scene (see ``raster.render_row(upto=...)``).
+- A parameter, leaf or AccumulateGrad used more than once is drawn beside each user
+  (``COPY_SHARED``): one weight feeding every step of a loop made dot take seconds.
 - ``LayoutWorker`` lays out in a daemon thread (a blocked ``dot`` never holds up quitting),
   one job at a time, keeping only the newest request and starting at most a few per second.
 
