@@ -416,8 +416,15 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         if box is None or self._entry is None:
             return
         b = self._entry.scene.boxes[box]
-        self.scroll_to_region(Region(b.left, b.top, b.width, b.height), animate=False,
-                              center=centre, spacing=None, force=True, immediate=True)
+        region = Region(b.left, b.top, b.width, b.height)
+        if not centre:
+            # Leave the view alone while the box is in it; once it leaves, bring it to the
+            # middle rather than to the edge, so what comes next is in view too.
+            width, height = self.scrollable_content_region.size
+            view = Region(round(self.scroll_x), round(self.scroll_y), width, height)
+            centre = not view.contains_region(region)
+        self.scroll_to_region(region, animate=False, center=centre, spacing=None, force=True,
+                              immediate=True)
 
     def watch_selected(self, old: int | None, new: int | None) -> None:
         self._follow(new)

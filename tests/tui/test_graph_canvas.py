@@ -355,3 +355,27 @@ async def test_every_copy_of_a_nonfinite_shared_weight_is_red():
         marked = list(segments_with(canvas, "cell.weight_ih"))
         assert len(marked) == 3 and all(seg.style.color == error for seg in marked)
         assert not any(seg.style.color == error for seg in segments_with(canvas, "matmul"))
+
+
+async def test_stepping_past_the_view_brings_the_current_op_to_the_middle():
+    graph = chain(40)  # a long chain: taller than the pane
+    ops = [n.id for n in graph.nodes.values() if n.kind == "op"]
+    app = Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        canvas.show(graph, current=ops[0])
+        await settle(pilot, canvas)
+        top = canvas.scroll_offset.y
+        canvas.show(graph, current=ops[1])  # still in view: the view stays put
+        await pilot.pause()
+        assert canvas.scroll_offset.y == top
+        for op in ops[2 : len(ops) // 2]:  # walk down the chain, as `n` does (not to its end,
+            # where the view cannot scroll further and the last op must sit low)
+            canvas.show(graph, current=op)
+            await pilot.pause()
+            box = canvas.scene.boxes[canvas.box_of(op)]
+            middle = canvas.scroll_offset.y + canvas.scrollable_content_region.height / 2
+            view_top = canvas.scroll_offset.y
+            assert view_top <= box.top < view_top + canvas.scrollable_content_region.height
+        # The view followed by re-centring, not by scrolling the op to the bottom edge.
+        assert abs(box.top + box.height / 2 - middle) <= canvas.scrollable_content_region.height / 4
