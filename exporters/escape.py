@@ -38,9 +38,9 @@ def clean(text: str) -> str:
     return _CONTROL.sub(_visible, text)
 
 
-def dot_text(text: str) -> str:
-    """Escape ``text`` for the inside of a DOT double-quoted label/tooltip (no quotes added)."""
-    text = clean(text)
+def _dot_escape(text: str, control: re.Pattern[str]) -> str:
+    if control.search(text) is not None:
+        text = control.sub(_visible, text)
     if "\\" in text:
         text = text.replace("\\", "\\\\")
     if '"' in text:
@@ -50,20 +50,17 @@ def dot_text(text: str) -> str:
     return text
 
 
+def dot_text(text: str) -> str:
+    """Escape ``text`` for the inside of a DOT double-quoted label/tooltip (no quotes added)."""
+    return _dot_escape(text, _CONTROL)
+
+
 _CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\ud800-\udfff]")
 
 
 def dot_multiline(text: str) -> str:
     """A quoted DOT string of ``text`` whose newlines become Graphviz line breaks."""
-    if _CONTROL_BUT_NEWLINE.search(text) is not None:
-        text = _CONTROL_BUT_NEWLINE.sub(_visible, text)
-    if "\\" in text:
-        text = text.replace("\\", "\\\\")
-    if '"' in text:
-        text = text.replace('"', '\\"')
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    return '"' + text.replace("\n", "\\n") + '"'
+    return '"' + _dot_escape(text, _CONTROL_BUT_NEWLINE).replace("\n", "\\n") + '"'
 
 
 def dot_quote(text: str) -> str:
