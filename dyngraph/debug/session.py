@@ -415,7 +415,7 @@ def _describe_exit(status: int, reason: str) -> str:
     if reason == "aborted":
         return "aborted"
     if status < 0:
-        return f"killed by {_signal_name(-status)} (exit status {status})"
+        return f"killed by {_signal_name(-status)}"  # the number depends on who reports it
     return f"exited with status {status}" + (f" ({reason})" if reason not in ("exit",
                                                                                 "finished") else "")
 
