@@ -5,10 +5,11 @@
 
 ``to_dot`` is pure; ``render``/``layout`` run the ``graphviz-pure`` binary (or the ``dot``
 chosen with ``dot=`` / ``$DYNGRAPH_DOT``); ``export_iterations`` writes a directory of
-``iter-0001.dot``/``.svg`` files and an ``index.html``.
+``iter-0001.dot``/``.svg`` files and an ``index.html``; ``IterationExporter`` writes them
+one iteration at a time as a run goes (reusing layouts between calls).
 """
 
-from .batch import ExportResult, IterationInfo, export_iterations
+from .batch import ExportResult, IterationExporter, IterationInfo, export_iterations
 from .colors import GradScale
 from .dot import DotDoc, build_dot, to_dot
 from .render import (
@@ -30,6 +31,7 @@ __all__ = [
     "ExportResult",
     "GradScale",
     "GraphvizError",
+    "IterationExporter",
     "IterationInfo",
     "Layout",
     "LayoutTimeout",

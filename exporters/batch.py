@@ -44,6 +44,8 @@ DEFAULT_MAX_NODES = 2000
 KEEP_LAYOUTS = 32
 # Above this many drawn nodes the layout runs with FAST_ARGS.
 FAST_ABOVE = 1500
+# Structures whose fitting collapse depth is remembered (a few bytes each).
+KEEP_DEPTHS = 1024
 
 
 def _umask() -> int:
@@ -265,14 +267,7 @@ def export_iterations(
     ``diff``: mark what changed since the previous iteration. One colour scale spans all
     chosen iterations, so a colour means the same gradient norm on every page.
     """
-    formats = tuple(formats)
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise UserError(f"unknown format {bad[0] if bad else ''!r}: choose from dot, svg")
-    if graph_kind not in GRAPH_KINDS:
-        raise UserError(f"unknown graph kind {graph_kind!r}: choose from {', '.join(GRAPH_KINDS)}")
-    if depth is not None and depth < 0:
-        raise UserError(f"--depth must be 0 or more, got {depth}")
+    formats = _check(formats, graph_kind, depth)
     items = _items(source)
     chosen = select(iterations, items)
     if "svg" in formats:
@@ -301,6 +296,88 @@ def export_iterations(
                 pass
 
 
+def _check(formats: Sequence[str], graph_kind: str, depth: int | None) -> tuple[str, ...]:
+    """The formats as a tuple; a UserError for any option out of range."""
+    formats = tuple(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise UserError(f"unknown format {bad[0] if bad else ''!r}: choose from dot, svg")
+    if graph_kind not in GRAPH_KINDS:
+        raise UserError(f"unknown graph kind {graph_kind!r}: choose from {', '.join(GRAPH_KINDS)}")
+    if depth is not None and depth < 0:
+        raise UserError(f"--depth must be 0 or more, got {depth}")
+    return formats
+
+
+class IterationExporter:
+    """Writes iterations one call at a time, keeping layouts for the next calls.
+
+    For a debugger that exports each iteration as it completes: an iteration whose drawing
+    has the layout of one written before (up to ``KEEP_LAYOUTS`` distinct ones) costs no
+    Graphviz run, as in ``export_iterations``. Unlike that batch, which spans one colour
+    scale over all its iterations, each file here has its own scale (later iterations are
+    not known yet); a file is byte for byte what ``export_iterations([graph], ...)``
+    writes for that graph alone. Files are written atomically (a temporary name renamed
+    into place) with the user's usual permissions; no ``index.html``. Not thread-safe:
+    call ``write`` from one thread at a time.
+
+    >>> exporter = IterationExporter("out", formats=("dot", "svg"))   # doctest: +SKIP
+    >>> exporter.write(graph)                                         # doctest: +SKIP
+    [PosixPath('out/iter-0001.dot'), PosixPath('out/iter-0001.svg')]
+    """
+
+    def __init__(self, out_dir: str | os.PathLike[str], *, formats: Sequence[str] = FORMATS,
+                 graph_kind: str = "forward", depth: int | None = None,
+                 show_shapes: bool = False, fold_repeats: bool = False,
+                 dot: str | os.PathLike[str] | None = None, budget: float = DEFAULT_TIMEOUT,
+                 max_nodes: int = DEFAULT_MAX_NODES, suffix: str = "") -> None:
+        self.out_dir = Path(out_dir)
+        self.formats = _check(formats, graph_kind, depth)
+        self.suffix = suffix  # after the iteration number: iter-0001{suffix}.svg
+        if "svg" in self.formats:
+            find_dot(dot)  # a missing binary fails here, before anything is written
+        self._drawer = Drawer(svg="svg" in self.formats, graph_kind=graph_kind, depth=depth,
+                              show_shapes=show_shapes, fold_repeats=fold_repeats,
+                              diff_legend=False, dot=dot, budget=budget, max_nodes=max_nodes)
+        self._last_key: str | None = None
+        self.last: IterationInfo | None = None  # what the last write drew
+
+    @property
+    def layouts(self) -> int:
+        """How many times Graphviz laid a graph out so far."""
+        return self._drawer.layouts
+
+    def write(self, graph: Graph) -> list[Path]:
+        """Write ``graph``'s files (none for a graph without nodes); return their paths.
+
+        A failure (Graphviz, the disk) raises UserError and leaves none of this call's
+        files behind; the exporter stays usable.
+        """
+        if not graph.nodes:
+            return []
+        key = graph.structure_key
+        info = IterationInfo(graph.iteration, key, key != self._last_key, len(graph.nodes))
+        dot_text, svg_text = self._drawer.draw(graph, info, GradScale.from_graphs([graph]))
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create {self.out_dir}: {exc.strerror or exc}") from None
+        name = f"iter-{graph.iteration:04d}{self.suffix}"
+        written: list[Path] = []
+        try:
+            for ext, text in _texts(self.formats, dot_text, svg_text):
+                path = self.out_dir / f"{name}.{ext}"
+                _Writer._write_now(path, text)
+                written.append(path)
+                info.files.append(path.name)
+        except BaseException:
+            for path in written:  # the .dot of an iteration whose .svg failed: not half of it
+                path.unlink(missing_ok=True)
+            raise
+        self._last_key, self.last = key, info
+        return written
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """No cyclic GC during the export loop.
@@ -325,11 +402,9 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             progress: Callable[[int, int], None] | None) -> ExportResult:
     writer = _Writer(out)
     result = ExportResult(out, [])
-    # Bounded: a run whose graph changes every iteration must not keep every layout.
-    templates: _Recent[str, SvgTemplate] = _Recent(KEEP_LAYOUTS)
-    views = ViewCache()
-    fallback: dict[str, int | None] = {}  # structure key -> the depth that fits
-    fast_paths: _Recent[tuple[object, ...], FastPath] = _Recent(KEEP_LAYOUTS)
+    drawer = Drawer(svg="svg" in formats, graph_kind=graph_kind, depth=depth,
+                    show_shapes=show_shapes, fold_repeats=fold_repeats, diff_legend=diff,
+                    dot=dot, budget=budget, max_nodes=max_nodes)
     try:
         for done, pos in enumerate(chosen):
             item = items[pos]
@@ -339,56 +414,11 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             prev = items[pos - 1].get() if diff and pos > 0 else None
             info = IterationInfo(item.index, item.key,
                                  pos == 0 or items[pos - 1].key != item.key, len(graph.nodes))
-            if item.key not in fallback:
-                fallback[item.key] = choose_depth(graph, depth, max_nodes)
-            d = fallback[item.key]
-
-            def make(d: int | None, graph: Graph = graph, prev: Graph | None = prev,
-                     number: int = item.index) -> DotDoc:
-                return build_dot(graph, depth=d, diff_against=prev, show_shapes=show_shapes,
-                                 fold_repeats=fold_repeats, graph_kind=graph_kind,
-                                 grad_scale=scale, diff_legend=diff, cache=views,
-                                 title=f"dyngraph iteration {number}")
-
+            dot_text, svg_text = drawer.draw(graph, info, scale, prev)
             name = f"iter-{item.index:04d}"
-            if prev is not None:
-                change = graph.diff(prev)
-                info.added, info.removed = len(change.added), len(change.removed)
-            fast, ordered, shown = None, None, None
-            if graph_kind != "both" and (prev is None or _plain_diff(graph, prev, graph_kind)):
-                shown = graph if graph_kind == "forward" else _as_kind(graph, graph_kind)
-                ordered = seq_order(shown)
-                legend = scale is not None or diff or _nonfinite(shown)
-                fast = fast_paths.get(
-                    (legend, signature(shown, ordered, d, fold_repeats, show_shapes)))
-            if fast is not None and ordered is not None:
-                dot_text, svg_text = fast.render(ordered, f"dyngraph iteration {item.index}",
-                                                 "svg" in formats)
-                info.layout_reused = svg_text is not None
-                info.depth, info.drawn, info.collapsed = d, len(fast.order), d != depth
-                _write(writer, info, name, formats, dot_text, svg_text)
-                result.iterations.append(info)
-                if progress is not None:
-                    progress(done + 1, len(chosen))
-                continue
-            doc = make(d)
-            template: SvgTemplate | None = None
-            if "svg" in formats:
-                template = templates.get(doc.layout_key())
-                info.layout_reused = template is not None
-                if template is None:
-                    doc, d, template = _lay_out(doc, d, make, dot, budget)
-                    templates[template.key] = template
-                    fallback[item.key] = d
-                    result.layouts += 1
-            info.depth, info.drawn, info.collapsed = d, len(doc.nodes()), d != depth
-            _write(writer, info, name, formats, doc.text(),
-                   template.render(doc) if template is not None else None)
-            if doc.shape is not None and shown is not None and ordered is not None:
-                # Later iterations of this shape take the fast path.
-                sig = signature(shown, ordered, d, fold_repeats, show_shapes)
-                fast_paths[(bool(doc.legend), sig)] = FastPath(doc, doc.shape, ordered, "n", scale,
-                                           template if "svg" in formats else None)
+            for ext, text in _texts(formats, dot_text, svg_text):
+                writer.write(f"{name}.{ext}", text)
+                info.files.append(f"{name}.{ext}")
             result.iterations.append(info)
             if progress is not None:
                 progress(done + 1, len(chosen))
@@ -402,8 +432,88 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
         raise
     finally:
         writer.close()
+    result.layouts = drawer.layouts
     result.files = list(writer.written)
     return result
+
+
+class Drawer:
+    """One iteration's DOT and SVG text, with the caches that make the next one cheap.
+
+    Kept across iterations: laid-out ``SvgTemplate``s (by ``DotDoc.layout_key()``), fast
+    paths (by the graph's signature, colour scale and legend), the view cache and the
+    collapse depth that fits each structure. Layouts and fast paths are bounded to the
+    ``KEEP_LAYOUTS`` most recently used: a run whose graph changes every iteration must not
+    keep every layout. ``export_iterations`` and ``IterationExporter`` both draw with one.
+    """
+
+    def __init__(self, *, svg: bool, graph_kind: str, depth: int | None, show_shapes: bool,
+                 fold_repeats: bool, diff_legend: bool, dot: str | os.PathLike[str] | None,
+                 budget: float, max_nodes: int) -> None:
+        self.svg, self.graph_kind, self.depth = svg, graph_kind, depth
+        self.show_shapes, self.fold_repeats = show_shapes, fold_repeats
+        self.diff_legend = diff_legend
+        self.dot, self.budget, self.max_nodes = dot, budget, max_nodes
+        self.layouts = 0  # Graphviz layouts run so far
+        self.templates: _Recent[str, SvgTemplate] = _Recent(KEEP_LAYOUTS)
+        self.fast_paths: _Recent[tuple[object, ...], FastPath] = _Recent(KEEP_LAYOUTS)
+        self.views = ViewCache()
+        # structure key -> (the depth that fits,); a tuple, since the depth may be None
+        self.fallback: _Recent[str, tuple[int | None]] = _Recent(KEEP_DEPTHS)
+
+    def draw(self, graph: Graph, info: IterationInfo, scale: GradScale | None,
+             prev: Graph | None = None) -> tuple[str, str | None]:
+        """(DOT text, SVG text or None without svg) of ``graph``; fills in ``info``.
+
+        ``scale``: the colour scale (None: no gradients). ``prev``: diff against it.
+        """
+        known = self.fallback.get(info.structure_key)
+        if known is None:
+            known = (choose_depth(graph, self.depth, self.max_nodes),)
+            self.fallback[info.structure_key] = known
+        d = known[0]
+        kind, fold, shapes = self.graph_kind, self.fold_repeats, self.show_shapes
+
+        def make(d: int | None) -> DotDoc:
+            return build_dot(graph, depth=d, diff_against=prev, show_shapes=shapes,
+                             fold_repeats=fold, graph_kind=kind, grad_scale=scale,
+                             diff_legend=self.diff_legend, cache=self.views,
+                             title=f"dyngraph iteration {info.index}")
+
+        if prev is not None:
+            change = graph.diff(prev)
+            info.added, info.removed = len(change.added), len(change.removed)
+        fast, ordered, shown = None, None, None
+        if kind != "both" and (prev is None or _plain_diff(graph, prev, kind)):
+            shown = graph if kind == "forward" else _as_kind(graph, kind)
+            ordered = seq_order(shown)
+            legend = scale is not None or self.diff_legend or _nonfinite(shown)
+            # The scale is part of the key: a fast path paints with the scale it was made with.
+            fast = self.fast_paths.get((legend, scale, signature(shown, ordered, d, fold, shapes)))
+        if fast is not None and ordered is not None:
+            dot_text, svg_text = fast.render(ordered, f"dyngraph iteration {info.index}",
+                                             self.svg)
+            info.layout_reused = svg_text is not None
+            info.depth, info.drawn, info.collapsed = d, len(fast.order), d != self.depth
+            return dot_text, svg_text
+        doc = make(d)
+        template: SvgTemplate | None = None
+        if self.svg:
+            template = self.templates.get(doc.layout_key())
+            info.layout_reused = template is not None
+            if template is None:
+                doc, d, template = _lay_out(doc, d, make, self.dot, self.budget)
+                self.templates[template.key] = template
+                self.fallback[info.structure_key] = (d,)
+                self.layouts += 1
+        info.depth, info.drawn, info.collapsed = d, len(doc.nodes()), d != self.depth
+        svg_text = template.render(doc) if template is not None else None
+        if doc.shape is not None and shown is not None and ordered is not None:
+            # Later iterations of this shape take the fast path.
+            sig = signature(shown, ordered, d, fold, shapes)
+            self.fast_paths[(bool(doc.legend), scale, sig)] = FastPath(
+                doc, doc.shape, ordered, "n", scale, template)
+        return doc.text(), svg_text
 
 
 def _nonfinite(graph: Graph) -> bool:
@@ -439,14 +549,13 @@ def _plain_diff(graph: Graph, prev: Graph, graph_kind: str) -> bool:
     return diff_graphs(_as_kind(prev, graph_kind), _as_kind(graph, graph_kind)).unchanged
 
 
-def _write(writer: _Writer, info: IterationInfo, name: str, formats: tuple[str, ...],
-           dot_text: str, svg_text: str | None) -> None:
-    if "dot" in formats:
-        writer.write(f"{name}.dot", dot_text)
-        info.files.append(f"{name}.dot")
+def _texts(formats: Sequence[str], dot_text: str, svg_text: str | None
+           ) -> list[tuple[str, str]]:
+    """(extension, text) of each file to write, in ``FORMATS`` order."""
+    out = [("dot", dot_text)] if "dot" in formats else []
     if "svg" in formats and svg_text is not None:
-        writer.write(f"{name}.svg", svg_text)
-        info.files.append(f"{name}.svg")
+        out.append(("svg", svg_text))
+    return out
 
 
 def _lay_out(doc: DotDoc, d: int | None, make: Callable[[int | None], DotDoc],

@@ -1,7 +1,10 @@
 """Writing iteration graphs as DOT + SVG from the debugger (``e``, ``--export-dir``).
 
 Work happens on one daemon thread fed by a queue: rendering runs the layout binary, which
-may take seconds on a big graph, and must never hold up the UI or quitting.
+may take seconds on a big graph, and must never hold up the UI or quitting. The thread
+keeps one ``IterationExporter`` per (directory, graph kind), so iterations of an
+unchanging graph reuse the first one's layout, as ``dyngraph export`` does: a run
+exporting every iteration pays Graphviz once per distinct structure, not once per step.
 """
 
 from __future__ import annotations
@@ -10,42 +13,50 @@ import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dyngraph.graph import Graph
+
+if TYPE_CHECKING:
+    from dyngraph.exporters import IterationExporter
 
 Done = Callable[[int, list[Path], BaseException | None], None]
 
 
+def _suffix(graph_kind: str) -> str:
+    return "-backward" if graph_kind == "backward" else ""
+
+
 def export_graph(graph: Graph, directory: Path | str, *, graph_kind: str = "forward",
                  svg: bool = True) -> list[Path]:
-    """Write ``iter-NNNN.dot`` (and ``.svg``) for ``graph`` into ``directory``.
+    """Write ``iter-NNNN.dot`` (and ``.svg``) for ``graph`` into ``directory``, once.
+
+    To export many iterations, keep an ``Exporter`` (or ``IterationExporter``): this lays
+    the graph out afresh on every call.
 
     >>> export_graph(graph, "dyngraph-export")      # doctest: +SKIP
     [PosixPath('dyngraph-export/iter-0003.dot'), PosixPath('dyngraph-export/iter-0003.svg')]
     """
-    from dyngraph.exporters import render, to_dot
+    from dyngraph.exporters import IterationExporter
 
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = f"iter-{graph.iteration:04d}" + ("-backward" if graph_kind == "backward" else "")
-    dot_text = to_dot(graph, graph_kind=graph_kind)
-    dot_path = out / f"{stem}.dot"
-    dot_path.write_text(dot_text, encoding="utf-8")
-    written = [dot_path]
-    if svg:
-        svg_path = out / f"{stem}.svg"
-        svg_path.write_bytes(render(dot_text, fmt="svg"))
-        written.append(svg_path)
-    return written
+    formats = ("dot", "svg") if svg else ("dot",)
+    return IterationExporter(directory, formats=formats, graph_kind=graph_kind,
+                             suffix=_suffix(graph_kind)).write(graph)
 
 
 class Exporter:
-    """A queue of graphs to export on one daemon thread; ``done`` is called on that thread."""
+    """A queue of graphs to export on one daemon thread; ``done`` is called on that thread.
 
-    def __init__(self, done: Done) -> None:
+    ``dot``: the layout binary (None: ``$DYNGRAPH_DOT`` or graphviz-pure).
+    """
+
+    def __init__(self, done: Done, *, dot: str | None = None) -> None:
         self._queue: queue.SimpleQueue[tuple[Graph, Path, str] | None] = queue.SimpleQueue()
         self._done = done
+        self._dot = dot
         self._thread: threading.Thread | None = None
+        # Used on the export thread only. Few: the debugger writes one or two directories.
+        self._exporters: dict[tuple[Path, str], IterationExporter] = {}
 
     def submit(self, graph: Graph, directory: Path | str, graph_kind: str = "forward") -> None:
         self._queue.put((graph, Path(directory), graph_kind))
@@ -54,6 +65,16 @@ class Exporter:
                                             daemon=True)
             self._thread.start()
 
+    def _exporter(self, directory: Path, kind: str) -> IterationExporter:
+        from dyngraph.exporters import IterationExporter
+
+        found = self._exporters.get((directory, kind))
+        if found is None:  # a missing binary raises here, and is asked again next time
+            found = IterationExporter(directory, graph_kind=kind, dot=self._dot,
+                                      suffix=_suffix(kind))
+            self._exporters[(directory, kind)] = found
+        return found
+
     def _run(self) -> None:
         while True:
             item = self._queue.get()
@@ -61,7 +82,7 @@ class Exporter:
                 return
             graph, directory, kind = item
             try:
-                paths = export_graph(graph, directory, graph_kind=kind)
+                paths = self._exporter(directory, kind).write(graph)
             except BaseException as exc:  # reported in the UI, the thread keeps serving
                 self._done(graph.iteration, [], exc)
             else:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from dyngraph.exporters import GradScale, GraphvizError, export_iterations, find_dot, to_dot
-from exporter_graphs import mlp, stack
+from exporter_graphs import GraphMaker, mlp, stack
 
 import dyngraph
 from dyngraph.errors import UserError
@@ -275,3 +275,104 @@ def test_trace_graphs_match_the_trace_iterations(tmp_path: Path) -> None:
     assert [g.structure_key for g in streamed] == [it.structure_key for it in trace.iterations]
     for a, b in zip(streamed, expected, strict=True):
         assert to_dot(a) == to_dot(b)
+
+
+# -- IterationExporter: one iteration per call, layouts kept between calls -------------------
+
+def counting_dot(tmp_path: Path) -> tuple[Path, Path]:
+    """A "dot" that logs one line per run into a file, then runs the real one."""
+    log = tmp_path / "dot-runs.log"
+    wrapper = tmp_path / "counting-dot"
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import subprocess, sys\n"
+        f"open({str(log)!r}, 'a').write('run\\n')\n"
+        f"sys.exit(subprocess.run([{find_dot()!r}, *sys.argv[1:]]).returncode)\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper, log
+
+
+def runs(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_iteration_exporter_lays_out_once_per_structure(tmp_path: Path) -> None:
+    from dyngraph.exporters import IterationExporter
+
+    dot, log = counting_dot(tmp_path)
+    out = tmp_path / "out"
+    exporter = IterationExporter(out, dot=dot)
+    graphs = [mlp(i, 100 * i) for i in range(1, 6)]
+    for graph in graphs:
+        paths = exporter.write(graph)
+        assert [p.name for p in paths] == [f"iter-{graph.iteration:04d}.{ext}"
+                                           for ext in ("dot", "svg")]
+    assert runs(log) == exporter.layouts == 1
+    for graph in graphs:  # own ids in every file, though drawn from the first one's layout
+        assert set(nodes_of(out / f"iter-{graph.iteration:04d}.svg")) == {
+            f"n{i}" for i in graph.nodes}
+    assert exporter.last is not None and exporter.last.layout_reused
+    # A new structure is laid out; the old one is still known when it comes back.
+    exporter.write(mlp(6, 600, extra=True))
+    assert runs(log) == 2 and not exporter.last.layout_reused
+    assert len(nodes_of(out / "iter-0006.svg")) == len(mlp(extra=True).nodes)
+    exporter.write(mlp(7, 700))
+    assert runs(log) == 2 and exporter.last.layout_reused
+    assert sorted(p.name for p in out.iterdir()) == [
+        f"iter-000{i}.{ext}" for i in range(1, 8) for ext in ("dot", "svg")]
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("mlp", {}), ("mlp", {"graph_kind": "backward"}), ("stack", {"depth": 1}),
+    ("stack", {"fold_repeats": True, "show_shapes": True}), ("nograd", {}),
+])
+def test_iteration_exporter_writes_what_a_batch_of_one_writes(
+        kind: str, options: dict, tmp_path: Path) -> None:
+    from dyngraph.exporters import IterationExporter
+
+    # Each file has its own colour scale: the same bytes as exporting that graph alone,
+    # whether it was drawn afresh, from a kept layout or on the fast path.
+    exporter = IterationExporter(tmp_path / "inc", **options)
+    for graph in _sequence(kind):
+        written = exporter.write(graph)
+        alone = tmp_path / f"alone-{graph.iteration}"
+        export_iterations([graph], alone, index=False, **options)
+        assert [p.name for p in written] == sorted(p.name for p in alone.iterdir())
+        for path in written:
+            assert path.read_text() == (alone / path.name).read_text(), path.name
+    assert exporter.layouts < len(_sequence(kind))
+
+
+def test_iteration_exporter_files_are_atomic_and_readable(tmp_path: Path) -> None:
+    from dyngraph.exporters import IterationExporter
+
+    old_mask = os.umask(0o022)
+    try:
+        exporter = IterationExporter(tmp_path / "out", formats=["dot"], suffix="-backward",
+                                     graph_kind="backward")
+        assert [p.name for p in exporter.write(mlp(3))] == ["iter-0003-backward.dot"]
+    finally:
+        os.umask(old_mask)
+    assert [(p.name, stat.S_IMODE(p.stat().st_mode)) for p in (tmp_path / "out").iterdir()] \
+        == [("iter-0003-backward.dot", 0o644)]  # no temporary file left over
+    assert exporter.write(GraphMaker(9).graph) == []  # nothing to draw, nothing written
+
+
+def test_iteration_exporter_failures(tmp_path: Path) -> None:
+    from dyngraph.exporters import IterationExporter
+
+    with pytest.raises(GraphvizError, match="not found"):
+        IterationExporter(tmp_path / "a", dot=tmp_path / "missing")
+    with pytest.raises(UserError, match="unknown graph kind"):
+        IterationExporter(tmp_path / "a", graph_kind="sideways")
+    bad = tmp_path / "bad-dot"
+    bad.write_text("#!/bin/sh\ncat > /dev/null\necho 'Error: out of luck' >&2\nexit 1\n")
+    bad.chmod(bad.stat().st_mode | stat.S_IXUSR)
+    exporter = IterationExporter(tmp_path / "out", dot=bad)
+    with pytest.raises(GraphvizError, match="out of luck"):
+        exporter.write(mlp(1))
+    assert not (tmp_path / "out").exists()  # not even the .dot of the failed iteration
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with pytest.raises(UserError, match="cannot create"):
+        IterationExporter(blocked / "out", formats=["dot"]).write(mlp(1))
