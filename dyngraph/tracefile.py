@@ -18,6 +18,8 @@ anywhere. The full description is in ``docs/trace-format.md``.
 from __future__ import annotations
 
 import base64
+import binascii
+import gc
 import json
 import os
 import struct
@@ -93,7 +95,7 @@ for _cls in ev.EVENT_TYPES.values():
     _KINDS[_cls] = _cls.kind
 _SUMMARY_GET = attrgetter(*ev.SUMMARY_FIELDS)
 _CHEAP_GET = attrgetter("shape", "dtype", "norm", "nan", "inf", "sampled")
-_SUMMARY_TYPES = (ev.Summary, *ev.Summary.__subclasses__())
+_SUMMARY_TYPES = (ev.Summary, type(ev.Summary((), "", min=0.0)))  # cheap, full
 
 
 def _plain_default(o: Any) -> Any:
@@ -111,7 +113,6 @@ def _plain_default(o: Any) -> Any:
 _FULL_HEAD = struct.Struct("<BBqq5d")
 _PREVIEWS = [struct.Struct(f"<{n}d") for n in range(256)]
 _b64encode = base64.b64encode
-_b64decode = base64.b64decode
 
 
 _WHOLE = [struct.Struct(f"<BBqq5d{n}d") for n in range(256)]
@@ -136,17 +137,6 @@ def _pack_full(o: ev.Summary) -> tuple[Any, ...]:
     if preview:
         data += _PREVIEWS[len(preview)].pack(*preview)
     return (o.shape, o.dtype, _b64encode(data).decode("ascii"))
-
-
-def _unpack_full(shape: Any, dtype: str, text: str) -> ev.Summary:
-    data = _b64decode(text, validate=True)
-    mask, n, nan, inf, *stats = _FULL_HEAD.unpack_from(data)
-    if len(data) != _FULL_HEAD.size + 8 * n:
-        raise TraceFileError("malformed summary")
-    preview = _PREVIEWS[n].unpack_from(data, _FULL_HEAD.size)
-    mn, mx, mean, std, norm = (None if mask & (1 << i) else v for i, v in enumerate(stats))
-    return _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf, preview,
-                    bool(mask & 128))
 
 
 def _encoder(memo: dict[int, int]) -> Callable[[Any], str]:
@@ -209,8 +199,59 @@ def encode_message(message: dict[str, Any]) -> bytes:
 
 
 # -- decoding ------------------------------------------------------------------------------
+# Decoding builds every event and summary of a file, so it is where reading spends its time.
+# A frozen class's own __init__ sets each field through object.__setattr__ (a lookup and a
+# call per field, about 60 ns). Instead an object is built as a "builder": a subclass of its
+# class that adds no slots and the plain __setattr__, so each field is one specialised slot
+# store (a few ns); then its __class__ is set to the real class, which the layouts allow. The
+# builder classes never leave this module.
+_new = object.__new__
+
+
+def _builder(cls: type) -> type:
+    return type(f"_Building{cls.__name__}", (cls,), {
+        "__slots__": (), "__setattr__": object.__setattr__,
+        # Both must be plain: CPython uses the generic attribute store (which the
+        # interpreter specialises) only when neither is overridden.
+        "__delattr__": object.__delattr__,
+    })
+
+
 _Summary = ev.Summary
-_cheap = ev.Summary.cheap
+_FullSummary = type(ev.Summary((), "", min=0.0))
+_BuildCheap = _builder(_Summary)
+_BuildFull = _builder(_FullSummary)
+_a2b_base64 = binascii.a2b_base64
+
+
+def _unpack_full(shape: Any, dtype: str, text: str) -> ev.Summary:
+    data = _a2b_base64(text, strict_mode=True)
+    # data[1] is the preview length; unpack raises struct.error unless the size is exact.
+    vals = _WHOLE[data[1]].unpack(data)
+    mask = vals[0]
+    preview = vals[9:]
+    if mask & 31:
+        mn, mx, mean, std, norm = [None if mask & (1 << i) else v
+                                   for i, v in enumerate(vals[4:9])]
+        if mn is None and mx is None and mean is None and std is None and not preview:
+            return _Summary(tuple(shape), dtype, norm=norm, nan=vals[2], inf=vals[3],
+                            sampled=bool(mask & 128))
+    else:
+        mn, mx, mean, std, norm = vals[4:9]
+    s = _new(_BuildFull)
+    s.shape = tuple(shape)
+    s.dtype = dtype
+    s.min = mn
+    s.max = mx
+    s.mean = mean
+    s.std = std
+    s.norm = norm
+    s.nan = vals[2]
+    s.inf = vals[3]
+    s.preview = preview
+    s.sampled = bool(mask & 128)
+    s.__class__ = _FullSummary
+    return s
 
 
 def _summaries() -> Callable[[Any], ev.Summary | None]:
@@ -222,20 +263,26 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
         if v is None:
             return None
         if type(v) is int:
+            if v < 0:
+                raise IndexError(f"summary reference {v}")
             return seen[v]
         n = len(v)
         if n == 6:
             shape, dtype, norm, nan, inf, sampled = v
-            s = _cheap(tuple(shape), dtype, norm, nan, inf, sampled)
+            s = _new(_BuildCheap)
+            s.shape = tuple(shape)
+            s.dtype = dtype
+            s.norm = norm
+            s.nan = nan
+            s.inf = inf
+            s.sampled = sampled
+            s.__class__ = _Summary
         elif n == 3:
             s = _unpack_full(*v)
         else:
             shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
-            if mn is None and mx is None and mean is None and std is None and not preview:
-                s = _cheap(tuple(shape), dtype, norm, nan, inf, sampled)
-            else:
-                s = _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
-                             tuple(preview), sampled)
+            s = _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
+                         tuple(preview), sampled)
         append(s)
         return s
 
@@ -249,41 +296,43 @@ def _tuples(v: Any) -> Any:
 
 
 def _attrs(v: dict[str, Any]) -> dict[str, Any]:
-    if not v:
-        return _NO_ATTRS
     return {k: _tuples(x) for k, x in v.items()}
 
 
+def _updates(v: Any) -> tuple[tuple[int, float], ...]:
+    return tuple(tuple(p) for p in v)
+
+
 _NO_ATTRS: dict[str, Any] = {}
-_CONVERT: dict[str, Any] = {
-    "shape": tuple,
-    "inputs": tuple,
-    "argv": tuple,
-    "summary": None,  # the frame's summary decoder, passed in as S
-    "grad_output": None,
-    "grad_inputs": None,
-    "updates": lambda v: tuple(tuple(p) for p in v),
-    "attrs": _attrs,
-    "array": decode_array,
+# How a field's JSON value becomes the recorded value (a field not listed is taken as is);
+# "{}" stands for the value. S is the frame's summary decoder.
+_CONVERT: dict[str, str] = {
+    "shape": "tuple({})",
+    "inputs": "tuple({})",
+    "argv": "tuple({})",
+    "summary": "S({})",
+    "grad_output": "S({})",
+    "grad_inputs": "tuple(map(S, {}))",
+    "updates": "_updates({})",
+    "attrs": "_attrs({0}) if {0} else _NO_ATTRS",  # most ops have none: share one empty dict
+    "array": "decode_array({})",
 }
 
 
 def _make_decoder(cls: type[ev.Event]) -> Any:
-    """A function building ``cls`` from its JSON row, with a conversion only where needed."""
+    """A function building ``cls`` from its JSON row (``[kind, field, ...]``), converting
+    only the fields that need it."""
     names = [f.name for f in fields(cls)]
-    namespace: dict[str, Any] = {"cls": ev.fast_constructor(cls)}
-    args = []
-    for i, name in enumerate(names, start=1):
-        if name in ("summary", "grad_output"):
-            args.append(f"S(r[{i}])")
-        elif name == "grad_inputs":
-            args.append(f"tuple([S(s) for s in r[{i}]])")
-        elif name in _CONVERT:
-            namespace[f"c_{name}"] = _CONVERT[name]
-            args.append(f"c_{name}(r[{i}])")
-        else:
-            args.append(f"r[{i}]")
-    src = f"def decode(r, S):\n    return cls({', '.join(args)})\n"
+    lines = [f"    _, {', '.join(names)}, = r", "    o = _new(B)"]
+    for name in names:
+        value = _CONVERT.get(name, "{}").format(name)
+        lines.append(f"    o.{name} = {value}")
+    lines += ["    o.__class__ = cls", "    return o"]
+    src = "def decode(r, S):\n" + "\n".join(lines) + "\n"
+    namespace: dict[str, Any] = {
+        "_new": _new, "B": _builder(cls), "cls": cls, "_updates": _updates, "_attrs": _attrs,
+        "_NO_ATTRS": _NO_ATTRS, "decode_array": decode_array,
+    }
     exec(src, namespace)  # built from our own field names only, never from file content
     decode = namespace["decode"]
     decode.width = len(names) + 1
@@ -299,6 +348,7 @@ def decode_rows(rows: Any) -> list[ev.Event]:
         raise TraceFileError("events frame does not hold a list")
     decoders = _DECODERS
     out = []
+    append = out.append
     S = _summaries()
     try:
         for r in rows:
@@ -308,10 +358,11 @@ def decode_rows(rows: Any) -> list[ev.Event]:
             if len(r) != dec.width:
                 raise TraceFileError(f"{r[0]} event with {len(r) - 1} fields, expected "
                                      f"{dec.width - 1}")
-            out.append(dec(r, S))
+            append(dec(r, S))
     except TraceFileError:
         raise
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError, struct.error) as exc:
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, struct.error,
+            binascii.Error) as exc:
         raise TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200]) from None
     return out
 
@@ -321,11 +372,22 @@ def decode_events_payload(payload: bytes | memoryview) -> list[ev.Event]:
     if len(payload) < EVENTS_META.size:
         raise TraceFileError("events frame too short")
     count = EVENTS_META.unpack_from(payload)[0]
+    # A frame makes thousands of lists and objects that all live on (the rows until they are
+    # events, the events in the caller's hands): the cyclic collector would walk them over
+    # and over while they are built, for nothing, since they hold no cycles. It runs again
+    # after the frame. (Several threads may do this at once: one that found it enabled
+    # enables it again.)
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        rows = json.loads(bytes(payload[EVENTS_META.size:]))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise TraceFileError(f"undecodable events frame ({exc})"[:200]) from None
-    events = decode_rows(rows)
+        try:
+            rows = json.loads(bytes(payload[EVENTS_META.size:]))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TraceFileError(f"undecodable events frame ({exc})"[:200]) from None
+        events = decode_rows(rows)
+    finally:
+        if enabled:
+            gc.enable()
     if len(events) != count:
         raise TraceFileError(f"events frame says {count} events but holds {len(events)}")
     return events
