@@ -47,6 +47,8 @@ def export_graph(graph: Graph, directory: Path | str, *, graph_kind: str = "forw
 class Exporter:
     """A queue of graphs to export on one daemon thread; ``done`` is called on that thread.
 
+    ``done(iteration, paths, error)`` follows each export, except of a graph without nodes
+    (the ops-less tail of a run): nothing is written, and there is nothing to announce.
     ``dot``: the layout binary (None: ``$DYNGRAPH_DOT`` or graphviz-pure).
     """
 
@@ -86,7 +88,8 @@ class Exporter:
             except BaseException as exc:  # reported in the UI, the thread keeps serving
                 self._done(graph.iteration, [], exc)
             else:
-                self._done(graph.iteration, paths, None)
+                if paths or graph.nodes:
+                    self._done(graph.iteration, paths, None)
 
     def stop(self) -> None:
         self._queue.put(None)

@@ -101,6 +101,25 @@ def test_every_iteration_of_an_unchanging_graph_costs_one_layout(
         assert node_ids(paths[1]) == {f"n{i}" for i in graph.nodes}
 
 
+def test_a_graph_without_nodes_writes_and_announces_nothing(
+        tmp_path: Path, counting_dot: Path) -> None:
+    from dyngraph.graph import Graph
+
+    graph = training_graphs(1)[0]
+    done = Collect()
+    exporter = Exporter(done)
+    try:
+        exporter.submit(Graph(7), tmp_path / "out")
+        exporter.submit(graph, tmp_path / "out")
+        calls = done.wait(1)
+    finally:
+        exporter.stop()
+    assert [(it, [p.name for p in paths]) for it, paths, _ in calls] == [
+        (graph.iteration, ["iter-0001.dot", "iter-0001.svg"])]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["iter-0001.dot",
+                                                                   "iter-0001.svg"]
+
+
 def test_backward_exports_have_their_own_files_and_layouts(
         tmp_path: Path, counting_dot: Path) -> None:
     graphs = training_graphs(3)[1:]
