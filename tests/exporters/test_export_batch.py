@@ -327,9 +327,13 @@ def test_iteration_exporter_lays_out_once_per_structure(tmp_path: Path) -> None:
     ("stack", {"fold_repeats": True, "show_shapes": True}), ("nograd", {}),
 ])
 def test_iteration_exporter_writes_what_a_batch_of_one_writes(
-        kind: str, options: dict, tmp_path: Path) -> None:
-    from dyngraph.exporters import IterationExporter
+        kind: str, options: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dyngraph.exporters import IterationExporter, batch
 
+    calls = []
+    real = batch.FastPath.render
+    monkeypatch.setattr(batch.FastPath, "render",
+                        lambda self, *a, **kw: calls.append(1) or real(self, *a, **kw))
     # Each file has its own colour scale: the same bytes as exporting that graph alone,
     # whether it was drawn afresh, from a kept layout or on the fast path.
     exporter = IterationExporter(tmp_path / "inc", **options)
@@ -341,6 +345,7 @@ def test_iteration_exporter_writes_what_a_batch_of_one_writes(
         for path in written:
             assert path.read_text() == (alone / path.name).read_text(), path.name
     assert exporter.layouts < len(_sequence(kind))
+    assert calls  # some iterations did take the fast path (a batch of one never does)
 
 
 def test_iteration_exporter_files_are_atomic_and_readable(tmp_path: Path) -> None:
