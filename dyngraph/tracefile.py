@@ -224,40 +224,11 @@ _BuildFull = _builder(_FullSummary)
 _a2b_base64 = binascii.a2b_base64
 
 
-def _unpack_full(shape: Any, dtype: str, text: str) -> ev.Summary:
-    data = _a2b_base64(text, strict_mode=True)
-    # data[1] is the preview length; unpack raises struct.error unless the size is exact.
-    vals = _WHOLE[data[1]].unpack(data)
-    mask = vals[0]
-    preview = vals[9:]
-    if mask & 31:
-        mn, mx, mean, std, norm = [None if mask & (1 << i) else v
-                                   for i, v in enumerate(vals[4:9])]
-        if mn is None and mx is None and mean is None and std is None and not preview:
-            return _Summary(tuple(shape), dtype, norm=norm, nan=vals[2], inf=vals[3],
-                            sampled=bool(mask & 128))
-    else:
-        mn, mx, mean, std, norm = vals[4:9]
-    s = _new(_BuildFull)
-    s.shape = tuple(shape)
-    s.dtype = dtype
-    s.min = mn
-    s.max = mx
-    s.mean = mean
-    s.std = std
-    s.norm = norm
-    s.nan = vals[2]
-    s.inf = vals[3]
-    s.preview = preview
-    s.sampled = bool(mask & 128)
-    s.__class__ = _FullSummary
-    return s
-
-
 def _summaries() -> Callable[[Any], ev.Summary | None]:
     """The summary decoder of one frame: it resolves back-references (see ``_encoder``)."""
     seen: list[ev.Summary] = []
     append = seen.append
+    a2b, whole, new, cheap, full = _a2b_base64, _WHOLE, _new, _BuildCheap, _BuildFull
 
     def summary(v: Any) -> ev.Summary | None:
         if v is None:
@@ -267,9 +238,22 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
                 raise IndexError(f"summary reference {v}")
             return seen[v]
         n = len(v)
-        if n == 6:
+        if n == 3:  # packed (see _pack_full); unpack raises struct.error unless sizes agree
+            shape, dtype, text = v
+            data = a2b(text, strict_mode=True)
+            vals = whole[data[1]].unpack(data)
+            s = new(full)
+            s.shape = tuple(shape)
+            s.dtype = dtype
+            mask, _, s.nan, s.inf, s.min, s.max, s.mean, s.std, s.norm = vals[:9]
+            s.preview = vals[9:]
+            s.sampled = mask > 127
+            s.__class__ = _FullSummary
+            if mask & 31:
+                s = _masked(s, mask)
+        elif n == 6:
             shape, dtype, norm, nan, inf, sampled = v
-            s = _new(_BuildCheap)
+            s = new(cheap)
             s.shape = tuple(shape)
             s.dtype = dtype
             s.norm = norm
@@ -277,8 +261,6 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
             s.inf = inf
             s.sampled = sampled
             s.__class__ = _Summary
-        elif n == 3:
-            s = _unpack_full(*v)
         else:
             shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
             s = _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
@@ -287,6 +269,14 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
         return s
 
     return summary
+
+
+def _masked(s: ev.Summary, mask: int) -> ev.Summary:
+    """``s`` with the statistics flagged as None in ``mask`` set so (rare: NaN-free data has
+    them all); a summary left with no min/max/mean/std/preview is a cheap one."""
+    stats = [None if mask & (1 << i) else v
+             for i, v in enumerate((s.min, s.max, s.mean, s.std, s.norm))]
+    return _Summary(s.shape, s.dtype, *stats, s.nan, s.inf, s.preview, s.sampled)
 
 
 def _tuples(v: Any) -> Any:
@@ -660,37 +650,59 @@ def iter_events(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iter
     """
     name = os.fspath(path)
     try:
-        f = open(name, "rb")  # noqa: SIM115
+        f = open(name, "rb", buffering=max(chunk_size, 1))  # noqa: SIM115
     except FileNotFoundError:
         raise _open_error(name, "no such file") from None
     except OSError as exc:
         raise _open_error(name, f"cannot read ({exc.strerror or exc})") from None
     with f:
-        decoder = FrameDecoder()
-        first = True
-        total = 0
+        # Frame by frame straight from the buffered file: no reassembly buffer to copy
+        # through, and the size is checked before a frame's payload is read, so a damaged
+        # length never asks for a gigabyte.
+        read = f.read
+        hsize = FRAME_HEADER.size
+        size = os.fstat(f.fileno()).st_size
+        pos = total = pending = 0
         while True:
-            chunk = f.read(chunk_size)
-            if not chunk:
+            head = read(hsize)
+            if not head:
                 break
-            if decoder.offset == decoder.pending == 0 and chunk[:2] != MAGIC[:len(chunk)]:
+            if pos == 0 and head[:2] != MAGIC[:len(head)]:
                 raise _open_error(name, "not a dyngraph trace (unknown file signature)")
+            if len(head) < hsize:
+                pending = len(head)
+                break
             try:
-                items = decoder.feed(chunk)
+                ftype, length = _check_header(head, 0)
             except TraceFileError as exc:
-                raise _open_error(name, str(exc)) from None
-            for item in items:
-                if not isinstance(item, list):
-                    raise _open_error(name, "damaged trace (control frame in a file)")
-                if first:
-                    _header_of(name, item)
-                    first = False
-                total += len(item)
-                yield from item
-        if first:
-            if decoder.pending or total:
+                raise _open_error(name, f"{exc} (byte {pos})") from None
+            if pos + hsize + length > size:
+                size = os.fstat(f.fileno()).st_size  # a file still being written grows
+                if pos + hsize + length > size:
+                    pending = size - pos
+                    break
+            payload = read(length)
+            if len(payload) < length:  # (the file shrank meanwhile)
+                pending = hsize + len(payload)
+                break
+            if zlib.crc32(payload) != FRAME_HEADER.unpack(head)[4]:
+                raise _open_error(name, f"damaged frame at byte {pos} (checksum mismatch)")
+            if ftype != EVENTS:
+                raise _open_error(name, "damaged trace (control frame in a file)")
+            try:
+                events = decode_events_payload(payload)
+            except TraceFileError as exc:
+                raise _open_error(name, f"{exc} (frame at byte {pos})") from None
+            del payload
+            if pos == 0:
+                _header_of(name, events)
+            pos += hsize + length
+            total += len(events)
+            yield from events
+        if pos == 0:
+            if pending:
                 raise _open_error(name, "trace cut short before its first complete frame")
             raise _open_error(name, "empty file, not a dyngraph trace")
-        if decoder.pending:
-            warnings.warn(f"{name}: trace cut short ({decoder.pending} bytes of an incomplete "
+        if pending:
+            warnings.warn(f"{name}: trace cut short ({pending} bytes of an incomplete "
                           f"frame at the end); read the {total} events before it", stacklevel=2)

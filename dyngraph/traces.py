@@ -102,7 +102,8 @@ class Iteration:
         self.index = index
         self._graph: Graph | None = None
         self._backward: Graph | None = None
-        self._graph_len = -1
+        self._graph_stamp = -1
+        self._last: ev.Event | None = None  # (file traces only)
 
     @property
     def events(self) -> list[ev.Event]:
@@ -111,16 +112,20 @@ class Iteration:
 
     @property
     def graph(self) -> Graph:
-        """The forward graph (rebuilt if the live trace grew since last asked)."""
-        events = self.events
-        if self._graph is None or self._graph_len != len(events):
+        """The forward graph (rebuilt if the live trace grew since last asked).
+
+        Asking again costs no decoding: whether the iteration grew is told by the trace's
+        bookkeeping, not by its events.
+        """
+        stamp = self.trace._iteration_stamp(self.index)
+        if self._graph is None or self._graph_stamp != stamp:
             builder = GraphBuilder()
             builder.current.iteration = self.index
             done = None
-            for e in events:
+            for e in self.events:
                 done = builder.add(e) or done
             self._graph = done if done is not None else builder.current
-            self._graph_len = len(events)
+            self._graph_stamp = stamp
             self._backward = None
         return self._graph
 
@@ -134,15 +139,24 @@ class Iteration:
     @property
     def complete(self) -> bool:
         """True once the iteration ended (an IterationEnd event is in the trace)."""
-        events = self.events
-        return bool(events) and type(events[-1]) is ev.IterationEnd
+        return type(self._last_event()) is ev.IterationEnd
 
     @property
     def structure_key(self) -> str:
-        events = self.events
-        if events and type(events[-1]) is ev.IterationEnd:
-            return events[-1].structure_key
+        last = self._last_event()
+        if type(last) is ev.IterationEnd:
+            return last.structure_key
         return self.graph.structure_key
+
+    def _last_event(self) -> ev.Event | None:
+        # A file's iteration never changes: its last event is looked up (one frame decoded)
+        # once. A live trace's is a list lookup.
+        if self._last is not None:
+            return self._last
+        last = self.trace._iteration_last(self.index)
+        if self.trace._frame_spans is not None:
+            self._last = last
+        return last
 
     def diff(self, other: Iteration | Graph) -> GraphDiff:
         """What changed from ``other`` (typically the previous iteration) to this one."""
@@ -229,6 +243,27 @@ class Trace:
             return []
         return [e for e in self.events[span[0]:span[1]]
                 if e.iteration == index and type(e) is not ev.Header]
+
+    def _iteration_stamp(self, index: int) -> int:
+        """A number that changes whenever iteration ``index`` gains events."""
+        if self._frame_spans is not None:
+            return 0  # a file's iterations are what they are
+        self._scan()
+        span = self._spans.get(index)
+        return 0 if span is None else span[1]
+
+    def _iteration_last(self, index: int) -> ev.Event | None:
+        """The last event of iteration ``index``, decoding at most the frames it ends in."""
+        if self._frame_spans is not None:
+            lazy: LazyEvents = self.events  # type: ignore[assignment]
+            for f in reversed(self._frame_spans.get(index, ())):
+                for e in reversed(lazy.frame(f)):
+                    if e.iteration == index and type(e) is not ev.Header:
+                        return e
+            return None
+        self._scan()
+        span = self._spans.get(index)
+        return None if span is None else self.events[span[1] - 1]
 
     @property
     def iterations(self) -> list[Iteration]:
