@@ -10,6 +10,9 @@ Every file is written to a temporary name and renamed into place; if the export 
 (Graphviz missing or failing), the files it already wrote are removed again, so a failed
 export leaves nothing half-written.
 
+``IterationExporter`` writes one iteration per call with the same caches (a debugger
+exporting each iteration as it completes); both draw through one ``Drawer``.
+
 >>> export_iterations(trace, "out", iterations="changed")   # doctest: +SKIP
 """
 
