@@ -286,7 +286,7 @@ def _tuples(v: Any) -> Any:
 
 
 def _attrs(v: dict[str, Any]) -> dict[str, Any]:
-    return {k: _tuples(x) for k, x in v.items()}
+    return {k: _tuples(x) if type(x) is list else x for k, x in v.items()}
 
 
 def _updates(v: Any) -> tuple[tuple[int, float], ...]:
@@ -332,29 +332,36 @@ def _make_decoder(cls: type[ev.Event]) -> Any:
 _DECODERS = {kind: _make_decoder(cls) for kind, cls in ev.EVENT_TYPES.items()}
 
 
+_MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, struct.error,
+              binascii.Error)
+
+
 def decode_rows(rows: Any) -> list[ev.Event]:
     """Events from a decoded JSON array of rows; TraceFileError if they are not events."""
     if type(rows) is not list:
         raise TraceFileError("events frame does not hold a list")
     decoders = _DECODERS
-    out = []
-    append = out.append
     S = _summaries()
     try:
-        for r in rows:
-            dec = decoders.get(r[0])
-            if dec is None:
-                raise TraceFileError(f"unknown event kind {str(r[0])[:40]!r}")
-            if len(r) != dec.width:
-                raise TraceFileError(f"{r[0]} event with {len(r) - 1} fields, expected "
-                                     f"{dec.width - 1}")
-            append(dec(r, S))
-    except TraceFileError:
-        raise
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError, struct.error,
-            binascii.Error) as exc:
-        raise TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200]) from None
-    return out
+        # The decoders check nothing themselves (a wrong row width fails their unpacking):
+        # what went wrong is worked out only once something did.
+        return [decoders[r[0]](r, S) for r in rows]
+    except _MALFORMED as exc:
+        raise _malformed(rows, exc) from None
+
+
+def _malformed(rows: list[Any], exc: Exception) -> TraceFileError:
+    """The error for the first row of ``rows`` that is not an event."""
+    for r in rows:
+        if type(r) is not list or not r:
+            return TraceFileError(f"malformed event ({str(r)[:40]!r} is not a row)")
+        dec = _DECODERS.get(r[0]) if type(r[0]) is str else None
+        if dec is None:
+            return TraceFileError(f"unknown event kind {str(r[0])[:40]!r}")
+        if len(r) != dec.width:
+            return TraceFileError(f"{r[0]} event with {len(r) - 1} fields, expected "
+                                  f"{dec.width - 1}")
+    return TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200])
 
 
 def decode_events_payload(payload: bytes | memoryview) -> list[ev.Event]:
