@@ -243,8 +243,15 @@ class Trace:
     def _iteration_events(self, index: int) -> list[ev.Event]:
         if self._frame_spans is not None:
             lazy: LazyEvents = self.events  # type: ignore[assignment]
-            return [e for f in self._frame_spans.get(index, ()) for e in lazy.frame(f)
-                    if e.iteration == index and type(e) is not ev.Header]
+            out: list[ev.Event] = []
+            for f in self._frame_spans.get(index, ()):
+                ref = lazy._frames[f]
+                if f and ref.first_iteration == ref.last_iteration == index:
+                    out += lazy.frame(f)  # the usual frame: one iteration's, no header
+                else:
+                    out += [e for e in lazy.frame(f)
+                            if e.iteration == index and type(e) is not ev.Header]
+            return out
         self._scan()
         span = self._spans.get(index)
         if span is None:
