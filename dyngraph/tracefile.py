@@ -6,7 +6,7 @@ Each frame is a 12-byte header, then its payload::
     magic b"DG" | type: b"E" events, b"C" control | format version (1)
     | payload length (uint32 LE) | CRC-32 of the payload (uint32 LE)
 
-An events frame's payload starts with 20 bytes of metadata (event count, first and last
+An events frame's payload starts with 24 bytes of metadata (event count, first and last
 iteration, flags, first seq; so a reader can index a file without decoding it), then a
 UTF-8 JSON array with one array per event: ``[kind, field, field, ...]`` in the dataclass's
 field order (``events.FIELD_NAMES``); summaries are arrays of their fields; arrays of
@@ -706,6 +706,7 @@ def iter_events(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iter
             pos += hsize + length
             total += len(events)
             yield from events
+            del events  # before the next frame is decoded
         if pos == 0:
             if pending:
                 raise _open_error(name, "trace cut short before its first complete frame")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -109,3 +110,34 @@ def test_a_live_iteration_graph_follows_new_events():
         _ = (y + 1).sum()
         bigger = it.graph
     assert bigger is not small and len(bigger.nodes) > len(small.nodes)
+
+
+def _write_big(path, count: int) -> None:
+    with tf.TraceWriter(path, make_header("full", "none")) as writer:
+        for i in range(1, count + 1):
+            summary = ev.Summary((64, 32), "float32", min=-1.0, max=1.0, mean=0.0, std=0.5,
+                                 norm=float(i), preview=(0.5,) * 8)
+            writer.add(ev.Op(seq=i, iteration=1 + i // 1000, op="matmul", inputs=(i, -1),
+                             output=i + 1, shape=(64, 32), file="/some/where/train.py",
+                             line=i, function="forward", summary=summary))
+
+
+def _streaming_peak(path) -> int:
+    tracemalloc.start()
+    try:
+        count = 0
+        for e in tf.iter_events(path, chunk_size=1 << 16):
+            count += 1
+            assert e.seq == 0 or e.summary.norm == e.seq
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_iter_events_streams_in_bounded_memory(tmp_path):
+    small, big = tmp_path / "small.dgtrace", tmp_path / "big.dgtrace"
+    _write_big(small, 3_000)
+    _write_big(big, 15_000)
+    assert big.stat().st_size > 4 * small.stat().st_size
+    # About one frame's bytes and objects at a time, however long the file.
+    assert _streaming_peak(big) < 1.3 * _streaming_peak(small) + 200_000
