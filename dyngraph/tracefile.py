@@ -217,7 +217,8 @@ def _builder(cls: type) -> type:
     })
 
 
-_Summary = ev.Summary
+# Any: the decoders below build summaries slot by slot, a step the type checker cannot follow.
+_Summary: Any = ev.Summary
 _FullSummary = type(ev.Summary((), "", min=0.0))
 _BuildCheap = _builder(_Summary)
 _BuildFull = _builder(_FullSummary)
@@ -242,7 +243,7 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
             shape, dtype, text = v
             data = a2b(text, strict_mode=True)
             vals = whole[data[1]].unpack(data)
-            s = new(full)
+            s: Any = new(full)
             s.shape = tuple(shape)
             s.dtype = dtype
             mask, _, s.nan, s.inf, s.min, s.max, s.mean, s.std, s.norm = vals[:9]
