@@ -32,8 +32,8 @@ from collections.abc import Callable  # noqa: E402
 
 from dyngraph.exporters import build_dot, export_iterations, layout, render, to_dot  # noqa: E402
 
-from dyngraph.events import Summary  # noqa: E402
-from dyngraph.graph import Graph, GraphEdge, GraphNode  # noqa: E402
+from dyngraph.capture.events import Summary  # noqa: E402
+from dyngraph.capture.graph import Graph, GraphEdge, GraphNode  # noqa: E402
 
 
 def stats(shape: tuple[int, ...], rng: random.Random) -> Summary:

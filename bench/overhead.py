@@ -34,16 +34,14 @@ from operator import attrgetter
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import importlib  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import dyngraph as dg  # noqa: E402
-from dyngraph import events as ev  # noqa: E402
-
-tensor_mod = importlib.import_module("dyngraph.tensor")  # (dyngraph.tensor is also a function)
-from dyngraph.tracefile import TraceWriter, iter_events  # noqa: E402
-from dyngraph.tracing import make_header  # noqa: E402
+from dyngraph.capture import events as ev  # noqa: E402
+from dyngraph.capture.tracefile import TraceWriter, iter_events  # noqa: E402
+from dyngraph.capture.tracing import make_header  # noqa: E402
+from dyngraph.engine import tensor as tensor_mod  # noqa: E402
 
 
 # -- workloads ---------------------------------------------------------------------------

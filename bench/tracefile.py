@@ -11,7 +11,7 @@ neighbour slows all alike):
 - open: ``read_trace`` plus ``iterations`` (frames indexed and checksummed, nothing decoded);
 - iter_events: every event built as an object, streamed (bounded memory);
 - walk: every iteration's ``events`` of the opened trace (frames decoded into the cache);
-- graphs: every iteration's ``graph`` too (decoding plus dyngraph.graph's GraphBuilder),
+- graphs: every iteration's ``graph`` too (decoding plus dyngraph.capture.graph's GraphBuilder),
   for scale: that part is the graph builder's, not the decoder's.
 """
 
@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import dyngraph as dg  # noqa: E402
 from demos import mlp, rnn_varlen  # noqa: E402
-from dyngraph.tracefile import iter_events  # noqa: E402
+from dyngraph.capture.tracefile import iter_events  # noqa: E402
 
 
 def record(tmp: str, name: str, main: Callable[..., object], steps: int, stats: str) -> str:

@@ -38,7 +38,7 @@ from dyngraph.tui.model import Model  # noqa: E402
 from dyngraph.tui.sources import LiveSource, ReplaySource, SourceState  # noqa: E402
 
 import dyngraph  # noqa: E402
-from dyngraph import events as ev  # noqa: E402
+from dyngraph.capture import events as ev  # noqa: E402
 
 SIZE = (200, 50)
 # The graph pane lays out on daemon threads; a layout still running at exit (a big RNN

@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 import dyngraph  # noqa: E402
 from dyngraph import nn  # noqa: E402
-from dyngraph.graph import Graph, build_graphs  # noqa: E402
+from dyngraph.capture.graph import Graph, build_graphs  # noqa: E402
 
 
 class Block(nn.Module):
@@ -58,7 +58,7 @@ def _trace(model: nn.Module) -> Graph:
     x = dyngraph.tensor(np.random.default_rng(0).standard_normal((4, 8), dtype=np.float32))
     with dyngraph.subscribe(events.append, stats="cheap"):
         model(x).sum().backward()
-        dyngraph.tracing.tracer.flush_iteration()
+        dyngraph.capture.tracing.tracer.flush_iteration()
     return next(build_graphs(events))
 
 
@@ -76,7 +76,7 @@ def rnn_graph(steps: int, share: int | None = None) -> Graph:
                 W = nn.Parameter(dyngraph.tensor(rng.standard_normal((8, 8), dtype=np.float32)))
             h = (x @ U + h @ W).tanh()
         h.sum().backward()
-        dyngraph.tracing.tracer.flush_iteration()
+        dyngraph.capture.tracing.tracer.flush_iteration()
     return next(build_graphs(events))
 
 

@@ -7,10 +7,13 @@ forward op and backward step. ``import dyngraph as torch`` runs small PyTorch sc
 
 from __future__ import annotations
 
-from . import methods as _methods  # noqa: F401  (binds Tensor methods)
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .compat import cuda, device, get_default_dtype, set_default_dtype
-from .creation import (
+from .capture.traces import Trace, read_trace, record, trace
+from .capture.tracing import Handle, iteration, subscribe
+from .debug.hooks import breakpoint  # noqa: A001  (a no-op outside the debugger)
+from .engine import methods as _methods  # noqa: F401  (binds Tensor methods)
+from .engine.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .engine.compat import cuda, device, get_default_dtype, set_default_dtype
+from .engine.creation import (
     arange,
     empty,
     empty_like,
@@ -34,10 +37,21 @@ from .creation import (
     zeros,
     zeros_like,
 )
-from .debug.hooks import breakpoint  # noqa: A001  (a no-op outside the debugger)
-from .dtypes import bool_ as bool  # noqa: A001
-from .dtypes import double, dtype, float, float16, float32, float64, half, int32, int64, long, uint8
-from .functions import (
+from .engine.dtypes import bool_ as bool  # noqa: A001
+from .engine.dtypes import (
+    double,
+    dtype,
+    float,
+    float16,
+    float32,
+    float64,
+    half,
+    int32,
+    int64,
+    long,
+    uint8,
+)
+from .engine.functions import (
     abs,
     absolute,
     add,
@@ -138,7 +152,7 @@ from .functions import (
     var,
     where,
 )
-from .functions_shape import (
+from .engine.functions_shape import (
     broadcast_to,
     cat,
     chunk,
@@ -169,9 +183,7 @@ from .functions_shape import (
     unsqueeze,
     vstack,
 )
-from .tensor import Size, Tensor
-from .traces import Trace, read_trace, record, trace
-from .tracing import Handle, iteration, subscribe
+from .engine.tensor import Size, Tensor
 
 __version__ = "0.1.0"
 
@@ -183,4 +195,4 @@ def __getattr__(name: str) -> object:
         f"torch.{name} (the supported surface is listed in docs/api.md)"
     )
 
-from . import nn, optim  # noqa: E402,F401
+from . import autograd, nn, optim  # noqa: E402,F401

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from dyngraph.capture.events import Header
+from dyngraph.capture.graph import Graph, GraphBuilder, diff_graphs
 from dyngraph.errors import UserError
-from dyngraph.events import Header
-from dyngraph.graph import Graph, GraphBuilder, diff_graphs
 
 from .colors import GradScale
 from .dot import GRAPH_KINDS, DotDoc, _as_kind, build_dot

@@ -94,7 +94,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
             ) -> ExportResult:
-    from dyngraph.traces import read_trace
+    from dyngraph.capture.traces import read_trace
 
     trace = read_trace(trace_path)
     update, stop = _progress()

@@ -1,6 +1,6 @@
 """Graph -> DOT text: pure, deterministic, every user string escaped.
 
->>> from dyngraph.graph import Graph, GraphNode, GraphEdge
+>>> from dyngraph.capture.graph import Graph, GraphNode, GraphEdge
 >>> g = Graph(1, {1: GraphNode(1, "leaf", name="x", shape=(2,)),
 ...               2: GraphNode(2, "op", op="relu", shape=(2,), seq=1)}, [GraphEdge(1, 2)])
 >>> print(to_dot(g).splitlines()[0])
@@ -20,8 +20,8 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 
-from dyngraph.events import Summary
-from dyngraph.graph import Graph, GraphNode, backward_graph
+from dyngraph.capture.events import Summary
+from dyngraph.capture.graph import Graph, GraphNode, backward_graph
 
 from . import colors
 from .colors import GradScale

@@ -12,7 +12,7 @@ Only plain drawings take this path: one graph kind (not ``both``) and no diff ma
 
 from __future__ import annotations
 
-from dyngraph.graph import GraphNode
+from dyngraph.capture.graph import GraphNode
 
 from .colors import GradScale
 from .dot import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from dyngraph.graph import Graph, GraphNode
+from dyngraph.capture.graph import Graph, GraphNode
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dyngraph.graph import Graph, GraphNode, diff_graphs
+from dyngraph.capture.graph import Graph, GraphNode, diff_graphs
 
 from .escape import sanitize_id
 from .fold import find_folds

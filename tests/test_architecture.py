@@ -8,7 +8,6 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINE_INTERNALS = {"dyngraph.tensor", "dyngraph.autograd", "dyngraph.ops", "dyngraph.ops_nn"}
 
 
 def _imports(path: Path, package: str) -> list[tuple[str, bool]]:
@@ -53,7 +52,7 @@ def test_ui_and_exporters_do_not_reach_into_engine_internals():
     for folder, package in (("tui", "dyngraph.tui"), ("exporters", "dyngraph.exporters")):
         for path, pkg in _package_files(folder, package):
             for module, _ in _imports(path, pkg):
-                if module in ENGINE_INTERNALS:
+                if module.startswith("dyngraph.engine"):
                     offenders.append(f"{path.relative_to(ROOT)} imports {module}")
     assert offenders == []
 
@@ -64,3 +63,23 @@ def test_no_top_level_tui_or_exporters_package_is_installed():
     assert not {"tui", "exporters", "demos"} & packages
     assert config["package-dir"]["dyngraph.tui"] == "tui"
     assert config["package-dir"]["dyngraph.exporters"] == "exporters"
+
+
+def test_every_package_folder_is_installed():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        ".".join(("dyngraph", *init.parent.relative_to(ROOT / "dyngraph").parts))
+        for init in (ROOT / "dyngraph").rglob("__init__.py")
+    }
+    assert folders <= set(config["packages"])
+
+
+def test_capture_layer_knows_no_engine():
+    """The capture layer is shared by both backends: it never imports the numpy engine."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path, pkg in _package_files("dyngraph/capture", "dyngraph.capture")
+        for module, _ in _imports(path, pkg)
+        if module.startswith(("dyngraph.engine", "dyngraph.nn", "dyngraph.optim"))
+    ]
+    assert offenders == []

@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from dyngraph.graph import Graph
+from dyngraph.capture.graph import Graph
 
 from . import messages as msg
 from .breakpoints import Breakpoint

@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Sequence
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug.breakpoints import KINDS, Breakpoint, module_matches, same_file
 
 __all__ = ["KINDS", "KIND_HELP", "Breakpoint", "from_dialog", "history_hit"]

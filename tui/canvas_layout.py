@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dyngraph.capture.graph import Graph
 from dyngraph.errors import UserError
-from dyngraph.graph import Graph
 
 from . import raster
 from .raster import Scene, ViewCluster, ViewEdge, ViewGraph, ViewNode

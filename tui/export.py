@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dyngraph.graph import Graph
+from dyngraph.capture.graph import Graph
 
 if TYPE_CHECKING:
     from dyngraph.exporters import IterationExporter

@@ -10,7 +10,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from dyngraph.graph import Graph, GraphNode
+from dyngraph.capture.graph import Graph, GraphNode
 
 MAX_SHOWN = 200
 

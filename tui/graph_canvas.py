@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from dyngraph.graph import Graph, backward_graph
+from dyngraph.capture.graph import Graph, backward_graph
 
 from . import canvas_layout as cl
 from . import raster
@@ -33,7 +33,7 @@ _KINDS = ("op", "param", "leaf", "module", "backward", "accumulate")
 
 
 class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
-    """Draws a ``dyngraph.graph.Graph`` from a Graphviz layout; select nodes, fold modules.
+    """Draws a ``dyngraph.capture.graph.Graph`` from a Graphviz layout; select nodes, fold modules.
 
     Plain ←/→ are left to the app (the debugger steps back/forward with them), so the
     canvas pans sideways with h/l and shift+←/→; ↑/↓ and j/k pan vertically.

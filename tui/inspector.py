@@ -22,8 +22,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from dyngraph import events as ev
-from dyngraph.graph import GraphNode
+from dyngraph.capture import events as ev
+from dyngraph.capture.graph import GraphNode
 
 BARS = "▁▂▃▄▅▆▇█"
 

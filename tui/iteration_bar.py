@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from dyngraph.graph import Graph, GraphDiff
+from dyngraph.capture.graph import Graph, GraphDiff
 
 from .model import IterationInfo
 

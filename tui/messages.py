@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from textual.message import Message
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 
 class EventsArrived(Message):

@@ -1,6 +1,6 @@
 """UI-side state of a debugging session: the event history, a cursor into it, and views.
 
-The model knows events and the graph model (``dyngraph.graph``), never widgets. Live and
+The model knows events and the graph model (``dyngraph.capture.graph``), never widgets. Live and
 replay sessions feed it the same way (``ingest``); the cursor then moves through what is
 known, so one can step backwards in both (in a live session the script stays paused at the
 frontier while the cursor looks at the past).
@@ -24,8 +24,8 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from dyngraph import events as ev
-from dyngraph.graph import Graph, GraphBuilder, GraphDiff, GraphNode, diff_graphs
+from dyngraph.capture import events as ev
+from dyngraph.capture.graph import Graph, GraphBuilder, GraphDiff, GraphNode, diff_graphs
 
 # Events a step lands on: the moments that change one node.
 STEP_KINDS = frozenset({"op", "backward_step"})

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug.breakpoints import same_file
 
 from .breakpoints import Breakpoint, history_hit

@@ -7,7 +7,7 @@ import os
 from rich.text import Text
 from textual.widgets import Static
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 STATUS_STYLE = {
     "running": "bold black on green",

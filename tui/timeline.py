@@ -13,7 +13,7 @@ import os
 from rich.text import Text
 from textual.message import Message
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 from .linelist import LineList
 

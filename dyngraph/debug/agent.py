@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import events as ev
-from .. import tracefile
-from ..tracing import set_run_info, tracer
+from ..capture import events as ev
+from ..capture import tracefile
+from ..capture.tracing import set_run_info, tracer
 from .breakpoints import (
     Breakpoint,
     Matcher,

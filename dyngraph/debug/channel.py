@@ -1,6 +1,6 @@
 """The private channel between a session (parent) and the agent in the script's process.
 
-A byte stream carrying trace-file frames (``dyngraph.tracefile``): event batches up,
+A byte stream carrying trace-file frames (``dyngraph.capture.tracefile``): event batches up,
 control messages (dicts) both ways. Nothing else crosses it, so either end may live in
 another process or on another machine. Today the parent makes a socket pair and hands one
 end to the child as an inherited fd (``fd:N``); ``host:port`` connects over TCP instead.

@@ -25,8 +25,8 @@ import traceback
 import types
 from typing import Any, NoReturn
 
-from .. import tracefile
-from ..tracing import tracer
+from ..capture import tracefile
+from ..capture.tracing import tracer
 from . import hooks
 from .agent import Agent
 from .capture import OutputCapture

@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from .. import events as ev
+from ..capture import events as ev
 from ..errors import UserError
 from .breakpoints import Breakpoint
 from .session import Session, shell_status
@@ -101,7 +101,7 @@ def _check_output_path(path: str) -> str:
 
 def run_record(args: argparse.Namespace) -> int:
     """Run the script headless and write its trace; exit status is the script's."""
-    from ..tracefile import TraceWriter
+    from ..capture.tracefile import TraceWriter
 
     output = _check_output_path(args.output)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
@@ -237,7 +237,7 @@ MAX_ROWS = 40  # iterations shown in full; longer traces show the first and last
 
 def run_summary(args: argparse.Namespace) -> int:
     """Print a table of a trace's iterations."""
-    from ..traces import read_trace
+    from ..capture.traces import read_trace
 
     path = args.trace
     if not os.path.exists(path):

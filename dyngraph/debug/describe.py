@@ -11,7 +11,7 @@ import sys
 from types import TracebackType
 from typing import Any
 
-from .. import events as ev
+from ..capture import events as ev
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import events as ev
-from .. import tracefile
+from ..capture import events as ev
+from ..capture import tracefile
 from ..errors import TraceFileError, UserError
 from .breakpoints import Breakpoint
 from .channel import ChannelClosed, socket_pair

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from . import functional as F
 from . import init
 from .linear import Linear, _empty

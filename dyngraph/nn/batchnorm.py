@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import creation
-from ..tensor import Tensor
+from ..engine import creation
+from ..engine.tensor import Tensor
 from . import functional as F
 from .linear import _empty
 from .module import Module

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 from . import functional as F
 from . import init
 from .linear import _empty

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import functions as _fn
-from ..ops import OPS
-from ..ops_nn import NN_OPS
-from ..tensor import Tensor, apply
+from ..engine import functions as _fn
+from ..engine.ops import OPS
+from ..engine.ops_nn import NN_OPS
+from ..engine.tensor import Tensor, apply
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import creation
-from ..tensor import Tensor
+from ..engine import creation
+from ..engine.tensor import Tensor
 
 __all__ = [
     "calculate_gain", "constant_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_",

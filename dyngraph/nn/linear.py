@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import creation
-from ..autograd import no_grad
-from ..tensor import Tensor
+from ..engine import creation
+from ..engine.autograd import no_grad
+from ..engine.tensor import Tensor
 from . import functional as F
 from . import init
 from .module import Module

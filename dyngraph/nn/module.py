@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..autograd import no_grad
-from ..dtypes import to_numpy_dtype
-from ..tensor import Tensor
-from ..tracing import Handle, tracer
+from ..capture.tracing import Handle, tracer
+from ..engine.autograd import no_grad
+from ..engine.dtypes import to_numpy_dtype
+from ..engine.tensor import Tensor
 from .parameter import Parameter
 
 # Bumped whenever any module's parameters, buffers or submodules change, so the cached

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..engine.tensor import Tensor
 
 
 class Parameter(Tensor):

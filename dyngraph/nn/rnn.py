@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import creation
-from .. import functions as fn
-from .. import functions_shape as fs
-from ..tensor import Tensor
+from ..engine import creation
+from ..engine import functions as fn
+from ..engine import functions_shape as fs
+from ..engine.tensor import Tensor
 from . import functional as F
 from . import init
 from .linear import _empty

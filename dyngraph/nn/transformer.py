@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import creation
-from ..tensor import Tensor
+from ..engine import creation
+from ..engine.tensor import Tensor
 from . import functional as F
 from .activation import Dropout, LayerNorm
 from .attention import MultiheadAttention

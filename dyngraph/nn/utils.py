@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import creation
-from ..tensor import Tensor
+from ..engine import creation
+from ..engine.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
            "vector_to_parameters"]

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from ..summaries import l2_norm
-from ..tensor import Tensor
-from ..tracing import tracer
+from ..capture.summaries import l2_norm
+from ..capture.tracing import tracer
+from ..engine.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
 
@@ -82,7 +82,7 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
         if closure is not None:
-            from ..autograd import enable_grad
+            from ..engine.autograd import enable_grad
 
             with enable_grad():
                 loss = closure()
@@ -157,7 +157,7 @@ class Optimizer:
 
 def _copy_value(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        from ..creation import from_numpy
+        from ..engine.creation import from_numpy
 
         return from_numpy(value.copy())
     return copy.deepcopy(value)

@@ -12,7 +12,7 @@ import pytest
 from demo_helpers import record, run_script
 
 from dyngraph import demos
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 SCRIPT = demos.path("nan_hunt")
 LOG_LINE = next(i for i, text in enumerate(SCRIPT.read_text().splitlines(), 1)

@@ -109,7 +109,7 @@ class Sample:
 def _pad(L: Any, x: Any) -> Any:
     if L.__name__ == "torch":
         return L.nn.functional.pad(x, (1, 2, 0, 1), value=0.5)
-    from dyngraph.functions_shape import pad
+    from dyngraph.engine.functions_shape import pad
 
     return pad(x, (1, 2, 0, 1), value=0.5)
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import dyngraph as dg
-from dyngraph import events as ev
-from dyngraph.autograd import FREED_MESSAGE
-from dyngraph.tracing import subscribe
+from dyngraph.capture import events as ev
+from dyngraph.capture.tracing import subscribe
+from dyngraph.engine.autograd import FREED_MESSAGE
 
 
 def raises_like_torch(snippet, message):

@@ -10,7 +10,7 @@ import pytest
 
 import dyngraph as dg
 import dyngraph.nn.functional as F
-from dyngraph.ops_nn import NN_OPS, _erf
+from dyngraph.engine.ops_nn import NN_OPS, _erf
 
 RNG = np.random.default_rng(0)
 

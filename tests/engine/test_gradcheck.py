@@ -8,8 +8,8 @@ from gradcheck import check_gradients
 from optable import SAMPLES, R, make_inputs
 
 import dyngraph as dg
-from dyngraph.ops import OpDef
-from dyngraph.tensor import apply
+from dyngraph.engine.ops import OpDef
+from dyngraph.engine.tensor import apply
 
 DIFFERENTIABLE = [s for s in SAMPLES if s.grad]
 
@@ -56,11 +56,11 @@ def test_every_differentiable_registered_op_has_a_sample():
     # Ops reached only through others (index_put via __setitem__) are tested in test_inplace.
     exempt = {"index_put", "floor_divide", "remainder", "ceil", "trunc", "isfinite",
               "bitwise_not", "eq", "ne"}
-    from dyngraph.ops import OPS
-    from dyngraph.ops_nn import NN_OPS  # noqa: F401  (the nn engineer's ops are tested there)
+    from dyngraph.engine.ops import OPS
+    from dyngraph.engine.ops_nn import NN_OPS  # noqa: F401  (the nn engineer's ops are tested there)
 
     engine_ops = {name for name, op in OPS.items() if op.forward.__module__ in (
-        "dyngraph.ops", "dyngraph.ops_reduce", "dyngraph.ops_shape")}
+        "dyngraph.engine.ops", "dyngraph.engine.ops_reduce", "dyngraph.engine.ops_shape")}
     # sort and topk are functions over argsort + gather, sampled under their own names.
     assert engine_ops - sampled - exempt == set()
     assert {"sort", "topk"} <= sampled

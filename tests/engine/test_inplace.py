@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dyngraph as dg
-from dyngraph.tracing import subscribe
+from dyngraph.capture.tracing import subscribe
 
 LEAF = "a leaf Variable that requires grad is being used in an in-place operation."
 

@@ -266,7 +266,7 @@ def test_scopes_unwind_after_an_exception():
     root = nn.Sequential(nn.Linear(2, 2), Boom())
     with dg.subscribe(lambda e: None), pytest.raises(ValueError):
         root(dg.randn(1, 2))
-    from dyngraph.tracing import tracer
+    from dyngraph.capture.tracing import tracer
 
     assert tracer.module_stack == [""] and module_mod._naming.depth == 0
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import dyngraph as dg
-from dyngraph import events as ev
-from dyngraph import tracefile as tf
-from dyngraph.tracing import make_header
+from dyngraph.capture import events as ev
+from dyngraph.capture import tracefile as tf
+from dyngraph.capture.tracing import make_header
 
 
 def _round_trip(events: list[ev.Event]) -> list[ev.Event]:

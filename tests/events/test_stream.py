@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import dyngraph as dg
-from dyngraph import events as ev
-from dyngraph.tracing import module_scope, set_run_info, subscribe, tracer
+from dyngraph.capture import events as ev
+from dyngraph.capture.tracing import module_scope, set_run_info, subscribe, tracer
 
 
 def _line() -> int:

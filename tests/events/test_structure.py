@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import dyngraph as dg
-from dyngraph.tracing import module_scope
+from dyngraph.capture.tracing import module_scope
 
 
 def _rnn(w: dg.Tensor, xs: np.ndarray) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import dyngraph as dg
-from dyngraph import summaries as S
+from dyngraph.capture import summaries as S
 
 
 @pytest.mark.parametrize("stats", ["cheap", "full"])

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dyngraph as dg
-from dyngraph import events as ev
-from dyngraph import tracefile as tf
+from dyngraph.capture import events as ev
+from dyngraph.capture import tracefile as tf
+from dyngraph.capture.tracing import make_header, module_scope
 from dyngraph.errors import TraceFileError, UserError
-from dyngraph.tracing import make_header, module_scope
 
 
 def _workload(steps: int = 3) -> None:

@@ -3,8 +3,8 @@ file paths that vary between machines)."""
 
 from __future__ import annotations
 
-from dyngraph.events import Summary
-from dyngraph.graph import Graph, GraphEdge, GraphNode
+from dyngraph.capture.events import Summary
+from dyngraph.capture.graph import Graph, GraphEdge, GraphNode
 
 HOSTILE = '"><script>alert(1)</script>'
 

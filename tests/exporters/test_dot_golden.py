@@ -13,7 +13,7 @@ import pytest
 from dyngraph.exporters import ViewCache, to_dot
 from exporter_graphs import mlp, stack
 
-from dyngraph.graph import backward_graph
+from dyngraph.capture.graph import backward_graph
 
 GOLDEN = Path(__file__).parent / "golden"
 

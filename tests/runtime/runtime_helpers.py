@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug import Breakpoint, Session, SessionState
 
 SCRIPTS = Path(__file__).parent / "scripts"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from runtime_helpers import drive, line_of, script
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug import Breakpoint
 from dyngraph.debug.breakpoints import Matcher, all_finite, module_matches, parse_condition
 

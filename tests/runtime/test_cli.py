@@ -7,7 +7,7 @@ import pytest
 from runtime_helpers import dyngraph_cli, line_of, script
 
 import dyngraph
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 
 def one_clean_line(stderr: str) -> str:

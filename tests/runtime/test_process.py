@@ -21,7 +21,7 @@ from runtime_helpers import (
     wait_for,
 )
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug import Breakpoint, Session
 from dyngraph.debug.values import ValueStore
 
@@ -273,7 +273,7 @@ def test_the_child_speaks_frames_over_tcp_to_a_parent_it_does_not_share_anything
     """The protocol alone, over loopback TCP, with a child started independently."""
     import socket
 
-    from dyngraph import tracefile
+    from dyngraph.capture import tracefile
 
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(TIMEOUT)

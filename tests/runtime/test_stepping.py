@@ -6,7 +6,7 @@ import time
 
 from runtime_helpers import Run, drive, line_of, pump_until_paused, script, wait_for
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug import Breakpoint, Session
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import dyngraph
 from dyngraph import nn
-from dyngraph.events import Summary
-from dyngraph.graph import Graph, GraphEdge, GraphNode, build_graphs
+from dyngraph.capture.events import Summary
+from dyngraph.capture.graph import Graph, GraphEdge, GraphNode, build_graphs
 
 
 @dataclass
@@ -83,7 +83,7 @@ def traced_graphs(iterations: int = 2) -> list[Graph]:
     with dyngraph.subscribe(events.append, stats="cheap"):
         for _ in range(iterations):
             net(dyngraph.ones(4, 3)).backward()
-        dyngraph.tracing.tracer.flush_iteration()
+        dyngraph.capture.tracing.tracer.flush_iteration()
     return list(build_graphs(events))
 
 
@@ -129,5 +129,5 @@ def rnn_loop(steps: int) -> Graph:
         for _ in range(steps):
             h = (x @ U + h @ W).tanh()
         h.sum().backward()
-        dyngraph.tracing.tracer.flush_iteration()
+        dyngraph.capture.tracing.tracer.flush_iteration()
     return next(iter(build_graphs(events)))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dyngraph import events as ev
-from dyngraph.tracing import subscribe, tracer
+from dyngraph.capture import events as ev
+from dyngraph.capture.tracing import subscribe, tracer
 
 SCRIPTS = Path(__file__).parent / "scripts"
 TINY = SCRIPTS / "tiny.py"

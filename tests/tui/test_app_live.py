@@ -12,7 +12,7 @@ from dyngraph.tui.source_view import SourceView
 from dyngraph.tui.sources import LiveSource
 from dyngraph.tui.status_line import StatusLine
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 SIZE = (160, 45)
 

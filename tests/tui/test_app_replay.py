@@ -11,7 +11,7 @@ from dyngraph.tui.sources import ReplaySource
 from dyngraph.tui.status_line import StatusLine
 from dyngraph.tui.timeline import Timeline
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 
 SIZE = (160, 45)
 

@@ -103,7 +103,7 @@ def test_every_iteration_of_an_unchanging_graph_costs_one_layout(
 
 def test_a_graph_without_nodes_writes_and_announces_nothing(
         tmp_path: Path, counting_dot: Path) -> None:
-    from dyngraph.graph import Graph
+    from dyngraph.capture.graph import Graph
 
     graph = training_graphs(1)[0]
     done = Collect()

@@ -13,8 +13,8 @@ from canvas_helpers import chain, fake_layout, grow, shared_weight, traced_graph
 from dyngraph.tui.graph_canvas import GraphCanvas
 from textual.app import App, ComposeResult
 
-from dyngraph.events import Summary
-from dyngraph.graph import GraphBuilder, GraphNode
+from dyngraph.capture.events import Summary
+from dyngraph.capture.graph import GraphBuilder, GraphNode
 
 
 class CountingLayout:

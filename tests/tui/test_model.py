@@ -12,7 +12,7 @@ from dyngraph.tui.model import Model
 from dyngraph.tui.sources import ReplaySource
 from dyngraph.tui.status_line import status_text
 
-from dyngraph import events as ev
+from dyngraph.capture import events as ev
 from dyngraph.debug import Breakpoint
 
 

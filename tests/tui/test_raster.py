@@ -13,7 +13,7 @@ from dyngraph.tui import raster
 from dyngraph.tui.raster import ViewCluster, ViewEdge, ViewGraph, ViewNode
 from rich.cells import cell_len
 
-from dyngraph.graph import GraphNode
+from dyngraph.capture.graph import GraphNode
 
 
 def scene_of(graph, rule=None, compact=False, layout=fake_layout):

@@ -33,8 +33,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ..errors import TraceFileError, UserError
 from . import events as ev
-from .errors import TraceFileError, UserError
 
 MAGIC = b"DG"
 FORMAT_VERSION = 1
@@ -475,7 +475,7 @@ class TraceWriter:
     iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
     the unwritten tail, and the file still loads up to its last whole frame.
 
-    >>> from dyngraph.tracing import make_header    # doctest: +SKIP
+    >>> from dyngraph.capture.tracing import make_header    # doctest: +SKIP
     >>> with TraceWriter("run.dgtrace", make_header()) as w:    # doctest: +SKIP
     ...     w.write(events)
     """

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..capture.tracing import Handle, now_ns, tracer
 from . import autograd
 from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
-from .tracing import Handle, now_ns, tracer
 
 _ids = itertools.count(1)
 _new_node = Node.__new__

@@ -33,7 +33,7 @@ VALUES_MODES = ("none", "small")
 VALUES_LIMIT = 4_096
 """With ``values="small"``, tensors of at most this many elements have their values recorded."""
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 # Demos ship inside the package but are user code: their lines are the interesting ones.
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
@@ -451,7 +451,7 @@ class Tracer:
         ``script``/``argv`` default to ``run_info`` (set by whoever starts the recorded
         program, e.g. the debug runtime, with ``set_run_info``), else ``sys.argv``.
         """
-        from . import __version__
+        from .. import __version__
 
         if script is None or argv is None:
             if self.run_info is not None:
