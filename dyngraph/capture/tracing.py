@@ -302,7 +302,7 @@ class Tracer:
             if tid not in known:
                 self.announce(x)
         file, line, function = self.source(2)
-        data = out.data
+        data = out._array
         dtype = self._dtype_names.get(data.dtype) or self._dtype_name(data.dtype)
         shape = data.shape
         shape = self._shapes.setdefault(shape, shape)
@@ -341,7 +341,7 @@ class Tracer:
         """
         tid = tensor._id
         self._known.add(tid)
-        data = tensor.data
+        data = tensor._array
         grad_fn = tensor.grad_fn
         self.seq += 1
         # seq, iteration, tensor, name, shape, dtype, requires_grad, is_param, summary,
@@ -423,10 +423,10 @@ class Tracer:
         if grad is None:
             grad = tensor.grad
         if self.array_hook is not None:
-            self.array_hook("grad", tensor._id, grad.data)
+            self.array_hook("grad", tensor._id, grad._array)
         self.seq += 1
         event = _make_grad(self.seq, self.iteration, tensor._id,
-                           getattr(tensor, "_name", "") or "", self._grad_summary(grad.data))
+                           getattr(tensor, "_name", "") or "", self._grad_summary(grad._array))
         for callback in self._callbacks:
             callback(event)
 

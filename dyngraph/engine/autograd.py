@@ -347,7 +347,7 @@ def run_backward(
             if t is None or g is None:
                 continue
             if type(t) is not Node:  # a leaf: collect now, accumulate at the end
-                data = t.data
+                data = t._array
                 if type(g) is not np.ndarray:
                     g = np.asarray(g, dtype=data.dtype)
                 if g.shape != data.shape:
@@ -427,7 +427,7 @@ def _node_extras(node: Node, grad: np.ndarray, tid: int, capture_ids: dict[int, 
         owner = node.retained()
         if owner is not None:
             owner._grad = (wrap(grad.copy()) if owner._grad is None
-                           else wrap(owner._grad.data + grad))
+                           else wrap(owner._grad._array + grad))
     return grad
 
 
@@ -456,7 +456,7 @@ def _accumulate_leaf(leaf: Any, grad: np.ndarray, handed: dict[int, np.ndarray])
         handed[id(grad)] = grad
         leaf._grad = wrap(grad)
     else:
-        leaf._grad.data = leaf._grad.data + grad
+        leaf._grad._array = leaf._grad._array + grad
     if leaf._post_hooks:
         for hook in tuple(leaf._post_hooks):
             hook(leaf)
@@ -483,16 +483,16 @@ def _root_grads(outputs: tuple[Any, ...], grad_outputs: tuple[Any, ...] | None,
             raise RuntimeError(NO_GRAD_FN_MESSAGE.format(i))
         g = None if grad_outputs is None else grad_outputs[i]
         if g is None:
-            if out.data.size != 1:
+            if out._array.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grads.append(np.ones_like(out.data))
+            grads.append(np.ones_like(out._array))
             continue
-        array = np.array(getattr(g, "data", g), dtype=out.data.dtype)
-        if array.shape != out.data.shape:
+        array = np.array(getattr(g, "data", g), dtype=out._array.dtype)
+        if array.shape != out._array.shape:
             size = type(out.shape)
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {size(array.shape)!r} and "
-                f"output[{i}] has a shape of {size(out.data.shape)!r}."
+                f"output[{i}] has a shape of {size(out._array.shape)!r}."
             )
         grads.append(array)
     return grads
@@ -544,11 +544,11 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None,
     for i, (t, g) in enumerate(zip(ins, found, strict=True)):
         if g is None:
             if materialize_grads:
-                result.append(wrap(np.zeros_like(t.data)))
+                result.append(wrap(np.zeros_like(t._array)))
                 continue
             if not allow_unused:
                 raise RuntimeError(UNUSED_MESSAGE.format(i))
             result.append(None)
         else:
-            result.append(wrap(np.array(g, dtype=t.data.dtype)))
+            result.append(wrap(np.array(g, dtype=t._array.dtype)))
     return tuple(result)

@@ -102,18 +102,18 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
 
 
 def _like(t: Tensor, dtype: Any) -> Any:
-    return t.data.dtype if dtype is None else dtype
+    return t._array.dtype if dtype is None else dtype
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    return _new(np.zeros(input.data.shape, _like(input, dtype) if dtype is None
+    return _new(np.zeros(input._array.shape, _like(input, dtype) if dtype is None
                          else to_numpy_dtype(dtype)), None, requires_grad, device)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    return _new(np.ones(input.data.shape, _like(input, dtype) if dtype is None
+    return _new(np.ones(input._array.shape, _like(input, dtype) if dtype is None
                         else to_numpy_dtype(dtype)), None, requires_grad, device)
 
 
@@ -123,7 +123,7 @@ def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    return _new(np.full(input.data.shape, fill_value, input.data.dtype), dtype,
+    return _new(np.full(input._array.shape, fill_value, input._array.dtype), dtype,
                 requires_grad, device)
 
 
@@ -139,11 +139,11 @@ def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return rand(input.data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return rand(input._array.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    return randn(input.data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return randn(input._array.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
@@ -171,8 +171,8 @@ def randperm(n: int, *, dtype: Any = None, device: Any = None,
 
 def normal(mean: Any, std: Any, size: Any = None, *, dtype: Any = None,
            requires_grad: bool = False) -> Tensor:
-    m = mean.data if isinstance(mean, Tensor) else mean
-    s = std.data if isinstance(std, Tensor) else std
+    m = mean._array if isinstance(mean, Tensor) else mean
+    s = std._array if isinstance(std, Tensor) else std
     shape = None if size is None else _shape((size,))
     array = np.asarray(_rng.normal(m, s, shape), dtype=DEFAULT_DTYPE)
     return _new(array, dtype, requires_grad)

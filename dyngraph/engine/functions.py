@@ -26,7 +26,7 @@ def _dims(dim: Any) -> Any:
 
 
 def _array(x: Any) -> Any:
-    return x.data if isinstance(x, Tensor) else x
+    return x._array if isinstance(x, Tensor) else x
 
 
 def _nn_op(name: str) -> Any:
@@ -245,18 +245,18 @@ logical_xor = _binary("logical_xor")
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
-    return bool(input.shape == other.shape and np.array_equal(input.data, other.data))
+    return bool(input.shape == other.shape and np.array_equal(input._array, other._array))
 
 
 def allclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
              equal_nan: bool = False) -> bool:
-    return bool(np.allclose(input.data, _array(other), rtol=rtol, atol=atol,
+    return bool(np.allclose(input._array, _array(other), rtol=rtol, atol=atol,
                             equal_nan=equal_nan))
 
 
 def isclose(input: Tensor, other: Any, rtol: float = 1e-5, atol: float = 1e-8,
             equal_nan: bool = False) -> Tensor:
-    return _wrap(np.isclose(input.data, _array(other), rtol=rtol, atol=atol,
+    return _wrap(np.isclose(input._array, _array(other), rtol=rtol, atol=atol,
                             equal_nan=equal_nan))
 
 
@@ -274,14 +274,14 @@ def to(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for arg in args:
         if isinstance(arg, Tensor):
-            target = arg.data.dtype
+            target = arg._array.dtype
         elif isinstance(arg, (dtype_cls, type)) or (isinstance(arg, np.dtype)):
             target = arg
         else:
             device = arg
     if device is not None and str(device) not in ("cpu", "cpu:0"):
         raise NotImplementedError(f"dyngraph runs on the CPU only (asked for {device!r})")
-    if target is None or to_numpy_dtype(target) == input.data.dtype:
+    if target is None or to_numpy_dtype(target) == input._array.dtype:
         return clone(input) if copy else input
     return apply(OPS["to"], input, dtype=to_numpy_dtype(target))
 
@@ -325,7 +325,7 @@ def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     input = _reduce_dtype(input, dtype)
-    if input.data.dtype.kind not in "fc":
+    if input._array.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating "
             f"point or complex dtype. Got: {_torch_name(input)}"
@@ -335,7 +335,7 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = 
 
 def _torch_name(t: Tensor) -> str:
     return {"int64": "Long", "int32": "Int", "bool": "Bool", "uint8": "Byte"}.get(
-        str(t.data.dtype), str(t.data.dtype))
+        str(t._array.dtype), str(t._array.dtype))
 
 
 # Named like PyTorch's torch.return_types.max / .min.
@@ -447,7 +447,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
          ) -> Any:
     from .functions_shape import gather, narrow
 
-    n = input.data.shape[int(dim)] if input.ndim else 1
+    n = input._array.shape[int(dim)] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     indices = narrow(argsort(input, dim, descending=largest), dim, 0, int(k))
@@ -459,7 +459,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     """Draw category indices from (rows of) non-negative weights (not differentiable)."""
     from .creation import generator as rng_of
 
-    probs = np.asarray(input.data, dtype=np.float64)
+    probs = np.asarray(input._array, dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim else probs.reshape(1, 1)
     if (rows < 0).any() or not np.isfinite(rows).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
@@ -479,8 +479,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
     from .creation import generator as rng_of
 
-    probs = input.data if p is None else np.full(input.data.shape, p)
-    return _wrap((rng_of().random(input.data.shape) < probs).astype(input.data.dtype))
+    probs = input._array if p is None else np.full(input._array.shape, p)
+    return _wrap((rng_of().random(input._array.shape) < probs).astype(input._array.dtype))
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001

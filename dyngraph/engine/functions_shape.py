@@ -26,7 +26,7 @@ def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
 def _index(index: Any) -> Any:
     """Turn tensors inside an index into arrays numpy understands."""
     if isinstance(index, Tensor):
-        return index.data
+        return index._array
     if isinstance(index, tuple):
         return tuple(_index(i) for i in index)
     if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
@@ -50,15 +50,15 @@ def view(input: Tensor, *shape: Any) -> Tensor:
 
 
 def view_as(input: Tensor, other: Tensor) -> Tensor:
-    return reshape(input, other.data.shape)
+    return reshape(input, other._array.shape)
 
 
 def reshape_as(input: Tensor, other: Tensor) -> Tensor:
-    return reshape(input, other.data.shape)
+    return reshape(input, other._array.shape)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    shape = input.data.shape
+    shape = input._array.shape
     if not shape:
         return reshape(input, (1,))
     n = len(shape)
@@ -72,7 +72,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
-    shape = input.data.shape
+    shape = input._array.shape
     d = dim % len(shape)
     return reshape(input, shape[:d] + tuple(sizes) + shape[d + 1:])
 
@@ -117,7 +117,7 @@ def expand(input: Tensor, *size: Any) -> Tensor:
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
-    return expand(input, other.data.shape)
+    return expand(input, other._array.shape)
 
 
 def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
@@ -129,13 +129,13 @@ def repeat(input: Tensor, *repeats: Any) -> Tensor:
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    if index.data.dtype.kind not in "iu":
+    if index._array.dtype.kind not in "iu":
         raise RuntimeError("gather(): Expected dtype int64 for index")
     return apply(OPS["gather"], input, int(dim), index)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
-    if index.data.dtype.kind not in "iu":
+    if index._array.dtype.kind not in "iu":
         raise RuntimeError("index_select(): Expected dtype int32/int64 for index")
     return apply(OPS["index_select"], input, int(dim), index)
 
@@ -180,7 +180,7 @@ def _pieces(input: Tensor, dim: int, sizes: Sequence[int]) -> tuple[Tensor, ...]
 
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     dim = int(dim) % max(tensor.ndim, 1)
-    n = tensor.data.shape[dim]
+    n = tensor._array.shape[dim]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0:
@@ -199,13 +199,13 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    n = input.data.shape[int(dim) % max(input.ndim, 1)]
+    n = input._array.shape[int(dim) % max(input.ndim, 1)]
     return split(input, max(-(-n // chunks), 1), dim)
 
 
 def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]:
     dim = int(dim) % max(input.ndim, 1)
-    n = input.data.shape[dim]
+    n = input._array.shape[dim]
     base, extra = divmod(n, sections)
     return _pieces(input, dim, [base + (1 if i < extra else 0) for i in range(sections)])
 
@@ -213,7 +213,7 @@ def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ..
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     dim = int(dim) % max(input.ndim, 1)
     op = OPS["select"]
-    return tuple(apply(op, input, dim=dim, index=i) for i in range(input.data.shape[dim]))
+    return tuple(apply(op, input, dim=dim, index=i) for i in range(input._array.shape[dim]))
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
@@ -222,7 +222,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     dim = int(dim) % max(input.ndim, 1)
-    start = int(start) % max(input.data.shape[dim], 1) if start < 0 else int(start)
+    start = int(start) % max(input._array.shape[dim], 1) if start < 0 else int(start)
     return apply(OPS["split"], input, dim=dim, start=start, length=int(length))
 
 

@@ -1,7 +1,7 @@
 """In-place ops: ``add_``, ``mul_``, ``zero_``, ``copy_``, ``x[i] = v``, ``x += y`` ...
 
 Outside a graph (under ``no_grad``, or on tensors that need no gradient) they change
-``.data`` in place and are not graph ops: no node, no event. That is how optimizers update
+their array in place and are not graph ops: no node, no event. That is how optimizers update
 parameters. Inside a graph they compute out of place through ``apply`` and the tensor takes
 over the result's place in the graph (PyTorch "rebases" it the same way), so arrays saved
 for backward are never overwritten. On a leaf that requires grad, outside ``no_grad``,
@@ -26,7 +26,7 @@ from .tensor import LEAF_INPLACE_MESSAGE, Tensor, apply
 
 
 def _array(x: Any) -> Any:
-    return x.data if isinstance(x, Tensor) else x
+    return x._array if isinstance(x, Tensor) else x
 
 
 def _in_graph(self: Tensor, *others: Any) -> bool:
@@ -45,7 +45,7 @@ def _in_graph(self: Tensor, *others: Any) -> bool:
 
 def _rebase(self: Tensor, out: Tensor) -> Tensor:
     """``self`` becomes ``out``: same data, same place in the graph, same id in events."""
-    self.data = out.data
+    self._array = out._array
     self.grad_fn = out.grad_fn
     self.requires_grad = out.requires_grad
     self._id = out._id
@@ -54,13 +54,13 @@ def _rebase(self: Tensor, out: Tensor) -> Tensor:
 
 def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
     try:
-        ufunc(self.data, _array(other), out=self.data, casting="same_kind")
+        ufunc(self._array, _array(other), out=self._array, casting="same_kind")
     except TypeError as e:  # numpy's UFuncTypeError: a float result into an int tensor
         raise RuntimeError(f"{name}: result type can't be cast to the desired output type "
-                           f"{self.data.dtype} ({e})") from None
+                           f"{self._array.dtype} ({e})") from None
     except ValueError as e:
         raise RuntimeError(f"{name}: {e} (in-place on a tensor of shape "
-                           f"{tuple(self.data.shape)})") from None
+                           f"{tuple(self._array.shape)})") from None
     return self
 
 
@@ -101,14 +101,14 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
 def sqrt_(self: Tensor) -> Tensor:
     if _in_graph(self):
         return _rebase(self, fn.sqrt(self))
-    np.sqrt(self.data, out=self.data)
+    np.sqrt(self._array, out=self._array)
     return self
 
 
 def neg_(self: Tensor) -> Tensor:
     if _in_graph(self):
         return _rebase(self, fn.neg(self))
-    np.negative(self.data, out=self.data)
+    np.negative(self._array, out=self._array)
     return self
 
 
@@ -127,7 +127,7 @@ def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Ten
 def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
     if _in_graph(self, end, weight):
         return _rebase(self, fn.add(self, fn.mul(fn.sub(end, self), weight)))
-    return _ufunc(self, np.add, (_array(end) - self.data) * _array(weight), "lerp_")
+    return _ufunc(self, np.add, (_array(end) - self._array) * _array(weight), "lerp_")
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
@@ -135,7 +135,7 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         return _rebase(self, fn.clamp(self, min, max))
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    np.clip(self.data, _array(min), _array(max), out=self.data)
+    np.clip(self._array, _array(min), _array(max), out=self._array)
     return self
 
 
@@ -150,8 +150,8 @@ def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     if _in_graph(self, value):
         return _rebase(self, fn.masked_fill(self, mask, value))
-    np.copyto(self.data, np.asarray(_array(value), dtype=self.data.dtype),
-              where=np.broadcast_to(np.asarray(_array(mask), bool), self.data.shape))
+    np.copyto(self._array, np.asarray(_array(value), dtype=self._array.dtype),
+              where=np.broadcast_to(np.asarray(_array(mask), bool), self._array.shape))
     return self
 
 
@@ -161,36 +161,36 @@ def _overwrite(self: Tensor, values: np.ndarray) -> Tensor:
         # Recorded out of place (arrays saved for backward keep their values) as a where()
         # that takes every value from the constant: the tensor stays in the graph, with a
         # zero gradient to what it was before, as in PyTorch.
-        fill = np.array(np.broadcast_to(values, self.data.shape), dtype=self.data.dtype)
-        everywhere = np.ones(self.data.shape, dtype=bool)
+        fill = np.array(np.broadcast_to(values, self._array.shape), dtype=self._array.dtype)
+        everywhere = np.ones(self._array.shape, dtype=bool)
         return _rebase(self, apply(OPS["where"], everywhere, fill, self))
-    self.data[...] = values
+    self._array[...] = values
     return self
 
 
 def zero_(self: Tensor) -> Tensor:
-    return _overwrite(self, np.zeros((), self.data.dtype))
+    return _overwrite(self, np.zeros((), self._array.dtype))
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
-    return _overwrite(self, np.asarray(_array(value), dtype=self.data.dtype))
+    return _overwrite(self, np.asarray(_array(value), dtype=self._array.dtype))
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    return _overwrite(self, generator().normal(mean, std, self.data.shape))
+    return _overwrite(self, generator().normal(mean, std, self._array.shape))
 
 
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    return _overwrite(self, generator().uniform(a, b, self.data.shape))
+    return _overwrite(self, generator().uniform(a, b, self._array.shape))
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     if _in_graph(self, src):
         src = src if isinstance(src, Tensor) else Tensor(np.asarray(src))
-        moved = fn.to(fs.expand(src, self.data.shape), self.data.dtype)
+        moved = fn.to(fs.expand(src, self._array.shape), self._array.dtype)
         return _rebase(self, fn.clone(moved))
     try:
-        np.copyto(self.data, _array(src), casting="unsafe")
+        np.copyto(self._array, _array(src), casting="unsafe")
     except ValueError as e:
         raise RuntimeError(f"copy_: {e}") from None
     return self
@@ -203,7 +203,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         _rebase(self, apply(OPS["index_put"], self, value, index=index))
         return
     try:
-        self.data[index] = _array(value)
+        self._array[index] = _array(value)
     except ValueError as e:
         raise RuntimeError(f"setitem: {e}") from None
 

@@ -94,7 +94,7 @@ def _cast(dtype_name: str) -> Any:
 
 
 def _type_as(self: Tensor, other: Tensor) -> Tensor:
-    return fn.to(self, other.data.dtype)
+    return fn.to(self, other._array.dtype)
 
 
 def _new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None,

@@ -2,7 +2,7 @@
 
 Every Tensor method, operator and function in ``dyngraph`` and ``dyngraph.nn.functional``
 ends in ``apply(OPS[name], *inputs, **attrs)``. Nothing else creates graph nodes or emits
-op events. In-place ops (``add_``, ``zero_`` ... in ``inplace.py``) change ``.data`` directly
+op events. In-place ops (``add_``, ``zero_`` ... in ``inplace.py``) change the array directly
 when no graph is involved (optimizers under ``no_grad``), so they are not graph ops.
 """
 
@@ -44,8 +44,8 @@ INT_GRAD_MESSAGE = "Only Tensors of floating point and complex dtype can require
 class Tensor:
     """An n-dimensional array that records the ops applied to it.
 
-    ``.data`` is the underlying ``np.ndarray`` (in PyTorch it is a Tensor: use
-    ``.detach()`` for code that must run on both).
+    The values live in the ``np.ndarray`` ``_array``; ``.data`` is, as in PyTorch, a
+    Tensor sharing that memory outside the graph.
 
     >>> import dyngraph as torch
     >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -56,7 +56,7 @@ class Tensor:
 
     # Hot fields are slots; rare ones (a name, hooks) default on the class and go to a
     # lazily created __dict__ when set, so making a tensor costs five stores.
-    __slots__ = ("data", "requires_grad", "grad_fn", "_id", "__dict__", "__weakref__")
+    __slots__ = ("_array", "requires_grad", "grad_fn", "_id", "__dict__", "__weakref__")
     _grad: Tensor | None = None
     _name = ""
     _is_param = False
@@ -114,7 +114,7 @@ class Tensor:
             array = np.zeros(tuple(int(d) for d in data), dtype=np_dtype)
         if requires_grad and array.dtype.kind not in "fc":
             raise RuntimeError(INT_GRAD_MESSAGE)
-        self.data = array
+        self._array = array
         self.requires_grad = bool(requires_grad)
         self.grad_fn: Node | None = None
         self._id = next(_ids)
@@ -136,7 +136,7 @@ class Tensor:
                     f"assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}"
                 )
-            if value.data.shape != self.data.shape:
+            if value._array.shape != self._array.shape:
                 raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
 
@@ -200,14 +200,29 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if requires_grad and self.data.dtype.kind not in "fc":
+        if requires_grad and self._array.dtype.kind not in "fc":
             raise RuntimeError(INT_GRAD_MESSAGE)
         self.requires_grad = bool(requires_grad)
         return self
 
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing this one's memory, outside the graph (``torch.Tensor.data``).
+
+        ``p.data.add_(g, alpha=-lr)`` and ``p.data -= lr * p.grad`` update ``p`` itself and
+        are not recorded; prefer ``with torch.no_grad():``, as in PyTorch.
+        """
+        return _wrap(self._array)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._array = value._array
+
     def detach(self) -> Tensor:
         """A new leaf sharing this tensor's data, cut out of the graph."""
-        return _wrap(self.data)
+        return _wrap(self._array)
 
     def detach_(self) -> Tensor:
         self.grad_fn = None
@@ -217,16 +232,16 @@ class Tensor:
     # -- plain attributes ----------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self.data.shape)
+        return Size(self._array.shape)
 
     def size(self, dim: int | None = None) -> Any:
-        return Size(self.data.shape) if dim is None else self.data.shape[dim]
+        return Size(self._array.shape) if dim is None else self._array.shape[dim]
 
     @property
     def dtype(self) -> Any:
         from .dtypes import dtype_of
 
-        return dtype_of(self.data.dtype)
+        return dtype_of(self._array.dtype)
 
     @property
     def device(self) -> str:
@@ -238,21 +253,21 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._array.ndim
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._array.ndim
 
     def numel(self) -> int:
-        return int(self.data.size)
+        return int(self._array.size)
 
     nelement = numel
 
     def element_size(self) -> int:
-        return int(self.data.itemsize)
+        return int(self._array.itemsize)
 
     def is_floating_point(self) -> bool:
-        return self.data.dtype.kind == "f"
+        return self._array.dtype.kind == "f"
 
     def is_contiguous(self) -> bool:
         return True  # dyngraph has no strides users can observe
@@ -264,14 +279,14 @@ class Tensor:
         return self
 
     def item(self) -> Any:
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise RuntimeError(
-                f"a Tensor with {self.data.size} elements cannot be converted to Scalar"
+                f"a Tensor with {self._array.size} elements cannot be converted to Scalar"
             )
-        return self.data.reshape(()).item()
+        return self._array.reshape(()).item()
 
     def tolist(self) -> Any:
-        return self.data.tolist()
+        return self._array.tolist()
 
     def numpy(self) -> np.ndarray:
         if self.requires_grad:
@@ -279,7 +294,7 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        return self.data
+        return self._array
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         if self.requires_grad:
@@ -287,20 +302,20 @@ class Tensor:
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."
             )
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._array if dtype is None else self._array.astype(dtype)
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._array.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
-        if self.data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.data.shape[0]))
+        return (self[i] for i in range(self._array.shape[0]))
 
     def __repr__(self) -> str:
-        data = self.data
+        data = self._array
         fixed = data.dtype.kind == "f" and bool(np.any(data[np.isfinite(data)] % 1))
         body = np.array2string(data, separator=", ", precision=4, prefix="tensor(",
                                threshold=1000, edgeitems=3,
@@ -317,14 +332,14 @@ class Tensor:
         return "tensor(" + ", ".join([body, *extras]) + ")"
 
     def __format__(self, spec: str) -> str:
-        if self.data.ndim == 0:
-            return format(self.data.item(), spec)
+        if self._array.ndim == 0:
+            return format(self._array.item(), spec)
         return format(repr(self), spec)
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self.data.reshape(()))
+        return bool(self._array.reshape(()))
 
     def __float__(self) -> float:
         return float(self.item())
@@ -333,7 +348,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self.data.dtype.kind not in "iub" or self.data.size != 1:
+        if self._array.dtype.kind not in "iub" or self._array.size != 1:
             raise TypeError(
                 "only integer tensors of a single element can be converted to an index"
             )
@@ -346,9 +361,9 @@ class Tensor:
                 "deepcopy protocol at the moment."
             )
         new = type(self).__new__(type(self))
-        _init_slots(new, self.data.copy(), self.requires_grad)
+        _init_slots(new, self._array.copy(), self.requires_grad)
         if self._grad is not None:
-            new._grad = _wrap(self._grad.data.copy())
+            new._grad = _wrap(self._grad._array.copy())
         import copy
 
         # The dict holds rare fields (name, hooks) and whatever subclasses add.
@@ -390,9 +405,9 @@ def _discard(hooks: list[Any], hook: Any) -> None:
 def _to_array(data: Any, dtype: Any = None) -> np.ndarray:
     """Copy ``data`` into a fresh ndarray with PyTorch's default dtypes."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._array
     elif isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
-        data = [x.data if isinstance(x, Tensor) else x for x in data]
+        data = [x._array if isinstance(x, Tensor) else x for x in data]
     if dtype is not None:
         from .dtypes import to_numpy_dtype
 
@@ -409,7 +424,7 @@ def _to_array(data: Any, dtype: Any = None) -> np.ndarray:
 
 
 def _init_slots(t: Tensor, array: np.ndarray, requires_grad: bool) -> None:
-    t.data = array
+    t._array = array
     t.requires_grad = requires_grad
     t.grad_fn = None
     t._id = next(_ids)
@@ -418,7 +433,7 @@ def _init_slots(t: Tensor, array: np.ndarray, requires_grad: bool) -> None:
 def _wrap(array: np.ndarray, requires_grad: bool = False) -> Tensor:
     """Make a Tensor around an existing ndarray without copying or converting it."""
     t = Tensor.__new__(Tensor)
-    t.data = array
+    t._array = array
     t.requires_grad = requires_grad
     t.grad_fn = None
     t._id = next(_ids)
@@ -446,12 +461,12 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         x, y = inputs
         if isinstance(x, Tensor):
             ex = x.grad_fn or x if x.requires_grad and enabled else None
-            x = x.data
+            x = x._array
         else:
             ex = None
         if isinstance(y, Tensor):
             ey = y.grad_fn or y if y.requires_grad and enabled else None
-            y = y.data
+            y = y._array
         else:
             ey = None
         out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
@@ -460,7 +475,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         (x,) = inputs
         if isinstance(x, Tensor):
             edges = (x.grad_fn or x,) if x.requires_grad and enabled else None
-            x = x.data
+            x = x._array
         else:
             edges = None
         out_data, backward_fn = op.forward(x, **attrs) if attrs else op.forward(x)
@@ -471,7 +486,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
     if out_data.dtype is _F64 and not op.exact:
         out_data = _demote(inputs, out_data)
     out = Tensor.__new__(Tensor)
-    out.data = out_data
+    out._array = out_data
     out._id = oid = next(_ids)
     if edges is not None and backward_fn is not None:
         out.requires_grad = True
@@ -499,7 +514,7 @@ def _forward_any(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any], enab
     need = False
     for x in inputs:
         if isinstance(x, Tensor):
-            arrays.append(x.data)
+            arrays.append(x._array)
             if x.requires_grad and enabled:
                 edges.append(x.grad_fn or x)
                 need = True
@@ -523,11 +538,11 @@ def _demote(inputs: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
     """
     for x in inputs:
         if isinstance(x, Tensor):
-            if x.data.dtype is _F64:
+            if x._array.dtype is _F64:
                 return out
         elif isinstance(x, (list, tuple)):  # cat/stack take a sequence of tensors
             for y in x:
-                if isinstance(y, Tensor) and y.data.dtype is _F64:
+                if isinstance(y, Tensor) and y._array.dtype is _F64:
                     return out
     return out.astype(DEFAULT_DTYPE)
 

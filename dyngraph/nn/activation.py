@@ -147,9 +147,9 @@ class LayerNorm(Module):
 
     def reset_parameters(self) -> None:
         if self.weight is not None:
-            self.weight.data[...] = 1
+            self.weight._array[...] = 1
         if self.bias is not None:
-            self.bias.data[...] = 0
+            self.bias._array[...] = 0
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)

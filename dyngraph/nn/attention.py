@@ -113,7 +113,7 @@ class MultiheadAttention(Module):
         q, k, v = self._heads(q), self._heads(k), self._heads(v)
         scores = (q * (1.0 / math.sqrt(self.head_dim))) @ k.transpose(-2, -1)
         mask = self._merged_mask(attn_mask, key_padding_mask, is_causal, n, tgt_len, src_len,
-                                 scores.data.dtype)
+                                 scores._array.dtype)
         if mask is not None:
             scores = scores + mask
         weights = F.softmax(scores, dim=-1)

@@ -49,16 +49,16 @@ class _BatchNorm(Module):
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
-            self.running_mean.data[...] = 0
-            self.running_var.data[...] = 1
-            self.num_batches_tracked.data[...] = 0
+            self.running_mean._array[...] = 0
+            self.running_var._array[...] = 1
+            self.num_batches_tracked._array[...] = 0
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
         if self.weight is not None:
-            self.weight.data[...] = 1
+            self.weight._array[...] = 1
         if self.bias is not None:
-            self.bias.data[...] = 0
+            self.bias._array[...] = 0
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self._dims:
@@ -66,9 +66,9 @@ class _BatchNorm(Module):
                              f"(got {input.ndim}D input)")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
-            self.num_batches_tracked.data += 1
+            self.num_batches_tracked._array += 1
             if self.momentum is None:  # a cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked.data)
+                factor = 1.0 / float(self.num_batches_tracked._array)
         use_batch_stats = self.training or not self.track_running_stats
         return F.batch_norm(
             input,
@@ -110,7 +110,7 @@ class GroupNorm(Module):
         self.affine = affine
         if affine:
             self.weight = _empty(num_channels, dtype=dtype, device=device)
-            self.weight.data[...] = 1
+            self.weight._array[...] = 1
             if bias:
                 self.bias = _empty(num_channels, dtype=dtype, device=device)
             else:

@@ -205,6 +205,6 @@ class ParameterList(Module):
         for name, p in self._parameters.items():
             if p is None:
                 continue
-            size = "x".join(str(d) for d in p.data.shape)
+            size = "x".join(str(d) for d in p._array.shape)
             lines.append(f"({name}): Parameter containing: [{p.dtype} of size {size}]")
         return "\n".join(lines)

@@ -137,7 +137,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
 # -- layers -------------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` as one "linear" node."""
-    x_shape, w_shape = input.data.shape, weight.data.shape
+    x_shape, w_shape = input._array.shape, weight._array.shape
     if not x_shape or x_shape[-1] != w_shape[-1]:
         rows = int(np.prod(x_shape[:-1])) if len(x_shape) > 1 else 1
         cols = x_shape[-1] if x_shape else 1
@@ -169,7 +169,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     running statistics in place, outside the graph), by the running ones otherwise."""
     if input.ndim < 2:
         raise ValueError(f"expected 2D or more input (got {input.ndim}D input)")
-    data = input.data
+    data = input._array
     axes = (0, *range(2, data.ndim))
     count = data.size // data.shape[1]
     if training and count <= 1:
@@ -183,16 +183,16 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         m = 0.1 if momentum is None else momentum  # (BatchNorm passes its own average)
         mean = data.mean(axis=axes)
         var = data.var(axis=axes, ddof=1)
-        running_mean.data *= 1 - m
-        running_mean.data += (m * mean).astype(running_mean.data.dtype)
-        running_var.data *= 1 - m
-        running_var.data += (m * var).astype(running_var.data.dtype)
+        running_mean._array *= 1 - m
+        running_mean._array += (m * mean).astype(running_mean._array.dtype)
+        running_var._array *= 1 - m
+        running_var._array += (m * var).astype(running_var._array.dtype)
     return out
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    if input.ndim < 2 or input.data.shape[1] % num_groups:
+    if input.ndim < 2 or input._array.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
@@ -248,7 +248,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if padding == "valid":
         pad = 0
     elif padding == "same":
-        total = dilation * (weight.data.shape[-1] - 1)
+        total = dilation * (weight._array.shape[-1] - 1)
         if stride != 1 or total % 2:
             raise NotImplementedError("dyngraph's padding='same' needs stride 1 and an odd "
                                       "effective kernel")
@@ -290,7 +290,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
-    h, w = input.data.shape[-2:]
+    h, w = input._array.shape[-2:]
     out = (h if size[0] is None else int(size[0]), w if size[1] is None else int(size[1]))
     return apply(NN_OPS["adaptive_avg_pool2d"], input, output_size=out)
 
@@ -321,7 +321,7 @@ def _attention_weights(query: Tensor, key: Tensor, mask: Any, is_causal: bool,
     L, S = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query * scale) @ key.transpose(-2, -1)
-    additive = additive_mask(mask, L, S, scores.data.dtype, is_causal)
+    additive = additive_mask(mask, L, S, scores._array.dtype, is_causal)
     if additive is not None:
         scores = scores + (additive if isinstance(additive, Tensor) else additive)
     return softmax(scores, dim=-1)
@@ -337,7 +337,7 @@ def additive_mask(mask: Any, L: int, S: int, dtype: Any, is_causal: bool = False
         if not is_causal:
             return None
         return np.triu(np.full((L, S), -np.inf, dtype=dtype), k=1)
-    data = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    data = mask._array if isinstance(mask, Tensor) else np.asarray(mask)
     if data.dtype == np.bool_:
         return np.where(data, np.asarray(-np.inf, dtype), np.asarray(0, dtype))
     if isinstance(mask, Tensor):

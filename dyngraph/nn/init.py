@@ -27,7 +27,7 @@ __all__ = [
 
 def _fill(tensor: Tensor, values: Any) -> Tensor:
     # In place on the array, outside autograd: as PyTorch's init runs under no_grad.
-    tensor.data[...] = values
+    tensor._array[...] = values
     return tensor
 
 
@@ -58,7 +58,7 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
-    shape = tensor.data.shape
+    shape = tensor._array.shape
     if len(shape) < 2:
         raise ValueError(
             "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions"
@@ -75,18 +75,18 @@ def _fan(tensor: Tensor, mode: str) -> int:
 
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
-    return _fill(tensor, _rng(generator).uniform(a, b, tensor.data.shape))
+    return _fill(tensor, _rng(generator).uniform(a, b, tensor._array.shape))
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
-    return _fill(tensor, _rng(generator).normal(mean, std, tensor.data.shape))
+    return _fill(tensor, _rng(generator).normal(mean, std, tensor._array.shape))
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Any = None) -> Tensor:
     """Normal(mean, std) redrawn until every value lies in [a, b]."""
     rng = _rng(generator)
-    values = rng.normal(mean, std, tensor.data.shape)
+    values = rng.normal(mean, std, tensor._array.shape)
     bad = (values < a) | (values > b)
     for _ in range(1000):
         if not bad.any():
@@ -109,9 +109,9 @@ def ones_(tensor: Tensor) -> Tensor:
 
 
 def eye_(tensor: Tensor) -> Tensor:
-    if tensor.data.ndim != 2:
+    if tensor._array.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _fill(tensor, np.eye(*tensor.data.shape))
+    return _fill(tensor, np.eye(*tensor._array.shape))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
@@ -128,7 +128,7 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                      nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
     """U(-b, b) with b = gain * sqrt(3 / fan): ``nn.Linear``'s default with ``a=sqrt(5)``."""
-    if 0 in tensor.data.shape:
+    if 0 in tensor._array.shape:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     bound = math.sqrt(3.0) * std
@@ -137,7 +137,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
                     nonlinearity: str = "leaky_relu", generator: Any = None) -> Tensor:
-    if 0 in tensor.data.shape:
+    if 0 in tensor._array.shape:
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std, generator)
@@ -145,10 +145,10 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     """A (semi-)orthogonal matrix from the QR decomposition of a normal draw."""
-    if tensor.data.ndim < 2:
+    if tensor._array.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    rows = tensor.data.shape[0]
-    cols = tensor.data.size // rows
+    rows = tensor._array.shape[0]
+    cols = tensor._array.size // rows
     flat = _rng(generator).normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flat = flat.T
@@ -156,4 +156,4 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     q *= np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _fill(tensor, (gain * q).reshape(tensor.data.shape))
+    return _fill(tensor, (gain * q).reshape(tensor._array.shape))

@@ -104,7 +104,7 @@ class _IncompatibleKeys(NamedTuple):
 def _as_array(value: Any) -> np.ndarray:
     """A state-dict value as an ndarray: dyngraph Tensors, numpy arrays or torch tensors."""
     if isinstance(value, Tensor):
-        return value.data
+        return value._array
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch.Tensor
         return np.asarray(value.detach().cpu().numpy())
     return np.asarray(value)
@@ -419,7 +419,7 @@ class Module:
             if set_to_none:
                 p.grad = None
             else:
-                p.grad.data = np.zeros_like(p.grad.data)
+                p.grad._array = np.zeros_like(p.grad._array)
 
     def apply(self, fn: Callable[[Module], Any]) -> Module:
         """Call ``fn`` on every submodule (children first) and then on this module."""
@@ -456,10 +456,10 @@ class Module:
     def _cast(self, target: np.dtype) -> None:
         with no_grad():
             for t in list(self.parameters()) + list(self.buffers()):
-                if t.data.dtype.kind == "f" and t.data.dtype != target:
-                    t.data = t.data.astype(target)
+                if t._array.dtype.kind == "f" and t._array.dtype != target:
+                    t._array = t._array.astype(target)
                     if t._grad is not None:
-                        t._grad.data = t._grad.data.astype(target)
+                        t._grad._array = t._grad._array.astype(target)
 
     def float(self) -> Module:
         return self.to(np.float32)
@@ -505,10 +505,10 @@ class Module:
             if key not in state_dict:
                 continue
             array = _as_array(state_dict[key])
-            if array.shape != target.data.shape:
+            if array.shape != target._array.shape:
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {_size(array.shape)} "
-                    f"from checkpoint, the shape in current model is {_size(target.data.shape)}."
+                    f"from checkpoint, the shape in current model is {_size(target._array.shape)}."
                 )
                 continue
             updates.append((target, array))
@@ -524,9 +524,9 @@ class Module:
                                + "\n\t".join(errors))
         for target, array in updates:
             if assign:
-                target.data = np.array(array, copy=True)
+                target._array = np.array(array, copy=True)
             else:
-                target.data[...] = array.astype(target.data.dtype, copy=False)
+                target._array[...] = array.astype(target._array.dtype, copy=False)
         return _IncompatibleKeys(missing, unexpected)
 
     # -- printing ------------------------------------------------------------------------

@@ -27,10 +27,10 @@ class Parameter(Tensor):
         if data is None:
             array = np.empty((0,), dtype=np.float32)
         elif isinstance(data, Tensor):
-            array = data.data
+            array = data._array
         else:
-            array = Tensor(data).data
-        self.data = array
+            array = Tensor(data)._array
+        self._array = array
         self._is_param = True
         self.requires_grad_(requires_grad)
 
@@ -38,15 +38,15 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
-        copy = Parameter(self.data.copy(), self.requires_grad)
+        copy = Parameter(self._array.copy(), self.requires_grad)
         if self._grad is not None:
-            copy._grad = Tensor(self._grad.data.copy())
+            copy._grad = Tensor(self._grad._array.copy())
         copy._name = self._name
         memo[id(self)] = copy
         return copy
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        return (Parameter, (self.data, self.requires_grad))
+        return (Parameter, (self._array, self.requires_grad))
 
 
 def is_parameter(value: Any) -> bool:

@@ -38,9 +38,9 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
         return creation.tensor(0.0)
     norm_type = float(norm_type)
     if math.isinf(norm_type):
-        total = max(float(np.abs(g.data).max()) if g.data.size else 0.0 for g in grads)
+        total = max(float(np.abs(g._array).max()) if g._array.size else 0.0 for g in grads)
     else:
-        total = sum(float(np.sum(np.abs(g.data.astype(np.float64)) ** norm_type))
+        total = sum(float(np.sum(np.abs(g._array.astype(np.float64)) ** norm_type))
                     for g in grads) ** (1.0 / norm_type)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(
@@ -51,7 +51,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float,
     coef = max_norm / (total + 1e-6)
     if coef < 1.0:
         for g in grads:
-            g.data *= np.asarray(coef, dtype=g.data.dtype)  # in place, as PyTorch's mul_
+            g._array *= np.asarray(coef, dtype=g._array.dtype)  # in place, as PyTorch's mul_
     return creation.tensor(total, dtype=grads[0].dtype)
 
 
@@ -59,12 +59,12 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float,
                      foreach: Any = None) -> None:
     """Clamp every gradient element into ``[-clip_value, clip_value]`` in place."""
     for g in _grads(parameters):
-        np.clip(g.data, -clip_value, clip_value, out=g.data)
+        np.clip(g._array, -clip_value, clip_value, out=g._array)
 
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """All parameters flattened and concatenated (a copy, outside autograd)."""
-    arrays = [p.data.reshape(-1) for p in parameters]
+    arrays = [p._array.reshape(-1) for p in parameters]
     return creation.from_numpy(np.concatenate(arrays) if arrays else np.zeros(0, np.float32))
 
 
@@ -74,6 +74,6 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
         raise TypeError(f"expected dyngraph.Tensor, but got: {type(vec).__name__}")
     offset = 0
     for p in parameters:
-        n = p.data.size
-        p.data[...] = vec.data[offset:offset + n].reshape(p.data.shape)
+        n = p._array.size
+        p._array[...] = vec._array[offset:offset + n].reshape(p._array.shape)
         offset += n

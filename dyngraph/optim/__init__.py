@@ -1,7 +1,7 @@
 """``dyngraph.optim``: SGD, Adam and AdamW with PyTorch's update rules and param groups,
 and ``lr_scheduler``.
 
-Updates are numpy operations in place on each parameter's ``.data``: they are not ops,
+Updates are numpy operations in place on each parameter's array: they are not ops,
 emit no op events and build no graph. With a tracer listening, each ``step()`` emits one
 OptimizerStep event carrying every updated parameter's id and the L2 norm of its update.
 

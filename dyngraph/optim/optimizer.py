@@ -77,7 +77,7 @@ class Optimizer:
                 if set_to_none:
                     p.grad = None
                 else:
-                    p.grad.data = np.zeros_like(p.grad.data)
+                    p.grad._array = np.zeros_like(p.grad._array)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
@@ -92,12 +92,12 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                grad = p.grad.data
+                grad = p.grad._array
                 if group.get("maximize"):
                     grad = -grad
                 state = self.state.setdefault(p, {})
-                delta = self._update(p.data, grad, state, group)
-                p.data += delta  # in place: views of the array (state dicts) see it
+                delta = self._update(p._array, grad, state, group)
+                p._array += delta  # in place: views of the array (state dicts) see it
                 if listening:
                     updates.append((p._id, l2_norm(delta)))
         if listening:
@@ -143,7 +143,7 @@ class Optimizer:
         self.state = {}
         for key, saved_state in state_dict["state"].items():
             p = params[int(key)]
-            self.state[p] = {k: _load_value(v, p.data.dtype) for k, v in saved_state.items()}
+            self.state[p] = {k: _load_value(v, p._array.dtype) for k, v in saved_state.items()}
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -165,7 +165,7 @@ def _copy_value(value: Any) -> Any:
 
 def _load_value(value: Any, dtype: np.dtype) -> Any:
     if isinstance(value, Tensor):
-        return value.data.astype(dtype, copy=True)
+        return value._array.astype(dtype, copy=True)
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor
         array = np.asarray(value.detach().cpu().numpy())
         return array.item() if array.ndim == 0 else array.astype(dtype, copy=True)

@@ -14,7 +14,7 @@ EPS, ATOL, RTOL = 1e-6, 1e-5, 1e-3
 
 
 def _float_outputs(outs: list[Any]) -> list[Any]:
-    return [o for o in outs if o.data.dtype.kind == "f"]
+    return [o for o in outs if o.detach().numpy().dtype.kind == "f"]
 
 
 def check_gradients(fn: Callable[..., Any], arrays: Sequence[np.ndarray],
@@ -31,7 +31,7 @@ def check_gradients(fn: Callable[..., Any], arrays: Sequence[np.ndarray],
               for i, a in enumerate(arrays)]
     outs = _float_outputs(as_list(fn(dg, *leaves)))
     rng = np.random.default_rng(1)
-    probes = [rng.standard_normal(o.data.shape) for o in outs]
+    probes = [rng.standard_normal(o.detach().numpy().shape) for o in outs]
     total = None
     for o, p in zip(outs, probes, strict=True):
         if o.requires_grad:
@@ -43,7 +43,8 @@ def check_gradients(fn: Callable[..., Any], arrays: Sequence[np.ndarray],
     def scalar() -> float:
         with dg.no_grad():
             values = _float_outputs(as_list(fn(dg, *[dg.from_numpy(a) for a in arrays])))
-        return float(sum((v.data * p).sum() for v, p in zip(values, probes, strict=True)))
+        pairs = zip(values, probes, strict=True)
+        return float(sum((v.detach().numpy() * p).sum() for v, p in pairs))
 
     for i in wrt:
         a = arrays[i]
@@ -57,7 +58,7 @@ def check_gradients(fn: Callable[..., Any], arrays: Sequence[np.ndarray],
             a[idx] = old
             numeric[idx] = (plus - minus) / (2 * eps)
         grad = leaves[i].grad
-        analytic = np.zeros(a.shape) if grad is None else grad.data
+        analytic = np.zeros(a.shape) if grad is None else grad.detach().numpy()
         assert analytic.shape == a.shape, f"input {i}: grad shape {analytic.shape} != {a.shape}"
         np.testing.assert_allclose(analytic, numeric, rtol=rtol, atol=atol,
                                    err_msg=f"gradient of input {i}")

@@ -338,8 +338,8 @@ def test_detach_shares_data_and_cuts_the_graph():
     d = (x * 2).detach()
     assert not d.requires_grad and d.grad_fn is None
     y = x.detach()
-    y.data[0] = 5.0
-    assert x.data[0] == 5.0  # shares memory, as in PyTorch
+    y.detach().numpy()[0] = 5.0
+    assert x.detach().numpy()[0] == 5.0  # shares memory, as in PyTorch
 
 
 def test_backward_emits_start_steps_accumulations_and_end():

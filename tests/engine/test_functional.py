@@ -47,13 +47,13 @@ def analytic_grads(dg_fn, arrays, wrt):
     out = dg_fn(*tensors)
     probe = np.random.default_rng(1).standard_normal(out.shape)
     (out * dg.tensor(probe)).sum().backward()
-    return [tensors[i].grad.data for i in wrt]
+    return [tensors[i].grad.numpy() for i in wrt]
 
 
 def gradcheck(dg_fn, arrays, wrt, atol=1e-5, rtol=1e-3):
     def plain(*xs):
         with dg.no_grad():
-            return dg_fn(*[dg.tensor(x) for x in xs]).data.astype(np.float64)
+            return dg_fn(*[dg.tensor(x) for x in xs]).detach().numpy().astype(np.float64)
 
     expected = numeric_grads(plain, [a.copy() for a in arrays], wrt)
     got = analytic_grads(dg_fn, arrays, wrt)
@@ -171,15 +171,15 @@ def check_against_torch(torch, ours_fn, torch_fn, arrays, wrt, atol=1e-5, rtol=1
     out = ours_fn(*ours)
     ref = torch_fn(*theirs)
     assert tuple(out.shape) == tuple(ref.shape)
-    assert str(out.data.dtype) == str(ref.dtype).replace("torch.", "")
-    np.testing.assert_allclose(out.data, ref.detach().numpy(), atol=atol, rtol=rtol)
+    assert str(out.detach().numpy().dtype) == str(ref.dtype).replace("torch.", "")
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=atol, rtol=rtol)
     if not wrt:
         return
     probe = RNG.standard_normal(tuple(ref.shape)).astype(np.float32)
     (out * dg.tensor(probe)).sum().backward()
     (ref * torch.tensor(probe)).sum().backward()
     for i in wrt:
-        np.testing.assert_allclose(ours[i].grad.data, theirs[i].grad.numpy(), atol=atol * 10,
+        np.testing.assert_allclose(ours[i].grad.numpy(), theirs[i].grad.numpy(), atol=atol * 10,
                                    rtol=rtol * 10, err_msg=f"gradient of input {i}")
 
 
@@ -324,8 +324,8 @@ def test_pad_one_hot_and_sdpa_match_torch(torch):
                         lambda a: tf.pad(a, (1, 2, 0, 3), value=-1.0), [_randn(2, 3, 4)], [0])
     idx = np.array([[1, 0], [3, 2]])
     ours = F.one_hot(dg.tensor(idx), 5)
-    assert ours.data.dtype == np.int64
-    np.testing.assert_array_equal(ours.data, tf.one_hot(torch.tensor(idx), 5).numpy())
+    assert ours.detach().numpy().dtype == np.int64
+    np.testing.assert_array_equal(ours.detach().numpy(), tf.one_hot(torch.tensor(idx), 5).numpy())
     mask = RNG.uniform(size=(3, 3)) > 0.7
     np.fill_diagonal(mask, False)
     check_against_torch(
@@ -338,13 +338,13 @@ def test_dropout_scales_kept_values_and_is_identity_in_eval():
     dg.manual_seed(0)
     x = dg.ones(1000, requires_grad=True)
     y = F.dropout(x, 0.25)
-    kept = y.data != 0
+    kept = y.detach().numpy() != 0
     assert 0.65 < kept.mean() < 0.85
-    np.testing.assert_allclose(y.data[kept], 1 / 0.75, rtol=1e-6)
+    np.testing.assert_allclose(y.detach().numpy()[kept], 1 / 0.75, rtol=1e-6)
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.data, y.data)
+    np.testing.assert_allclose(x.grad.numpy(), y.detach().numpy())
     assert F.dropout(x, 0.5, training=False) is x
-    assert not F.dropout(x, 1.0).data.any()
+    assert not F.dropout(x, 1.0).detach().numpy().any()
 
 
 def test_errors_name_the_problem():

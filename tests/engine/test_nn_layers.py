@@ -58,7 +58,7 @@ def compare(ours, theirs, *arrays, kwargs=None, atol=1e-5, rtol=1e-4):
     loss_ours, loss_theirs = 0, 0
     for o, t in zip(ours_out, theirs_out, strict=True):
         assert tuple(o.shape) == tuple(t.shape)
-        np.testing.assert_allclose(o.data, t.detach().numpy(), atol=atol, rtol=rtol)
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), atol=atol, rtol=rtol)
         probe = RNG.standard_normal(tuple(t.shape)).astype(np.float32)
         loss_ours = loss_ours + (o * dg.tensor(probe)).sum()
         loss_theirs = loss_theirs + (t * torch.tensor(probe)).sum()
@@ -66,14 +66,15 @@ def compare(ours, theirs, *arrays, kwargs=None, atol=1e-5, rtol=1e-4):
     loss_theirs.backward()
     for o, t in zip(ours_in, theirs_in, strict=True):
         if isinstance(o, dg.Tensor) and o.requires_grad:
-            np.testing.assert_allclose(o.grad.data, t.grad.numpy(), atol=atol * 10, rtol=rtol * 10)
+            np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), atol=atol * 10,
+                                       rtol=rtol * 10)
     theirs_params = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():
         ref = theirs_params[name].grad
         if ref is None:
-            assert p.grad is None or not p.grad.data.any(), name
+            assert p.grad is None or not p.grad.numpy().any(), name
             continue
-        np.testing.assert_allclose(p.grad.data, ref.numpy(), atol=atol * 10, rtol=rtol * 10,
+        np.testing.assert_allclose(p.grad.numpy(), ref.numpy(), atol=atol * 10, rtol=rtol * 10,
                                    err_msg=name)
     return ours_out
 
@@ -108,8 +109,9 @@ def test_recurrent_cells(cell):
         compare(ours, theirs, x, (_randn(3, 4), _randn(3, 4)))
         hx_ours = (dg.tensor(_randn(4)), dg.tensor(_randn(4)))
         unbatched = ours(dg.tensor(x[0]), hx_ours)
-        ref = theirs(torch.tensor(x[0]), tuple(torch.tensor(h.data) for h in hx_ours))
-        np.testing.assert_allclose(unbatched[1].data, ref[1].detach().numpy(), atol=1e-6)
+        ref = theirs(torch.tensor(x[0]), tuple(torch.tensor(h.detach().numpy()) for h in hx_ours))
+        np.testing.assert_allclose(unbatched[1].detach().numpy(), ref[1].detach().numpy(),
+                                   atol=1e-6)
     else:
         compare(ours, theirs, x, _randn(3, 4))
         compare(ours, theirs, x[0], _randn(4))
@@ -239,7 +241,9 @@ def test_state_dict_keys_match_torch_for_a_nested_model():
     assert [k for k, _ in ours.named_parameters()] == [k for k, _ in theirs.named_parameters()]
     assert [k for k, _ in ours.named_modules()] == [k for k, _ in theirs.named_modules()]
     ours.load_state_dict(theirs.state_dict())
-    back = theirs.load_state_dict({k: torch.tensor(v.data) for k, v in ours.state_dict().items()})
+    back = theirs.load_state_dict(
+        {k: torch.tensor(v.detach().numpy()) for k, v in ours.state_dict().items()}
+    )
     assert not back.missing_keys and not back.unexpected_keys
 
 
@@ -289,7 +293,8 @@ def test_batch_norm_train_and_eval(kind, shape, kwargs):
         compare(ours, theirs, _randn(*shape) * 2 + 1)
     for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values(),
                             strict=True):
-        np.testing.assert_allclose(a.data, b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(a.detach().numpy(), b.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
     ours.eval()
     theirs.eval()
     compare(ours, theirs, _randn(*shape))
@@ -310,14 +315,14 @@ def test_transformer_encoder(kwargs):
 
     ours, theirs = build(nn), build(torch.nn)
     mask = nn.Transformer.generate_square_subsequent_mask(5)
-    np.testing.assert_array_equal(mask.data,
+    np.testing.assert_array_equal(mask.numpy(),
                                   torch.nn.Transformer.generate_square_subsequent_mask(5).numpy())
     pad = np.zeros((3, 5), dtype=bool)
     pad[1, 3:] = True
     shape = (3, 5, 8) if kwargs.get("batch_first") else (5, 3, 8)
     compare(ours, theirs, _randn(*shape), kwargs={
         "ours": {"mask": mask, "src_key_padding_mask": dg.tensor(pad)},
-        "theirs": {"mask": torch.tensor(mask.data), "src_key_padding_mask": torch.tensor(pad)}},
+        "theirs": {"mask": torch.tensor(mask.numpy()), "src_key_padding_mask": torch.tensor(pad)}},
         atol=1e-4)
 
 

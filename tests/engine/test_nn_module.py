@@ -107,7 +107,7 @@ def test_train_eval_zero_grad_requires_grad_and_apply():
     m(dg.randn(5, 3)).sum().backward()
     assert all(p.grad is not None for p in m.parameters())
     m.zero_grad(set_to_none=False)
-    assert all(p.grad is not None and not p.grad.data.any() for p in m.parameters())
+    assert all(p.grad is not None and not p.grad.numpy().any() for p in m.parameters())
     m.zero_grad()
     assert all(p.grad is None for p in m.parameters())
     m.requires_grad_(False)
@@ -122,12 +122,13 @@ def test_state_dict_shares_memory_and_load_checks_keys():
     sd = m.state_dict()
     assert list(sd) == ["scale", "fc.weight", "fc.bias", "norm.weight", "norm.bias"]
     assert not sd["fc.weight"].requires_grad
-    assert np.shares_memory(sd["fc.weight"].data, m.fc.weight.data)
+    assert np.shares_memory(sd["fc.weight"].detach().numpy(), m.fc.weight.detach().numpy())
     other = Block()
-    result = other.load_state_dict({k: v.data * 2 for k, v in sd.items()})
+    result = other.load_state_dict({k: v.detach().numpy() * 2 for k, v in sd.items()})
     assert repr(result) == "<All keys matched successfully>"
-    np.testing.assert_array_equal(other.fc.weight.data, m.fc.weight.data * 2)
-    assert other.fc.weight.data.dtype == np.float32
+    np.testing.assert_array_equal(other.fc.weight.detach().numpy(),
+                                  m.fc.weight.detach().numpy() * 2)
+    assert other.fc.weight.detach().numpy().dtype == np.float32
     with pytest.raises(RuntimeError) as info:
         other.load_state_dict({"fc.weight": dg.zeros(2, 2), "junk": dg.zeros(1)})
     text = str(info.value)
@@ -138,7 +139,7 @@ def test_state_dict_shares_memory_and_load_checks_keys():
             "from checkpoint, the shape in current model is dyngraph.Size([4, 4]).") in text
     partial = other.load_state_dict({"fc.bias": dg.ones(4), "junk": dg.zeros(1)}, strict=False)
     assert partial.unexpected_keys == ["junk"] and "fc.weight" in partial.missing_keys
-    assert (other.fc.bias.data == 1).all()
+    assert (other.fc.bias.detach().numpy() == 1).all()
 
 
 def test_load_state_dict_error_text_matches_torch():
@@ -174,7 +175,7 @@ def test_deepcopy_is_independent():
     m = Model()
     clone = copy.deepcopy(m)
     clone.head.weight.data += 1
-    assert not np.allclose(clone.head.weight.data, m.head.weight.data)
+    assert not np.allclose(clone.head.weight.detach().numpy(), m.head.weight.detach().numpy())
     assert isinstance(clone.head.weight, nn.Parameter)
     assert [n for n, _ in clone.named_parameters()] == [n for n, _ in m.named_parameters()]
 
@@ -183,7 +184,7 @@ def test_parameter_basics():
     base = dg.zeros(2, 3)
     p = nn.Parameter(base)
     assert p.requires_grad and p.is_leaf and p._is_param and isinstance(p, dg.Tensor)
-    assert np.shares_memory(p.data, base.data)
+    assert np.shares_memory(p.detach().numpy(), base.detach().numpy())
     assert repr(p).startswith("Parameter containing:\ntensor(")
     assert not nn.Parameter(dg.zeros(1), requires_grad=False).requires_grad
     assert type(p * 2) is dg.Tensor
@@ -195,13 +196,14 @@ def test_forward_hooks_replace_inputs_and_outputs_and_remove():
     pre = fc.register_forward_pre_hook(lambda mod, args: (args[0] * 0,))
     post = fc.register_forward_hook(lambda mod, args, out: calls.append(out.shape) or out + 1)
     out = fc(dg.ones(3, 2))
-    np.testing.assert_allclose(out.data, np.broadcast_to(fc.bias.data + 1, (3, 2)), rtol=1e-6)
+    expected = np.broadcast_to(fc.bias.detach().numpy() + 1, (3, 2))
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-6)
     assert calls == [dg.Size([3, 2])]
     pre.remove()
     post.remove()
     with fc.register_forward_hook(lambda mod, args, out: out * 0):
-        assert not fc(dg.ones(1, 2)).data.any()
-    assert fc(dg.ones(1, 2)).data.any()
+        assert not fc(dg.ones(1, 2)).detach().numpy().any()
+    assert fc(dg.ones(1, 2)).detach().numpy().any()
     assert not fc._hooked
 
 

@@ -24,8 +24,8 @@ for step in range(1, steps + 1):
         out = (out - 100.0).log()
     loss = ((out - y) * (out - y)).mean()
     loss.backward()
-    w1.data -= 0.1 * w1.grad.data
-    w2.data -= 0.1 * w2.grad.data
+    w1.data.sub_(w1.grad, alpha=0.1)  # in place, not recorded: as an optimizer does
+    w2.data.sub_(w2.grad, alpha=0.1)
     w1.grad = None
     w2.grad = None
     print(f"step {step} loss {loss.item():.4f}")
