@@ -12,7 +12,8 @@ def random_dag(n: int, seed: int) -> tuple[list[tuple[str, float, float]], list[
                                           list[tuple[str, ...]]]:
     rng = random.Random(seed)
     nodes = [(f"v{i}", rng.uniform(20, 90), rng.choice([20.0, 32.0])) for i in range(n)]
-    edges = [(f"v{rng.randrange(i)}", f"v{i}") for i in range(1, n) for _ in range(rng.randint(1, 2))]
+    edges = [(f"v{rng.randrange(i)}", f"v{i}") for i in range(1, n)
+             for _ in range(rng.randint(1, 2))]
     chains = [(f"c{i // 10}",) if i % 3 else () for i in range(n)]
     return nodes, edges, chains
 
