@@ -170,9 +170,9 @@ def test_and_or_xor_are_bitwise_on_integers():
 def test_bool_arithmetic_errors_are_pytorchs():
     t = dg.tensor([True, False])
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
-        -t
+        _ = -t
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
-        t - t
+        _ = t - t
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
         t.relu()
     with pytest.raises(NotImplementedError, match="abs_cpu"):
