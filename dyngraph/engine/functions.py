@@ -40,11 +40,34 @@ def _nn_op(name: str) -> Any:
 
 
 # -- arithmetic ---------------------------------------------------------------------------
-def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def deprecated_overload(name: str, old: str, new: str) -> None:
+    """PyTorch 2.13's warning for a deprecated overload it still accepts, pointing at the
+    caller's line (user code -> method -> legacy_* helper -> here)."""
+    import warnings
+
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider using "
+                  f"one of the following signatures instead:\n\t{name}({new})", UserWarning,
+                  stacklevel=4)
+
+
+def legacy_alpha(name: str, first: Any, rest: tuple[Any, ...]) -> tuple[Any, Any]:
+    """PyTorch still takes the deprecated ``add_(Number alpha, Tensor other)`` (old code's
+    ``p.data.add_(-lr, p.grad)``), with a warning; return ``(other, alpha)``."""
+    if len(rest) != 1 or isinstance(first, Tensor) or not isinstance(rest[0], Tensor):
+        raise TypeError(f"{name}() takes 1 positional argument but {1 + len(rest)} were given")
+    deprecated_overload(name, "Number alpha, Tensor other", "Tensor other, *, Number alpha = 1")
+    return rest[0], first
+
+
+def add(input: Any, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+    if legacy:
+        other, alpha = legacy_alpha("add", other, legacy)
     return apply(_ADD, input, other if alpha == 1 else other * alpha)
 
 
-def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def sub(input: Any, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+    if legacy:
+        other, alpha = legacy_alpha("sub", other, legacy)
     return apply(_SUB, input, other if alpha == 1 else other * alpha)
 
 
