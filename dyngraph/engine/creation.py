@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import to_numpy_dtype
+from .generator import numpy_rng
 from .tensor import DEFAULT_DTYPE, Tensor, _to_array, _wrap
 
 _rng = np.random.default_rng()
@@ -39,6 +40,20 @@ def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     return tuple(int(s) for s in size)
+
+
+def _sized(name: str, size: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    """The shape given as ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``;
+    other keywords PyTorch takes are refused by name (``pin_memory=False`` is fine)."""
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        size = (kwargs.pop("size"),)
+    if kwargs:
+        from ..missing import reject_kwargs
+
+        reject_kwargs(name, kwargs, {"pin_memory": False, "out": None, "layout": None})
+    return _shape(size)
 
 
 def _check_device(device: Any) -> None:
@@ -77,19 +92,22 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _wrap(array)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
-    return _new(np.zeros(_shape(size), DEFAULT_DTYPE), dtype, requires_grad, device)
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kwargs: Any) -> Tensor:
+    shape = _sized("zeros", size, kwargs)
+    return _new(np.zeros(shape, DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-         ) -> Tensor:
-    return _new(np.ones(_shape(size), DEFAULT_DTYPE), dtype, requires_grad, device)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         **kwargs: Any) -> Tensor:
+    shape = _sized("ones", size, kwargs)
+    return _new(np.ones(shape, DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kwargs: Any) -> Tensor:
+    shape = _sized("empty", size, kwargs)
+    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -128,14 +146,17 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         generator: Any = None) -> Tensor:
-    return _new(_rng.random(_shape(size), dtype=np.float32), dtype, requires_grad, device)
+         generator: Any = None, **kwargs: Any) -> Tensor:
+    rng = numpy_rng(generator)
+    return _new(rng.random(_sized("rand", size, kwargs), dtype=np.float32), dtype,
+                requires_grad, device)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          generator: Any = None) -> Tensor:
-    return _new(_rng.standard_normal(_shape(size), dtype=np.float32), dtype, requires_grad,
-                device)
+          generator: Any = None, **kwargs: Any) -> Tensor:
+    rng = numpy_rng(generator)
+    return _new(rng.standard_normal(_sized("randn", size, kwargs), dtype=np.float32), dtype,
+                requires_grad, device)
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
@@ -160,21 +181,22 @@ def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
         low, high = args_list
     else:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
-    array = _rng.integers(int(low), int(high), _shape((size,)), dtype=np.int64)
+    array = numpy_rng(generator).integers(int(low), int(high), _shape((size,)), dtype=np.int64)
     return _new(array, dtype, requires_grad, device)
 
 
-def randperm(n: int, *, dtype: Any = None, device: Any = None,
+def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    return _new(_rng.permutation(int(n)).astype(np.int64), dtype, requires_grad, device)
+    array = numpy_rng(generator).permutation(int(n)).astype(np.int64)
+    return _new(array, dtype, requires_grad, device)
 
 
-def normal(mean: Any, std: Any, size: Any = None, *, dtype: Any = None,
+def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtype: Any = None,
            requires_grad: bool = False) -> Tensor:
     m = mean._array if isinstance(mean, Tensor) else mean
     s = std._array if isinstance(std, Tensor) else std
     shape = None if size is None else _shape((size,))
-    array = np.asarray(_rng.normal(m, s, shape), dtype=DEFAULT_DTYPE)
+    array = np.asarray(numpy_rng(generator).normal(m, s, shape), dtype=DEFAULT_DTYPE)
     return _new(array, dtype, requires_grad)
 
 

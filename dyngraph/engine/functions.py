@@ -480,7 +480,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Any = None) -> Tensor:
     """Draw category indices from (rows of) non-negative weights (not differentiable)."""
-    from .creation import generator as rng_of
+    from .generator import numpy_rng
 
     probs = np.asarray(input._array, dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim else probs.reshape(1, 1)
@@ -489,7 +489,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > rows.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    rng = rng_of()
+    rng = numpy_rng(generator)
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for r, row in enumerate(rows):
         total = row.sum()
@@ -500,10 +500,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
-    from .creation import generator as rng_of
+    from .generator import numpy_rng
 
     probs = input._array if p is None else np.full(input._array.shape, p)
-    return _wrap((rng_of().random(input._array.shape) < probs).astype(input._array.dtype))
+    draws = numpy_rng(generator).random(input._array.shape)
+    return _wrap((draws < probs).astype(input._array.dtype))
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
