@@ -241,6 +241,7 @@ from . import (  # noqa: E402
     nn,
     optim,
     serialization,
+    utils,
 )
 from .amp import autocast  # noqa: E402
 from .serialization import load, save  # noqa: E402
