@@ -83,7 +83,7 @@ class DataLoader:
         if self._iterable:
             yield from self._iter_stream()
             return
-        fetch = self.dataset.__getitem__  # type: ignore[union-attr]
+        fetch = self.dataset.__getitem__  # type: ignore[union-attr,index]
         if self.batch_sampler is not None:
             for indices in self.batch_sampler:
                 yield self.collate_fn([fetch(i) for i in indices])
