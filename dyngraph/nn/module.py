@@ -193,8 +193,7 @@ class Module:
     def _call_traced(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not tracer.listening:
             return self._run_with_hooks(args, kwargs)
-        stack = tracer.module_stack
-        stack.append(_naming.path_of(self))
+        tracer.enter_module(_naming.path_of(self))
         _naming.depth += 1
         try:
             if self._hooked:
@@ -202,7 +201,7 @@ class Module:
             return self.forward(*args, **kwargs)
         finally:
             _naming.depth -= 1
-            stack.pop()
+            tracer.exit_module()
 
     def _run_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # Hooks run inside the module's scope: ops they run belong to the module.
