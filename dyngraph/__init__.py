@@ -158,6 +158,7 @@ from .engine.functions_shape import (
     chunk,
     concat,
     concatenate,
+    diagonal,
     flatten,
     flip,
     gather,
