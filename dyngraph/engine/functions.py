@@ -7,6 +7,7 @@ in ``functions_shape.py``.
 
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 from typing import Any
 
@@ -19,10 +20,11 @@ _ADD, _SUB, _MUL, _DIV = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"]
 
 
 def _dims(dim: Any) -> Any:
-    """PyTorch takes a dim as an int, a list or a tuple; ops take an int or a tuple."""
+    """PyTorch takes a dim as an int, a list or a tuple; ops take an int or a tuple.
+    A float is a TypeError, as in PyTorch (``int()`` would quietly truncate it)."""
     if isinstance(dim, (list, tuple)):
-        return tuple(int(d) for d in dim)
-    return dim if dim is None else int(dim)
+        return tuple(operator.index(d) for d in dim)
+    return dim if dim is None else operator.index(dim)
 
 
 def _array(x: Any) -> Any:
@@ -40,12 +42,52 @@ def _nn_op(name: str) -> Any:
 
 
 # -- arithmetic ---------------------------------------------------------------------------
-def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply(_ADD, input, other if alpha == 1 else other * alpha)
+def deprecated_overload(name: str, old: str, new: str) -> None:
+    """PyTorch 2.13's warning for a deprecated overload it still accepts, pointing at the
+    caller's line (user code -> method -> legacy_* helper -> here)."""
+    import warnings
+
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider using "
+                  f"one of the following signatures instead:\n\t{name}({new})", UserWarning,
+                  stacklevel=4)
 
 
-def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply(_SUB, input, other if alpha == 1 else other * alpha)
+def legacy_alpha(name: str, first: Any, rest: tuple[Any, ...]) -> tuple[Any, Any]:
+    """PyTorch still takes the deprecated ``add_(Number alpha, Tensor other)`` (old code's
+    ``p.data.add_(-lr, p.grad)``), with a warning; return ``(other, alpha)``."""
+    if len(rest) != 1 or isinstance(first, Tensor) or not isinstance(rest[0], Tensor):
+        raise TypeError(f"{name}() takes 1 positional argument but {1 + len(rest)} were given")
+    deprecated_overload(name, "Number alpha, Tensor other", "Tensor other, *, Number alpha = 1")
+    return rest[0], first
+
+
+def _check_alpha(input: Any, other: Any, alpha: Any, name: str) -> None:
+    def integral(x: Any) -> bool:
+        if isinstance(x, Tensor):
+            return x._array.dtype.kind in "biu"
+        return isinstance(x, (int, np.integer))
+
+    if isinstance(alpha, float) and integral(input) and integral(other):
+        raise RuntimeError(f"{name}: For integral input tensors, argument alpha must not be a "
+                           f"floating point number (alpha={alpha}).")
+
+
+def add(input: Any, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+    if legacy:
+        other, alpha = legacy_alpha("add", other, legacy)
+    if alpha == 1:
+        return apply(_ADD, input, other)
+    _check_alpha(input, other, alpha, "add")
+    return apply(_ADD, input, other * alpha)
+
+
+def sub(input: Any, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+    if legacy:
+        other, alpha = legacy_alpha("sub", other, legacy)
+    if alpha == 1:
+        return apply(_SUB, input, other)
+    _check_alpha(input, other, alpha, "sub")
+    return apply(_SUB, input, other * alpha)
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -82,6 +124,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 
 def square(input: Tensor) -> Tensor:
+    if input._array.dtype == np.bool_:
+        return apply(OPS["pow"], input, 2)  # PyTorch squares bools into int64
     return apply(_MUL, input, input)
 
 
@@ -233,6 +277,9 @@ def _binary(name: str) -> Any:
     return fn
 
 
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
 eq = _binary("eq")
 ne = _binary("ne")
 lt = _binary("lt")
@@ -350,9 +397,9 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
         return maximum(input, dim)
     if dim is None:
         return apply(OPS["max"], input)
-    dim = int(dim)
+    dim = operator.index(dim)
     values = apply(OPS["max"], input, dim=dim, keepdim=keepdim)
-    return ReturnMax(values, apply(OPS["argmax"], input, dim=dim, keepdim=keepdim))
+    return ReturnMax(values, apply(OPS["argmax"], _bytes(input), dim=dim, keepdim=keepdim))
 
 
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -361,17 +408,23 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
         return minimum(input, dim)
     if dim is None:
         return apply(OPS["min"], input)
-    dim = int(dim)
+    dim = operator.index(dim)
     values = apply(OPS["min"], input, dim=dim, keepdim=keepdim)
-    return ReturnMin(values, apply(OPS["argmin"], input, dim=dim, keepdim=keepdim))
+    return ReturnMin(values, apply(OPS["argmin"], _bytes(input), dim=dim, keepdim=keepdim))
+
+
+def _bytes(input: Tensor) -> Tensor:
+    """max(dim)/min(dim) of bools has indices, though argmax of bools is refused."""
+    return _wrap(input._array.view(np.uint8)) if input._array.dtype == np.bool_ else input
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return apply(OPS["amax"], input, dim=_dims(dim) or None, keepdim=keepdim)
+    """The largest value over ``dim`` (every dimension when ``dim`` is ``()``)."""
+    return apply(OPS["amax"], input, dim=_dims(dim), keepdim=keepdim)
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return apply(OPS["amin"], input, dim=_dims(dim) or None, keepdim=keepdim)
+    return apply(OPS["amin"], input, dim=_dims(dim), keepdim=keepdim)
 
 
 def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -457,7 +510,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Any = None) -> Tensor:
     """Draw category indices from (rows of) non-negative weights (not differentiable)."""
-    from .creation import generator as rng_of
+    from .generator import numpy_rng
 
     probs = np.asarray(input._array, dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim else probs.reshape(1, 1)
@@ -466,7 +519,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > rows.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    rng = rng_of()
+    rng = numpy_rng(generator)
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for r, row in enumerate(rows):
         total = row.sum()
@@ -477,10 +530,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
-    from .creation import generator as rng_of
+    from .generator import numpy_rng
 
     probs = input._array if p is None else np.full(input._array.shape, p)
-    return _wrap((rng_of().random(input._array.shape) < probs).astype(input._array.dtype))
+    draws = numpy_rng(generator).random(input._array.shape)
+    return _wrap((draws < probs).astype(input._array.dtype))
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
