@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..capture.tracing import Handle, now_ns, tracer
+from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd, versions
 from .autograd import Node, grad_mode
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
-from .versions import ids as _ids
+from .recording import op as _record_op
 
+_ids = tensor_ids
 _new_node = Node.__new__
 DEFAULT_DTYPE = np.float32
 _F64 = np.dtype(np.float64)
@@ -551,7 +552,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         out.requires_grad = False
         out.grad_fn = None
     if listening:
-        tracer.on_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
+        _record_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
     return out
 
 

@@ -20,7 +20,6 @@ the optimizer's updates (stamped before the next forward) checks nothing.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 import weakref
 from collections.abc import Iterator
@@ -29,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-# The clock that numbers tensors, graph nodes and in-place stamps (tensor.py draws ids).
-ids = itertools.count(1)
+from ..capture.tracing import tensor_ids as ids  # numbers tensors, graph nodes and stamps
 
 # The most recent stamp: nodes with a higher out_id were made after every in-place op.
 newest = 0
