@@ -44,6 +44,9 @@ LARGE_GRAPH = 300  # past this many nodes, deep modules start collapsed
 COPY_SHARED = 2
 _COPYABLE = ("param", "leaf", "accumulate")
 FAST_LAYOUT = 1000  # past this many boxes, trade a little layout quality for speed
+# Seconds Graphviz may take on the pane before dyngraph's layered layout draws it (the
+# first picture of a 2,000-node iteration is due within 3 s of the key press).
+GRAPHVIZ_BUDGET = 1.5
 
 
 # -- canonical order ------------------------------------------------------------------------
@@ -368,6 +371,7 @@ class Entry:
     layout_seconds: float = 0.0
     raster_seconds: float = 0.0
     used: float = field(default_factory=time.monotonic)
+    note: str = ""  # why dyngraph's layered layout drew it ("": Graphviz did)
 
 
 def common_prefix(a: list[Sig], b: list[Sig]) -> int:
@@ -428,19 +432,65 @@ def compute_entry(sigs: list[Sig], rule: Collapse, compact: bool,
     """Build the view, lay it out and place it on the grid (the worker's whole job);
     ``copy_shared`` as in ``build_view``."""
     view, to_view = build_view(sigs, rule, compact, copy_shared)
-    dot = terminal_dot(view)
     t0 = time.perf_counter()
-    lay = layout_fn(dot)
+    lay, note = lay_out(view, layout_fn)
     t1 = time.perf_counter()
     scene = raster.build_scene(view, lay)
     t2 = time.perf_counter()
-    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1)
+    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1, note=note)
+
+
+def lay_out(view: ViewGraph, layout_fn: Callable[[str], Any],
+            budget: float = GRAPHVIZ_BUDGET) -> tuple[Any, str]:
+    """The view's layout and a note ("" if Graphviz drew it; else why the layered one did).
+
+    The exporters' policy (``dyngraph.exporters.pipeline.choose``): too deep a graph, or a
+    ``layout_fn`` that fails or runs past its budget, is laid out by ``layered_layout``
+    with the same box sizes and gaps, so the pane always has a picture.
+    """
+    from dyngraph.exporters.layered import Spacing, layered_layout  # lazy: an optional edge
+    from dyngraph.exporters.pipeline import choose
+    from dyngraph.exporters.render import GraphvizError
+
+    keys = [n.key for n in view.nodes]
+    edges = [(keys[e.src], keys[e.dst]) for e in view.edges]
+
+    def graphviz() -> Any:
+        try:
+            return layout_fn(terminal_dot(view))
+        except GraphvizError:
+            raise
+        except Exception as exc:  # any layout_fn: its failure is a reason, not a crash
+            text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+            raise GraphvizError((text.splitlines() or [""])[0]) from None
+
+    def layered(_note: str) -> Any:
+        rows = 1 if view.compact else 3
+        sizes = [(n.key, raster.box_size(n.label, view.compact)[0] * raster.COL_PT,
+                  rows * raster.ROW_PT) for n in view.nodes]
+        chains = [_chain(view, n.cluster) for n in view.nodes]
+        channel = 4 if max((c.depth for c in view.clusters), default=0) >= 2 else 3
+        spacing = Spacing(nodesep=2 * raster.COL_PT, ranksep=channel * raster.ROW_PT,
+                          cluster_pad=raster.FRAME_PAD_X * raster.COL_PT,
+                          cluster_label=raster.ROW_PT)
+        return layered_layout(sizes, edges, chains, spacing)
+
+    return choose(keys, edges, graphviz, layered, budget)
+
+
+def _chain(view: ViewGraph, cluster: int | None) -> tuple[str, ...]:
+    """The clusters around a node, outermost first, by index."""
+    out: list[str] = []
+    while cluster is not None:
+        out.append(str(cluster))
+        cluster = view.clusters[cluster].parent
+    return tuple(reversed(out))
 
 
 def default_layout(dot_text: str) -> Any:
     from dyngraph.exporters import layout  # lazy: the exporters are an optional edge
 
-    return layout(dot_text)
+    return layout(dot_text, timeout=GRAPHVIZ_BUDGET)
 
 
 # -- worker ---------------------------------------------------------------------------------
