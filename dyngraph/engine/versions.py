@@ -111,7 +111,10 @@ def check_saved(node: Any, tid: int) -> None:
     backward_fn = node.backward_fn
     if backward_fn is None:
         return
+    only_for = node.op.saved_for
     for name, array in _captured(backward_fn, 0):
+        if only_for and name in only_for and node.inputs[only_for[name]] is None:
+            continue  # kept for an input that needs no gradient: PyTorch would not save it
         owner = root(array)
         record = _records.get(id(owner))
         if record is None or record.stamps[-1] < tid:
