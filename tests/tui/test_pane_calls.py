@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dyngraph.tui import canvas_layout as cl
+
 import dyngraph
 import dyngraph.nn as nn
-from dyngraph.tui import canvas_layout as cl
 
 
 def shared_loop(repeats: int) -> dyngraph.capture.graph.Graph:
