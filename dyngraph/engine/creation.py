@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import to_numpy_dtype
+from .errors import check_new_shape, check_size, not_implemented_for
 from .tensor import DEFAULT_DTYPE, Tensor, _to_array, _wrap
 
 _rng = np.random.default_rng()
@@ -35,10 +36,13 @@ def generator() -> np.random.Generator:
     return _rng
 
 
-def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape(size: tuple[Any, ...], name: str = "size") -> tuple[int, ...]:
+    """``zeros(2, 3)`` and ``zeros((2, 3))``: ints only, none negative, as in PyTorch."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    shape = check_size(size, name)
+    check_new_shape(shape, name)
+    return shape
 
 
 def _check_device(device: Any) -> None:
@@ -79,12 +83,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
           ) -> Tensor:
-    return _new(np.zeros(_shape(size), DEFAULT_DTYPE), dtype, requires_grad, device)
+    return _new(np.zeros(_shape(size, "zeros"), DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
          ) -> Tensor:
-    return _new(np.ones(_shape(size), DEFAULT_DTYPE), dtype, requires_grad, device)
+    return _new(np.ones(_shape(size, "ones"), DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
@@ -97,7 +101,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
     value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
     default = (np.bool_ if isinstance(value, bool) else np.int64 if isinstance(value, int)
                else DEFAULT_DTYPE)
-    shape = _shape(tuple(size) if isinstance(size, (tuple, list)) else (size,))
+    shape = _shape(tuple(size) if isinstance(size, (tuple, list)) else (size,), "full")
     return _new(np.full(shape, value, dtype=default), dtype, requires_grad, device)
 
 
@@ -129,20 +133,28 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          generator: Any = None) -> Tensor:
-    return _new(_rng.random(_shape(size), dtype=np.float32), dtype, requires_grad, device)
+    return _new(_rng.random(_shape(size, "rand"), dtype=np.float32), dtype, requires_grad,
+                device)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           generator: Any = None) -> Tensor:
-    return _new(_rng.standard_normal(_shape(size), dtype=np.float32), dtype, requires_grad,
-                device)
+    return _new(_rng.standard_normal(_shape(size, "randn"), dtype=np.float32), dtype,
+                requires_grad, device)
+
+
+def _float_like(input: Tensor, dtype: Any, kernel: str) -> None:
+    if dtype is None:
+        not_implemented_for(input._array, kernel, "biu")
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    _float_like(input, dtype, "check_uniform_bounds")
     return rand(input._array.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
 def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    _float_like(input, dtype, "normal_kernel_cpu")
     return randn(input._array.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
 
 
@@ -160,13 +172,19 @@ def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
         low, high = args_list
     else:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
-    array = _rng.integers(int(low), int(high), _shape((size,)), dtype=np.int64)
+    if int(high) <= int(low):
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={low} >= to={high}")
+    array = _rng.integers(int(low), int(high), _shape((size,), "randint"), dtype=np.int64)
     return _new(array, dtype, requires_grad, device)
 
 
 def randperm(n: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    return _new(_rng.permutation(int(n)).astype(np.int64), dtype, requires_grad, device)
+    (n,) = check_size((n,), "randperm")
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
+    return _new(_rng.permutation(n).astype(np.int64), dtype, requires_grad, device)
 
 
 def normal(mean: Any, std: Any, size: Any = None, *, dtype: Any = None,
@@ -185,6 +203,12 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
         start, end = 0, start
     bounds = [b.item() if isinstance(b, Tensor) else b for b in (start, end, step)]
     ints = all(isinstance(b, (int, np.integer)) for b in bounds)
+    lo, hi, by = bounds
+    if by == 0:
+        raise RuntimeError(f"arange: step must be nonzero (start={lo}, end={hi})")
+    if (by > 0 and hi < lo) or (by < 0 and hi > lo):
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign "
+                           f"(start={lo}, end={hi}, step={by})")
     array = np.arange(*bounds, dtype=np.int64 if ints else None)
     if not ints:
         array = array.astype(DEFAULT_DTYPE)
@@ -193,11 +217,17 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    return _new(np.linspace(start, end, int(steps), dtype=np.float64).astype(DEFAULT_DTYPE),
+    (steps,) = check_size((steps,), "linspace")
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative (got {steps})")
+    return _new(np.linspace(start, end, steps, dtype=np.float64).astype(DEFAULT_DTYPE),
                 dtype, requires_grad, device)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
-    return _new(np.eye(int(n), None if m is None else int(m), dtype=DEFAULT_DTYPE), dtype,
-                requires_grad, device)
+    rows, cols = check_size((n, n if m is None else m), "eye")
+    for name, value in (("n", rows), ("m", cols)):
+        if value < 0:
+            raise RuntimeError(f"eye: {name} must be greater or equal to 0, got {value}")
+    return _new(np.eye(rows, cols, dtype=DEFAULT_DTYPE), dtype, requires_grad, device)

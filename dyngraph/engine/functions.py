@@ -7,6 +7,7 @@ in ``functions_shape.py``.
 
 from __future__ import annotations
 
+import operator
 from collections import namedtuple
 from typing import Any
 
@@ -19,10 +20,11 @@ _ADD, _SUB, _MUL, _DIV = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"]
 
 
 def _dims(dim: Any) -> Any:
-    """PyTorch takes a dim as an int, a list or a tuple; ops take an int or a tuple."""
+    """PyTorch takes a dim as an int, a list or a tuple; ops take an int or a tuple.
+    A float is a TypeError, as in PyTorch (``int()`` would quietly truncate it)."""
     if isinstance(dim, (list, tuple)):
-        return tuple(int(d) for d in dim)
-    return dim if dim is None else int(dim)
+        return tuple(operator.index(d) for d in dim)
+    return dim if dim is None else operator.index(dim)
 
 
 def _array(x: Any) -> Any:
@@ -40,12 +42,29 @@ def _nn_op(name: str) -> Any:
 
 
 # -- arithmetic ---------------------------------------------------------------------------
+def _check_alpha(input: Any, other: Any, alpha: Any, name: str) -> None:
+    def integral(x: Any) -> bool:
+        if isinstance(x, Tensor):
+            return x._array.dtype.kind in "biu"
+        return isinstance(x, (int, np.integer))
+
+    if isinstance(alpha, float) and integral(input) and integral(other):
+        raise RuntimeError(f"{name}: For integral input tensors, argument alpha must not be a "
+                           f"floating point number (alpha={alpha}).")
+
+
 def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply(_ADD, input, other if alpha == 1 else other * alpha)
+    if alpha == 1:
+        return apply(_ADD, input, other)
+    _check_alpha(input, other, alpha, "add")
+    return apply(_ADD, input, other * alpha)
 
 
 def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
-    return apply(_SUB, input, other if alpha == 1 else other * alpha)
+    if alpha == 1:
+        return apply(_SUB, input, other)
+    _check_alpha(input, other, alpha, "sub")
+    return apply(_SUB, input, other * alpha)
 
 
 def mul(input: Any, other: Any) -> Tensor:
@@ -82,6 +101,8 @@ def pow(input: Any, exponent: Any) -> Tensor:
 
 
 def square(input: Tensor) -> Tensor:
+    if input._array.dtype == np.bool_:
+        return apply(OPS["pow"], input, 2)  # PyTorch squares bools into int64
     return apply(_MUL, input, input)
 
 
@@ -233,6 +254,9 @@ def _binary(name: str) -> Any:
     return fn
 
 
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
 eq = _binary("eq")
 ne = _binary("ne")
 lt = _binary("lt")
@@ -350,9 +374,9 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
         return maximum(input, dim)
     if dim is None:
         return apply(OPS["max"], input)
-    dim = int(dim)
+    dim = operator.index(dim)
     values = apply(OPS["max"], input, dim=dim, keepdim=keepdim)
-    return ReturnMax(values, apply(OPS["argmax"], input, dim=dim, keepdim=keepdim))
+    return ReturnMax(values, apply(OPS["argmax"], _bytes(input), dim=dim, keepdim=keepdim))
 
 
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -361,17 +385,23 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: 
         return minimum(input, dim)
     if dim is None:
         return apply(OPS["min"], input)
-    dim = int(dim)
+    dim = operator.index(dim)
     values = apply(OPS["min"], input, dim=dim, keepdim=keepdim)
-    return ReturnMin(values, apply(OPS["argmin"], input, dim=dim, keepdim=keepdim))
+    return ReturnMin(values, apply(OPS["argmin"], _bytes(input), dim=dim, keepdim=keepdim))
+
+
+def _bytes(input: Tensor) -> Tensor:
+    """max(dim)/min(dim) of bools has indices, though argmax of bools is refused."""
+    return _wrap(input._array.view(np.uint8)) if input._array.dtype == np.bool_ else input
 
 
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return apply(OPS["amax"], input, dim=_dims(dim) or None, keepdim=keepdim)
+    """The largest value over ``dim`` (every dimension when ``dim`` is ``()``)."""
+    return apply(OPS["amax"], input, dim=_dims(dim), keepdim=keepdim)
 
 
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
-    return apply(OPS["amin"], input, dim=_dims(dim) or None, keepdim=keepdim)
+    return apply(OPS["amin"], input, dim=_dims(dim), keepdim=keepdim)
 
 
 def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import check_dim, check_size
 from .ops import OPS
 from .tensor import Tensor, _wrap, apply
 
@@ -20,7 +21,7 @@ def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
     """``view(2, 3)`` and ``view((2, 3))`` both mean shape (2, 3)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    return check_size(shape, "size")
 
 
 def _index(index: Any) -> Any:
@@ -62,7 +63,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if not shape:
         return reshape(input, (1,))
     n = len(shape)
-    s, e = start_dim % n, end_dim % n
+    s, e = check_dim(start_dim, n), check_dim(end_dim, n)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     middle = 1
@@ -96,9 +97,9 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
 
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     order = list(range(input.ndim))
-    src = source % input.ndim
+    src = check_dim(source, input.ndim)
     order.remove(src)
-    order.insert(destination % input.ndim, src)
+    order.insert(check_dim(destination, input.ndim), src)
     return permute(input, order)
 
 
@@ -221,8 +222,15 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
-    dim = int(dim) % max(input.ndim, 1)
-    start = int(start) % max(input._array.shape[dim], 1) if start < 0 else int(start)
+    dim = check_dim(dim, input.ndim)
+    size = input._array.shape[dim] if input.ndim else 1
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of "
+                         f"[{-size}, {size}], but got {start})")
+    start = int(start) % size if start < 0 else int(start)
+    if length < 0 or start + length > size:
+        raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
+                           f"size ({size}).")
     return apply(OPS["split"], input, dim=dim, start=start, length=int(length))
 
 

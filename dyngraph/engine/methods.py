@@ -134,10 +134,11 @@ _METHODS: dict[str, Any] = {
     "__neg__": fn.neg, "__pos__": lambda self: self, "__abs__": fn.abs,
     "__pow__": fn.pow, "__rpow__": lambda self, other: fn.pow(other, self),
     "__eq__": __eq__, "__ne__": __ne__, "__lt__": fn.lt, "__le__": fn.le, "__gt__": fn.gt,
-    "__ge__": fn.ge, "__and__": fn.logical_and, "__or__": fn.logical_or,
-    "__xor__": fn.logical_xor, "__invert__": fn.bitwise_not,
-    "__rand__": lambda self, other: fn.logical_and(other, self),
-    "__ror__": lambda self, other: fn.logical_or(other, self),
+    "__ge__": fn.ge, "__and__": fn.bitwise_and, "__or__": fn.bitwise_or,
+    "__xor__": fn.bitwise_xor, "__invert__": fn.bitwise_not,
+    "__rand__": lambda self, other: fn.bitwise_and(other, self),
+    "__ror__": lambda self, other: fn.bitwise_or(other, self),
+    "__rxor__": lambda self, other: fn.bitwise_xor(other, self),
     "T": property(_T), "mT": property(_mT),
     "float": _cast("float32"), "double": _cast("float64"), "long": _cast("int64"),
     "int": _cast("int32"), "bool": _cast("bool_"), "half": _cast("float16"),
@@ -149,7 +150,8 @@ _METHODS: dict[str, Any] = {
 _FROM_FUNCTIONS = (
     "add sub mul div neg pow matmul mm bmm dot outer square exp log sqrt rsqrt abs sin cos "
     "tanh sigmoid relu sign floor ceil round trunc isnan isinf isfinite logical_not "
-    "logical_and logical_or logical_xor eq ne lt le gt ge equal allclose isclose "
+    "logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not "
+    "eq ne lt le gt ge equal allclose isclose "
     "leaky_relu log_softmax clamp clamp_min clamp_max clip maximum minimum masked_fill "
     "to clone sum mean max min amax amin argmax argmin var std prod logsumexp norm cumsum "
     "any all floor_divide remainder multiply divide true_divide subtract negative absolute "

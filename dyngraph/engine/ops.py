@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import not_implemented_for
+
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
 Forward = Callable[..., tuple[Any, Backward | None]]
 
@@ -66,6 +68,12 @@ def register(name: str, saves: bool = True, grad_fn: str | None = None,
     return decorate
 
 
+def _floating(a: np.ndarray) -> np.ndarray:
+    """Integers and bools go into float ops as PyTorch's default float32 (numpy would pick
+    float16 for bools and bytes, float64 for wider integers)."""
+    return a if a.dtype.kind in "fc" else a.astype(np.float32)
+
+
 def _arr(x: Any) -> bool:
     """Is ``x`` an array (a tensor's data) rather than a Python scalar constant?"""
     return type(x) is np.ndarray
@@ -97,7 +105,13 @@ def add(a, b):
 
 @register("sub", saves=False)
 def sub(a, b):
-    return a - b, _sub_backward
+    try:
+        return a - b, _sub_backward
+    except TypeError:  # numpy refuses bool - bool; PyTorch raises a RuntimeError
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+            "`^` or `logical_xor()` operator instead."
+        ) from None
 
 
 @register("mul")
@@ -113,13 +127,21 @@ def div(a, b):
     return out, lambda g: (g / b, -g * out / b if _arr(b) else None)
 
 
+_BOOL_NEG = ("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 @register("neg", saves=False)
 def neg(a):
+    if a.dtype.kind == "b":
+        raise RuntimeError(_BOOL_NEG)
     return -a, _neg_backward
 
 
 @register("pow")
 def pow_(a, b):
+    if getattr(a, "dtype", None) == np.bool_ and getattr(b, "dtype", None) in (None, np.bool_):
+        a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
     out = a**b
 
     def backward(g):
@@ -139,12 +161,14 @@ def pow_(a, b):
 # -- unary --------------------------------------------------------------------------------
 @register("exp")
 def exp(a):
+    a = _floating(a)
     out = np.exp(a)
     return out, lambda g: (g * out,)
 
 
 @register("log")
 def log(a):
+    a = _floating(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log(a)
     return out, lambda g: (g / a,)
@@ -152,6 +176,7 @@ def log(a):
 
 @register("sqrt")
 def sqrt(a):
+    a = _floating(a)
     with np.errstate(invalid="ignore"):
         out = np.sqrt(a)
     return out, lambda g: (g / (2 * out),)
@@ -159,6 +184,7 @@ def sqrt(a):
 
 @register("rsqrt")
 def rsqrt(a):
+    a = _floating(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = 1 / np.sqrt(a)
     return out, lambda g: (-0.5 * g * out * out * out,)
@@ -166,11 +192,13 @@ def rsqrt(a):
 
 @register("abs")
 def abs_(a):
+    not_implemented_for(a, "abs_cpu", "b")
     return np.abs(a), lambda g: (g * np.sign(a),)
 
 
 @register("log1p")
 def log1p(a):
+    a = _floating(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log1p(a)
     return out, lambda g: (g / (1 + a),)
@@ -178,12 +206,14 @@ def log1p(a):
 
 @register("expm1")
 def expm1(a):
+    a = _floating(a)
     out = np.expm1(a)
     return out, lambda g: (g * (out + 1),)
 
 
 @register("log2")
 def log2(a):
+    a = _floating(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log2(a)
     return out, lambda g: (g / (a * np.log(2.0)),)
@@ -191,6 +221,7 @@ def log2(a):
 
 @register("log10")
 def log10(a):
+    a = _floating(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log10(a)
     return out, lambda g: (g / (a * np.log(10.0)),)
@@ -198,16 +229,19 @@ def log10(a):
 
 @register("sin")
 def sin(a):
+    a = _floating(a)
     return np.sin(a), lambda g: (g * np.cos(a),)
 
 
 @register("cos")
 def cos(a):
+    a = _floating(a)
     return np.cos(a), lambda g: (-g * np.sin(a),)
 
 
 @register("tanh")
 def tanh(a):
+    a = _floating(a)
     out = np.tanh(a)
     return out, lambda g: (g * (1 - out * out),)
 
@@ -215,6 +249,8 @@ def tanh(a):
 @register("sigmoid")
 def sigmoid(a):
     # Split by sign so exp never overflows.
+    if a.dtype.kind not in "fc":
+        a = a.astype(np.float32)  # integers and bools give PyTorch's default float
     e = np.exp(-np.abs(a))
     out = np.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
     return out, lambda g: (g * out * (1 - out),)
@@ -222,6 +258,8 @@ def sigmoid(a):
 
 @register("relu")
 def relu(a):
+    if a.dtype.kind == "b":
+        raise RuntimeError("Boolean inputs not supported for relu")
     out = np.maximum(a, 0)
     return out, lambda g: (g * (out > 0),)
 
@@ -266,6 +304,9 @@ def where(cond, a, b):
 
 @register("masked_fill", saves=False)
 def masked_fill(a, mask, value):
+    if np.asarray(mask).dtype != np.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{np.asarray(mask).dtype}")
     mask = np.asarray(mask, bool)
     out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
     return out, lambda g: (np.where(mask, 0, g), None, None)
@@ -382,29 +423,80 @@ for _name, _fn in {
     "logical_and": np.logical_and, "logical_or": np.logical_or,
     "logical_xor": np.logical_xor, "logical_not": np.logical_not,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-    "bitwise_not": np.invert,
 }.items():
     _nondiff(_name, _fn)
 
 
-def _zero_grad(name: str, fn: Callable[..., Any]) -> None:
-    """Piecewise-constant ops: differentiable with a zero gradient, as in PyTorch."""
-    register(name, saves=False)(lambda a: (fn(a), lambda g: (np.zeros_like(g),)))
+def _bitwise(name: str, ufunc: Any) -> None:
+    """``& | ^`` are bitwise on integers and logical on bools; floats have no bits to use."""
+
+    def forward(a, b):
+        for x in (a, b):
+            if type(x) is np.ndarray:
+                not_implemented_for(x, f"{name}_cpu", "fc")
+            elif isinstance(x, float):
+                raise TypeError(f"{name}(): argument 'other' must be an int or a bool, not "
+                                f"float ({x})")
+        return ufunc(a, b), None
+
+    register(name, saves=False)(forward)
 
 
-for _name, _fn in {"sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round": np.round,
+_bitwise("bitwise_and", np.bitwise_and)
+_bitwise("bitwise_or", np.bitwise_or)
+_bitwise("bitwise_xor", np.bitwise_xor)
+
+
+@register("bitwise_not", saves=False)
+def bitwise_not(a):
+    if a.dtype.kind not in "biu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        f"tensors (got {a.dtype})")
+    return np.invert(a), None
+
+
+def _zero_grad_backward(g):
+    return (np.zeros_like(g),)
+
+
+def _zero_grad(name: str, fn: Callable[..., Any], kernel: str) -> None:
+    """Piecewise-constant ops: differentiable with a zero gradient, as in PyTorch, and
+    not defined on bools (``kernel`` is the name PyTorch's error gives)."""
+
+    def forward(a):
+        not_implemented_for(a, kernel, "b")
+        return fn(a), _zero_grad_backward
+
+    register(name, saves=False)(forward)
+
+
+for _name, _fn in {"floor": np.floor, "ceil": np.ceil, "round": np.round,
                    "trunc": np.trunc}.items():
-    _zero_grad(_name, _fn)
+    _zero_grad(_name, _fn, f"{_name}_vml_cpu")
+
+
+@register("sign", saves=False)
+def sign(a):
+    return (a.copy() if a.dtype.kind == "b" else np.sign(a)), _zero_grad_backward
+
+
+def _integer_division(a: Any, b: Any, ufunc: Any) -> np.ndarray:
+    """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = ufunc(a, b)
+    if out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):
+        raise ZeroDivisionError
+    return out
 
 
 @register("floor_divide", saves=False)
 def floor_divide(a, b):
-    return np.floor_divide(a, b), None
+    return _integer_division(a, b, np.floor_divide), None
 
 
 @register("remainder", saves=False)
 def remainder(a, b):
-    return np.remainder(a, b), None
+    return _integer_division(a, b, np.remainder), None
 
 
 # Shape, reduction and joining ops register themselves on import.

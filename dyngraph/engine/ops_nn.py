@@ -19,6 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import creation
+from .errors import not_implemented_for
 from .ops import OPS, Forward, OpDef, register
 
 NN_OPS: dict[str, OpDef] = {}
@@ -130,6 +131,7 @@ def elu(a, alpha=1.0):
 
 @_define("softmax", "SoftmaxBackward0")
 def softmax(a, dim):
+    not_implemented_for(a, "softmax_lastdim_kernel_impl", "biu")
     e = np.exp(a - a.max(axis=dim, keepdims=True))
     out = e / e.sum(axis=dim, keepdims=True)
     return out, lambda g: (out * (g - (g * out).sum(axis=dim, keepdims=True)),)
@@ -142,6 +144,7 @@ def _log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
 
 @_define("log_softmax", "LogSoftmaxBackward0")
 def log_softmax(a, dim):
+    not_implemented_for(a, "log_softmax_lastdim_kernel_impl", "biu")
     out = _log_softmax(a, dim)
     return out, lambda g: (g - np.exp(out) * g.sum(axis=dim, keepdims=True),)
 
@@ -251,8 +254,10 @@ def embedding(indices, weight, padding_idx=None):
             f"types: Long, Int; but got {indices.dtype} instead"
         )
     num = weight.shape[0]
-    if indices.size and (indices.min() < -num or indices.max() >= num):
-        raise IndexError("index out of range in self")
+    if indices.size and (indices.min() < 0 or indices.max() >= num):  # -1 never wraps
+        bad = int(indices.min() if indices.min() < 0 else indices.max())
+        raise IndexError(f"index out of range in self (embedding: index {bad} with "
+                         f"{num} embeddings)")
 
     def backward(g):
         gw = np.zeros_like(weight)

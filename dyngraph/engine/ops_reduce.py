@@ -10,20 +10,43 @@ from typing import Any
 
 import numpy as np
 
+from .errors import check_dims, type_name
 from .ops import register
+
+_INT64 = np.dtype(np.int64)
+_F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
 
 
 def _axes(dim: Any, ndim: int) -> tuple[int, ...]:
-    if dim is None:
+    """``dim`` as axes: None and ``()`` mean every dimension (as in PyTorch's sum, mean,
+    amax ...); an int or a tuple, negative allowed, each in range and none repeated."""
+    if dim is None or dim == ():
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    for d in dims:
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            raise IndexError(
-                f"Dimension out of range (expected to be in range of "
-                f"[{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {d})"
-            )
-    return tuple(d % ndim for d in dims) if ndim else ()
+    return check_dims((dim,) if isinstance(dim, (int, np.integer)) else tuple(dim), ndim)
+
+
+def _int64_for_ints(a: np.ndarray) -> Any:
+    """PyTorch sums and multiplies bools and integers of every width into int64."""
+    return _INT64 if a.dtype.kind in "biu" else None
+
+
+def _sum(a: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> Any:
+    """A sum as PyTorch's: float16 accumulates in float32 and rounds back at the end."""
+    acc = _F32 if a.dtype == _F16 else _int64_for_ints(a)
+    out = np.sum(a, axis=axes, keepdims=keepdim, dtype=acc)
+    return out.astype(np.float16) if a.dtype == _F16 else out
+
+
+def _float_only(a: np.ndarray, message: str) -> None:
+    if a.dtype.kind not in "fc":
+        raise RuntimeError(message.format(type_name(a.dtype)))
+
+
+def _nonempty(a: np.ndarray, axes: tuple[int, ...], name: str) -> None:
+    """max/min/argmax have no value over an empty dimension; PyTorch raises IndexError."""
+    for d in axes:
+        if a.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _keep(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> Any:
@@ -44,7 +67,7 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 def sum_(a, dim=None, keepdim=False):
     shape = np.shape(a)
     axes = _axes(dim, len(shape))
-    out = np.sum(a, axis=axes, keepdims=keepdim)
+    out = _sum(a, axes, keepdim)
     return out, lambda g: (np.broadcast_to(_keep(g, shape, axes, keepdim), shape),)
 
 
@@ -52,18 +75,21 @@ def sum_(a, dim=None, keepdim=False):
 def mean(a, dim=None, keepdim=False):
     shape = np.shape(a)
     axes = _axes(dim, len(shape))
-    out = np.mean(a, axis=axes, keepdims=keepdim)
-    n = max(_count(shape, axes), 1)
+    n = _count(shape, axes)
+    with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, silently
+        out = _sum(a, axes, keepdim) / a.dtype.type(n)
+    n = max(n, 1)
     return out, lambda g: (np.broadcast_to(_keep(g, shape, axes, keepdim) / n, shape),)
 
 
 def _even(a: np.ndarray, fn: Any, dim: Any, keepdim: bool, name: str) -> tuple[Any, Any]:
     """A max/min over ``dim`` whose ties share the gradient evenly (amax, amin, max())."""
     axes = _axes(dim, a.ndim)
-    if a.size == 0:
+    if a.size == 0 and (dim is None or dim == ()):
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
                            "input.numel() == 0. Specify the reduction dim with the "
                            "'dim' argument.")
+    _nonempty(a, axes, name)
     out = fn(a, axis=axes, keepdims=keepdim)
 
     def backward(g):
@@ -86,9 +112,11 @@ def amin(a, dim=None, keepdim=False):
 
 def _select(a: np.ndarray, dim: int, keepdim: bool, argfn: Any) -> tuple[Any, Any]:
     """max(dim)/min(dim): the gradient goes to the index returned, as in PyTorch."""
-    (axis,) = _axes(dim, a.ndim) or (None,)
-    if axis is None:  # a 0-d input
+    axes = _axes(dim, a.ndim)
+    if not axes:  # a 0-d input
         return a.copy(), lambda g: (g,)
+    (axis,) = axes
+    _nonempty(a, axes, "max" if argfn is np.argmax else "min")
     idx = np.expand_dims(argfn(a, axis=axis), axis)
     out = np.take_along_axis(a, idx, axis=axis)
     shape = a.shape
@@ -115,8 +143,12 @@ def min_(a, dim=None, keepdim=False):
     return _select(a, dim, keepdim, np.argmin)
 
 
+_STD_VAR_DTYPES = "std and var only support floating point and complex dtypes (got {})"
+
+
 @register("var")
 def var(a, dim=None, correction=1, keepdim=False):
+    _float_only(a, _STD_VAR_DTYPES)
     axes = _axes(dim, a.ndim)
     n = _count(a.shape, axes)
     centred = a - a.mean(axis=axes, keepdims=True)
@@ -129,6 +161,7 @@ def var(a, dim=None, correction=1, keepdim=False):
 
 @register("std")
 def std(a, dim=None, correction=1, keepdim=False):
+    _float_only(a, _STD_VAR_DTYPES)
     axes = _axes(dim, a.ndim)
     n = _count(a.shape, axes)
     centred = a - a.mean(axis=axes, keepdims=True)
@@ -155,7 +188,7 @@ def _exclusive_cumprod(x: np.ndarray, axis: int) -> np.ndarray:
 def prod(a, dim=None, keepdim=False):
     if dim is None:
         flat = a.reshape(-1)
-        out = np.prod(flat)
+        out = np.prod(flat, dtype=_int64_for_ints(a))
 
         def backward_all(g):
             if flat.size == 0:
@@ -164,8 +197,11 @@ def prod(a, dim=None, keepdim=False):
             return ((g * others).reshape(a.shape),)
 
         return (out.reshape((1,) * a.ndim) if keepdim else out), backward_all
-    (axis,) = _axes(dim, a.ndim)
-    out = np.prod(a, axis=axis, keepdims=keepdim)
+    axes = _axes(dim, a.ndim)
+    if not axes:  # a 0-d input
+        return a.astype(_int64_for_ints(a) or a.dtype), lambda g: (g,)
+    (axis,) = axes
+    out = np.prod(a, axis=axis, keepdims=keepdim, dtype=_int64_for_ints(a))
 
     def backward(g):
         rev = np.flip(a, axis)
@@ -177,6 +213,8 @@ def prod(a, dim=None, keepdim=False):
 
 @register("logsumexp")
 def logsumexp(a, dim, keepdim=False):
+    if a.dtype.kind not in "fc":  # PyTorch computes integers in its default float type
+        a = a.astype(np.float32)
     axes = _axes(dim, a.ndim)
     m = np.amax(a, axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
@@ -188,6 +226,8 @@ def logsumexp(a, dim, keepdim=False):
 
 @register("norm", grad_fn="NormBackward1")
 def norm(a, p=2, dim=None, keepdim=False):
+    _float_only(a, "linalg.vector_norm: Expected a floating point or complex tensor as "
+                "input. Got {}")
     axes = _axes(dim, a.ndim)
     mag = np.abs(a)
     if p == float("inf"):
@@ -205,16 +245,29 @@ def norm(a, p=2, dim=None, keepdim=False):
 
 @register("cumsum", saves=False)
 def cumsum(a, dim):
-    axis = _axes(dim, a.ndim)[0] if a.ndim else None
-    if axis is None:
-        return a.copy(), lambda g: (g,)
-    out = np.cumsum(a, axis=axis)
+    axes = _axes(dim, a.ndim)
+    if not axes:
+        return a.astype(_int64_for_ints(a) or a.dtype), lambda g: (g,)
+    out = np.cumsum(a, axis=axes[0], dtype=_int64_for_ints(a))
+    axis = axes[0]
     return out, lambda g: (np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis),)
 
 
 # -- not differentiable -------------------------------------------------------------------
+def _arg_checks(a: np.ndarray, dim: Any, name: str) -> None:
+    if a.dtype == np.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+    if dim is None:
+        if a.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+    else:
+        _nonempty(a, _axes(dim, a.ndim), name)
+
+
 @register("argmax", saves=False)
 def argmax(a, dim=None, keepdim=False):
+    _arg_checks(a, dim, "argmax")
     if dim is None:
         out = np.asarray(np.argmax(a))
         return (out.reshape((1,) * a.ndim) if keepdim else out), None
@@ -223,6 +276,7 @@ def argmax(a, dim=None, keepdim=False):
 
 @register("argmin", saves=False)
 def argmin(a, dim=None, keepdim=False):
+    _arg_checks(a, dim, "argmin")
     if dim is None:
         out = np.asarray(np.argmin(a))
         return (out.reshape((1,) * a.ndim) if keepdim else out), None
@@ -239,9 +293,14 @@ def argsort(a, dim=-1, descending=False):
 
 @register("any", saves=False)
 def any_(a, dim=None, keepdim=False):
-    return np.any(a, axis=dim, keepdims=keepdim), None
+    return _logical(np.any(a, axis=dim, keepdims=keepdim), a), None
 
 
 @register("all", saves=False)
 def all_(a, dim=None, keepdim=False):
-    return np.all(a, axis=dim, keepdims=keepdim), None
+    return _logical(np.all(a, axis=dim, keepdims=keepdim), a), None
+
+
+def _logical(out: Any, a: np.ndarray) -> Any:
+    """any/all give bools, except on uint8, where PyTorch keeps uint8."""
+    return np.asarray(out, np.uint8) if a.dtype == np.uint8 else out

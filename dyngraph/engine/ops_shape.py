@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import index_out_of_bounds
 from .ops import register
 
 
@@ -26,6 +27,12 @@ def _dim(d: int, ndim: int) -> int:
 @register("reshape", saves=False, grad_fn="ViewBackward0")
 def reshape(a, shape):
     in_shape = a.shape
+    for i, s in enumerate(shape):
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape "
+                               f"{list(shape)}")
+    if list(shape).count(-1) > 1:
+        raise RuntimeError(f"only one dimension can be inferred (shape {list(shape)})")
     try:
         out = a.reshape(shape)
     except ValueError:
@@ -167,6 +174,12 @@ def gather(a, dim, index):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i, (n_index, n_input) in enumerate(zip(index.shape, a.shape, strict=True)):
+        if i != d and n_index > n_input:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index "
+                               f"{list(index.shape)} to be smaller than self "
+                               f"{list(a.shape)} apart from dimension {d}")
+    index_out_of_bounds(index, a.shape[d] if a.ndim else 1, d, "gather")
     # PyTorch allows an index smaller than the input in the other dimensions.
     region = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
     out = np.take_along_axis(a[region], index, axis=d)
@@ -191,6 +204,7 @@ def scatter_add(a, index, src, dim=0):
     if index.ndim != a.ndim or src.ndim != a.ndim:
         raise RuntimeError("scatter_add(): Index tensor must have the same number of "
                            "dimensions as self tensor")
+    index_out_of_bounds(index, a.shape[d] if a.ndim else 1, d, "scatter_add")
     where = list(np.ix_(*[np.arange(s) for s in index.shape]))
     where[d] = index
     where_t = tuple(where)
@@ -211,6 +225,11 @@ def index_select(a, dim, index):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
+    size = a.shape[d] if a.ndim else 1
+    if index.size and (index.min() < 0 or index.max() >= size):  # -1 never wraps
+        bad = int(index.min() if index.min() < 0 else index.max())
+        raise IndexError(f"index out of range in self (index_select: index {bad} for "
+                         f"dimension {d} of size {size})")
     out = np.take(a, index.reshape(-1), axis=d)
     shape, dtype = a.shape, a.dtype
 
@@ -283,11 +302,15 @@ def select(a, dim, index):
 
 @register("tril", saves=False)
 def tril(a, diagonal=0):
+    if a.ndim < 2:
+        raise RuntimeError(f"tril: input tensor must have at least 2 dimensions (got {a.ndim})")
     return np.tril(a, diagonal), lambda g: (np.tril(g, diagonal),)
 
 
 @register("triu", saves=False)
 def triu(a, diagonal=0):
+    if a.ndim < 2:
+        raise RuntimeError(f"triu: input tensor must have at least 2 dimensions (got {a.ndim})")
     return np.triu(a, diagonal), lambda g: (np.triu(g, diagonal),)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ..capture.tracing import Handle, now_ns, tracer
 from . import autograd
 from .autograd import Node, grad_mode
+from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
 
 _ids = itertools.count(1)
@@ -27,6 +28,7 @@ DEFAULT_DTYPE = np.float32
 _F64 = np.dtype(np.float64)
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
+_F16 = np.dtype(np.float16)
 
 LEAF_INPLACE_MESSAGE = (
     "a leaf Variable that requires grad is being used in an in-place operation."
@@ -457,33 +459,39 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
     enabled = grad_mode.enabled
     n = len(inputs)
     edges: tuple[Any, ...] | None
-    if n == 2 and not op.needs_input_grad:
-        x, y = inputs
-        if isinstance(x, Tensor):
-            ex = x.grad_fn or x if x.requires_grad and enabled else None
-            x = x._array
+    try:  # free unless raised: numpy's errors become PyTorch's
+        if n == 2 and not op.needs_input_grad:
+            x, y = inputs
+            if isinstance(x, Tensor):
+                ex = x.grad_fn or x if x.requires_grad and enabled else None
+                x = x._array
+            else:
+                ex = None
+            if isinstance(y, Tensor):
+                ey = y.grad_fn or y if y.requires_grad and enabled else None
+                y = y._array
+            else:
+                ey = None
+            out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
+            edges = (ex, ey) if ex is not None or ey is not None else None
+        elif n == 1 and not op.needs_input_grad:
+            (x,) = inputs
+            if isinstance(x, Tensor):
+                edges = (x.grad_fn or x,) if x.requires_grad and enabled else None
+                x = x._array
+            else:
+                edges = None
+            out_data, backward_fn = op.forward(x, **attrs) if attrs else op.forward(x)
         else:
-            ex = None
-        if isinstance(y, Tensor):
-            ey = y.grad_fn or y if y.requires_grad and enabled else None
-            y = y._array
-        else:
-            ey = None
-        out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
-        edges = (ex, ey) if ex is not None or ey is not None else None
-    elif n == 1 and not op.needs_input_grad:
-        (x,) = inputs
-        if isinstance(x, Tensor):
-            edges = (x.grad_fn or x,) if x.requires_grad and enabled else None
-            x = x._array
-        else:
-            edges = None
-        out_data, backward_fn = op.forward(x, **attrs) if attrs else op.forward(x)
-    else:
-        out_data, backward_fn, edges = _forward_any(op, inputs, attrs, enabled)
+            out_data, backward_fn, edges = _forward_any(op, inputs, attrs, enabled)
+    except (ValueError, ZeroDivisionError) as e:
+        if isinstance(e, TorchValueError):
+            raise
+        raise translate(op.name, inputs, e) from None
     if type(out_data) is not _ndarray:
         out_data = np.asarray(out_data)
-    if out_data.dtype is _F64 and not op.exact:
+    dt = out_data.dtype
+    if (dt is _F64 or dt is _F16) and not op.exact:
         out_data = _demote(inputs, out_data)
     out = Tensor.__new__(Tensor)
     out._array = out_data
@@ -531,18 +539,19 @@ def _forward_any(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any], enab
 
 
 def _demote(inputs: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
-    """float64 only where a float64 tensor went in, as in PyTorch.
+    """float64 (float16) only where a float64 (float16) tensor went in, as in PyTorch.
 
-    numpy promotes ints to float64 (``int_tensor / 2``, ``sqrt(int_tensor)``); PyTorch
-    gives its default float32.
+    numpy promotes ints to float64 (``int_tensor / 2``, ``sqrt(int_tensor)``) and bools and
+    bytes to float16 (``exp(mask)``); PyTorch gives its default float32.
     """
+    dt = out.dtype
     for x in inputs:
         if isinstance(x, Tensor):
-            if x._array.dtype is _F64:
+            if x._array.dtype is dt:
                 return out
         elif isinstance(x, (list, tuple)):  # cat/stack take a sequence of tensors
             for y in x:
-                if isinstance(y, Tensor) and y._array.dtype is _F64:
+                if isinstance(y, Tensor) and y._array.dtype is dt:
                     return out
     return out.astype(DEFAULT_DTYPE)
 

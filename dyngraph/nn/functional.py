@@ -13,6 +13,7 @@ one node named after it ("linear", "cross_entropy" ...).
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -375,6 +376,19 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
                  ignore_index=int(ignore_index), reduction=_check_reduction(reduction))
 
 
+def _broadcast_target(input: Tensor, target: Tensor) -> None:
+    """PyTorch's regression losses broadcast a target of another shape, with a warning."""
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(
+            f"Using a target size ({_torch_size(target)}) that is different to the input size "
+            f"({_torch_size(input)}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+
+
+def _torch_size(t: Tensor) -> str:
+    return f"torch.Size({list(t.shape)})"
+
+
 def _same_shape(input: Tensor, target: Tensor, name: str) -> None:
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(
@@ -386,28 +400,28 @@ def _same_shape(input: Tensor, target: Tensor, name: str) -> None:
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
              reduction: str = "mean") -> Tensor:
     _legacy(size_average, reduce)
-    _same_shape(input, target, "mse_loss")
+    _broadcast_target(input, target)
     return apply(NN_OPS["mse_loss"], input, target, reduction=_check_reduction(reduction))
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
             reduction: str = "mean") -> Tensor:
     _legacy(size_average, reduce)
-    _same_shape(input, target, "l1_loss")
+    _broadcast_target(input, target)
     return apply(NN_OPS["l1_loss"], input, target, reduction=_check_reduction(reduction))
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,
                    reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
     _legacy(size_average, reduce)
-    _same_shape(input, target, "smooth_l1_loss")
+    _broadcast_target(input, target)
     return apply(NN_OPS["smooth_l1_loss"], input, target, reduction=_check_reduction(reduction),
                  beta=float(beta), huber=False)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",
                delta: float = 1.0) -> Tensor:
-    _same_shape(input, target, "huber_loss")
+    _broadcast_target(input, target)
     return apply(NN_OPS["smooth_l1_loss"], input, target, reduction=_check_reduction(reduction),
                  beta=float(delta), huber=True)
 

@@ -1,0 +1,292 @@
+"""Named regression tests: each was a silently wrong answer or a leaked numpy error,
+found by hand or by the differential test (test_differential.py), and fixed.
+
+Expected values and exception types are PyTorch 2.13's, written out so these run without it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import dyngraph as dg
+import dyngraph.nn.functional as F
+
+
+def _values(t):
+    return t.detach().numpy().tolist()
+
+
+# -- dim=0 is a dim, not "every dim" --------------------------------------------------------
+def test_amax_dim0_reduces_only_dim0():
+    x = dg.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]])
+    assert _values(x.amax(dim=0)) == [4.0, 5.0, 3.0]
+    assert _values(dg.amin(x, 0)) == [1.0, 0.0, 2.0]
+    assert _values(x.amax(dim=(0,), keepdim=True)) == [[4.0, 5.0, 3.0]]
+    assert x.amax().item() == 5.0
+
+
+def test_amax_dim0_gradient_goes_to_each_columns_max():
+    x = dg.tensor([[1.0, 5.0], [4.0, 0.0]], requires_grad=True)
+    x.amax(0).sum().backward()
+    assert _values(x.grad) == [[0.0, 1.0], [1.0, 0.0]]
+
+
+def test_empty_dim_tuple_reduces_every_dim_as_in_pytorch():
+    x = dg.ones(2, 3)
+    assert x.sum(dim=()).item() == 6.0
+    assert x.mean(dim=[]).item() == 1.0
+    assert x.amax(dim=()).shape == ()
+
+
+def test_repeated_or_out_of_range_dims_raise():
+    x = dg.ones(2, 3)
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        x.sum(dim=(0, -2))
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of "
+                                         r"\[-2, 1\], but got 5\)"):
+        x.mean(dim=5)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.argmax(dim=2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.any(dim=2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.softmax(dim=2)
+    with pytest.raises(TypeError):
+        x.sum(dim=0.0)
+
+
+def test_reductions_over_an_empty_dim():
+    x = dg.ones(0, 3)
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        x.amax(dim=0)
+    with pytest.raises(IndexError, match="Expected reduction dim 0 to have non-zero size"):
+        x.max(dim=0)
+    with pytest.raises(IndexError, match="Expected reduction dim to be specified"):
+        dg.ones(0).argmax()
+    assert x.amax(dim=1).shape == (0,)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy "Mean of empty slice" warning
+        assert np.isnan(dg.ones(0).mean().item())
+
+
+# -- indices never wrap ---------------------------------------------------------------------
+def test_embedding_negative_index_raises():
+    with pytest.raises(IndexError, match="index out of range in self"):
+        F.embedding(dg.tensor([-1]), dg.ones(3, 2))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        dg.nn.Embedding(3, 2)(dg.tensor([[0, 3]]))
+
+
+def test_gather_and_scatter_add_out_of_range_raise_runtime_error():
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 3"):
+        dg.gather(dg.ones(3), 0, dg.tensor([-1]))
+    with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        dg.ones(3).gather(0, dg.tensor([3]))
+    with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size 3"):
+        dg.zeros(3).scatter_add(0, dg.tensor([-1]), dg.ones(1))
+    with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
+        dg.zeros(3).scatter_add(0, dg.tensor([5]), dg.ones(1))
+
+
+def test_index_select_out_of_range_raises_index_error():
+    for bad in (-1, 3):
+        with pytest.raises(IndexError, match="index out of range in self"):
+            dg.ones(3).index_select(0, dg.tensor([bad]))
+
+
+def test_loss_targets_out_of_range_raise_but_ignore_index_works():
+    logits = dg.zeros(2, 3)
+    for bad in (-1, 3):
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
+            F.cross_entropy(logits, dg.tensor([bad, 0]))
+        with pytest.raises(IndexError, match=f"Target {bad} is out of bounds"):
+            F.nll_loss(logits, dg.tensor([0, bad]))
+    loss = F.cross_entropy(logits, dg.tensor([-100, 0]))
+    assert loss.item() == pytest.approx(np.log(3.0))
+    assert F.cross_entropy(logits, dg.tensor([5, 0]), ignore_index=5).item() == pytest.approx(
+        np.log(3.0))
+
+
+# -- integer and bool inputs ------------------------------------------------------------------
+def test_integer_std_var_norm_raise_as_in_pytorch():
+    x = dg.tensor([1, 2, 4])
+    with pytest.raises(RuntimeError, match="std and var only support floating point"):
+        x.std()
+    with pytest.raises(RuntimeError, match="std and var only support floating point"):
+        x.var(dim=0)
+    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a floating point or "
+                                           "complex tensor as input. Got Long"):
+        x.norm()
+    with pytest.raises(RuntimeError, match="mean"):
+        x.mean()
+    assert dg.tensor([1.0, 2.0, 4.0]).std().item() == pytest.approx(1.527525)
+
+
+def test_integer_sums_products_and_cumsums_are_int64():
+    for dtype in (dg.int32, dg.uint8, dg.bool):
+        x = dg.tensor([1, 0, 1], dtype=dtype)
+        assert x.sum().dtype == dg.int64
+        assert x.prod().dtype == dg.int64
+        assert x.cumsum(0).dtype == dg.int64
+    assert dg.tensor([200, 100], dtype=dg.uint8).sum().item() == 300
+
+
+def test_integer_logsumexp_and_sigmoid_promote_to_float32():
+    x = dg.tensor([1, 0, 2])
+    assert x.logsumexp(0).dtype == dg.float32
+    assert x.logsumexp(0).item() == pytest.approx(2.4076059)
+    assert _values(x.sigmoid()) == pytest.approx([0.7310586, 0.5, 0.8807971])
+
+
+def test_unary_float_ops_on_bools_are_float32_not_float16():
+    x = dg.tensor([True, False])
+    assert x.exp().dtype == dg.float32
+    assert x.exp()[0].item() == pytest.approx(np.e, rel=1e-6)
+    assert dg.tensor([3], dtype=dg.uint8).sqrt().dtype == dg.float32
+
+
+def test_integer_softmax_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
+        dg.tensor([1, 2]).softmax(0)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        F.log_softmax(dg.tensor([1, 2]), 0)
+
+
+def test_and_or_xor_are_bitwise_on_integers():
+    a, b = dg.tensor([1, 2, 6]), dg.tensor([3, 1, 4])
+    assert _values(a & b) == [1, 0, 4]
+    assert _values(a | b) == [3, 3, 6]
+    assert _values(a ^ b) == [2, 3, 2]
+    assert (dg.tensor([True, False]) & dg.tensor([True, True])).dtype == dg.bool
+    with pytest.raises(NotImplementedError, match="bitwise_and_cpu"):
+        dg.ones(2) & dg.ones(2)
+    with pytest.raises(TypeError, match="only implemented on integer and Boolean"):
+        ~dg.ones(2)
+
+
+def test_bool_arithmetic_errors_are_pytorchs():
+    t = dg.tensor([True, False])
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+        _ = -t
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        _ = t - t
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        t.relu()
+    with pytest.raises(NotImplementedError, match="abs_cpu"):
+        t.abs()
+    with pytest.raises(NotImplementedError, match="floor_vml_cpu"):
+        t.floor()
+    assert t.sign().dtype == dg.bool
+    assert t.square().dtype == dg.int64
+    assert (t**2).dtype == dg.int64
+    assert t.max(0).indices.item() == 0
+
+
+def test_integer_division_by_zero_raises():
+    for bad in (lambda: dg.tensor([1, 2]) // 0, lambda: dg.tensor([1, 2]) % 0,
+                lambda: dg.tensor([1, 2]) // dg.tensor([0, 1])):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            bad()
+    assert _values(dg.tensor([1.0, -1.0]) // 0) == [float("inf"), float("-inf")]
+    assert _values(dg.tensor([1, 2]) / 0) == [float("inf"), float("inf")]
+
+
+def test_float_alpha_with_integer_tensors_raises():
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point"):
+        dg.add(dg.tensor([1]), dg.tensor([1]), alpha=0.5)
+    assert dg.add(dg.ones(2), dg.ones(2), alpha=0).sum().item() == 2.0
+
+
+# -- invalid arguments ------------------------------------------------------------------------
+def test_reshape_refuses_bad_shapes():
+    x = dg.ones(6)
+    with pytest.raises(RuntimeError, match=r"invalid shape dimension -2 at index 0 of shape "
+                                           r"\[-2, 3\]"):
+        x.reshape(-2, 3)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.reshape(-1, -1)
+    with pytest.raises(TypeError):
+        x.reshape(2.0, 3)
+    with pytest.raises(TypeError):
+        x.view(2, 3.5)
+    assert x.reshape(dg.tensor(2), 3).shape == (2, 3)  # a 0-d int tensor is an int
+
+
+def test_creation_refuses_float_and_negative_sizes():
+    with pytest.raises(TypeError):
+        dg.zeros(2.0, 3)
+    with pytest.raises(TypeError):
+        dg.full((2.5,), 1.0)
+    for make in (lambda: dg.zeros(-1, 3), lambda: dg.randn(-2), lambda: dg.ones((3, -1))):
+        with pytest.raises(RuntimeError, match="negative"):
+            make()
+    with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+        dg.linspace(0, 1, -1)
+    with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
+        dg.eye(-1)
+    with pytest.raises(RuntimeError, match="from=5 >= to=5"):
+        dg.randint(5, 5, (2,))
+
+
+def test_arange_checks_its_step():
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step"):
+        dg.arange(0, 5, -1)
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step"):
+        dg.arange(5, 0)
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        dg.arange(0, 5, 0)
+    assert _values(dg.arange(5, 0, -2)) == [5, 3, 1]
+    assert dg.arange(3, 3).shape == (0,)
+
+
+def test_shape_functions_check_their_dims():
+    x = dg.ones(2, 3)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.flatten(2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.movedim(3, 0)
+    with pytest.raises(RuntimeError, match=r"start \(3\) \+ length \(2\) exceeds dimension size"):
+        dg.ones(4).narrow(0, 3, 2)
+    with pytest.raises(RuntimeError, match="tril: input tensor must have at least 2 dimensions"):
+        dg.ones(3).tril()
+
+
+def test_masked_fill_needs_a_bool_mask():
+    with pytest.raises(RuntimeError, match="masked_fill_ only supports boolean masks"):
+        dg.ones(3).masked_fill(dg.ones(3), 0.0)
+
+
+def test_random_like_of_an_integer_tensor_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="check_uniform_bounds"):
+        dg.rand_like(dg.tensor([1]))
+
+
+# -- numpy's errors never leak --------------------------------------------------------------
+def test_broadcast_mismatch_is_pytorchs_runtime_error():
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of "
+                                           r"tensor b \(4\) at non-singleton dimension 1"):
+        dg.ones(2, 3) + dg.ones(2, 4)
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        dg.where(dg.ones(3) > 0, dg.ones(2), dg.ones(3))
+
+
+def test_numpy_error_types_never_escape():
+    cases = [
+        lambda: dg.ones(2, 3).permute(0, 0),
+        lambda: dg.ones(2, 3) * dg.ones(4),
+        lambda: dg.tensor([2]) ** -1,
+        lambda: dg.ones(2).argmax(5),
+    ]
+    for case in cases:
+        with pytest.raises((RuntimeError, IndexError)) as info:
+            case()
+        assert type(info.value) in (RuntimeError, IndexError), type(info.value)
+
+
+def test_regression_losses_broadcast_a_mismatched_target_with_a_warning():
+    with pytest.warns(UserWarning, match="Using a target size"):
+        loss = F.mse_loss(dg.zeros(2, 3), dg.ones(3))
+    assert loss.item() == 1.0
