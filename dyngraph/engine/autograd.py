@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..capture.tracing import now_ns, tracer
+from . import recording
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -267,7 +268,7 @@ def run_backward(
     listening = tracer.listening
     start = now_ns() if listening else 0
     if listening:
-        tracer.on_backward_start(roots[0], retain_graph)
+        recording.backward_start(roots[0], retain_graph)
     pending: dict[int, Any] = {}  # node id -> gradient (or a list of them, summed later)
     heap: list[tuple[int, Node]] = []
     leaf_grads: dict[int, Any] = {}
@@ -335,7 +336,7 @@ def run_backward(
             node.backward_fn = None
         inputs = node.inputs
         if listening:
-            tracer.on_backward_step(
+            recording.backward_step(
                 tid, node.op.name, node.op.grad_fn_name,
                 tuple(-1 if t is None else (t.out_id if type(t) is Node else t._id)
                       for t in inputs),
@@ -401,7 +402,7 @@ def run_backward(
         else:
             _accumulate_leaf(leaf, grad, handed)
     if listening:
-        tracer.on_backward_end(roots[0], now_ns() - start)
+        recording.backward_end(roots[0], now_ns() - start)
     if capture is None:
         return None
     return [captured.get(t._id if t.grad_fn is None else t.grad_fn.out_id) for t in capture]
@@ -461,7 +462,7 @@ def _accumulate_leaf(leaf: Any, grad: np.ndarray, handed: dict[int, np.ndarray])
         for hook in tuple(leaf._post_hooks):
             hook(leaf)
     if tracer.listening:
-        tracer.on_grad_accumulated(leaf)
+        recording.grad_accumulated(leaf)
 
 
 # -- public entry points ------------------------------------------------------------------

@@ -68,13 +68,17 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other if alpha == 1 else (other * alpha)
 
 
-def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+def add_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
+    if legacy:  # the deprecated add_(Number alpha, Tensor other): p.data.add_(-lr, p.grad)
+        other, alpha = fn.legacy_alpha("add_", other, legacy)
     if _in_graph(self, other):
         return _rebase(self, fn.add(self, other, alpha=alpha))
     return _ufunc(self, np.add, _scaled(_array(other), alpha), "add_")
 
 
-def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+def sub_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
+    if legacy:
+        other, alpha = fn.legacy_alpha("sub_", other, legacy)
     if _in_graph(self, other):
         return _rebase(self, fn.sub(self, other, alpha=alpha))
     return _ufunc(self, np.subtract, _scaled(_array(other), alpha), "sub_")
@@ -112,16 +116,29 @@ def neg_(self: Tensor) -> Tensor:
     return self
 
 
-def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *legacy: Any, value: Any = 1) -> Tensor:
+    if legacy:  # the deprecated addcmul_(Number value, Tensor tensor1, Tensor tensor2)
+        (tensor1, tensor2), value = _legacy_value("addcmul_", tensor1, tensor2, legacy)
     if _in_graph(self, tensor1, tensor2):
         return _rebase(self, fn.add(self, fn.mul(tensor1, tensor2), alpha=value))
     return _ufunc(self, np.add, _array(tensor1) * _array(tensor2) * value, "addcmul_")
 
 
-def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *legacy: Any, value: Any = 1) -> Tensor:
+    if legacy:
+        (tensor1, tensor2), value = _legacy_value("addcdiv_", tensor1, tensor2, legacy)
     if _in_graph(self, tensor1, tensor2):
         return _rebase(self, fn.add(self, fn.div(tensor1, tensor2), alpha=value))
     return _ufunc(self, np.add, _array(tensor1) / _array(tensor2) * value, "addcdiv_")
+
+
+def _legacy_value(name: str, value: Any, tensor1: Any, rest: tuple[Any, ...]) -> Any:
+    """The deprecated ``addcmul_(Number value, Tensor tensor1, Tensor tensor2)``."""
+    if len(rest) != 1 or isinstance(value, Tensor):
+        raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(rest)} were given")
+    fn.deprecated_overload(name, "Number value, Tensor tensor1, Tensor tensor2",
+                           "Tensor tensor1, Tensor tensor2, *, Number value = 1")
+    return (tensor1, rest[0]), value
 
 
 def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:

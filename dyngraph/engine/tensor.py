@@ -8,7 +8,6 @@ when no graph is involved (optimizers under ``no_grad``), so they are not graph 
 
 from __future__ import annotations
 
-import itertools
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
@@ -16,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..capture.tracing import Handle, now_ns, tracer
+from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd
 from .autograd import Node, grad_mode
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
+from .recording import op as _record_op
 
-_ids = itertools.count(1)
+_ids = tensor_ids
 _new_node = Node.__new__
 DEFAULT_DTYPE = np.float32
 _F64 = np.dtype(np.float64)
@@ -510,7 +510,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         out.requires_grad = False
         out.grad_fn = None
     if listening:
-        tracer.on_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
+        _record_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
     return out
 
 

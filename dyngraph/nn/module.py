@@ -19,6 +19,7 @@ from ..capture.tracing import Handle, tracer
 from ..engine.autograd import no_grad
 from ..engine.dtypes import to_numpy_dtype
 from ..engine.tensor import Tensor
+from ..missing import not_implemented
 from .parameter import Parameter
 
 # Bumped whenever any module's parameters, buffers or submodules change, so the cached
@@ -255,7 +256,10 @@ class Module:
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup failed (registered values also live in __dict__).
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        message = f"'{type(self).__name__}' object has no attribute '{name}'"
+        if name in _TORCH_MODULE_ATTRIBUTES:
+            message += ": " + not_implemented(f"nn.Module.{name}")
+        raise AttributeError(message)
 
     def __delattr__(self, name: str) -> None:
         if self._forget(name):
@@ -470,8 +474,35 @@ class Module:
     def cpu(self) -> Module:
         return self
 
+    def half(self) -> Module:
+        return self.to(np.float16)
+
+    def bfloat16(self) -> Module:
+        from ..engine.dtypes import bfloat16
+
+        return self.to(bfloat16)
+
+    def cuda(self, device: Any = None) -> Module:
+        raise NotImplementedError("dyngraph runs on the CPU only (Module.cuda() was called)")
+
     def type(self, dst_type: Any) -> Module:
-        return self.to(dst_type)
+        """``module.type(torch.float64)`` or ``module.type(torch.DoubleTensor)``."""
+        from ..engine.legacy import dtype_of_type
+
+        return self.to(dtype_of_type(dst_type))
+
+    def share_memory(self) -> Module:
+        return self  # one process: nothing to share
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """A no-op: dyngraph runs every module eagerly, op by op, to show each op."""
+
+    def get_buffer(self, target: str) -> Tensor:
+        owner, _, name = target.rpartition(".")
+        module = self.get_submodule(owner)
+        if name not in module._buffers or module._buffers[name] is None:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]  # type: ignore[return-value]
 
     # -- state dicts ---------------------------------------------------------------------
     def state_dict(self, *, destination: dict[str, Any] | None = None, prefix: str = "",
@@ -556,6 +587,16 @@ class Module:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+# nn.Module attributes PyTorch has and dyngraph lacks: a miss on one of these names the
+# missing piece; any other miss is a typo in the user's model and gets PyTorch's message.
+_TORCH_MODULE_ATTRIBUTES = frozenset("""
+    T_destination call_super_init dump_patches get_extra_state ipu mtia xpu to_empty
+    register_backward_hook register_full_backward_hook register_full_backward_pre_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook
+    register_state_dict_post_hook register_state_dict_pre_hook set_extra_state set_submodule
+    """.split())
 
 
 def _size(shape: tuple[int, ...]) -> str:

@@ -14,8 +14,8 @@ OptimizerStep event carrying every updated parameter's id and the L2 norm of its
 [0.800000011920929, 0.800000011920929, 0.800000011920929]
 """
 
-from typing import Any
 
+from ..missing import module_getattr
 from . import lr_scheduler  # noqa: F401
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
@@ -24,9 +24,4 @@ from .sgd import SGD
 __all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
 
 
-def __getattr__(name: str) -> Any:
-    # Only reached for names this module does not define: say so plainly.
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
-                         "supported surface (see docs/api-nn.md)")
+__getattr__ = module_getattr(__name__)  # names a missing torch.* piece

@@ -101,7 +101,7 @@ class Optimizer:
                 if listening:
                     updates.append((p._id, l2_norm(delta)))
         if listening:
-            tracer.on_optimizer_step(type(self).__name__, float(self.param_groups[0]["lr"]),
+            tracer.optimizer_step(type(self).__name__, float(self.param_groups[0]["lr"]),
                                      tuple(updates))
         return loss
 
