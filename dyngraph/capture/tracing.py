@@ -15,7 +15,6 @@ shares the running numbers.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 import sys
@@ -28,6 +27,7 @@ import numpy as np
 
 from . import events as ev
 from .arrays import to_numpy
+from .structure import structure_key
 from .summaries import STATS_MODES, SUMMARIZERS
 
 Subscriber = Callable[[ev.Event], None]
@@ -71,48 +71,6 @@ class Handle:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
-
-
-def structure_key(events: Iterable[ev.Event]) -> str:
-    """A canonical key of an iteration's ops, connectivity and shapes.
-
-    Tensor ids differ between iterations, so each input is named by its position among the
-    iteration's nodes (tensors entering from outside, then op outputs, in stream order);
-    tensors that entered from outside also contribute their names (so swapping two
-    parameters changes the key). Each op contributes its name, output shape and dtype,
-    module path, attrs and grad mode. Events other than Op and TensorCreated are ignored.
-    """
-    local: dict[int, int] = {}
-    sigs: list[str] = []
-    refs: list[int] = []
-    sig_of = _signatures
-    for e in events:
-        if type(e) is ev.Op:
-            for tid in e.inputs:
-                refs.append(-1 if tid < 0 else local.get(tid, -2))  # -2: before the stream
-            refs.append(-3)
-            attrs = e.attrs
-            k = (e.op, e.shape, e.dtype, e.module, e.grad_enabled,
-                 tuple(attrs.items()) if attrs else ())
-            try:
-                sig = sig_of[k]
-            except KeyError:
-                sig = sig_of[k] = repr(k)
-            except TypeError:  # an attr value that is not hashable
-                sig = repr(k)
-            if len(sig_of) > 100_000:
-                sig_of.clear()
-            local[e.output] = len(sigs)
-            sigs.append(sig)
-        elif type(e) is ev.TensorCreated:
-            if e.tensor not in local:
-                local[e.tensor] = len(sigs)
-                sigs.append("T" + e.name)
-    text = "\n".join(sigs) + repr(refs)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-_signatures: dict[tuple[Any, ...], str] = {}
 
 
 def plain(value: Any) -> Any:
