@@ -78,9 +78,9 @@ def tensor_info(value: Any) -> TensorInfo | None:
 
 
 def _summary(array: np.ndarray) -> Any:
-    if array.dtype.kind == "b":
-        array = array.astype(np.uint8)
-    elif array.dtype.kind not in "fiuc":
+    if array.dtype.kind == "b":  # statistics of 0/1, under the array's own dtype name
+        return summarize(array.astype(np.uint8), "full").replace(dtype="bool")  # type: ignore[union-attr]
+    if array.dtype.kind not in "fiuc":
         raise TypeError(f"no statistics for dtype {array.dtype}")
     return summarize(array, "full")
 
@@ -96,8 +96,18 @@ def _torch_info(t: Any) -> TensorInfo:
         d = d.dequantize() if d.is_quantized else d.float()
     summary = _summary(d.numpy())
     summary = summary.replace(dtype=str(t.dtype).removeprefix("torch."))
-    node = getattr(t, "_dg_id", None)
-    return TensorInfo(summary, bool(t.requires_grad), node if isinstance(node, int) else None)
+    return TensorInfo(summary, bool(t.requires_grad), _torch_node(t))
+
+
+def _torch_node(t: Any) -> int | None:
+    """The PyTorch backend's tensor id: ``_dg_id`` is ``(id(tensor), number)``, and a pair
+    copied onto another tensor (deepcopy, torch.load) names no node."""
+    mark = getattr(t, "__dict__", {}).get("_dg_id")
+    if isinstance(mark, int):
+        return mark
+    if isinstance(mark, tuple) and len(mark) == 2 and mark[0] == id(t):
+        return int(mark[1])
+    return None
 
 
 def tensor_text(info: TensorInfo) -> str:

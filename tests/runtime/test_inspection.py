@@ -192,3 +192,21 @@ def test_record_and_check_ignore_breakpoints_with_one_notice():
         assert done.returncode == 0, done.stderr
         assert done.stderr.count("ignored: only `dyngraph debug` pauses") == 1
         assert f"breakpoint() at {FRAMES}:{line_of(FRAMES, 'builtin')}" in done.stderr
+
+
+def test_a_pytorch_script_shows_its_own_frames_and_tensors():
+    pytest.importorskip("torch")
+    name = "torch_breakpoint.py"
+    session = Session.start(script(name), pause_at_start=False)
+    try:
+        pump_until_paused(session, Run(), timeout=60)
+        # torch's Module.__call__ frames between the two are library frames: left out
+        assert [(f.function, f.line) for f in session.stack()] == [
+            ("forward", line_of(name, "bp")), ("<module>", line_of(name, "call"))]
+        variables = session.locals()
+        assert names(variables) == ["self", "x", "h"]
+        assert row(variables, "self").text == "Net, 40 parameters"
+        assert row(variables, "h").text.startswith("(3, 8) float32  requires_grad  min 0 ")
+        assert session.eval("h.shape").value == "torch.Size([3, 8])"
+    finally:
+        session.close()
