@@ -60,8 +60,19 @@ def test_record_reports_an_exception_with_op_module_iteration_and_line(tmp_path)
     assert "Traceback (most recent call last)" in done.stderr  # the script's own, as Python
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("dyngraph record: the script raised RuntimeError")
-    assert "in op matmul" in last and "(module 1)" in last and "iteration 1" in last
+    assert "in op matmul" in last and "(module 1, a Bad)" in last and "iteration 1" in last
     assert f"raises.py:{line_of('raises.py', 'raise')}" in last
+
+
+def test_check_names_the_failing_call_its_module_and_line():
+    """A shape check raises before any op ran: the message names the call (linear), the
+    module that ran it and the user's line, not only the op before it."""
+    done = dyngraph_cli("check", script("raises_in_call.py"))
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("dyngraph check: the script raised RuntimeError: mat1 and mat2")
+    assert "in linear() (module 2, a Linear), after op relu, iteration 1" in last
+    assert f"raises_in_call.py:{line_of('raises_in_call.py', 'raise')}" in last
 
 
 # -- check ------------------------------------------------------------------------------------
