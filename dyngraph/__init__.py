@@ -231,5 +231,17 @@ def trace(*args: Any, **kwargs: Any) -> Any:
 __getattr__ = missing.module_getattr(__name__)
 missing.install_submodule_finder()  # import dyngraph.onnx: "dyngraph does not implement ..."
 
-from . import accelerator, amp, autograd, backends, cuda, distributed, nn, optim  # noqa: E402
+from . import (  # noqa: E402
+    accelerator,
+    amp,
+    autograd,
+    backends,
+    cuda,
+    distributed,
+    nn,
+    optim,
+    serialization,
+    utils,
+)
 from .amp import autocast  # noqa: E402
+from .serialization import load, save  # noqa: E402

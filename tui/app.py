@@ -29,15 +29,19 @@ from dyngraph.capture.graph import Graph
 
 from . import messages as msg
 from .app_actions import DebuggerActions
+from .console_screen import ConsoleScreen, ConsoleState
 from .export import Exporter
+from .frame_fetcher import FrameFetcher, FrameViewArrived
 from .inspector import Inspector
 from .iteration_bar import IterationBar
 from .model import STEP_KINDS, Model
 from .output_pane import OutputPane
+from .prompt_screen import PromptScreen
 from .source_view import SourceView, first_code_line
-from .sources import Source, SourceState
+from .sources import LIVE_ONLY, Source, SourceState
 from .status_line import StatusLine, status_text
 from .timeline import Timeline
+from .variables_pane import VariablesPane
 
 try:  # the graph pane is its own module; a text list stands in if it is missing
     from .graph_canvas import GraphCanvas
@@ -107,6 +111,8 @@ class DebuggerApp(DebuggerActions):
         self._graph_title = ""
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
+        self.frames = FrameFetcher(source, self.post_message)
+        self.console_state = ConsoleState()
 
     # -- layout --------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -118,6 +124,7 @@ class DebuggerApp(DebuggerActions):
                 yield SourceView(id="source")
             with Vertical(id="right"):
                 yield Inspector(id="inspector")
+                yield VariablesPane(id="variables")
                 yield Timeline(id="timeline")
         yield OutputPane(id="output")
         yield Footer(compact=True)
@@ -126,6 +133,8 @@ class DebuggerApp(DebuggerActions):
         self.main.query_one("#timeline").border_title = "timeline"
         self.main.query_one("#output").display = False
         self.main.query_one("#output").border_title = "output"
+        if not self.source.live:
+            self.main.query_one(VariablesPane).add_class("replay")
         self._tick()
         self.refresh_view()
         # Live, the first screen is pdb's: the script's source, focused, so `b` sets a line
@@ -179,6 +188,9 @@ class DebuggerApp(DebuggerActions):
             self._norms_again = False
             self._start_norms()
         self.refresh_view()
+        if message.reason == "breakpoint" and self.source.live \
+                and not isinstance(self.screen, ConsoleScreen):
+            self.action_console()  # breakpoint() in the script: the console is ready
 
     def on_output_arrived(self, message: msg.OutputArrived) -> None:
         self.main.query_one(OutputPane).add(message.chunks)
@@ -250,6 +262,7 @@ class DebuggerApp(DebuggerActions):
             if moved and GraphCanvas is not None and current in graph.nodes:
                 canvas.selected = current  # type: ignore[attr-defined]
             self._show_inspector()
+            self._show_variables()
             self._show_source(graph, current)
             info = model.cursor_iteration()
             timeline = self.main.query_one(Timeline)
@@ -302,6 +315,9 @@ class DebuggerApp(DebuggerActions):
         event = self.model.current_event
         file = (node.file if node is not None and node.file else getattr(event, "file", ""))
         line = node.line if node is not None and node.file else getattr(event, "line", 0)
+        frame = self._selected_frame()
+        if frame is not None:
+            file, line = frame.file, frame.line
         view = self.main.query_one(SourceView)
         header = self.model.header
         if not file and header is not None and header.script and self._before_first_op():
@@ -333,6 +349,101 @@ class DebuggerApp(DebuggerActions):
         self.main.query_one(Inspector).show(node, history, inputs,
                                        backward_done=self.model.backward_done())
 
+    # -- Python at the pause: variables, watches, console ---------------------------------
+    def _python_note(self) -> str:
+        """Why the variables pane has no values to show now ("" when it has)."""
+        if not self.source.live:
+            return LIVE_ONLY
+        state = self._state()
+        if state.status == "running":
+            return "running … the variables show when the script pauses"
+        if state.status == "finished":
+            return "the script has ended: there is no frame to show"
+        if self.model.cursor < self.source.frontier_index():
+            return ("looking back in history: variables exist only at the live pause "
+                    "(→ or n returns to it)")
+        return ""
+
+    def _show_variables(self) -> None:
+        pane = self.main.query_one(VariablesPane)
+        note = self._python_note()
+        if note:
+            pane.show_note(note)
+            return
+        self.frames.sync()
+        view = self.frames.current
+        if view is not None:
+            graph = self.graph
+            pane.show_view(view, graph.nodes if graph is not None else ())
+        else:
+            pane.show_note(self.frames.error or "reading the frame …")
+
+    def _selected_frame(self) -> Any:
+        """The frame the source pane follows: one moved to up the stack, or the line of a
+        breakpoint() or of an exception (the op's line is elsewhere there)."""
+        view = self.frames.current
+        if view is None or not view.frames or self._python_note():
+            return None
+        if view.frame > 0 or self._state().reason in ("breakpoint", "exception"):
+            return view.frames[view.frame]
+        return None
+
+    def on_frame_view_arrived(self, message: FrameViewArrived) -> None:
+        if self.frames.arrived(message):
+            self._show_variables()
+            self._show_source(self.graph or Graph(iteration=1), self.model.current_node_id())
+
+    def on_variables_pane_node_chosen(self, message: VariablesPane.NodeChosen) -> None:
+        self.select_node(message.node_id)
+
+    def on_variables_pane_watch_removed(self, message: VariablesPane.WatchRemoved) -> None:
+        self.source.remove_watch(message.watch_id)
+        self.frames.request()
+
+    def action_frame_up(self) -> None:
+        if not self.frames.move(+1):
+            self.bell()
+
+    def action_frame_down(self) -> None:
+        if not self.frames.move(-1):
+            self.bell()
+
+    def action_add_watch(self) -> None:
+        if not self.source.live:
+            self.notify(LIVE_ONLY, severity="warning")
+            return
+
+        def add(expression: str | None) -> None:
+            if expression:
+                self.source.add_watch(expression)
+                self.frames.request()
+
+        self.push_screen(PromptScreen("watch expression", "loss.item(), h.norm(), "
+                                      "self.fc.weight.grad", "evaluated in the selected frame "
+                                      "at every pause; delete on its row removes it"), add)
+
+    def action_console(self) -> None:
+        if not self.source.live:
+            self.notify(LIVE_ONLY, severity="warning")
+            return
+        frames = self.frames
+        view = frames.current
+        where = ""
+        if view is not None and view.frames:
+            f = view.frames[view.frame]
+            where = f" · {f.function} at {Path(f.file).name}:{f.line} (frame {f.index})"
+        index, source = frames.frame, self.source
+        self.push_screen(ConsoleScreen(
+            self.console_state, lambda text: source.evaluate(text, index),
+            source.interrupt_evaluation, f"console{where}"), lambda _: frames.request())
+
+    def action_interrupt_evaluation(self) -> None:
+        if self.frames.started_at or self.console_state.busy:
+            self.source.interrupt_evaluation()
+            self.notify("interrupting the evaluation in the script", timeout=3)
+        else:
+            self.notify("press q (or ctrl+q) to quit", timeout=3)
+
     def select_node(self, node_id: int | None) -> None:
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""
         self.selected = node_id
@@ -351,6 +462,7 @@ class DebuggerApp(DebuggerActions):
         self._last_cursor, self._last_state = -2, None
         self._norms_busy = self._norms_again = False
         self._loading = True
+        self.frames = FrameFetcher(source, self.post_message)  # watches go with the old run
         output = self.main.query_one(OutputPane)
         output.flush_partial()
         output.write_line("── restarted ──")

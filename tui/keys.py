@@ -98,6 +98,22 @@ KEYS: tuple[Key, ...] = (
     Key("e", "export", "Export", "export_iteration",
         "write this iteration's graph as DOT and SVG to ./dyngraph-export", footer=False,
         group="look"),
+    # -- Python at the pause (live runs) -------------------------------------------------
+    Key("exclamation_mark", "console", "Console", "console",
+        "a Python prompt in the paused frame (live runs; ctrl+c interrupts what it runs)",
+        display="!", group="python"),
+    Key("w", "add_watch", "Watch", "add_watch",
+        "add a watch expression, evaluated in the selected frame at every pause (live runs)",
+        footer=False, group="python"),
+    Key("u", "frame_up", "Up frame", "frame_up",
+        "select the caller's frame in the variables pane (up the stack)", footer=False,
+        group="python"),
+    Key("D", "frame_down", "Down frame", "frame_down",
+        "select the callee's frame in the variables pane (down the stack)", footer=False,
+        group="python"),
+    Key("ctrl+c", "interrupt_evaluation", "Interrupt evaluation", "interrupt_evaluation",
+        "stop a watch or console evaluation running in the script", display="^c",
+        footer=False, group="python"),
     # -- the session ---------------------------------------------------------------------
     Key("question_mark", "help", "Help", "help", "this screen", display="?", group="session"),
     Key("q", "quit", "Quit", "quit", "end the script and leave", group="session"),
@@ -108,6 +124,7 @@ GROUPS = {
     "breakpoints": "Breakpoints",
     "history": "Move through what already ran",
     "look": "Look closer",
+    "python": "Python at the pause",
     "session": "Session",
 }
 

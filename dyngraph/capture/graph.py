@@ -46,6 +46,8 @@ class GraphNode:
     # A leaf-kind node that is really a tensor computed before this iteration (an RNN
     # hidden state carried over, a value computed under no_grad earlier ...).
     carried: bool = False
+    # The module call an op ran in (``Graph.calls``); 0 at top level or when unknown.
+    call: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, int, int]:
@@ -88,6 +90,9 @@ class Graph:
     edges: list[GraphEdge] = field(default_factory=list)
     # Node ids in the order backward reached them (op nodes, then leaves as accumulated).
     backward_order: list[int] = field(default_factory=list)
+    # The module calls ops ran in: call id -> (module path, enclosing call id or 0), in
+    # the order they were made. Empty for traces written before schema 2.
+    calls: dict[int, tuple[str, int]] = field(default_factory=dict)
     complete: bool = False
     _structure_key: str | None = None
 
@@ -188,6 +193,8 @@ class GraphBuilder:
             self._add_op(graph, event)
         elif isinstance(event, ev.TensorCreated):
             self._add_leaf(graph, event)
+        elif isinstance(event, ev.ModuleCall):
+            graph.calls[event.call] = (event.module, event.parent)
         elif isinstance(event, ev.BackwardStep):
             node = graph.nodes.get(event.node)
             if node is not None:
@@ -249,6 +256,7 @@ class GraphBuilder:
             attrs=e.attrs,
             summary=e.summary,
             occurrence=self._occurrence(e.module, e.op, e.file, e.line),
+            call=e.call if e.call in graph.calls else 0,
         )
         for index, src in enumerate(e.inputs):
             if src >= 0 and src in graph.nodes:
@@ -275,7 +283,7 @@ def backward_graph(forward: Graph) -> Graph:
     that produced its input.
     """
     out = Graph(iteration=forward.iteration, complete=forward.complete,
-                backward_order=list(forward.backward_order))
+                backward_order=list(forward.backward_order), calls=forward.calls)
     out._structure_key = forward.structure_key
     for node_id in forward.backward_order:
         node = forward.nodes[node_id]
@@ -284,7 +292,7 @@ def backward_graph(forward: Graph) -> Graph:
             name=node.name, shape=node.shape, dtype=node.dtype, module=node.module,
             file=node.file, line=node.line, function=node.function, seq=node.backward_seq,
             requires_grad=True, summary=node.grad, grad=node.grad, grad_fn=node.grad_fn,
-            backward_seq=node.backward_seq, occurrence=node.occurrence,
+            backward_seq=node.backward_seq, occurrence=node.occurrence, call=node.call,
         )
     for edge in forward.edges:
         if edge.src in out.nodes and edge.dst in out.nodes:

@@ -136,6 +136,12 @@ class Tracer:
         self.seq = 0
         self.iteration = 1
         self.module_stack: list[str] = [""]
+        # The id of each module call on ``module_stack`` (0: top level); ids are unique in
+        # a run. The first ``_announced`` entries had their ModuleCall event this
+        # iteration. Maintained by enter_module/exit_module only.
+        self.call_stack: list[int] = [0]
+        self._calls = 0
+        self._announced = 1
         self.run_info: tuple[str, tuple[str, ...]] | None = None
         self._pending_end = False
         self._ended_count = 0  # the node count of an iteration whose backward ended
@@ -194,6 +200,7 @@ class Tracer:
         self._iteration_events = []
         self.known.clear()
         self._op_inputs = {}
+        self._announced = 1
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -238,6 +245,33 @@ class Tracer:
     def module(self) -> str:
         return self.module_stack[-1]
 
+    # -- module calls (every backend: push on a module's call, pop when it returns) -------
+    def enter_module(self, path: str) -> None:
+        """A call of the module at ``path`` starts: ops until ``exit_module`` run in it.
+
+        Each call gets its own id, so the ops of two calls of one module (a loop over a
+        shared block, a Tree-RNN's ``combine``) can be told apart and drawn apart.
+        """
+        self.module_stack.append(path)
+        self._calls += 1
+        self.call_stack.append(self._calls)
+
+    def exit_module(self) -> None:
+        """The innermost module call returned (or raised)."""
+        self.module_stack.pop()
+        calls = self.call_stack
+        calls.pop()
+        if self._announced > len(calls):
+            self._announced = len(calls)
+
+    def _announce_calls(self) -> None:
+        """Emit ModuleCall for the calls on the stack that ops now run in, outermost first."""
+        calls, paths = self.call_stack, self.module_stack
+        for i in range(self._announced, len(calls)):
+            self.emit(ev.ModuleCall(seq=self.next_seq(), iteration=self.iteration,
+                                    call=calls[i], parent=calls[i - 1], module=paths[i]))
+        self._announced = len(calls)
+
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
         count = self._ended_count if self._pending_end else len(self.known)
@@ -254,6 +288,7 @@ class Tracer:
         self._iteration_events = []
         self.known.clear()
         self._op_inputs = {}
+        self._announced = 1  # calls still running are introduced again in the next one
 
     def flush_iteration(self) -> None:
         """End a pending iteration now (used at the end of a run or a trace)."""
@@ -278,6 +313,8 @@ class Tracer:
         """
         if self._pending_end:
             self.end_iteration()
+        if self._announced < len(self.call_stack):
+            self._announce_calls()
         file, line, function = self.source(2)
         shape = self._shapes.setdefault(shape, shape)
         seq = self.seq = self.seq + 1
@@ -285,7 +322,7 @@ class Tracer:
         event = _make_op(
             seq, self.iteration, name, inputs, output, shape, dtype, requires_grad,
             self._attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
-            function, grad_enabled, duration_ns, summary,
+            function, grad_enabled, duration_ns, summary, self.call_stack[-1],
         )
         self.known.add(output)
         self._iteration_events.append(event)
@@ -449,13 +486,12 @@ def make_header(stats: str | None = None, values: str | None = None, script: str
 
 @contextmanager
 def module_scope(path: str) -> Iterator[None]:
-    """Ops inside run with module path ``path`` (used by ``nn.Module.__call__``)."""
-    stack = tracer.module_stack
-    stack.append(path)
+    """Ops inside run in one call of the module at ``path`` (see ``Tracer.enter_module``)."""
+    tracer.enter_module(path)
     try:
         yield
     finally:
-        stack.pop()
+        tracer.exit_module()
 
 
 @contextmanager

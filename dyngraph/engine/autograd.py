@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..capture.tracing import now_ns, tracer
-from . import recording
+from . import recording, versions
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -244,11 +244,29 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _apply_hooks(hooks: list[Callable[[Any], Any]], grad: np.ndarray) -> np.ndarray:
+    """Run tensor hooks in order; a returned tensor replaces the gradient, and must have its
+    shape and dtype (PyTorch's errors otherwise)."""
     for hook in tuple(hooks):
         result = hook(wrap(grad))
-        if result is not None:
-            grad = np.asarray(getattr(result, "data", result), dtype=grad.dtype)
+        if result is None:
+            continue
+        new = getattr(result, "_array", None)
+        if new is None:
+            raise TypeError(f"hook '{_hook_name(hook)}' returned a {type(result).__name__}; "
+                            "a hook must return a Tensor or None")
+        if new.shape != grad.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+        if new.dtype != grad.dtype:
+            raise RuntimeError(
+                f"hook '{_hook_name(hook)}' has changed the type of value (was "
+                f"{versions.type_name(grad.dtype)} got {versions.type_name(new.dtype)})"
+            )
+        grad = new
     return grad
+
+
+def _hook_name(hook: Any) -> str:
+    return str(getattr(hook, "__name__", type(hook).__name__))
 
 
 # -- the backward pass --------------------------------------------------------------------
@@ -302,6 +320,9 @@ def run_backward(
     nxt_id = 0
     nxt_grad: Any = None
     free = not retain_graph
+    # Nodes made before the newest in-place op may have saved memory it changed: only those
+    # are checked (versions.py), so a graph built after the last change checks nothing.
+    changed_after = versions.newest
 
     while True:
         if nxt is not None:
@@ -329,6 +350,8 @@ def run_backward(
         backward_fn = node.backward_fn
         if backward_fn is None:
             raise RuntimeError(FREED_MESSAGE)
+        if tid < changed_after:
+            versions.check_saved(node, tid)
         if listening:
             t0 = now_ns()
         in_grads = backward_fn(grad)

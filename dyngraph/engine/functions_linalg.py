@@ -3,15 +3,9 @@
 from __future__ import annotations
 
 from . import ops_linalg  # noqa: F401  (registers the ops)
+from .functions_shape import diagonal
 from .ops import OPS
 from .tensor import Tensor, apply
-
-
-def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    """The ``offset`` diagonal of dims ``dim1`` and ``dim2``, as the last dim."""
-    if input.ndim < 2:
-        raise RuntimeError(f"diagonal: expected a tensor with at least 2 dims, got {input.ndim}")
-    return apply(OPS["diagonal"], input, offset=int(offset), dim1=int(dim1), dim2=int(dim2))
 
 
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
@@ -24,7 +18,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     if input.ndim == 1:
         return apply(OPS["diag_embed"], input, offset=int(diagonal), dim1=0, dim2=1)
     if input.ndim == 2:
-        return apply(OPS["diagonal"], input, offset=int(diagonal), dim1=0, dim2=1)
+        return apply(OPS["diag"], input, offset=int(diagonal), dim1=0, dim2=1)
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 

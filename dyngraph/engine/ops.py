@@ -32,18 +32,24 @@ Forward = Callable[..., tuple[Any, Backward | None]]
 class OpDef:
     """A registered op. ``needs_input_grad``: the forward gets a ``needs_input_grad`` tuple
     (which inputs will receive a gradient) so its backward can skip costly unused ones.
-    ``exact``: the output dtype is the op's own (a cast), never adjusted by the engine."""
+    ``exact``: the output dtype is the op's own (a cast), never adjusted by the engine.
+    ``saved_for``: names under which the backward holds an array needed only for one
+    input's gradient (``mul``'s ``a`` serves ``b``'s); the version counter ignores such an
+    array when that input needs no gradient, as PyTorch then does not save it."""
 
-    __slots__ = ("name", "forward", "saves", "grad_fn_name", "needs_input_grad", "exact")
+    __slots__ = ("name", "forward", "saves", "grad_fn_name", "needs_input_grad", "exact",
+                 "saved_for")
 
     def __init__(self, name: str, forward: Forward, saves: bool, grad_fn_name: str,
-                 needs_input_grad: bool = False, exact: bool = False) -> None:
+                 needs_input_grad: bool = False, exact: bool = False,
+                 saved_for: dict[str, int] | None = None) -> None:
         self.name = name
         self.forward = forward
         self.saves = saves
         self.grad_fn_name = grad_fn_name
         self.needs_input_grad = needs_input_grad
         self.exact = exact
+        self.saved_for = saved_for
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
@@ -53,8 +59,8 @@ OPS: dict[str, OpDef] = {}
 
 
 def register(name: str, saves: bool = True, grad_fn: str | None = None,
-             needs_input_grad: bool = False, exact: bool = False
-             ) -> Callable[[Forward], Forward]:
+             needs_input_grad: bool = False, exact: bool = False,
+             saved_for: dict[str, int] | None = None) -> Callable[[Forward], Forward]:
     """Add an op to the registry under ``name`` (its event and graph-node name)."""
 
     def decorate(forward: Forward) -> Forward:
@@ -62,7 +68,7 @@ def register(name: str, saves: bool = True, grad_fn: str | None = None,
             raise ValueError(f"op {name!r} is registered twice")
         camel = "".join(part.capitalize() for part in name.split("_"))
         OPS[name] = OpDef(name, forward, saves, grad_fn or f"{camel}Backward0",
-                          needs_input_grad, exact)
+                          needs_input_grad, exact, saved_for)
         return forward
 
     return decorate
@@ -114,14 +120,16 @@ def sub(a, b):
         ) from None
 
 
-@register("mul")
+@register("mul", saved_for={"a": 1, "b": 0})
 def mul(a, b):
     # Saved arrays bound as defaults rather than closure cells: one object per call instead
     # of three (mul is the commonest op that saves anything).
-    return a * b, lambda g, a=a, b=b: (g * b, g * a if type(b) is np.ndarray else None)
+    if type(b) is not np.ndarray:  # times a constant: a is not needed (nor saved, PyTorch)
+        return a * b, lambda g, b=b: (g * b, None)
+    return a * b, lambda g, a=a, b=b: (g * b, g * a)
 
 
-@register("div")
+@register("div", saved_for={"out": 1})
 def div(a, b):
     out = a / b
     return out, lambda g: (g / b, -g * out / b if _arr(b) else None)
@@ -138,7 +146,7 @@ def neg(a):
     return -a, _neg_backward
 
 
-@register("pow")
+@register("pow", saved_for={"out": 1})
 def pow_(a, b):
     if getattr(a, "dtype", None) == np.bool_ and getattr(b, "dtype", None) in (None, np.bool_):
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
@@ -326,7 +334,7 @@ def clone(a):
 
 
 # -- linear algebra -----------------------------------------------------------------------
-@register("matmul", grad_fn="MmBackward0", needs_input_grad=True)
+@register("matmul", grad_fn="MmBackward0", needs_input_grad=True, saved_for={"a": 1, "b": 0})
 def matmul(a, b, needs_input_grad=(True, True)):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "

@@ -34,8 +34,9 @@ def _diagonal_index(shape: tuple[int, ...], offset: int, dim1: int, dim2: int
     return tuple(index)
 
 
-@register("diagonal")
-def diagonal(a, offset=0, dim1=0, dim2=1):
+@register("diag", grad_fn="DiagBackward0")
+def diag(a, offset=0, dim1=0, dim2=1):
+    """``diag`` of a matrix: its diagonal as a new tensor (``diagonal`` is the view)."""
     shape = a.shape
     dim1, dim2 = dim1 % a.ndim, dim2 % a.ndim
     index = _diagonal_index(shape, offset, dim1, dim2)
