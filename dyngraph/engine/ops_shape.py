@@ -116,13 +116,14 @@ def repeat(a, repeats):
         )
     shape = (1,) * (len(repeats) - a.ndim) + a.shape
     out = np.tile(a.reshape(shape), repeats)
+    in_shape = a.shape  # the shape only: a backward holding ``a`` would save it
 
     def backward(g):
         split = []
         for r, s in zip(repeats, shape, strict=True):
             split += [r, s]
         g = g.reshape(split).sum(axis=tuple(range(0, 2 * len(shape), 2)))
-        return (g.reshape(a.shape),)
+        return (g.reshape(in_shape),)
 
     return out, backward
 
@@ -225,9 +226,10 @@ def scatter_add(a, index, src, dim=0):
     region = tuple(slice(0, s) for s in index.shape)
     out = a.copy()
     np.add.at(out, where_t, src[region])
+    src_shape = src.shape  # not src itself: PyTorch saves only the index
 
     def backward(g):
-        gsrc = np.zeros(src.shape, dtype=g.dtype)
+        gsrc = np.zeros(src_shape, dtype=g.dtype)
         gsrc[region] = g[where_t]
         return g, None, gsrc
 
