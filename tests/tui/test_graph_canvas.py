@@ -105,6 +105,7 @@ async def test_current_highlight_moves_without_a_new_layout():
         partial = builder.current
         partial.nodes = dict(list(second.nodes.items())[:4])
         partial.edges = [e for e in second.edges if e.dst in partial.nodes]
+        partial.calls = second.calls
         canvas.show(partial, current=max(partial.nodes))
         await pilot.pause()
         assert app.layout.calls == 1 and canvas.status == ""
@@ -259,6 +260,7 @@ async def test_prefetch_lays_out_once_for_every_step_of_an_iteration():
             partial = GraphBuilder().current
             partial.nodes = {n.id: n for n in order[:k]}
             partial.edges = [e for e in second.edges if e.dst in partial.nodes]
+            partial.calls = second.calls
             canvas.show(partial, current=order[k - 1].id)
             assert canvas.status == ""
         await pilot.pause()
