@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,10 @@ class TorchCapture:
                          register_optimizer_step_post_hook(self._after_step)]
         self._patch_function_apply()
         self._patch_compile()
+        # torch warns that a compiled module fires global module hooks twice: those are
+        # ours, and they count each module once.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when "
+                                "there are global hooks on modules")
         if "torch._dynamo" in sys.modules:  # something may be compiled already
             self._force_eager(announce=False)
 
