@@ -1,8 +1,9 @@
 """The bundled demos: small training scripts whose graphs are worth looking at.
 
 Each demo is a standalone script written as a PyTorch user would write it
-(``import dyngraph as torch``; those in ``NEEDS_TORCH`` import PyTorch itself). Run one directly (``python demos/rnn_varlen.py --steps 50``),
-step through it (``dyngraph demo rnn_varlen``), or find its file here:
+(``import dyngraph as torch``; those in ``NEEDS_TORCH`` import PyTorch itself). Run one
+directly (``python demos/rnn_varlen.py --steps 50``), step through it (``dyngraph demo
+rnn_varlen``), or find its file here:
 
 >>> from dyngraph import demos
 >>> demos.path("mlp").name

@@ -1,3 +1,4 @@
+# ruff: noqa  (written as the examples it imitates are, not in this project's style)
 """In the style of pytorch/examples mnist/main.py (argparse, Net, train/test, StepLR),
 on a synthetic dataset of 28x28 images so it runs offline."""
 import argparse

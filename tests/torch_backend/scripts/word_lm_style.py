@@ -1,3 +1,4 @@
+# ruff: noqa  (written as the examples it imitates are, not in this project's style)
 """In the style of pytorch/examples word_language_model (RNNModel, batchify, get_batch,
 repackage_hidden, clip_grad_norm_, a hand-written SGD update on p.data), on a small
 built-in corpus."""
