@@ -96,7 +96,8 @@ class Cost:
 
 def time_record(script: str, out: str) -> tuple[float, float, float]:
     """``dyngraph record`` run in this process (so both sides pay the same start-up)."""
-    ns = argparse.Namespace(output=out, stats="cheap", values="none", script=script, args=[])
+    ns = argparse.Namespace(output=out, stats="cheap", values="none", script=script, args=[],
+                            backend="auto")
     cost = Cost()
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         status = run_record(ns)

@@ -200,21 +200,10 @@ def encode_message(message: dict[str, Any]) -> bytes:
 
 # -- decoding ------------------------------------------------------------------------------
 # Decoding builds every event and summary of a file, so it is where reading spends its time.
-# A frozen class's own __init__ sets each field through object.__setattr__ (a lookup and a
-# call per field, about 60 ns). Instead an object is built as a "builder": a subclass of its
-# class that adds no slots and the plain __setattr__, so each field is one specialised slot
-# store (a few ns); then its __class__ is set to the real class, which the layouts allow. The
-# builder classes never leave this module.
+# Objects are built as ``events.builder`` subclasses, one specialised slot store per field,
+# then given their real class.
 _new = object.__new__
-
-
-def _builder(cls: type) -> type:
-    return type(f"_Building{cls.__name__}", (cls,), {
-        "__slots__": (), "__setattr__": object.__setattr__,
-        # Both must be plain: CPython uses the generic attribute store (which the
-        # interpreter specialises) only when neither is overridden.
-        "__delattr__": object.__delattr__,
-    })
+_builder = ev.builder
 
 
 # Any: the decoders below build summaries slot by slot, a step the type checker cannot follow.

@@ -47,6 +47,11 @@ _make_op = ev.fast_constructor(ev.Op)
 _make_tensor = ev.fast_constructor(ev.TensorCreated)
 _make_grad = ev.fast_constructor(ev.GradAccumulated)
 _make_step = ev.fast_constructor(ev.BackwardStep)
+_make_call = ev.fast_constructor(ev.ModuleCall)
+_make_end = ev.fast_constructor(ev.IterationEnd)
+_make_bstart = ev.fast_constructor(ev.BackwardStart)
+_make_bend = ev.fast_constructor(ev.BackwardEnd)
+_make_ostep = ev.fast_constructor(ev.OptimizerStep)
 
 tensor_ids = itertools.count(1)
 """Where every backend takes its tensor ids: one counter per process, so ids never collide
@@ -268,22 +273,17 @@ class Tracer:
         """Emit ModuleCall for the calls on the stack that ops now run in, outermost first."""
         calls, paths = self.call_stack, self.module_stack
         for i in range(self._announced, len(calls)):
-            self.emit(ev.ModuleCall(seq=self.next_seq(), iteration=self.iteration,
-                                    call=calls[i], parent=calls[i - 1], module=paths[i]))
+            self.seq += 1
+            self.emit(_make_call(self.seq, self.iteration, calls[i], calls[i - 1], paths[i]))
         self._announced = len(calls)
 
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
         count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
-        self.emit(
-            ev.IterationEnd(
-                seq=self.next_seq(),
-                iteration=self.iteration,
-                node_count=count,
-                structure_key=structure_key(self._iteration_events),
-            )
-        )
+        self.seq += 1
+        self.emit(_make_end(self.seq, self.iteration, count,
+                            structure_key(self._iteration_events)))
         self.iteration += 1
         self._iteration_events = []
         self.known.clear()
@@ -387,8 +387,8 @@ class Tracer:
         return shared
 
     def backward_start(self, root: int, retain_graph: bool) -> None:
-        self.emit(ev.BackwardStart(seq=self.next_seq(), iteration=self.iteration,
-                                   root=root, retain_graph=retain_graph))
+        self.seq += 1
+        self.emit(_make_bstart(self.seq, self.iteration, root, retain_graph))
 
     def backward_step(self, node: int, op: str, grad_fn: str, inputs: tuple[int, ...],
                       grad_output: ev.Summary | None,
@@ -420,8 +420,8 @@ class Tracer:
             callback(event)
 
     def backward_end(self, root: int, duration_ns: int) -> None:
-        self.emit(ev.BackwardEnd(seq=self.next_seq(), iteration=self.iteration,
-                                 root=root, duration_ns=duration_ns))
+        self.seq += 1
+        self.emit(_make_bend(self.seq, self.iteration, root, duration_ns))
         # The optimizer step that follows still belongs to this iteration, so the
         # iteration closes lazily, when the next op (or the end of the run) arrives. Any
         # op from now on is the next iteration's: it knows no tensor yet.
@@ -432,9 +432,9 @@ class Tracer:
     def optimizer_step(self, optimizer: str, lr: float,
                        updates: tuple[tuple[int, float], ...]) -> None:
         """``updates`` pairs each parameter's tensor id with the L2 norm of its update."""
-        self.emit(ev.OptimizerStep(seq=self.next_seq(), iteration=self.iteration,
-                                   optimizer=optimizer, lr=float(lr),
-                                   updates=tuple((int(t), float(n)) for t, n in updates)))
+        self.seq += 1
+        self.emit(_make_ostep(self.seq, self.iteration, optimizer, float(lr),
+                              tuple([(int(t), float(n)) for t, n in updates])))
 
     def make_header(self, stats: str | None = None, values: str | None = None,
                     script: str | None = None, argv: Iterable[str] | None = None) -> ev.Header:
