@@ -116,7 +116,13 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
     numel = 1
     for d in node.shape:
         numel *= d
-    table.add_row("shape", f"{tuple(node.shape)}  {node.dtype}  {plural(numel, 'element')}")
+    shape = f"{tuple(node.shape)}  {node.dtype}"
+    count = plural(numel, "element")
+    if len(shape) + len(count) + 2 <= width - 8:  # the label column takes 8 cells
+        table.add_row("shape", f"{shape}  {count}")
+    else:  # a narrow pane: the count on its own row rather than wrapped mid-phrase
+        table.add_row("shape", shape)
+        table.add_row("", count)
     if node.attrs:
         table.add_row("attrs", ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())[:200])
     if inputs:
