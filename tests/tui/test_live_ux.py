@@ -115,7 +115,8 @@ async def test_diff_once_backward_ends_and_gradient_values_on_g(closing):
                  and n.shape == (16, 4))
         app.select_node(x.id)
         await pilot.pause()
-        assert "no gradient (does not require grad)" in shown(app.query_one("#inspector").query_one(Static))
+        inspector = app.query_one("#inspector").query_one(Static)
+        assert "no gradient (does not require grad)" in shown(inspector)
         # G on w1: its full gradient from the paused child
         w1 = next(n for n in app.graph.nodes.values() if n.shape == (4, 8))
         app.select_node(w1.id)
