@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -28,8 +29,8 @@ def status_text(**facts: Any) -> Text:
 
 def status_parts(*, status: str, reason: str, description: str, event: ev.Event | None,
                  iteration: int, iterations: int, live: bool, behind: int = 0,
-                 breakpoints: int = 0, nan_break: bool = False, mode: str = "forward"
-                 ) -> tuple[Text, Text]:
+                 breakpoints: int = 0, nan_break: bool = False, mode: str = "forward",
+                 notes: Sequence[str] = ()) -> tuple[Text, Text]:
     """(the short facts, the description): the line shows both when they fit, else the
     description goes on the lines below."""
     text = Text()
@@ -61,6 +62,8 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
         text.append(f" · {breakpoints} bp", "red")
     if nan_break:
         text.append(" · break on NaN", "red")
+    for note in notes:  # from the capture: "torch.compile runs eagerly while captured"
+        text.append(f" · {note}", "bold magenta")
     if event is not None:  # the least needed fact last: a narrow line cuts it first
         text.append("  │ ", "dim").append(f"seq {event.seq}", "dim")
     if status == "paused" and description:
