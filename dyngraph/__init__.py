@@ -32,7 +32,6 @@ from .engine.creation import (
     full,
     full_like,
     linspace,
-    manual_seed,
     normal,
     ones,
     ones_like,
@@ -199,7 +198,7 @@ from .engine.functions_shape import (
     unsqueeze,
     vstack,
 )
-from .engine.generator import Generator, default_generator
+from .engine.generator import Generator, default_generator, initial_seed, manual_seed
 from .engine.legacy import (
     BoolTensor,
     ByteTensor,
@@ -242,8 +241,10 @@ from . import (  # noqa: E402
     nn,
     optim,
     serialization,
+    sparse,
     utils,
 )
 from . import torch_backend as _torch_backend  # noqa: E402,F401  (registers; imports no torch)
 from .amp import autocast  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
