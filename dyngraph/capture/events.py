@@ -9,8 +9,8 @@ in ``docs/events.md``; bump ``SCHEMA_VERSION`` on any incompatible change.
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass, field, fields, replace
 from collections.abc import Sequence
+from dataclasses import FrozenInstanceError, dataclass, field, fields, replace
 from typing import Any, ClassVar
 
 import numpy as np
