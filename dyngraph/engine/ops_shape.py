@@ -228,8 +228,11 @@ def index_select(a, dim, index):
     size = a.shape[d] if a.ndim else 1
     if index.size and (index.min() < 0 or index.max() >= size):  # -1 never wraps
         bad = int(index.min() if index.min() < 0 else index.max())
-        raise IndexError(f"index out of range in self (index_select: index {bad} for "
-                         f"dimension {d} of size {size})")
+        if d != 1 or a.ndim < 2:  # PyTorch's kernel for dim 1 words it differently
+            raise IndexError(f"index out of range in self (index_select: index {bad} for "
+                             f"dimension {d} of size {size})")
+        raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds, id={bad} "
+                           f"axis_dim={size}")
     out = np.take(a, index.reshape(-1), axis=d)
     shape, dtype = a.shape, a.dtype
 
@@ -245,13 +248,38 @@ def index_select(a, dim, index):
 def cat(*arrays, dim=0):
     if not arrays:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    d = _dim(dim, max(arrays[0].ndim, 1))
-    try:
-        out = np.concatenate(arrays, axis=d)
-    except ValueError as e:
-        raise RuntimeError(f"cat: {e}") from None
-    ends = np.cumsum([x.shape[d] for x in arrays])
-    return out, lambda g: tuple(np.split(g, ends[:-1], axis=d))
+    for i, x in enumerate(arrays):
+        if x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    # PyTorch still skips 1-D empty tensors (the old way to start an accumulation).
+    kept = [i for i, x in enumerate(arrays) if x.shape != (0,)]
+    if not kept:
+        out = np.concatenate(arrays)
+        return out, lambda g: tuple(np.zeros(0, g.dtype) for _ in arrays)
+    joined = [arrays[i] for i in kept]
+    d = _dim(dim, max(joined[0].ndim, 1))
+    for i in kept:
+        x, first = arrays[i], joined[0]
+        if x.ndim != first.ndim:
+            raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
+                               f"{first.ndim} and {x.ndim}")
+        for k, (n, m) in enumerate(zip(first.shape, x.shape, strict=True)):
+            if k != d and n != m:
+                raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {n} but got size {m} for tensor number "
+                                   f"{i} in the list.")
+    out = np.concatenate(joined, axis=d)
+    if out.dtype != np.result_type(*arrays):  # skipped tensors still take part in promotion
+        out = out.astype(np.result_type(*arrays))
+    ends = np.cumsum([x.shape[d] for x in joined])
+
+    def backward(g):
+        pieces = iter(np.split(g, ends[:-1], axis=d))
+        return tuple(next(pieces) if i in kept else np.zeros(0, g.dtype)
+                     for i in range(len(arrays)))
+
+    return out, backward
 
 
 @register("stack", saves=False)
@@ -316,5 +344,7 @@ def triu(a, diagonal=0):
 
 @register("flip", saves=False)
 def flip(a, dims):
-    dims = tuple(_dim(d, a.ndim) for d in dims)
+    dims = tuple(_dim(d, max(a.ndim, 1)) for d in dims)
+    if not a.ndim:
+        return a.copy(), lambda g: (g,)
     return np.flip(a, dims), lambda g: (np.flip(g, dims),)

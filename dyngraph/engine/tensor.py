@@ -19,6 +19,7 @@ import numpy as np
 from ..capture.tracing import Handle, now_ns, tracer
 from . import autograd
 from .autograd import Node, grad_mode
+from .dtypes import zero_dim_promotion
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
 
@@ -470,6 +471,8 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
             if isinstance(y, Tensor):
                 ey = y.grad_fn or y if y.requires_grad and enabled else None
                 y = y._array
+                if type(x) is _ndarray and x.dtype is not y.dtype and op.promotes:
+                    x, y = zero_dim_promotion(x, y)
             else:
                 ey = None
             out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
