@@ -6,9 +6,10 @@
    Goal: dyngraph <= 0.7x PyTorch eager.
 2. MLP 784-256-128-10, batch 64, one SGD step (forward, cross-entropy, backward, update).
    Goal: dyngraph <= 1.2x hand-written numpy and faster than PyTorch with one thread.
-Each number is the best of several repeats of CPU time (``time.process_time``): the
-machines are shared, and CPU time is what another process's load disturbs least. With BLAS
-pinned to one thread, CPU time is the wall time of an undisturbed run.
+Contenders run in interleaved rounds (each round times every contender once, in turn), so a
+busy neighbour slows all of them alike. Each figure is the median over rounds of wall-clock
+time per call; the best round's CPU time (``time.process_time``) is printed beside it,
+labelled, as the figure another process's load disturbs least. Ratios use the medians.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
@@ -35,16 +37,44 @@ CHAIN = 1000
 BATCH, SIZES, LR = 64, (784, 256, 128, 10), 0.01
 
 
-def best_of(fn: Callable[[], object], repeats: int, number: int) -> float:
-    """Best mean seconds per call over ``repeats`` rounds of ``number`` calls."""
-    fn()  # warm up
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.process_time()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.process_time() - t0) / number)
-    return best
+ROUNDS = 15
+
+
+class Timing:
+    """One contender's per-call times: wall-clock median and best CPU, over the rounds."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def best_cpu(self) -> float:
+        return min(self.cpu)
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], number: int,
+                rounds: int = ROUNDS) -> dict[str, Timing]:
+    """Time every contender once per round, in turn; ``number`` calls per measurement."""
+    timings = {name: Timing() for name in contenders}
+    for fn in contenders.values():
+        fn()  # warm up
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(number):
+                fn()
+            timings[name].wall.append((time.perf_counter() - w0) / number)
+            timings[name].cpu.append((time.process_time() - c0) / number)
+    return timings
+
+
+def show(label: str, t: Timing, scale: float, unit: str) -> None:
+    print(f"  {label:22s} {t.median * scale:8.2f} {unit} median wall   "
+          f"({t.best_cpu * scale:.2f} {unit} best CPU)")
 
 
 # -- tiny ops --------------------------------------------------------------------------------
@@ -153,45 +183,55 @@ def check_same_losses() -> None:
 
 
 def main() -> None:
-    print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}")
+    print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; "
+          f"{ROUNDS} interleaved rounds")
     if torch is not None:
         torch.set_num_threads(1)
     rows: list[tuple[str, float]] = []
 
     xd = dyngraph.ones(4, requires_grad=True)
     wd = dyngraph.full((4,), 0.999, requires_grad=True)
-    t_dg = best_of(lambda: chain(dyngraph, xd, wd), 15, 3) / CHAIN
     xn, wn = np.ones(4, np.float32), np.full(4, 0.999, np.float32)
-    t_np = best_of(lambda: numpy_chain(xn, wn), 15, 3) / CHAIN
-    print("\ntiny ops (chain of 1000 add/mul on shape (4,)), per op:")
-    print(f"  numpy forward only      {t_np * 1e6:7.2f} us")
-    print(f"  dyngraph fwd+bwd        {t_dg * 1e6:7.2f} us")
+    tiny: dict[str, Callable[[], object]] = {
+        "numpy forward only": lambda: numpy_chain(xn, wn),
+        "dyngraph fwd+bwd": lambda: chain(dyngraph, xd, wd),
+    }
     if torch is not None:
         xt = torch.ones(4, requires_grad=True)
         wt = torch.full((4,), 0.999, requires_grad=True)
-        t_pt = best_of(lambda: chain(torch, xt, wt), 15, 3) / CHAIN
-        print(f"  torch fwd+bwd           {t_pt * 1e6:7.2f} us")
-        rows.append(("tiny op: dyngraph / torch (goal <= 0.70)", t_dg / t_pt))
+        tiny["torch fwd+bwd"] = lambda: chain(torch, xt, wt)
+    t = interleaved(tiny, 3)
+    print("\ntiny ops (chain of 1000 add/mul on shape (4,)), per op:")
+    for name, timing in t.items():
+        show(name, timing, 1e6 / CHAIN, "us")
+    if torch is not None:
+        rows.append(("tiny op: dyngraph / torch (goal <= 0.70)",
+                     t["dyngraph fwd+bwd"].median / t["torch fwd+bwd"].median))
 
     check_same_losses()
     x, y = data()
     np_params = init_weights()
-    t_mlp_np = best_of(lambda: numpy_step(np_params, x, y), 15, 10)
     dg_params = [dyngraph.tensor(p, requires_grad=True) for p in init_weights()]
     xs, ys = dyngraph.from_numpy(x), dyngraph.from_numpy(y)
-    t_mlp_dg = best_of(lambda: dyngraph_step(dg_params, xs, ys), 15, 10)
-    print("\nMLP 784-256-128-10, batch 64, one SGD step:")
-    print(f"  numpy by hand           {t_mlp_np * 1e3:7.3f} ms")
-    print(f"  dyngraph                {t_mlp_dg * 1e3:7.3f} ms")
-    rows.append(("MLP step: dyngraph / numpy (goal <= 1.20)", t_mlp_dg / t_mlp_np))
+    mlp: dict[str, Callable[[], object]] = {
+        "numpy by hand": lambda: numpy_step(np_params, x, y),
+        "dyngraph": lambda: dyngraph_step(dg_params, xs, ys),
+    }
     if torch is not None:
         pt_params = [torch.tensor(p, requires_grad=True) for p in init_weights()]
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
-        t_mlp_pt = best_of(lambda: torch_step(pt_params, xt, yt), 15, 10)
-        print(f"  torch (1 thread)        {t_mlp_pt * 1e3:7.3f} ms")
-        rows.append(("MLP step: dyngraph / torch (goal < 1.00)", t_mlp_dg / t_mlp_pt))
+        mlp["torch (1 thread)"] = lambda: torch_step(pt_params, xt, yt)
+    m = interleaved(mlp, 10)
+    print("\nMLP 784-256-128-10, batch 64, one SGD step:")
+    for name, timing in m.items():
+        show(name, timing, 1e3, "ms")
+    rows.append(("MLP step: dyngraph / numpy (goal <= 1.20)",
+                 m["dyngraph"].median / m["numpy by hand"].median))
+    if torch is not None:
+        rows.append(("MLP step: dyngraph / torch (goal < 1.00)",
+                     m["dyngraph"].median / m["torch (1 thread)"].median))
 
-    print("\nratios:")
+    print("\nratios (medians of wall-clock time):")
     for name, ratio in rows:
         print(f"  {name:44s} {ratio:5.2f}")
 

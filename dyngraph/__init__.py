@@ -7,12 +7,22 @@ forward op and backward step. ``import dyngraph as torch`` runs small PyTorch sc
 
 from __future__ import annotations
 
-from .capture.traces import Trace, read_trace, record, trace
+from typing import Any
+
+from . import missing
+from .capture.traces import Trace, read_trace, record
 from .capture.tracing import Handle, iteration, subscribe
 from .debug.hooks import breakpoint  # noqa: A001  (a no-op outside the debugger)
 from .engine import methods as _methods  # noqa: F401  (binds Tensor methods)
 from .engine.autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .engine.compat import cuda, device, get_default_dtype, set_default_dtype
+from .engine.compat import (
+    compile,
+    device,
+    get_default_dtype,
+    get_float32_matmul_precision,
+    set_default_dtype,
+    set_float32_matmul_precision,
+)
 from .engine.creation import (
     arange,
     empty,
@@ -37,8 +47,8 @@ from .engine.creation import (
     zeros,
     zeros_like,
 )
-from .engine.dtypes import bool_ as bool  # noqa: A001
 from .engine.dtypes import (
+    bfloat16,
     double,
     dtype,
     float,
@@ -51,6 +61,7 @@ from .engine.dtypes import (
     long,
     uint8,
 )
+from .engine.dtypes import bool_ as bool  # noqa: A001
 from .engine.functions import (
     abs,
     absolute,
@@ -156,6 +167,7 @@ from .engine.functions import (
     var,
     where,
 )
+from .engine.functions_linalg import diag, diag_embed, diagonal
 from .engine.functions_shape import (
     broadcast_to,
     cat,
@@ -187,16 +199,49 @@ from .engine.functions_shape import (
     unsqueeze,
     vstack,
 )
+from .engine.generator import Generator, default_generator
+from .engine.legacy import (
+    BoolTensor,
+    ByteTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+)
 from .engine.tensor import Size, Tensor
 
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> object:
-    # Only reached for names dyngraph lacks: say so, instead of a bare AttributeError.
-    raise AttributeError(
-        f"module 'dyngraph' has no attribute '{name}': dyngraph does not implement "
-        f"torch.{name} (the supported surface is listed in docs/api.md)"
-    )
+def trace(*args: Any, **kwargs: Any) -> Any:
+    """Two functions share this name. ``with dyngraph.trace(stats=...) as t:`` records the
+    events of the block (see ``capture.traces.trace``); ``dyngraph.trace(matrix)`` is
+    ``torch.trace``, the sum of the main diagonal."""
+    if (args and isinstance(args[0], Tensor)) or "input" in kwargs:
+        from .engine.functions_linalg import trace as matrix_trace
 
-from . import autograd, nn, optim  # noqa: E402,F401
+        return matrix_trace(*args, **kwargs)
+    from .capture.traces import trace as record_events
+
+    return record_events(*args, **kwargs)
+
+
+# Only reached for names dyngraph lacks: say so, instead of a bare AttributeError.
+__getattr__ = missing.module_getattr(__name__)
+missing.install_submodule_finder()  # import dyngraph.onnx: "dyngraph does not implement ..."
+
+from . import (  # noqa: E402
+    accelerator,
+    amp,
+    autograd,
+    backends,
+    cuda,
+    distributed,
+    nn,
+    optim,
+    serialization,
+    utils,
+)
+from .amp import autocast  # noqa: E402
+from .serialization import load, save  # noqa: E402

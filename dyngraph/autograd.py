@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .engine.autograd import (
     backward,
     enable_grad,
@@ -16,6 +14,7 @@ from .engine.autograd import (
     no_grad,
     set_grad_enabled,
 )
+from .missing import module_getattr
 
 __all__ = [
     "backward", "enable_grad", "grad", "inference_mode", "is_grad_enabled", "no_grad",
@@ -23,10 +22,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Only reached for names this module lacks (``torch.autograd.Function``, ``functional``
-    # ...): name the missing piece rather than raise a bare AttributeError.
-    raise AttributeError(
-        f"module 'dyngraph.autograd' has no attribute '{name}': dyngraph does not implement "
-        f"torch.autograd.{name} (the supported surface is listed in docs/api.md)"
-    )
+__getattr__ = module_getattr(__name__)  # names a missing torch.* piece

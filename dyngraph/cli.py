@@ -68,6 +68,13 @@ def _error(command: str, message: str) -> None:
     )
 
 
+def _break_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--break", dest="breaks", action="append", default=[], metavar="SPEC",
+        help="stop there (repeatable): op:NAME, module:GLOB, FILE:LINE, iter:N, nan, grad>X",
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", help="the Python script to run")
     _script_arguments(p)
@@ -84,14 +91,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("debug", help="step through a script's graph in the terminal debugger")
     p.add_argument("--export-dir", metavar="DIR", help="export every iteration's graph to DIR")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="full")
+    _break_option(p)
     _script_args(p)
 
     p = sub.add_parser("view", help="replay a recorded trace in the terminal debugger")
+    _break_option(p)
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("demo", help="open the debugger on a bundled demo")
     p.add_argument("name", nargs="?", default="rnn_varlen", help="demo name (see --list)")
     p.add_argument("--list", action="store_true", help="list the bundled demos")
+    _break_option(p)
     _script_arguments(p, "arguments passed to the demo")
 
     p = sub.add_parser("record", help="run a script headless and write its trace")

@@ -3,8 +3,10 @@
 Graphviz runs once per distinct layout: iterations whose drawing has the same
 ``DotDoc.layout_key()`` (same structure, labels and clusters) share one ``SvgTemplate``
 and only their colours, tooltips and ids are written afresh. Big graphs are collapsed
-(modules deeper than some depth become one node each) until they fit ``max_nodes``, and a
-layout that runs past ``budget`` seconds is retried one depth shallower rather than hang.
+(modules deeper than some depth become one node each) until they fit ``max_nodes``; a
+graph too deep for Graphviz, or whose Graphviz layout fails or runs past ``budget``
+seconds, is drawn by dyngraph's own layered layout (``pipeline.svg_template``), and the
+picture says so.
 
 Every file is written to a temporary name and renamed into place; if the export fails
 (Graphviz missing or failing), the files it already wrote are removed again, so a failed
@@ -35,9 +37,10 @@ from dyngraph.capture.graph import Graph, GraphBuilder, diff_graphs
 from dyngraph.errors import UserError
 
 from .colors import GradScale
-from .dot import GRAPH_KINDS, DotDoc, _as_kind, build_dot
+from .dot import GRAPH_KINDS, _as_kind, build_dot
 from .fast import FastPath
-from .render import DEFAULT_TIMEOUT, FAST_ARGS, GraphvizError, LayoutTimeout, find_dot, run_dot
+from .pipeline import EXPORT_BUDGET, svg_template
+from .render import find_dot
 from .svg import SvgTemplate
 from .view import ViewCache, _ancestor, _depth, owners, seq_order, signature
 
@@ -45,8 +48,6 @@ FORMATS = ("dot", "svg")
 DEFAULT_MAX_NODES = 2000
 # Layouts (and fast paths) kept for reuse; older ones are laid out again if they return.
 KEEP_LAYOUTS = 32
-# Above this many drawn nodes the layout runs with FAST_ARGS.
-FAST_ABOVE = 1500
 # Structures whose fitting collapse depth is remembered (a few bytes each).
 KEEP_DEPTHS = 1024
 
@@ -73,6 +74,7 @@ class IterationInfo:
     depth: int | None = None  # the collapse depth used
     collapsed: bool = False  # collapsed further than asked, to fit max_nodes or the budget
     layout_reused: bool = False
+    layout_note: str = ""  # why dyngraph's own layout drew it ("": Graphviz did)
     added: int = 0
     removed: int = 0
     files: list[str] = field(default_factory=list)
@@ -258,7 +260,7 @@ def export_iterations(
     show_shapes: bool = False,
     fold_repeats: bool = False,
     dot: str | os.PathLike[str] | None = None,
-    budget: float = DEFAULT_TIMEOUT,
+    budget: float = EXPORT_BUDGET,
     max_nodes: int = DEFAULT_MAX_NODES,
     index: bool = True,
     progress: Callable[[int, int], None] | None = None,
@@ -332,7 +334,7 @@ class IterationExporter:
     def __init__(self, out_dir: str | os.PathLike[str], *, formats: Sequence[str] = FORMATS,
                  graph_kind: str = "forward", depth: int | None = None,
                  show_shapes: bool = False, fold_repeats: bool = False,
-                 dot: str | os.PathLike[str] | None = None, budget: float = DEFAULT_TIMEOUT,
+                 dot: str | os.PathLike[str] | None = None, budget: float = EXPORT_BUDGET,
                  max_nodes: int = DEFAULT_MAX_NODES, suffix: str = "") -> None:
         self.out_dir = Path(out_dir)
         self.formats = _check(formats, graph_kind, depth)
@@ -461,6 +463,8 @@ class Drawer:
         self.templates: _Recent[str, SvgTemplate] = _Recent(KEEP_LAYOUTS)
         self.fast_paths: _Recent[tuple[object, ...], FastPath] = _Recent(KEEP_LAYOUTS)
         self.views = ViewCache()
+        # layout key -> "" or why dyngraph's layered layout drew it instead of Graphviz
+        self.notes: _Recent[str, str] = _Recent(KEEP_LAYOUTS)
         # structure key -> (the depth that fits,); a tuple, since the depth may be None
         self.fallback: _Recent[str, tuple[int | None]] = _Recent(KEEP_DEPTHS)
 
@@ -477,12 +481,6 @@ class Drawer:
         d = known[0]
         kind, fold, shapes = self.graph_kind, self.fold_repeats, self.show_shapes
 
-        def make(d: int | None) -> DotDoc:
-            return build_dot(graph, depth=d, diff_against=prev, show_shapes=shapes,
-                             fold_repeats=fold, graph_kind=kind, grad_scale=scale,
-                             diff_legend=self.diff_legend, cache=self.views,
-                             title=f"dyngraph iteration {info.index}")
-
         if prev is not None:
             change = graph.diff(prev)
             info.added, info.removed = len(change.added), len(change.removed)
@@ -497,18 +495,24 @@ class Drawer:
             dot_text, svg_text = fast.render(ordered, f"dyngraph iteration {info.index}",
                                              self.svg)
             info.layout_reused = svg_text is not None
+            if fast.template is not None:
+                info.layout_note = self.notes.get(fast.template.key) or ""
             info.depth, info.drawn, info.collapsed = d, len(fast.order), d != self.depth
             return dot_text, svg_text
-        doc = make(d)
+        doc = build_dot(graph, depth=d, diff_against=prev, show_shapes=shapes,
+                        fold_repeats=fold, graph_kind=kind, grad_scale=scale,
+                        diff_legend=self.diff_legend, cache=self.views,
+                        title=f"dyngraph iteration {info.index}")
         template: SvgTemplate | None = None
         if self.svg:
             template = self.templates.get(doc.layout_key())
             info.layout_reused = template is not None
             if template is None:
-                doc, d, template = _lay_out(doc, d, make, self.dot, self.budget)
+                template, note = svg_template(doc, dot=self.dot, budget=self.budget)
                 self.templates[template.key] = template
-                self.fallback[info.structure_key] = (d,)
+                self.notes[template.key] = note
                 self.layouts += 1
+            info.layout_note = self.notes.get(template.key) or ""
         info.depth, info.drawn, info.collapsed = d, len(doc.nodes()), d != self.depth
         svg_text = template.render(doc) if template is not None else None
         if doc.shape is not None and shown is not None and ordered is not None:
@@ -559,44 +563,3 @@ def _texts(formats: Sequence[str], dot_text: str, svg_text: str | None
     if "svg" in formats and svg_text is not None:
         out.append(("svg", svg_text))
     return out
-
-
-def _lay_out(doc: DotDoc, d: int | None, make: Callable[[int | None], DotDoc],
-             dot: str | os.PathLike[str] | None, budget: float
-             ) -> tuple[DotDoc, int | None, SvgTemplate]:
-    """Lay ``doc`` out within ``budget`` seconds, collapsing one level more on a timeout.
-
-    With nothing left to collapse, one last try draws edges as straight lines (spline
-    routing is a good part of dot's time on big graphs).
-    """
-    straight = False
-    while True:
-        args = ["-Tjson", *(FAST_ARGS if len(doc.nodes()) > FAST_ABOVE else ())]
-        if straight:
-            args.append("-Gsplines=line")
-        try:
-            data = run_dot(doc.layout_text(), args, dot=dot, timeout=budget)
-            return doc, d, SvgTemplate(doc, data)
-        except LayoutTimeout:
-            if d == 0 or not doc.root.children:
-                if not straight:
-                    straight = True
-                    continue
-                raise GraphvizError(
-                    f"the layout of {len(doc.nodes())} nodes took longer than {budget:g} s "
-                    "even with every module collapsed; raise the budget or export fewer "
-                    "nodes") from None
-            d = _shallower(doc, d)
-            doc = make(d)
-
-
-def _shallower(doc: DotDoc, d: int | None) -> int:
-    """One collapse level shallower than ``d`` (``None``: the deepest cluster nesting)."""
-    if d is not None:
-        return d - 1
-    deepest, stack = 0, [(doc.root, 0)]
-    while stack:
-        c, level = stack.pop()
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in c.children)
-    return max(deepest - 1, 0)

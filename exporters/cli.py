@@ -120,6 +120,10 @@ def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
             print(f"note: iteration {it.index} has {it.nodes} nodes; modules deeper than "
                   f"{it.depth} were collapsed to keep the layout fast", file=sys.stderr)
             break
+    for it in its:
+        if it.layout_note:
+            print(f"note: iteration {it.index}: {it.layout_note}", file=sys.stderr)
+            break
     layouts = f", {result.layouts} layout{'s' * (result.layouts != 1)}" if "svg" in formats \
         else ""
     where = os.path.join(str(result.out_dir), "index.html")

@@ -28,7 +28,7 @@ from .dot import (
 )
 from .escape import dot_quote
 from .svg import SvgTemplate, _braces
-from .view import _Shape
+from .view import _Shape, copy_name
 
 
 class FastPath:
@@ -37,8 +37,8 @@ class FastPath:
     def __init__(self, doc: DotDoc, shape: _Shape, rep_ordered: list[GraphNode], prefix: str,
                  scale: GradScale | None, template: SvgTemplate | None) -> None:
         self.shape, self.prefix, self.scale, self.template = shape, prefix, scale, template
-        rep_names = [fixed or f"{prefix}{rep_ordered[positions[0]].id}"
-                     for fixed, _, _, _, _, positions in shape.vnodes]
+        rep_names = [fixed or copy_name(f"{prefix}{rep_ordered[positions[0]].id}", copy)
+                     for fixed, _, _, _, _, positions, copy in shape.vnodes]
         where = {name: j for j, name in enumerate(rep_names)}
         nodes = doc.nodes()
         self.order = [where[n.name] for n in nodes]  # canonical position -> vnode index
@@ -78,9 +78,9 @@ class FastPath:
         node_fmts = self.template._node_fmts if svg and self.template is not None else None
         prefix, scale = self.prefix, self.scale
         for i, j in enumerate(self.order):
-            fixed, _, _, _, path, positions = vnodes[j]
+            fixed, _, _, _, path, positions, copy = vnodes[j]
             members = [ordered[p] for p in positions]
-            name = names[j] = fixed or f"{prefix}{members[0].id}"
+            name = names[j] = fixed or copy_name(f"{prefix}{members[0].id}", copy)
             style = paint(self.base[i], members, "", scale)
             values = tip_values(members, bool(path))
             extra = f", {style.dot}" if style.dot else ""

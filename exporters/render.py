@@ -21,9 +21,10 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dyngraph.errors import UserError
 
@@ -75,6 +76,9 @@ class Layout:
     height: float
     nodes: dict[str, NodeBox] = field(default_factory=dict)
     edges: list[EdgePath] = field(default_factory=list)
+    # Cluster frames (x0, y0, x1, y1) by cluster name: only from ``layered_layout``
+    # (``-Tplain`` has none).
+    clusters: dict[str, tuple[float, float, float, float]] = field(default_factory=dict)
 
 
 def _resolve(candidate: str, source: str) -> str:
@@ -139,19 +143,70 @@ def run_dot(dot_text: str, args: Sequence[str], *, dot: str | os.PathLike[str] |
 
 
 # -- child processes ---------------------------------------------------------------------
-# Layouts run in daemon threads (the canvas worker, batch export budgets), so the process
-# can exit while dot still runs; left alone it kept running, orphaned, for as long as the
-# layout took. Each child gets its own process group (a wrapper script's children too) and
-# is tracked until reaped; an atexit hook kills whatever is still running. PR_SET_PDEATHSIG
-# would also cover a SIGKILLed parent, but needs preexec_fn (unsafe with threads) and fires
-# when the *thread* that started the child ends, so it is not used.
+# Layouts run in daemon threads (the canvas worker) as well as the main thread, so the
+# process can end while dot still runs. Each child is bounded three ways:
+# - its own process group (a wrapper script's children too), tracked until reaped; an
+#   atexit hook kills whatever still runs at a normal exit;
+# - PR_SET_PDEATHSIG (Linux): the kernel SIGKILLs it when the thread that started it ends,
+#   which covers dyngraph dying by SIGTERM or SIGKILL. That thread is always the one
+#   waiting for the child (``run_dot`` starts and reaps in one call), so the signal never
+#   fires early;
+# - RLIMIT_AS: a layout that would eat the machine's memory (graphviz-pure once reached
+#   12.5 GB) fails instead, and dyngraph's own layout takes over.
+# The preexec hook runs in the child between fork and exec, where little is safe: it only
+# makes two system calls, through function pointers resolved here in the parent.
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
 _GROUPS = os.name == "posix"
+MEMORY_LIMIT = 768 << 20  # bytes of address space a layout child may map
+PR_SET_PDEATHSIG = 1
 
 
-def _start(argv: list[str]) -> subprocess.Popen[bytes]:
-    extra = {"process_group": 0} if _GROUPS else {}
+def _libc_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl: Callable[..., int] = libc.prctl
+        return prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+
+
+def _preexec(memory: int | None) -> Callable[[], None] | None:
+    """The hook that bounds a child (None where there is nothing to bound)."""
+    if os.name != "posix":
+        return None
+    import resource
+
+    prctl, parent = _PRCTL, os.getpid()
+    setrlimit, limit_as = resource.setrlimit, resource.RLIMIT_AS
+
+    def bound() -> None:
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before the line above: go now
+                os._exit(1)
+        if memory:
+            try:
+                setrlimit(limit_as, (memory, memory))
+            except (ValueError, OSError):  # a lower hard limit already: keep that one
+                pass
+
+    return bound
+
+
+def _start(argv: list[str], memory: int | None = MEMORY_LIMIT) -> subprocess.Popen[bytes]:
+    extra: dict[str, Any] = {"process_group": 0} if _GROUPS else {}
+    hook = _preexec(memory)
+    if hook is not None:
+        extra["preexec_fn"] = hook
     with _LIVE_LOCK:  # registered before anyone can look: no window for atexit to miss it
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, **extra)

@@ -481,7 +481,8 @@ class DebuggerApp(App[int]):
         self.refresh_view()
 
     def action_breakpoints(self) -> None:
-        self.push_screen(BreakpointsDialog(self.source), lambda changed: self.refresh_view())
+        dialog = BreakpointsDialog(self.source, self.query_one(SourceView).file)
+        self.push_screen(dialog, lambda changed: self.refresh_view())
 
     # -- views ---------------------------------------------------------------------------
     def action_toggle_graph(self) -> None:

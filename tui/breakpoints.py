@@ -23,45 +23,21 @@ from dyngraph.debug.breakpoints import KINDS, Breakpoint, module_matches, same_f
 __all__ = ["KINDS", "KIND_HELP", "Breakpoint", "from_dialog", "history_hit"]
 
 KIND_HELP = {
-    "op": "op name or glob, e.g. matmul (optionally: matmul if max > 1e3)",
-    "module": "module path glob, e.g. encoder.*",
-    "line": "FILE:LINE, e.g. train.py:42",
-    "iteration": "iteration number, e.g. 3",
+    "op": "an op name or glob (matmul, mat*), or any text form: module:enc, train.py:42, "
+          "iter:3, nan, grad>100",
+    "module": "a module path glob (encoder, encoder.*.attn), or any text form",
+    "line": "FILE:LINE (train.py:42), or a line number in the file shown in the source pane",
+    "iteration": "an iteration number (3), or any text form",
     "nan": "first NaN/Inf in a value or gradient (no value needed)",
-    "grad_norm": "gradient norm above X, e.g. 100",
+    "grad_norm": "a gradient-norm threshold (100), or any text form (global_grad>100)",
 }
 
 
-def from_dialog(kind: str, text: str) -> Breakpoint:
-    """A breakpoint from the dialog's kind and text; ValueError with a readable message."""
-    text = text.strip()
-    body, _, condition = text.partition(" if ")
-    body, condition = body.strip(), condition.strip()
-    if kind == "op":
-        return Breakpoint.op(body, condition) if body else _fail("give an op name, e.g. matmul")
-    if kind == "module":
-        return Breakpoint.module(body, condition) if body else _fail("give a module glob")
-    if kind == "line":
-        m = re.fullmatch(r"(.+):(\d+)", body)
-        if not m:
-            _fail("give FILE:LINE, e.g. train.py:42")
-        return Breakpoint.at_line(m.group(1), int(m.group(2)), condition)  # type: ignore[union-attr]
-    if kind == "iteration":
-        if not body.isdigit() or int(body) < 1:
-            _fail("give an iteration number (1, 2, ...)")
-        return Breakpoint.at_iteration(int(body))
-    if kind == "nan":
-        return Breakpoint.nan()
-    if kind == "grad_norm":
-        try:
-            return Breakpoint.grad_norm(float(body))
-        except ValueError:
-            _fail("give a gradient-norm threshold > 0, e.g. 100")
-    raise ValueError(f"unknown breakpoint kind {kind!r}; choose one of {', '.join(KINDS)}")
-
-
-def _fail(message: str) -> Breakpoint:
-    raise ValueError(message)
+def from_dialog(kind: str, text: str, file: str = "") -> Breakpoint:
+    """A breakpoint from the dialog's kind and text (``Breakpoint.parse``, the one parser):
+    a text form means what it says whatever ``kind`` is selected, a bare value is read as
+    ``kind``; ValueError with a readable message otherwise."""
+    return Breakpoint.parse(text, kind, file)
 
 
 _TERM = re.compile(r"\s*(\w+)\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*")

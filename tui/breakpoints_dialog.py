@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -34,13 +35,14 @@ class BreakpointsDialog(ModalScreen[bool]):
     BreakpointsDialog Horizontal { height: auto; margin-top: 1; }
     BreakpointsDialog Select { width: 18; }
     BreakpointsDialog Input { width: 1fr; }
-    BreakpointsDialog #bp-error { color: $error; height: auto; }
-    BreakpointsDialog #bp-help { color: $text-muted; height: auto; }
+    BreakpointsDialog #bp-error { color: $error; height: auto; width: 1fr; }
+    BreakpointsDialog #bp-help { color: $text-muted; height: auto; width: 1fr; }
     """
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, file: str = "") -> None:
         super().__init__()
         self.source = source
+        self.file = file  # the source pane's file: a bare line number means a line in it
         self.changed = False
 
     def compose(self) -> ComposeResult:
@@ -67,8 +69,9 @@ class BreakpointsDialog(ModalScreen[bool]):
         if not items:
             options.add_option(Option("no breakpoints yet", id="none", disabled=True))
         for bp_id, spec in items:
-            options.add_option(Option(f"#{bp_id}  {spec.kind:<10} {_describe(spec)}",
-                                      id=str(bp_id)))
+            options.add_option(Option(_describe(bp_id, spec), id=str(bp_id)))
+        if items and options.highlighted is None:
+            options.highlighted = 0  # r/del act on a row from the start
 
     @on(Select.Changed, "#bp-kind")
     def _kind_changed(self, event: Select.Changed) -> None:
@@ -83,7 +86,7 @@ class BreakpointsDialog(ModalScreen[bool]):
         field = self.query_one("#bp-value", Input)
         error = self.query_one("#bp-error", Label)
         try:
-            spec = from_dialog(kind, field.value)
+            spec = from_dialog(kind, field.value, self.file)
         except ValueError as exc:
             error.update(str(exc))
             return
@@ -99,6 +102,7 @@ class BreakpointsDialog(ModalScreen[bool]):
         field.value = ""
         self.changed = True
         self._refresh_list()
+        self.query_one("#bp-help", Label).update(f"added {spec}")
 
     def action_remove(self) -> None:
         options = self.query_one("#bp-list", OptionList)
@@ -115,7 +119,20 @@ class BreakpointsDialog(ModalScreen[bool]):
         self.dismiss(self.changed)
 
 
-def _describe(bp) -> str:
-    if bp.kind == "nan":
-        return "first NaN/Inf in any value or gradient"
-    return str(bp)
+def _describe(bp_id: int, bp: Any) -> Text:
+    """A list row: the breakpoint in the text form the parser reads, and what it does."""
+    text = Text.assemble((f"#{bp_id:<3} ", "dim"), (str(bp), "bold"))
+    what = _MEANING.get(bp.kind, "")
+    if what:
+        text.append(f"  {what}", "dim")
+    return text
+
+
+_MEANING = {
+    "op": "each time the op runs",
+    "module": "on entering the module",
+    "line": "after the line's first op",
+    "iteration": "at the iteration's first op",
+    "nan": "first NaN/Inf in any value or gradient",
+    "grad_norm": "a gradient norm above the threshold",
+}

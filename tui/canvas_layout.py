@@ -33,8 +33,10 @@ from dyngraph.errors import UserError
 from . import raster
 from .raster import Scene, ViewCluster, ViewEdge, ViewGraph, ViewNode
 
-# (kind, op, name, shape, module, requires_grad, inputs as creation indices)
-Sig = tuple[str, str, str, tuple[int, ...], str, bool, tuple[int, ...]]
+# (kind, op, name, shape, module, requires_grad, inputs as creation indices, scope): scope
+# is the module calls an op ran in, outermost first, as "path#k" (the k-th call of that
+# module in the iteration); () at top level, for leaves, and for traces without calls.
+Sig = tuple[str, str, str, tuple[int, ...], str, bool, tuple[int, ...], tuple[str, ...]]
 
 LARGE_GRAPH = 300  # past this many nodes, deep modules start collapsed
 # A parameter, leaf or AccumulateGrad with at least this many edges is drawn as one box per
@@ -44,6 +46,9 @@ LARGE_GRAPH = 300  # past this many nodes, deep modules start collapsed
 COPY_SHARED = 2
 _COPYABLE = ("param", "leaf", "accumulate")
 FAST_LAYOUT = 1000  # past this many boxes, trade a little layout quality for speed
+# Seconds Graphviz may take on the pane before dyngraph's layered layout draws it (the
+# first picture of a 2,000-node iteration is due within 3 s of the key press).
+GRAPHVIZ_BUDGET = 1.5
 
 
 # -- canonical order ------------------------------------------------------------------------
@@ -61,6 +66,9 @@ class Canonical:
         self.index: dict[int, int] = {}
         self.sigs: list[Sig] = []
         self._edges = 0
+        self._scopes: dict[int, tuple[str, ...]] = {0: ()}  # call id -> its scope
+        self._calls_seen = 0
+        self._call_counts: Counter[str] = Counter()
 
     def update(self, graph: Graph) -> bool:
         """Bring the lists up to date with ``graph``; True if anything changed."""
@@ -77,6 +85,7 @@ class Canonical:
         if any(a > b for a, b in zip(seqs, seqs[1:], strict=False)):  # builders append in order
             nodes.sort(key=lambda n: (n.seq, n.id))
         self.graph = graph
+        self._scopes, self._calls_seen, self._call_counts = {0: ()}, 0, Counter()
         self.ids = [n.id for n in nodes]
         self.index = {nid: i for i, nid in enumerate(self.ids)}
         inputs: dict[int, list[tuple[int, int]]] = {}
@@ -120,8 +129,25 @@ class Canonical:
         if len(inputs) > 1:
             inputs = sorted(inputs)
         ins = tuple(index.get(src, -1) for _, src in inputs)
+        call = getattr(node, "call", 0)
+        scope = self._scopes.get(call) if call else ()
+        if scope is None:
+            scope = self._scope(call)
         return (node.kind, node.op, node.name, tuple(node.shape), node.module,
-                bool(node.requires_grad), ins)
+                bool(node.requires_grad), ins, scope)
+
+    def _scope(self, call: int) -> tuple[str, ...]:
+        """The scope of ``call``, reading the graph's calls made since the last look."""
+        calls = self.graph.calls if self.graph is not None else {}
+        if len(calls) > self._calls_seen:
+            for cid, (path, parent) in list(calls.items())[self._calls_seen:]:
+                up = self._scopes.get(parent, ())
+                if path:
+                    self._call_counts[path] += 1
+                    up = (*up, f"{path}#{self._call_counts[path]}")
+                self._scopes[cid] = up
+            self._calls_seen = len(calls)
+        return self._scopes.get(call, ())
 
 
 # -- collapsing modules ---------------------------------------------------------------------
@@ -160,7 +186,7 @@ def node_modules(sigs: list[Sig]) -> list[str]:
         for k in range(1, len(parts) + 1):
             known.add(".".join(parts[:k]))
     out = []
-    for kind, _op, name, _shape, module, _rg, _ins in sigs:
+    for kind, _op, name, _shape, module, *_ in sigs:
         if not module and kind in ("param", "accumulate") and "." in name:
             owner = name.rsplit(".", 1)[0]
             module = owner if owner in known else ""
@@ -199,7 +225,7 @@ def shape_text(shape: tuple[int, ...]) -> str:
 
 
 def node_label(sig: Sig, compact: bool) -> str:
-    kind, op, name, shape, _module, requires_grad, _ins = sig
+    kind, op, name, shape, _module, requires_grad = sig[:6]
     if kind in ("op", "backward"):
         text = op if compact else f"{op} {shape_text(shape)}"
     elif name:
@@ -215,49 +241,72 @@ def build_view(sigs: list[Sig], rule: Collapse, compact: bool,
                copy_shared: int | None = None) -> tuple[ViewGraph, list[int]]:
     """The boxes to draw for ``sigs`` under ``rule``; also creation index -> view node.
 
-    A parameter/leaf/AccumulateGrad box with ``copy_shared`` (None: ``COPY_SHARED``; 0:
-    never) or more edges is split into one copy per edge (``ViewNode.copy_of``); creation
-    indices map to the first copy.
+    Clusters are module *calls* when the trace records them (each call of a shared block
+    is its own frame, so data flows down the page), else modules; a collapsed module is
+    one box per call. A parameter/leaf/AccumulateGrad box with ``copy_shared`` (None:
+    ``COPY_SHARED``; 0: never) or more edges is split into one copy per edge
+    (``ViewNode.copy_of``); creation indices map to the first copy.
     """
     view = ViewGraph(compact=compact)
     clusters: dict[str, int] = {}
     boxes: dict[str, int] = {}
+    box_owner: dict[int, str] = {}
     op_count: Counter[str] = Counter()
+    modules = node_modules(sigs)
+    scopes = _leaf_scopes(sigs, modules)
+    calls_per_path = Counter(k.rpartition("#")[0] for scope in scopes for k in set(scope))
 
-    def cluster_of(path: str, birth: int) -> int | None:
-        if not path:
-            return None
-        ci = clusters.get(path)
+    def cluster_of(key: str, birth: int, parent: int | None, depth: int) -> int:
+        ci = clusters.get(key)
         if ci is None:
-            parent = cluster_of(path.rsplit(".", 1)[0], birth) if "." in path else None
-            ci = clusters[path] = len(view.clusters)
-            view.clusters.append(ViewCluster(path, path, parent, birth, path.count(".") + 1))
+            path, _, k = key.rpartition("#") if "#" in key else (key, "", "")
+            label = f"{path} #{k}" if k and calls_per_path[path] > 1 else path
+            ci = clusters[key] = len(view.clusters)
+            view.clusters.append(ViewCluster(path, label, parent, birth, depth))
         return ci
+
+    def chain_cluster(chain: tuple[str, ...], birth: int) -> int | None:
+        ci = None
+        for depth, key in enumerate(chain, 1):
+            ci = cluster_of(key, birth, ci, depth)
+        return ci
+
+    def path_chain(path: str) -> tuple[str, ...]:
+        parts = path.split(".") if path else []
+        return tuple(".".join(parts[:k]) for k in range(1, len(parts) + 1))
 
     owners: dict[str, str | None] = {}
     to_view: list[int] = []
-    for i, (sig, module) in enumerate(zip(sigs, node_modules(sigs), strict=True)):
+    for i, (sig, module) in enumerate(zip(sigs, modules, strict=True)):
+        chain = scopes[i] if scopes[i] or calls_per_path else path_chain(module)
         if module not in owners:
             owners[module] = rule.owner(module)
         owner = owners[module]
         if owner is None:
             to_view.append(len(view.nodes))
             view.nodes.append(ViewNode(f"n{i}", sig[0], node_label(sig, compact), i,
-                                       cluster_of(module, i)))
+                                       chain_cluster(chain, i)))
             continue
+        # One box per call of the collapsed module (per module without calls).
+        at = next((k for k, key in enumerate(chain) if key.rpartition("#")[0] == owner), None)
+        box = chain[at] if at is not None else owner
         if sig[0] in ("op", "backward"):
-            op_count[owner] += 1
-        vi = boxes.get(owner)
+            op_count[box] += 1
+        vi = boxes.get(box)
         if vi is None:
-            vi = boxes[owner] = len(view.nodes)
-            parent = owner.rsplit(".", 1)[0] if "." in owner else ""
+            vi = boxes[box] = len(view.nodes)
+            box_owner[vi] = owner
+            outer = chain[:at] if at is not None else path_chain(owner)[:-1]
             view.nodes.append(ViewNode(f"m{len(boxes) - 1}", "module", owner, i,
-                                       cluster_of(parent, i), module=owner))
+                                       chain_cluster(outer, i), module=owner))
         to_view.append(vi)
-    for owner, vi in boxes.items():
+    for box, vi in boxes.items():
+        owner = box_owner[vi]
+        count = sum(1 for v in box_owner.values() if v == owner)
         short = ".".join(owner.split(".")[-2:])  # "layers.3", not a bare "3"
-        text = f"{short} ×{op_count[owner]}" if compact else (
-            f"{owner} (×{op_count[owner]} ops)")
+        nth = f" #{box.rpartition('#')[2]}" if "#" in box and count > 1 else ""
+        ops = op_count[box]
+        text = f"{short}{nth} ×{ops}" if compact else f"{owner}{nth} (×{ops} ops)"
         view.nodes[vi].label = raster.fit(text, raster.COMPACT_LABEL + 4 if compact
                                           else raster.MAX_LABEL + 12)
     edges: dict[tuple[int, int], int] = {}
@@ -265,7 +314,11 @@ def build_view(sigs: list[Sig], rule: Collapse, compact: bool,
         dst = to_view[i]
         for j in sig[6]:
             if 0 <= j < len(to_view) and to_view[j] != dst:
-                key = (to_view[j], dst)
+                src = to_view[j]
+                if sigs[j][0] in _COPYABLE and src in box_owner and (
+                        box_owner.get(dst) == box_owner[src]):
+                    continue  # a weight inside every call's box: no edge between them
+                key = (src, dst)
                 if key not in edges:
                     edges[key] = max(i, j)
     view.edges = [ViewEdge(s, d, b) for (s, d), b in edges.items()]
@@ -273,6 +326,25 @@ def build_view(sigs: list[Sig], rule: Collapse, compact: bool,
     if least > 0:
         _copy_shared(view, least)
     return view, to_view
+
+
+def _leaf_scopes(sigs: list[Sig], modules: list[str]) -> list[tuple[str, ...]]:
+    """Each node's scope; a leaf takes its first user's, cut at the call of the leaf's own
+    module (a weight is drawn in the call that uses it), or () if that user is not in it."""
+    scopes = [s[7] if len(s) > 7 else () for s in sigs]
+    if not any(scopes):
+        return scopes
+    first: dict[int, int] = {}
+    for i, sig in enumerate(sigs):
+        for j in sig[6]:
+            if 0 <= j < len(sigs) and j not in first:
+                first[j] = i
+    for i, sig in enumerate(sigs):
+        if sig[0] in _COPYABLE and modules[i] and i in first:
+            user = scopes[first[i]]
+            keys = [k for k, key in enumerate(user) if key.rpartition("#")[0] == modules[i]]
+            scopes[i] = user[:keys[-1] + 1] if keys else ()
+    return scopes
 
 
 def _copy_shared(view: ViewGraph, least: int) -> None:
@@ -291,13 +363,27 @@ def _copy_shared(view: ViewGraph, least: int) -> None:
             continue
         node = view.nodes[vi]
         node.copy_of = vi
+        home = view.clusters[node.cluster].path if node.cluster is not None else None
         for k, ei in enumerate(eis[1:], 1):
             e = view.edges[ei]
             ci = len(view.nodes)
+            other = view.nodes[e.dst if e.src == vi else e.src].cluster
             view.nodes.append(ViewNode(f"{node.key}_{k}", node.kind, node.label, e.birth,
-                                       node.cluster, node.module, copy_of=vi))
+                                       _call_of(view, other, home, node.cluster),
+                                       node.module, copy_of=vi))
             view.edges[ei] = ViewEdge(ci if e.src == vi else e.src,
                                       ci if e.dst == vi else e.dst, e.birth)
+
+
+def _call_of(view: ViewGraph, cluster: int | None, path: str | None,
+             default: int | None) -> int | None:
+    """The cluster of module ``path`` around ``cluster`` (a copy of a weight goes into the
+    call that uses it), else ``default``."""
+    while path is not None and cluster is not None:
+        if view.clusters[cluster].path == path:
+            return cluster
+        cluster = view.clusters[cluster].parent
+    return default
 
 
 def terminal_dot(view: ViewGraph) -> str:
@@ -368,6 +454,7 @@ class Entry:
     layout_seconds: float = 0.0
     raster_seconds: float = 0.0
     used: float = field(default_factory=time.monotonic)
+    note: str = ""  # why dyngraph's layered layout drew it ("": Graphviz did)
 
 
 def common_prefix(a: list[Sig], b: list[Sig]) -> int:
@@ -428,19 +515,65 @@ def compute_entry(sigs: list[Sig], rule: Collapse, compact: bool,
     """Build the view, lay it out and place it on the grid (the worker's whole job);
     ``copy_shared`` as in ``build_view``."""
     view, to_view = build_view(sigs, rule, compact, copy_shared)
-    dot = terminal_dot(view)
     t0 = time.perf_counter()
-    lay = layout_fn(dot)
+    lay, note = lay_out(view, layout_fn)
     t1 = time.perf_counter()
     scene = raster.build_scene(view, lay)
     t2 = time.perf_counter()
-    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1)
+    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1, note=note)
+
+
+def lay_out(view: ViewGraph, layout_fn: Callable[[str], Any],
+            budget: float = GRAPHVIZ_BUDGET) -> tuple[Any, str]:
+    """The view's layout and a note ("" if Graphviz drew it; else why the layered one did).
+
+    The exporters' policy (``dyngraph.exporters.pipeline.choose``): too deep a graph, or a
+    ``layout_fn`` that fails or runs past its budget, is laid out by ``layered_layout``
+    with the same box sizes and gaps, so the pane always has a picture.
+    """
+    from dyngraph.exporters.layered import Spacing, layered_layout  # lazy: an optional edge
+    from dyngraph.exporters.pipeline import choose
+    from dyngraph.exporters.render import GraphvizError
+
+    keys = [n.key for n in view.nodes]
+    edges = [(keys[e.src], keys[e.dst]) for e in view.edges]
+
+    def graphviz() -> Any:
+        try:
+            return layout_fn(terminal_dot(view))
+        except GraphvizError:
+            raise
+        except Exception as exc:  # any layout_fn: its failure is a reason, not a crash
+            text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+            raise GraphvizError((text.splitlines() or [""])[0]) from None
+
+    def layered(_note: str) -> Any:
+        rows = 1 if view.compact else 3
+        sizes = [(n.key, raster.box_size(n.label, view.compact)[0] * raster.COL_PT,
+                  rows * raster.ROW_PT) for n in view.nodes]
+        chains = [_chain(view, n.cluster) for n in view.nodes]
+        channel = 4 if max((c.depth for c in view.clusters), default=0) >= 2 else 3
+        spacing = Spacing(nodesep=2 * raster.COL_PT, ranksep=channel * raster.ROW_PT,
+                          cluster_pad=raster.FRAME_PAD_X * raster.COL_PT,
+                          cluster_label=raster.ROW_PT)
+        return layered_layout(sizes, edges, chains, spacing)
+
+    return choose(keys, edges, graphviz, layered, budget)
+
+
+def _chain(view: ViewGraph, cluster: int | None) -> tuple[str, ...]:
+    """The clusters around a node, outermost first, by index."""
+    out: list[str] = []
+    while cluster is not None:
+        out.append(str(cluster))
+        cluster = view.clusters[cluster].parent
+    return tuple(reversed(out))
 
 
 def default_layout(dot_text: str) -> Any:
     from dyngraph.exporters import layout  # lazy: the exporters are an optional edge
 
-    return layout(dot_text)
+    return layout(dot_text, timeout=GRAPHVIZ_BUDGET)
 
 
 # -- worker ---------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ import os
 import signal
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
+from dyngraph.debug.breakpoints import Breakpoint
 from dyngraph.errors import UserError
 
 
@@ -22,6 +24,17 @@ def _script_args(args: argparse.Namespace) -> list[str]:
     if rest[:1] == ["--"]:
         rest = rest[1:]
     return rest
+
+
+def breakpoints_of(args: argparse.Namespace) -> list[Breakpoint]:
+    """The ``--break SPEC`` options, read by the one breakpoint parser."""
+    out = []
+    for text in getattr(args, "breaks", None) or []:
+        try:
+            out.append(Breakpoint.parse(text))
+        except ValueError as exc:
+            raise UserError(f"--break {text!r}: {exc}") from None
+    return out
 
 
 def _check_script(script: str) -> Path:
@@ -34,7 +47,7 @@ def _check_script(script: str) -> Path:
 
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
-              title: str) -> int:
+              title: str, breakpoints: Sequence[Breakpoint] = ()) -> int:
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -49,6 +62,8 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
+        for bp in breakpoints:
+            source.add_breakpoint(bp)
         app = DebuggerApp(source, export_dir=export_dir, title=title)
         status = app.run()
     finally:
@@ -60,8 +75,9 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
 def run_debug(args: argparse.Namespace) -> int:
     """``dyngraph debug [--export-dir DIR] [--stats S] SCRIPT [ARGS...]``."""
     script = _check_script(args.script)
+    bps = breakpoints_of(args)
     return _run_live(script, _script_args(args), stats=args.stats,
-                     export_dir=args.export_dir, title=str(script))
+                     export_dir=args.export_dir, title=str(script), breakpoints=bps)
 
 
 def run_view(args: argparse.Namespace) -> int:
@@ -72,6 +88,7 @@ def run_view(args: argparse.Namespace) -> int:
     from .model import Model
     from .sources import ReplaySource
 
+    bps = breakpoints_of(args)
     path = Path(args.trace)
     if not path.exists():
         raise UserError(f"no such trace file: {args.trace}")
@@ -85,8 +102,10 @@ def run_view(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trace = read_trace(path)  # raises TraceFileError (a UserError) on a damaged file
-    app = DebuggerApp(ReplaySource(Model(), trace), title=str(path),
-                      notices=[str(w.message) for w in caught])
+    source = ReplaySource(Model(), trace)
+    for bp in bps:
+        source.add_breakpoint(bp)
+    app = DebuggerApp(source, title=str(path), notices=[str(w.message) for w in caught])
     try:
         app.run()
     finally:
@@ -103,11 +122,12 @@ def run_demo(args: argparse.Namespace) -> int:
         for name, description in demos.DEMOS.items():
             print(f"{name:<{width}}  {description}")
         return 0
+    bps = breakpoints_of(args)
     script = demos.path(args.name)  # UserError naming the demos for an unknown name
     if not script.exists():
         raise UserError(f"demo {args.name!r} is not installed ({script} is missing)")
     return _run_live(script, _script_args(args), stats="full", export_dir=None,
-                     title=f"demo {args.name}")
+                     title=f"demo {args.name}", breakpoints=bps)
 
 
 def end_children(grace: float = 1.0) -> list[int]:

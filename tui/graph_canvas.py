@@ -201,13 +201,16 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     @property
     def status(self) -> str:
         """One line about what is not drawn yet (pending layout, failure), or ''."""
-        key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph))
+        key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph),
+               id(self._entry))
         if self._status[0] == key:
             return self._status[1]
         text = ""
         missing = len(self._canon.sigs) - self._upto
         if self._error:
             text = f"layout failed: {self._error}"
+        elif self._entry is not None and self._entry.note and missing <= 0:
+            text = self._entry.note
         elif missing > 0:
             new = [cl.node_label(s, False) for s in self._canon.sigs[self._upto:self._upto + 4]]
             more = "…" if missing > 4 else ""

@@ -32,8 +32,8 @@ def bar_text(iterations: Sequence[IterationInfo], current: int, width: int,
     text.append(f"/{n}  ", "dim")
     changed = sum(1 for info in iterations if info.changed)
     if diff is not None and not diff.unchanged:
-        text.append(f"changed: +{len(diff.added)} −{len(diff.removed)} ~{len(diff.reshaped)} ",
-                    "bold yellow")
+        text.append(f"changed: +{len(diff.added)} −{len(diff.removed)} "
+                    f"~{len(diff.reshaped) + len(diff.rewired)} ", "bold yellow")
     room = max(width - text.cell_len - 22, 4)
     if n:
         pos = next((k for k, info in enumerate(iterations) if info.index == current), n - 1)
@@ -112,6 +112,11 @@ def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph 
     for old_id, new_id in diff.reshaped[:500]:
         text.append(f"  ~ {old.nodes[old_id].label} {tuple(old.nodes[old_id].shape)} → "
                     f"{tuple(new.nodes[new_id].shape)}\n", "yellow")
+    if diff.rewired:
+        text.append(f"rewired ({len(diff.rewired)}): other inputs, dtype, grad mode or axes\n",
+                    "bold yellow")
+        for _, new_id in diff.rewired[:500]:
+            text.append(f"  ~ {label(new, new_id)}\n", "yellow")
     return text
 
 

@@ -375,7 +375,6 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
         out.backward_order = list(graph.backward_order)
         out.complete = graph.complete
         out._structure_key = graph._structure_key
-        out._events = graph._events
         return out
     kept: dict[int, GraphNode] = {}
     for node_id, node in nodes.items():
@@ -393,7 +392,4 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
                           and kept[i].backward_seq]
     out.complete = False
     out._structure_key = None
-    # The events the graph was built from, in seq order: its structure key so far.
-    made = graph._events
-    out._events = made[: bisect.bisect_right([e.seq for e in made], seq)] if made else []
     return out

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Schema 2 added ``Op.call`` and ``ModuleCall``; a schema-1 stream reads as calls all 0.
 
 
 SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
@@ -225,6 +226,8 @@ class Op(Event):
     appear as -1. ``attrs`` holds plain data only (ints, floats, bools, strings, None and
     tuples of them; a slice reads ``"1:3"``). ``module`` is the qualified module path the op
     ran in ("" at top level). ``grad_enabled`` is False for ops run under ``no_grad``.
+    ``call`` is the id of the module call it ran in (0 at top level): a ``ModuleCall``
+    event introduced it, so two calls of one module, even back to back, stay apart.
     """
 
     kind: ClassVar[str] = "op"
@@ -242,6 +245,24 @@ class Op(Event):
     grad_enabled: bool = True
     duration_ns: int = 0
     summary: Summary | None = None
+    call: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleCall(Event):
+    """A module call that ops ran in: call ``call`` of module ``module``, made inside call
+    ``parent`` (0: at top level).
+
+    Emitted just before the first op inside the call (or inside a call it makes), so a
+    call that runs no op costs nothing; again at the start of an iteration for calls still
+    running. Call ids are unique within a run, and every ``Op.call`` other than 0 was
+    introduced by one of these earlier in the same iteration.
+    """
+
+    kind: ClassVar[str] = "module_call"
+    call: int = 0
+    parent: int = 0
+    module: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +386,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         TensorCreated,
         TensorValues,
         Op,
+        ModuleCall,
         BackwardStart,
         BackwardStep,
         GradAccumulated,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import events as ev
-from .tracing import structure_key
+from . import structure
 
 
 @dataclass(slots=True)
@@ -46,6 +46,8 @@ class GraphNode:
     # A leaf-kind node that is really a tensor computed before this iteration (an RNN
     # hidden state carried over, a value computed under no_grad earlier ...).
     carried: bool = False
+    # The module call an op ran in (``Graph.calls``); 0 at top level or when unknown.
+    call: int = 0
 
     @property
     def key(self) -> tuple[str, str, str, int, int]:
@@ -88,17 +90,26 @@ class Graph:
     edges: list[GraphEdge] = field(default_factory=list)
     # Node ids in the order backward reached them (op nodes, then leaves as accumulated).
     backward_order: list[int] = field(default_factory=list)
+    # The module calls ops ran in: call id -> (module path, enclosing call id or 0), in
+    # the order they were made. Empty for traces written before schema 2.
+    calls: dict[int, tuple[str, int]] = field(default_factory=dict)
     complete: bool = False
     _structure_key: str | None = None
-    # The Op and TensorCreated events the graph was built from (for its structure key).
-    _events: list[ev.Event] = field(default_factory=list, repr=False)
 
     @property
     def structure_key(self) -> str:
-        """The key IterationEnd carried; for an unfinished graph, computed from its events."""
+        """The key IterationEnd carried; for an unfinished graph, computed from its nodes
+        (``dyngraph.capture.structure``: the same signatures the diff compares)."""
         if self._structure_key is None:
-            return structure_key(self._events)
+            return structure.key_of(self.signatures())
         return self._structure_key
+
+    def signatures(self) -> dict[tuple[str, str, str, int, int], tuple[Any, ...]]:
+        """``node key -> structural signature`` (see ``dyngraph.capture.structure``)."""
+        nodes = [(n.id, n.key, n.shape, n.dtype,
+                  n.grad_enabled if n.kind == "op" else n.requires_grad, n.attrs)
+                 for n in self.nodes.values()]
+        return structure.signatures(nodes, ((e.src, e.dst, e.index) for e in self.edges))
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -126,28 +137,38 @@ class Graph:
 @dataclass(frozen=True, slots=True)
 class GraphDiff:
     """Nodes matched by ``GraphNode.key``. ``added`` are ids in the new graph, ``removed``
-    ids in the old one, ``reshaped`` pairs of (old id, new id) whose shape changed."""
+    ids in the old one, ``reshaped`` pairs of (old id, new id) whose shape changed, and
+    ``rewired`` pairs whose shape stayed but whose inputs, dtype, grad mode or structural
+    attributes (``dim``, an index's pattern, ...) changed.
+
+    ``unchanged`` is True exactly when the two graphs' structure keys are equal: both come
+    from the same node signatures (``dyngraph.capture.structure``).
+    """
 
     added: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()
     reshaped: tuple[tuple[int, int], ...] = ()
+    rewired: tuple[tuple[int, int], ...] = ()
 
     @property
     def unchanged(self) -> bool:
-        return not (self.added or self.removed or self.reshaped)
+        return not (self.added or self.removed or self.reshaped or self.rewired)
 
 
 def diff_graphs(old: Graph, new: Graph) -> GraphDiff:
     old_by_key = {n.key: n for n in old.nodes.values()}
     new_by_key = {n.key: n for n in new.nodes.values()}
+    old_sigs, new_sigs = old.signatures(), new.signatures()
     added = tuple(n.id for k, n in new_by_key.items() if k not in old_by_key)
     removed = tuple(n.id for k, n in old_by_key.items() if k not in new_by_key)
-    reshaped = tuple(
-        (old_by_key[k].id, n.id)
-        for k, n in new_by_key.items()
-        if k in old_by_key and old_by_key[k].shape != n.shape
-    )
-    return GraphDiff(added, removed, reshaped)
+    reshaped: list[tuple[int, int]] = []
+    rewired: list[tuple[int, int]] = []
+    for k, n in new_by_key.items():
+        before = old_by_key.get(k)
+        if before is None or old_sigs[k] == new_sigs[k]:
+            continue
+        (reshaped if before.shape != n.shape else rewired).append((before.id, n.id))
+    return GraphDiff(added, removed, tuple(reshaped), tuple(rewired))
 
 
 class GraphBuilder:
@@ -172,6 +193,8 @@ class GraphBuilder:
             self._add_op(graph, event)
         elif isinstance(event, ev.TensorCreated):
             self._add_leaf(graph, event)
+        elif isinstance(event, ev.ModuleCall):
+            graph.calls[event.call] = (event.module, event.parent)
         elif isinstance(event, ev.BackwardStep):
             node = graph.nodes.get(event.node)
             if node is not None:
@@ -202,7 +225,6 @@ class GraphBuilder:
         return n
 
     def _add_leaf(self, graph: Graph, e: ev.TensorCreated) -> None:
-        graph._events.append(e)
         graph.nodes[e.tensor] = GraphNode(
             id=e.tensor,
             kind="param" if e.is_param else "leaf",
@@ -213,12 +235,11 @@ class GraphBuilder:
             requires_grad=e.requires_grad,
             summary=e.summary,
             grad_fn=e.grad_fn,
-            occurrence=self._occurrence("", e.name or "leaf", "", 0),
+            occurrence=self._occurrence("", structure.leaf_label(e.name, e.is_param), "", 0),
             carried=not e.is_leaf,
         )
 
     def _add_op(self, graph: Graph, e: ev.Op) -> None:
-        graph._events.append(e)
         graph.nodes[e.output] = GraphNode(
             id=e.output,
             kind="op",
@@ -235,6 +256,7 @@ class GraphBuilder:
             attrs=e.attrs,
             summary=e.summary,
             occurrence=self._occurrence(e.module, e.op, e.file, e.line),
+            call=e.call if e.call in graph.calls else 0,
         )
         for index, src in enumerate(e.inputs):
             if src >= 0 and src in graph.nodes:
@@ -261,7 +283,7 @@ def backward_graph(forward: Graph) -> Graph:
     that produced its input.
     """
     out = Graph(iteration=forward.iteration, complete=forward.complete,
-                backward_order=list(forward.backward_order))
+                backward_order=list(forward.backward_order), calls=forward.calls)
     out._structure_key = forward.structure_key
     for node_id in forward.backward_order:
         node = forward.nodes[node_id]
@@ -270,7 +292,7 @@ def backward_graph(forward: Graph) -> Graph:
             name=node.name, shape=node.shape, dtype=node.dtype, module=node.module,
             file=node.file, line=node.line, function=node.function, seq=node.backward_seq,
             requires_grad=True, summary=node.grad, grad=node.grad, grad_fn=node.grad_fn,
-            backward_seq=node.backward_seq, occurrence=node.occurrence,
+            backward_seq=node.backward_seq, occurrence=node.occurrence, call=node.call,
         )
     for edge in forward.edges:
         if edge.src in out.nodes and edge.dst in out.nodes:

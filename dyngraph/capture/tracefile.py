@@ -348,7 +348,27 @@ def decode_rows(rows: Any) -> list[ev.Event]:
         # what went wrong is worked out only once something did.
         return [decoders[r[0]](r, S) for r in rows]
     except _MALFORMED as exc:
+        if _upgrade(rows):
+            return decode_rows(rows)
         raise _malformed(rows, exc) from None
+
+
+# Fields added since schema 1, at the end of their event's row, with the value an older
+# stream means: its rows are padded with them (a schema-1 op ran in no known call).
+_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,)}
+
+
+def _upgrade(rows: list[Any]) -> bool:
+    """Pad the rows an older schema wrote short; True if any was."""
+    padded = False
+    for r in rows:
+        if type(r) is list and r and type(r[0]) is str:
+            added = _ADDED_FIELDS.get(r[0])
+            dec = _DECODERS.get(r[0])
+            if added and dec is not None and len(r) == dec.width - len(added):
+                r.extend(added)
+                padded = True
+    return padded
 
 
 def _malformed(rows: list[Any], exc: Exception) -> TraceFileError:

@@ -1,11 +1,12 @@
 """Instrumentation: who is listening, where an op happened, and which iteration it is in.
 
-The engine calls into the single ``tracer`` below. When nobody subscribes,
-``tracer.listening`` is False and the engine's dispatch does nothing else: that one
-attribute check is the whole cost of instrumentation when it is off.
+Every backend (the numpy engine, PyTorch) reports to the single ``tracer`` below. When
+nobody subscribes, ``tracer.listening`` is False and a backend's dispatch does nothing
+else: that one attribute check is the whole cost of instrumentation when it is off.
 
-This module knows no Tensor. The engine hands it duck-typed objects with ``_id``,
-``data``, ``requires_grad``, ``grad_fn``, ``_grad`` and ``_name``.
+This module knows no Tensor class. A backend hands it tensor ids (from ``tensor_ids``,
+one counter for the whole process), shapes, dtype names, summaries, and raw values that
+are only passed on (see ``Tracer``).
 
 Numbering: ``seq`` and ``iteration`` restart (at 1) whenever listening starts from nobody,
 so every recording is numbered from its own beginning; a second subscriber joining later
@@ -14,7 +15,7 @@ shares the running numbers.
 
 from __future__ import annotations
 
-import hashlib
+import itertools
 import os
 import sys
 import time
@@ -25,7 +26,9 @@ from typing import Any
 import numpy as np
 
 from . import events as ev
-from .summaries import STATS_MODES, SUMMARIZERS, summarize
+from .arrays import to_numpy
+from .structure import structure_key
+from .summaries import STATS_MODES, SUMMARIZERS
 
 Subscriber = Callable[[ev.Event], None]
 
@@ -44,6 +47,10 @@ _make_op = ev.fast_constructor(ev.Op)
 _make_tensor = ev.fast_constructor(ev.TensorCreated)
 _make_grad = ev.fast_constructor(ev.GradAccumulated)
 _make_step = ev.fast_constructor(ev.BackwardStep)
+
+tensor_ids = itertools.count(1)
+"""Where every backend takes its tensor ids: one counter per process, so ids never collide
+between backends or between two recordings (``next(tensor_ids)``)."""
 
 
 class Handle:
@@ -64,48 +71,6 @@ class Handle:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
-
-
-def structure_key(events: Iterable[ev.Event]) -> str:
-    """A canonical key of an iteration's ops, connectivity and shapes.
-
-    Tensor ids differ between iterations, so each input is named by its position among the
-    iteration's nodes (tensors entering from outside, then op outputs, in stream order);
-    tensors that entered from outside also contribute their names (so swapping two
-    parameters changes the key). Each op contributes its name, output shape and dtype,
-    module path, attrs and grad mode. Events other than Op and TensorCreated are ignored.
-    """
-    local: dict[int, int] = {}
-    sigs: list[str] = []
-    refs: list[int] = []
-    sig_of = _signatures
-    for e in events:
-        if type(e) is ev.Op:
-            for tid in e.inputs:
-                refs.append(-1 if tid < 0 else local.get(tid, -2))  # -2: before the stream
-            refs.append(-3)
-            attrs = e.attrs
-            k = (e.op, e.shape, e.dtype, e.module, e.grad_enabled,
-                 tuple(attrs.items()) if attrs else ())
-            try:
-                sig = sig_of[k]
-            except KeyError:
-                sig = sig_of[k] = repr(k)
-            except TypeError:  # an attr value that is not hashable
-                sig = repr(k)
-            if len(sig_of) > 100_000:
-                sig_of.clear()
-            local[e.output] = len(sigs)
-            sigs.append(sig)
-        elif type(e) is ev.TensorCreated:
-            if e.tensor not in local:
-                local[e.tensor] = len(sigs)
-                sigs.append("T" + e.name)
-    text = "\n".join(sigs) + repr(refs)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-
-
-_signatures: dict[tuple[Any, ...], str] = {}
 
 
 def plain(value: Any) -> Any:
@@ -145,7 +110,22 @@ def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
 
 
 class Tracer:
-    """The one emitter of events. The engine talks to it through a few hooks."""
+    """The one emitter of events. Backends report what happened through its recording API.
+
+    The recording API, shared by every backend (the numpy engine, PyTorch), speaks in ids,
+    shapes, dtype names and summaries; raw values (``value``, ``args``) are only handed on,
+    untouched, to ``array_hook`` (the debugger's exact NaN checks and kept values) and,
+    with ``values="small"``, to ``arrays.to_numpy``:
+
+    - ``op(...)`` after a forward op ran; ``tensor(...)`` first, for each input the
+      iteration does not know yet (``known``);
+    - ``backward_start``, ``backward_step`` (per backward node), ``grad_accumulated`` (per
+      leaf), ``backward_end``; ``optimizer_step``.
+
+    The first ``op`` or ``tensor`` after a backward ended closes the iteration (the
+    optimizer step in between still belongs to it); ``known`` is empty from the backward's
+    end on, so the next iteration announces its inputs afresh.
+    """
 
     def __init__(self) -> None:
         self.listening = False
@@ -156,26 +136,32 @@ class Tracer:
         self.seq = 0
         self.iteration = 1
         self.module_stack: list[str] = [""]
+        # The id of each module call on ``module_stack`` (0: top level); ids are unique in
+        # a run. The first ``_announced`` entries had their ModuleCall event this
+        # iteration. Maintained by enter_module/exit_module only.
+        self.call_stack: list[int] = [0]
+        self._calls = 0
+        self._announced = 1
         self.run_info: tuple[str, tuple[str, ...]] | None = None
         self._pending_end = False
+        self._ended_count = 0  # the node count of an iteration whose backward ended
         # This iteration's Op and TensorCreated events (for its structure key), and the ids
-        # of every tensor it produced or announced.
+        # of every tensor it produced or announced. ``known`` is cleared in place at an
+        # iteration's end, so a backend may hold on to it.
         self._iteration_events: list[ev.Event] = []
-        self._known: set[int] = set()
-        self._internal_code: dict[Any, bool] = {}
-        # The debug agent's view of raw arrays (kept values, exact NaN checks), called just
+        self.known: set[int] = set()
+        # file name -> is it library code (dyngraph's own, or a backend's library)?
+        self._internal_files: dict[str, bool] = {}
+        self._internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
+        # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
-        self._dtype_names: dict[Any, str] = {}
         self._shared_attrs: dict[tuple[Any, ...], dict[str, Any]] = {}
         # output id -> its Op event's inputs, this iteration (BackwardStep shares the tuple)
         self._op_inputs: dict[int, tuple[int, ...]] = {}
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
-        self._summarize: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
-        # Gradient summaries of the backward pass in progress, by array identity: the array
-        # a backward step hands to an input is usually the very array that input's own step
-        # (or its leaf's accumulation) sees next, so each is summarised once.
-        self._grad_summaries: dict[int, tuple[np.ndarray, ev.Summary | None]] = {}
+        # The numpy summariser of the current stats mode, for backends that hold ndarrays.
+        self.summarize_array: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
 
     # -- subscribers -------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
@@ -203,7 +189,7 @@ class Tracer:
         self.listening = bool(subs)
         self._callbacks = tuple(cb for cb, _, _ in subs)
         self.stats = max((s for _, s, _ in subs), key=_STATS_RANK.__getitem__, default="none")
-        self._summarize = SUMMARIZERS[self.stats]
+        self.summarize_array = SUMMARIZERS[self.stats]
         self.values = "small" if any(v == "small" for _, _, v in subs) else "none"
 
     def restart(self) -> None:
@@ -212,8 +198,9 @@ class Tracer:
         self.iteration = 1
         self._pending_end = False
         self._iteration_events = []
-        self._known = set()
+        self.known.clear()
         self._op_inputs = {}
+        self._announced = 1
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -223,28 +210,34 @@ class Tracer:
         for callback in self._callbacks:
             callback(event)
 
-    def summary(self, array: np.ndarray) -> ev.Summary | None:
-        return summarize(array, self.stats)
-
     # -- where and when ----------------------------------------------------------------
-    def source(self, depth: int = 2) -> tuple[str, int, str]:
-        """The first frame outside the dyngraph package: (file, line, function).
+    def add_library(self, directory: str) -> None:
+        """Treat code under ``directory`` as library code: an op's source line is the first
+        frame outside dyngraph and every such directory (a backend adds its library's)."""
+        directory = os.path.join(os.path.abspath(directory), "")
+        if directory not in self._internal_dirs:
+            self._internal_dirs = (*self._internal_dirs, directory)
+            self._internal_files = {}
 
-        Whether a code object is internal is cached per code object, so the walk costs a
-        dict lookup per frame.
+    def source(self, depth: int = 2) -> tuple[str, int, str]:
+        """The first frame outside dyngraph and the backends' libraries: (file, line,
+        function).
+
+        Whether a file is library code is cached per file name (a string hashes once; a
+        code object hashes its whole body every time), so the walk costs a dict lookup per
+        frame.
         """
         frame = _getframe(depth)
-        internal = self._internal_code
+        internal = self._internal_files
         while frame is not None:
             code = frame.f_code
-            inside = internal.get(code)
+            name = code.co_filename
+            inside = internal.get(name)
             if inside is None:
-                name = code.co_filename
-                inside = internal[code] = name.startswith(_PACKAGE_DIR) and not name.startswith(
-                    _DEMOS_DIR
-                )
+                inside = internal[name] = (name.startswith(self._internal_dirs)
+                                           and not name.startswith(_DEMOS_DIR))
             if not inside:
-                return code.co_filename, frame.f_lineno, code.co_name
+                return name, frame.f_lineno, code.co_name
             frame = frame.f_back  # type: ignore[assignment]
         return "", 0, ""
 
@@ -252,21 +245,50 @@ class Tracer:
     def module(self) -> str:
         return self.module_stack[-1]
 
+    # -- module calls (every backend: push on a module's call, pop when it returns) -------
+    def enter_module(self, path: str) -> None:
+        """A call of the module at ``path`` starts: ops until ``exit_module`` run in it.
+
+        Each call gets its own id, so the ops of two calls of one module (a loop over a
+        shared block, a Tree-RNN's ``combine``) can be told apart and drawn apart.
+        """
+        self.module_stack.append(path)
+        self._calls += 1
+        self.call_stack.append(self._calls)
+
+    def exit_module(self) -> None:
+        """The innermost module call returned (or raised)."""
+        self.module_stack.pop()
+        calls = self.call_stack
+        calls.pop()
+        if self._announced > len(calls):
+            self._announced = len(calls)
+
+    def _announce_calls(self) -> None:
+        """Emit ModuleCall for the calls on the stack that ops now run in, outermost first."""
+        calls, paths = self.call_stack, self.module_stack
+        for i in range(self._announced, len(calls)):
+            self.emit(ev.ModuleCall(seq=self.next_seq(), iteration=self.iteration,
+                                    call=calls[i], parent=calls[i - 1], module=paths[i]))
+        self._announced = len(calls)
+
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
+        count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
         self.emit(
             ev.IterationEnd(
                 seq=self.next_seq(),
                 iteration=self.iteration,
-                node_count=len(self._known),
+                node_count=count,
                 structure_key=structure_key(self._iteration_events),
             )
         )
         self.iteration += 1
         self._iteration_events = []
-        self._known = set()
+        self.known.clear()
         self._op_inputs = {}
+        self._announced = 1  # calls still running are introduced again in the next one
 
     def flush_iteration(self) -> None:
         """End a pending iteration now (used at the end of a run or a trace)."""
@@ -278,87 +300,77 @@ class Tracer:
         self.flush_iteration()
         self.restart()
 
-    # -- engine hooks ------------------------------------------------------------------
-    def on_op(
-        self,
-        name: str,
-        inputs: tuple[Any, ...],
-        out: Any,
-        attrs: dict[str, Any],
-        grad_enabled: bool,
-        duration_ns: int,
-    ) -> None:
-        """Called by ``apply()`` after an op ran. ``inputs`` mixes tensors and constants."""
+    # -- the recording API (every backend) ------------------------------------------------
+    def op(self, name: str, inputs: tuple[int, ...], output: int, shape: tuple[int, ...],
+           dtype: str, requires_grad: bool, attrs: dict[str, Any], grad_enabled: bool,
+           duration_ns: int, summary: ev.Summary | None, value: Any, args: Any) -> None:
+        """A forward op ran: ``output = name(*inputs, **attrs)``.
+
+        ``inputs`` are tensor ids (-1 for a constant), each already ``known`` (report new
+        ones with ``tensor`` first); ``value`` is the output's raw value and ``args`` the
+        op's raw arguments, aligned with ``inputs`` (for ``array_hook``). The source line
+        is looked up here: the first frame outside dyngraph and the backends' libraries.
+        """
         if self._pending_end:
             self.end_iteration()
-        known = self._known
-        ids = []
-        for x in inputs:
-            tid = getattr(x, "_id", None)
-            if tid is None:
-                ids.append(-1)
-                continue
-            ids.append(tid)
-            if tid not in known:
-                self.announce(x)
+        if self._announced < len(self.call_stack):
+            self._announce_calls()
         file, line, function = self.source(2)
-        data = out._array
-        dtype = self._dtype_names.get(data.dtype) or self._dtype_name(data.dtype)
-        shape = data.shape
         shape = self._shapes.setdefault(shape, shape)
         seq = self.seq = self.seq + 1
-        out_id = out._id
         # Positional, in field order: this is the hottest line of a recording.
         event = _make_op(
-            seq, self.iteration, name, tuple(ids), out_id, shape, dtype, out.requires_grad,
+            seq, self.iteration, name, inputs, output, shape, dtype, requires_grad,
             self._attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
-            function, grad_enabled, duration_ns, self._summarize(data),
+            function, grad_enabled, duration_ns, summary, self.call_stack[-1],
         )
-        known.add(out_id)
+        self.known.add(output)
         self._iteration_events.append(event)
-        self._op_inputs[out_id] = event.inputs
+        self._op_inputs[output] = inputs
         if self.array_hook is not None:
-            self.array_hook("op", out_id, (data, inputs))
+            self.array_hook("op", output, (value, args))
         for callback in self._callbacks:
             callback(event)
-        if self.values == "small" and data.size <= VALUES_LIMIT:
-            self._emit_values(out_id, data)
+        if self.values == "small":
+            self._emit_values(output, shape, value)
 
-    def _emit_values(self, tensor_id: int, data: np.ndarray) -> None:
+    def tensor(self, tensor: int, name: str, shape: tuple[int, ...], dtype: str,
+               requires_grad: bool, is_param: bool, summary: ev.Summary | None, is_leaf: bool,
+               grad_fn: str, value: Any) -> None:
+        """A tensor enters the current iteration's graph (once per iteration; see ``known``).
+
+        That is any input the iteration did not produce: a leaf, a parameter, or a non-leaf
+        computed earlier (a hidden state carried across iterations, a value computed before
+        recording began). Backends summarise it with ``stats="full"`` only: parameters
+        enter every iteration and are the largest tensors, and a NaN among them shows in the
+        first op that uses them anyway.
+        """
+        if self._pending_end:
+            self.end_iteration()
+        self.known.add(tensor)
+        self.seq += 1
+        event = _make_tensor(
+            self.seq, self.iteration, tensor, name, self._shapes.setdefault(shape, shape),
+            dtype, requires_grad, is_param, summary, is_leaf, grad_fn,
+        )
+        self._iteration_events.append(event)
+        if self.array_hook is not None:
+            self.array_hook("value", tensor, value)
+        self.emit(event)
+        if self.values == "small":
+            self._emit_values(tensor, shape, value)
+
+    def _emit_values(self, tensor_id: int, shape: tuple[int, ...], value: Any) -> None:
+        n = 1
+        for d in shape:
+            n *= d
+        if n > VALUES_LIMIT:
+            return
+        data = to_numpy(value)
         if data.dtype.kind not in "biuf":
             return  # complex or object arrays: a trace stores numbers only
         self.emit(ev.TensorValues(seq=self.next_seq(), iteration=self.iteration,
                                   tensor=tensor_id, array=np.array(data, copy=True)))
-
-    def announce(self, tensor: Any) -> None:
-        """Emit TensorCreated for a tensor entering this iteration's graph (once per iteration).
-
-        That is any input the iteration did not produce: a leaf, a parameter, or a non-leaf
-        computed earlier (a hidden state carried across iterations, a value computed before
-        recording began). Its values are summarised with ``stats="full"`` only: parameters
-        enter every iteration and are the largest tensors, and a NaN among them shows in the
-        first op that uses them anyway.
-        """
-        tid = tensor._id
-        self._known.add(tid)
-        data = tensor._array
-        grad_fn = tensor.grad_fn
-        self.seq += 1
-        # seq, iteration, tensor, name, shape, dtype, requires_grad, is_param, summary,
-        # is_leaf, grad_fn
-        event = _make_tensor(
-            self.seq, self.iteration, tid, getattr(tensor, "_name", "") or "",
-            self._shapes.setdefault(data.shape, data.shape), self._dtype_name(data.dtype),
-            tensor.requires_grad, getattr(tensor, "_is_param", False),
-            None if self.stats != "full" else self._summarize(data), grad_fn is None,
-            "" if grad_fn is None else grad_fn.name(),
-        )
-        self._iteration_events.append(event)
-        if self.array_hook is not None:
-            self.array_hook("value", tid, data)
-        self.emit(event)
-        if self.values == "small" and data.size <= VALUES_LIMIT:
-            self._emit_values(tid, data)
 
     def _attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """``attrs`` as plain data, one shared dict per distinct value (they repeat a lot)."""
@@ -374,72 +386,52 @@ class Tracer:
             shared = self._shared_attrs[key] = attrs
         return shared
 
-    def _dtype_name(self, dt: Any) -> str:
-        name = self._dtype_names.get(dt)
-        if name is None:
-            name = self._dtype_names[dt] = str(dt)
-        return name
-
-    def _grad_summary(self, g: np.ndarray) -> ev.Summary | None:
-        cache = self._grad_summaries
-        hit = cache.get(id(g))
-        if hit is not None and hit[0] is g:
-            return hit[1]
-        summary = self._summarize(g)
-        cache[id(g)] = (g, summary)  # holding g keeps its id from being reused meanwhile
-        return summary
-
-    def on_backward_start(self, root: Any, retain_graph: bool) -> None:
-        self._grad_summaries = {}
+    def backward_start(self, root: int, retain_graph: bool) -> None:
         self.emit(ev.BackwardStart(seq=self.next_seq(), iteration=self.iteration,
-                                   root=root._id, retain_graph=retain_graph))
+                                   root=root, retain_graph=retain_graph))
 
-    def on_backward_step(
-        self,
-        node_id: int,
-        op: str,
-        grad_fn: str,
-        input_ids: tuple[int, ...],
-        grad_output: np.ndarray,
-        grad_inputs: tuple[np.ndarray | None, ...],
-        duration_ns: int,
-    ) -> None:
-        summ = self._grad_summary
+    def backward_step(self, node: int, op: str, grad_fn: str, inputs: tuple[int, ...],
+                      grad_output: ev.Summary | None,
+                      grad_inputs: tuple[ev.Summary | None, ...], duration_ns: int,
+                      grad_output_value: Any, grad_input_values: Any) -> None:
+        """A backward node ran. ``node`` is the id of the forward op's output it belongs to
+        (-1: none known); ``inputs`` the ids its gradients flow to, aligned with
+        ``grad_inputs`` (None where no gradient flows); the two values are the raw
+        gradients, for ``array_hook``."""
         self.seq += 1
-        same = self._op_inputs.get(node_id)
-        if same is not None and same == input_ids:
-            input_ids = same  # share the Op event's tuple: one less object per step
-        event = _make_step(
-            self.seq, self.iteration, node_id, op, grad_fn, input_ids, summ(grad_output),
-            tuple([None if g is None else summ(g) for g in grad_inputs]), duration_ns,
-        )
+        same = self._op_inputs.get(node)
+        if same is not None and same == inputs:
+            inputs = same  # share the Op event's tuple: one less object per step
+        event = _make_step(self.seq, self.iteration, node, op, grad_fn, inputs, grad_output,
+                           grad_inputs, duration_ns)
         if self.array_hook is not None:
-            self.array_hook("grads", node_id, (grad_output, grad_inputs))
+            self.array_hook("grads", node, (grad_output_value, grad_input_values))
         for callback in self._callbacks:
             callback(event)
 
-    def on_grad_accumulated(self, tensor: Any) -> None:
-        grad = getattr(tensor, "_grad", None)
-        if grad is None:
-            grad = tensor.grad
+    def grad_accumulated(self, tensor: int, name: str, summary: ev.Summary | None,
+                         value: Any) -> None:
+        """A gradient was accumulated into leaf ``tensor``; ``value`` is its new ``.grad``."""
         if self.array_hook is not None:
-            self.array_hook("grad", tensor._id, grad._array)
+            self.array_hook("grad", tensor, value)
         self.seq += 1
-        event = _make_grad(self.seq, self.iteration, tensor._id,
-                           getattr(tensor, "_name", "") or "", self._grad_summary(grad._array))
+        event = _make_grad(self.seq, self.iteration, tensor, name, summary)
         for callback in self._callbacks:
             callback(event)
 
-    def on_backward_end(self, root: Any, duration_ns: int) -> None:
-        self._grad_summaries = {}
+    def backward_end(self, root: int, duration_ns: int) -> None:
         self.emit(ev.BackwardEnd(seq=self.next_seq(), iteration=self.iteration,
-                                 root=root._id, duration_ns=duration_ns))
+                                 root=root, duration_ns=duration_ns))
         # The optimizer step that follows still belongs to this iteration, so the
-        # iteration closes lazily, when the next op (or the end of the run) arrives.
+        # iteration closes lazily, when the next op (or the end of the run) arrives. Any
+        # op from now on is the next iteration's: it knows no tensor yet.
         self._pending_end = True
+        self._ended_count = len(self.known)
+        self.known.clear()
 
-    def on_optimizer_step(self, optimizer: str, lr: float,
-                          updates: tuple[tuple[int, float], ...]) -> None:
+    def optimizer_step(self, optimizer: str, lr: float,
+                       updates: tuple[tuple[int, float], ...]) -> None:
+        """``updates`` pairs each parameter's tensor id with the L2 norm of its update."""
         self.emit(ev.OptimizerStep(seq=self.next_seq(), iteration=self.iteration,
                                    optimizer=optimizer, lr=float(lr),
                                    updates=tuple((int(t), float(n)) for t, n in updates)))
@@ -468,7 +460,6 @@ class Tracer:
             stats=stats or self.stats, values=values or self.values, created=time.time(),
         )
 
-
 tracer = Tracer()
 
 
@@ -495,13 +486,12 @@ def make_header(stats: str | None = None, values: str | None = None, script: str
 
 @contextmanager
 def module_scope(path: str) -> Iterator[None]:
-    """Ops inside run with module path ``path`` (used by ``nn.Module.__call__``)."""
-    stack = tracer.module_stack
-    stack.append(path)
+    """Ops inside run in one call of the module at ``path`` (see ``Tracer.enter_module``)."""
+    tracer.enter_module(path)
     try:
         yield
     finally:
-        stack.pop()
+        tracer.exit_module()
 
 
 @contextmanager

@@ -94,36 +94,30 @@ class Breakpoint:
         return cls("grad_norm", threshold=threshold, scope=scope)
 
     @classmethod
-    def parse(cls, text: str) -> Breakpoint:
-        """Read a breakpoint as a user types it.
+    def parse(cls, text: str, kind: str | None = None, file: str = "") -> Breakpoint:
+        """Read a breakpoint as a user types it: the one parser of the CLI, the dialog and
+        the list (``str(bp)`` reads back as ``bp``).
 
-        ``matmul`` or ``op:matmul``; ``module:encoder.*.attn``; ``train.py:42``;
-        ``iter:3``; ``nan``; ``grad>10`` / ``grad_norm:10`` / ``global_grad>10``; any of the
-        first three followed by ``if <condition>``.
+        Text forms: ``op:matmul``; ``module:encoder.*.attn``; ``train.py:42``; ``iter:3``;
+        ``nan``; ``grad>10`` / ``grad_norm:10`` / ``global_grad>10``; the first three
+        followed by ``if <condition>``. A text form means what it says whatever ``kind``
+        is. A bare value (``matmul``, ``encoder``, ``42``, ``3``, ``100``) is read as
+        ``kind`` says (an op name when ``kind`` is None); a bare line number needs ``file``.
+        Anything else raises ValueError with a message a user can act on.
         """
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"unknown breakpoint kind {kind!r}; choose one of "
+                             f"{', '.join(KINDS)}")
         body, _, condition = text.strip().partition(" if ")
         body, condition = body.strip(), condition.strip()
         if not body:
-            raise ValueError("empty breakpoint")
-        low = body.lower()
-        if low in ("nan", "inf", "nan/inf"):
-            return cls.nan()
-        m = re.fullmatch(r"(global_?)?grad(?:_?norm)?\s*(?:>|:)\s*(\S+)", low)
-        if m:
-            return cls.grad_norm(_number(m.group(2)), "global" if m.group(1) else "node")
-        m = re.fullmatch(r"(?:iter|iteration)\s*[: ]\s*(\d+)", low)
-        if m:
-            return cls.at_iteration(int(m.group(1)))
-        kind, sep, rest = body.partition(":")
-        if sep and kind in ("op", "module"):
-            return cls(kind, name=rest.strip(), condition=condition)
-        m = re.fullmatch(r"(.+):(\d+)", body)
-        if m:
-            return cls.at_line(m.group(1), int(m.group(2)), condition)
-        if re.fullmatch(r"[\w*?\[\]]+", body):
-            return cls.op(body, condition)
-        raise ValueError(f"not a breakpoint: {text!r} (try op:NAME, module:GLOB, FILE:LINE, "
-                         "iter:N, nan, grad>X)")
+            if kind == "nan":
+                return cls.nan()
+            raise ValueError(f"empty breakpoint: {_HINT.get(kind or 'op', _FORMS)}")
+        explicit = _parse_form(cls, body, condition)
+        if explicit is not None:
+            return explicit
+        return _parse_bare(cls, body, condition, kind or "op", file)
 
     # -- wire and display ---------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -143,7 +137,8 @@ class Breakpoint:
             "line": f"{self.file}:{self.line}",
             "iteration": f"iter:{self.iteration}",
             "nan": "nan",
-            "grad_norm": f"{'global_' if self.scope == 'global' else ''}grad>{self.threshold:g}",
+            "grad_norm": (f"{'global_' if self.scope == 'global' else ''}grad>"
+                          f"{_threshold_text(self.threshold)}"),
         }[self.kind]
         return f"{text} if {self.condition}" if self.condition else text
 
@@ -155,6 +150,101 @@ class Breakpoint:
 _DEFAULTS = {"name": "", "file": "", "line": 0, "iteration": 0, "threshold": 0.0,
              "scope": "node", "condition": "", "id": 0}
 _FIELDS = ("kind", *_DEFAULTS)
+
+
+_FORMS = "try op:NAME, module:GLOB, FILE:LINE, iter:N, nan or grad>X"
+_HINT = {
+    "op": "give an op name or glob, e.g. matmul",
+    "module": "give a module path glob, e.g. encoder.*",
+    "line": "give FILE:LINE, e.g. train.py:42",
+    "iteration": "give an iteration number, e.g. 3",
+    "nan": "nan needs no value",
+    "grad_norm": "give a gradient-norm threshold > 0, e.g. 100",
+}
+_NAME = re.compile(r"[\w.*?\[\]!-]+")  # op names and module paths, globs allowed
+
+
+def _name(kind: str, text: str) -> str:
+    if not _NAME.fullmatch(text):
+        raise ValueError(f"not {'an op name' if kind == 'op' else 'a module path'}: "
+                         f"{text!r} ({_HINT[kind]})")
+    return text
+
+
+def _no_condition(kind: str, condition: str) -> None:
+    if condition:
+        raise ValueError(f"a {kind} breakpoint takes no condition (only op, module and "
+                         "line breakpoints do)")
+
+
+def _parse_form(cls: type[Breakpoint], body: str, condition: str) -> Breakpoint | None:
+    """The breakpoint a text form spells, or None when ``body`` is no text form."""
+    low = body.lower()
+    if low in ("nan", "inf", "nan/inf"):
+        _no_condition("nan", condition)
+        return cls.nan()
+    m = re.fullmatch(r"(global_?)?grad(?:_?norm)?\s*(?:>|:)\s*(\S+)", low)
+    if m:
+        _no_condition("grad_norm", condition)
+        threshold = _number(m.group(2))
+        if not threshold > 0:
+            raise ValueError(f"the gradient-norm threshold must be > 0, not {m.group(2)}")
+        return cls.grad_norm(threshold, "global" if m.group(1) else "node")
+    m = re.fullmatch(r"(?:iter|iteration)\s*[: ]\s*(\S+)", low)
+    if m:
+        _no_condition("iteration", condition)
+        return cls.at_iteration(_iteration(m.group(1)))
+    prefix, sep, rest = body.partition(":")
+    if sep and prefix.lower() in ("op", "module"):
+        kind = prefix.lower()
+        if not rest.strip():
+            raise ValueError(f"{prefix}: needs a value ({_HINT[kind]})")
+        return cls(kind, name=_name(kind, rest.strip()), condition=condition)
+    m = re.fullmatch(r"(.+):(\d+)", body)
+    if m:
+        return cls.at_line(m.group(1), _line(m.group(2)), condition)
+    return None
+
+
+def _parse_bare(cls: type[Breakpoint], body: str, condition: str, kind: str, file: str
+                ) -> Breakpoint:
+    """A value without a text form, read as ``kind`` says."""
+    if kind in ("op", "module"):
+        return cls(kind, name=_name(kind, body), condition=condition)
+    if kind == "line":
+        if body.isdigit() and file:
+            return cls.at_line(file, _line(body), condition)
+        raise ValueError(f"not a line: {body!r} ({_HINT['line']})")
+    _no_condition(kind, condition)
+    if kind == "iteration":
+        return cls.at_iteration(_iteration(body))
+    if kind == "grad_norm":
+        try:
+            threshold = float(body)
+        except ValueError:
+            threshold = 0.0
+        if not threshold > 0:
+            raise ValueError(f"not a threshold: {body!r} ({_HINT['grad_norm']})")
+        return cls.grad_norm(threshold)
+    raise ValueError(f"{body!r} is not a breakpoint ({_FORMS})")
+
+
+def _iteration(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"not an iteration: {text!r} (iterations are numbered 1, 2, ...)")
+    return int(text)
+
+
+def _line(text: str) -> int:
+    if int(text) < 1:
+        raise ValueError(f"not a line: {text} (lines are numbered from 1)")
+    return int(text)
+
+
+def _threshold_text(x: float) -> str:
+    """``100`` for 100.0, and digits enough to read back the same float."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(x)
 
 
 def _number(text: str) -> float:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..capture.tracing import now_ns, tracer
+from . import recording, versions
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -243,11 +244,29 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _apply_hooks(hooks: list[Callable[[Any], Any]], grad: np.ndarray) -> np.ndarray:
+    """Run tensor hooks in order; a returned tensor replaces the gradient, and must have its
+    shape and dtype (PyTorch's errors otherwise)."""
     for hook in tuple(hooks):
         result = hook(wrap(grad))
-        if result is not None:
-            grad = np.asarray(getattr(result, "data", result), dtype=grad.dtype)
+        if result is None:
+            continue
+        new = getattr(result, "_array", None)
+        if new is None:
+            raise TypeError(f"hook '{_hook_name(hook)}' returned a {type(result).__name__}; "
+                            "a hook must return a Tensor or None")
+        if new.shape != grad.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+        if new.dtype != grad.dtype:
+            raise RuntimeError(
+                f"hook '{_hook_name(hook)}' has changed the type of value (was "
+                f"{versions.type_name(grad.dtype)} got {versions.type_name(new.dtype)})"
+            )
+        grad = new
     return grad
+
+
+def _hook_name(hook: Any) -> str:
+    return str(getattr(hook, "__name__", type(hook).__name__))
 
 
 # -- the backward pass --------------------------------------------------------------------
@@ -267,7 +286,7 @@ def run_backward(
     listening = tracer.listening
     start = now_ns() if listening else 0
     if listening:
-        tracer.on_backward_start(roots[0], retain_graph)
+        recording.backward_start(roots[0], retain_graph)
     pending: dict[int, Any] = {}  # node id -> gradient (or a list of them, summed later)
     heap: list[tuple[int, Node]] = []
     leaf_grads: dict[int, Any] = {}
@@ -301,6 +320,9 @@ def run_backward(
     nxt_id = 0
     nxt_grad: Any = None
     free = not retain_graph
+    # Nodes made before the newest in-place op may have saved memory it changed: only those
+    # are checked (versions.py), so a graph built after the last change checks nothing.
+    changed_after = versions.newest
 
     while True:
         if nxt is not None:
@@ -328,6 +350,8 @@ def run_backward(
         backward_fn = node.backward_fn
         if backward_fn is None:
             raise RuntimeError(FREED_MESSAGE)
+        if tid < changed_after:
+            versions.check_saved(node, tid)
         if listening:
             t0 = now_ns()
         in_grads = backward_fn(grad)
@@ -335,7 +359,7 @@ def run_backward(
             node.backward_fn = None
         inputs = node.inputs
         if listening:
-            tracer.on_backward_step(
+            recording.backward_step(
                 tid, node.op.name, node.op.grad_fn_name,
                 tuple(-1 if t is None else (t.out_id if type(t) is Node else t._id)
                       for t in inputs),
@@ -401,7 +425,7 @@ def run_backward(
         else:
             _accumulate_leaf(leaf, grad, handed)
     if listening:
-        tracer.on_backward_end(roots[0], now_ns() - start)
+        recording.backward_end(roots[0], now_ns() - start)
     if capture is None:
         return None
     return [captured.get(t._id if t.grad_fn is None else t.grad_fn.out_id) for t in capture]
@@ -461,7 +485,7 @@ def _accumulate_leaf(leaf: Any, grad: np.ndarray, handed: dict[int, np.ndarray])
         for hook in tuple(leaf._post_hooks):
             hook(leaf)
     if tracer.listening:
-        tracer.on_grad_accumulated(leaf)
+        recording.grad_accumulated(leaf)
 
 
 # -- public entry points ------------------------------------------------------------------

@@ -1,8 +1,8 @@
-"""Small PyTorch names that ported scripts touch: ``device``, ``cuda.is_available()``."""
+"""Small PyTorch names that ported scripts touch: ``device``, the default dtype, the
+float32 matmul precision and ``compile`` (``torch.cuda`` is the package ``dyngraph.cuda``)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 
@@ -29,10 +29,6 @@ class device:
         return hash("cpu")
 
 
-cuda = SimpleNamespace(is_available=lambda: False, device_count=lambda: 0,
-                       manual_seed=lambda seed: None, manual_seed_all=lambda seed: None)
-
-
 def get_default_dtype() -> Any:
     from .dtypes import float32
 
@@ -44,3 +40,27 @@ def set_default_dtype(d: Any) -> None:
 
     if d != float32:
         raise NotImplementedError("dyngraph's default dtype is float32 and cannot be changed")
+
+
+_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Accepted and remembered; numpy's float32 matmul is always full precision."""
+    global _matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision: {precision!r} (expected 'highest', 'high' or "
+                           "'medium')")
+    _matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _matmul_precision
+
+
+def compile(model: Any = None, **options: Any) -> Any:  # noqa: A001
+    """``torch.compile`` speeds a model up; dyngraph runs it eagerly, op by op, so that
+    every op is seen: the model (or function) comes back unchanged. Also a decorator."""
+    if model is None:
+        return lambda fn: fn
+    return model

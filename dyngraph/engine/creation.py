@@ -13,6 +13,7 @@ import numpy as np
 
 from .dtypes import to_numpy_dtype
 from .errors import check_new_shape, check_size, not_implemented_for
+from .generator import numpy_rng
 from .tensor import DEFAULT_DTYPE, Tensor, _to_array, _wrap
 
 _rng = np.random.default_rng()
@@ -43,6 +44,20 @@ def _shape(size: tuple[Any, ...], name: str = "size") -> tuple[int, ...]:
     shape = check_size(size, name)
     check_new_shape(shape, name)
     return shape
+
+
+def _sized(name: str, size: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, ...]:
+    """The shape given as ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``;
+    other keywords PyTorch takes are refused by name (``pin_memory=False`` is fine)."""
+    if "size" in kwargs:
+        if size:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        size = (kwargs.pop("size"),)
+    if kwargs:
+        from ..missing import reject_kwargs
+
+        reject_kwargs(name, kwargs, {"pin_memory": False, "out": None, "layout": None})
+    return _shape(size, name)
 
 
 def _check_device(device: Any) -> None:
@@ -81,19 +96,22 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _wrap(array)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
-    return _new(np.zeros(_shape(size, "zeros"), DEFAULT_DTYPE), dtype, requires_grad, device)
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kwargs: Any) -> Tensor:
+    shape = _sized("zeros", size, kwargs)
+    return _new(np.zeros(shape, DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-         ) -> Tensor:
-    return _new(np.ones(_shape(size, "ones"), DEFAULT_DTYPE), dtype, requires_grad, device)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         **kwargs: Any) -> Tensor:
+    shape = _sized("ones", size, kwargs)
+    return _new(np.ones(shape, DEFAULT_DTYPE), dtype, requires_grad, device)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kwargs: Any) -> Tensor:
+    shape = _sized("empty", size, kwargs)
+    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -132,14 +150,16 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         generator: Any = None) -> Tensor:
-    return _new(_rng.random(_shape(size, "rand"), dtype=np.float32), dtype, requires_grad,
-                device)
+         generator: Any = None, **kwargs: Any) -> Tensor:
+    rng = numpy_rng(generator)
+    return _new(rng.random(_sized("rand", size, kwargs), dtype=np.float32), dtype,
+                requires_grad, device)
 
 
 def randn(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          generator: Any = None) -> Tensor:
-    return _new(_rng.standard_normal(_shape(size, "randn"), dtype=np.float32), dtype,
+          generator: Any = None, **kwargs: Any) -> Tensor:
+    rng = numpy_rng(generator)
+    return _new(rng.standard_normal(_sized("randn", size, kwargs), dtype=np.float32), dtype,
                 requires_grad, device)
 
 
@@ -175,24 +195,26 @@ def randint(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
     if int(high) <= int(low):
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={low} >= to={high}")
-    array = _rng.integers(int(low), int(high), _shape((size,), "randint"), dtype=np.int64)
+    array = numpy_rng(generator).integers(int(low), int(high), _shape((size,), "randint"),
+                                          dtype=np.int64)
     return _new(array, dtype, requires_grad, device)
 
 
-def randperm(n: int, *, dtype: Any = None, device: Any = None,
+def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     (n,) = check_size((n,), "randperm")
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
-    return _new(_rng.permutation(n).astype(np.int64), dtype, requires_grad, device)
+    array = numpy_rng(generator).permutation(n).astype(np.int64)
+    return _new(array, dtype, requires_grad, device)
 
 
-def normal(mean: Any, std: Any, size: Any = None, *, dtype: Any = None,
+def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtype: Any = None,
            requires_grad: bool = False) -> Tensor:
     m = mean._array if isinstance(mean, Tensor) else mean
     s = std._array if isinstance(std, Tensor) else std
     shape = None if size is None else _shape((size,))
-    array = np.asarray(_rng.normal(m, s, shape), dtype=DEFAULT_DTYPE)
+    array = np.asarray(numpy_rng(generator).normal(m, s, shape), dtype=DEFAULT_DTYPE)
     return _new(array, dtype, requires_grad)
 
 

@@ -32,6 +32,26 @@ class dtype:
         return hash(self.numpy)
 
 
+class _NoNumpyDtype(dtype):
+    """A PyTorch dtype numpy lacks (``bfloat16``): it exists, so scripts that only name it
+    run, and making a tensor of it fails on one line that names it."""
+
+    def __init__(self, name: str) -> None:  # noqa: D107  (no numpy dtype to look up)
+        self.name = name
+        self.is_floating_point = True
+
+    @property  # type: ignore[override]
+    def numpy(self) -> np.dtype:
+        raise TypeError(f"dyngraph does not implement {self.name} tensors: numpy, which "
+                        f"holds dyngraph's values, has no {self.name} (use float32 or float16)")
+
+    def __eq__(self, other: object) -> bool:
+        return other is self
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+
 float32 = float_ = float = dtype("float32", np.float32)
 float64 = double = dtype("float64", np.float64)
 float16 = half = dtype("float16", np.float16)
@@ -39,6 +59,7 @@ int64 = long = dtype("int64", np.int64)
 int32 = int_ = dtype("int32", np.int32)
 uint8 = dtype("uint8", np.uint8)
 bool_ = dtype("bool", np.bool_)
+bfloat16 = _NoNumpyDtype("bfloat16")
 
 _BY_NUMPY = {d.numpy: d for d in (float32, float64, float16, int64, int32, uint8, bool_)}
 

@@ -42,6 +42,25 @@ def _nn_op(name: str) -> Any:
 
 
 # -- arithmetic ---------------------------------------------------------------------------
+def deprecated_overload(name: str, old: str, new: str) -> None:
+    """PyTorch 2.13's warning for a deprecated overload it still accepts, pointing at the
+    caller's line (user code -> method -> legacy_* helper -> here)."""
+    import warnings
+
+    warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider using "
+                  f"one of the following signatures instead:\n\t{name}({new})", UserWarning,
+                  stacklevel=4)
+
+
+def legacy_alpha(name: str, first: Any, rest: tuple[Any, ...]) -> tuple[Any, Any]:
+    """PyTorch still takes the deprecated ``add_(Number alpha, Tensor other)`` (old code's
+    ``p.data.add_(-lr, p.grad)``), with a warning; return ``(other, alpha)``."""
+    if len(rest) != 1 or isinstance(first, Tensor) or not isinstance(rest[0], Tensor):
+        raise TypeError(f"{name}() takes 1 positional argument but {1 + len(rest)} were given")
+    deprecated_overload(name, "Number alpha, Tensor other", "Tensor other, *, Number alpha = 1")
+    return rest[0], first
+
+
 def _check_alpha(input: Any, other: Any, alpha: Any, name: str) -> None:
     def integral(x: Any) -> bool:
         if isinstance(x, Tensor):
@@ -53,14 +72,18 @@ def _check_alpha(input: Any, other: Any, alpha: Any, name: str) -> None:
                            f"floating point number (alpha={alpha}).")
 
 
-def add(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def add(input: Any, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+    if legacy:
+        other, alpha = legacy_alpha("add", other, legacy)
     if alpha == 1:
         return apply(_ADD, input, other)
     _check_alpha(input, other, alpha, "add")
     return apply(_ADD, input, other * alpha)
 
 
-def sub(input: Any, other: Any, *, alpha: float = 1) -> Tensor:
+def sub(input: Any, other: Any, *legacy: Any, alpha: float = 1) -> Tensor:
+    if legacy:
+        other, alpha = legacy_alpha("sub", other, legacy)
     if alpha == 1:
         return apply(_SUB, input, other)
     _check_alpha(input, other, alpha, "sub")
@@ -490,7 +513,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                 generator: Any = None) -> Tensor:
     """Draw category indices from (rows of) non-negative weights (not differentiable)."""
-    from .creation import generator as rng_of
+    from .generator import numpy_rng
 
     probs = np.asarray(input._array, dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim else probs.reshape(1, 1)
@@ -499,7 +522,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > rows.shape[1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    rng = rng_of()
+    rng = numpy_rng(generator)
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for r, row in enumerate(rows):
         total = row.sum()
@@ -510,10 +533,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None) -> Tensor:
-    from .creation import generator as rng_of
+    from .generator import numpy_rng
 
     probs = input._array if p is None else np.full(input._array.shape, p)
-    return _wrap((rng_of().random(input._array.shape) < probs).astype(input._array.dtype))
+    draws = numpy_rng(generator).random(input._array.shape)
+    return _wrap((draws < probs).astype(input._array.dtype))
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001

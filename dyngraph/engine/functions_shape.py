@@ -1,6 +1,8 @@
 """Shape, indexing and joining functions (``dyngraph.cat``, ``tensor.view`` ...).
 
-Each is argument handling over ``apply`` of an op in ``ops_shape.py``.
+Each is argument handling over ``apply`` of an op in ``ops_shape.py``; the view ops go
+through ``views.view_op``, so what they return shares memory with their input as in
+PyTorch (``y[:2].mul_(3)`` changes ``y``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,13 @@ import numpy as np
 from .errors import check_dim, check_size
 from .ops import OPS
 from .tensor import Tensor, _wrap, apply
+from .views import view_op
 
 _GETITEM, _RESHAPE = OPS["getitem"], OPS["reshape"]
+VIEW_MESSAGE = (
+    "view size is not compatible with input tensor's size and stride (at least one "
+    "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+)
 
 
 def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
@@ -25,9 +32,13 @@ def _shape_args(shape: tuple[Any, ...]) -> tuple[int, ...]:
 
 
 def _index(index: Any) -> Any:
-    """Turn tensors inside an index into arrays numpy understands."""
+    """Turn tensors inside an index into what numpy understands (a 0-d integer tensor
+    indexes like an int, as in PyTorch: ``x[torch.tensor(1)]`` is a view)."""
     if isinstance(index, Tensor):
-        return index._array
+        array = index._array
+        if array.ndim == 0 and array.dtype.kind in "iu":
+            return int(array)
+        return array
     if isinstance(index, tuple):
         return tuple(_index(i) for i in index)
     if isinstance(index, list) and any(isinstance(i, Tensor) for i in index):
@@ -36,18 +47,37 @@ def _index(index: Any) -> Any:
 
 
 def getitem(input: Tensor, index: Any) -> Tensor:
-    """``tensor[index]``: ints, slices, None, ``...``, integer arrays and boolean masks."""
-    return apply(_GETITEM, input, index=_index(index))
+    """``tensor[index]``: ints, slices, None, ``...`` give a view; integer arrays and
+    boolean masks a copy."""
+    return view_op(_GETITEM, input, index=_index(index))
 
 
 def reshape(input: Tensor, *shape: Any) -> Tensor:
-    return apply(_RESHAPE, input, shape=_shape_args(shape))
+    """A view when the memory allows one, else a copy (as PyTorch's)."""
+    return view_op(_RESHAPE, input, shape=_shape_args(shape))
 
 
 def view(input: Tensor, *shape: Any) -> Tensor:
+    """A view with another shape; PyTorch's error where that needs a copy."""
     if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
         raise NotImplementedError("view(dtype) is not supported by dyngraph; use .to(dtype)")
-    return apply(_RESHAPE, input, shape=_shape_args(shape))
+    size = _shape_args(shape)
+    array = input._array
+    if not array.flags.c_contiguous and _fits(array, size):
+        try:
+            np.reshape(array, size, copy=False)
+        except ValueError:
+            raise RuntimeError(VIEW_MESSAGE) from None
+    return view_op(_RESHAPE, input, shape=size)
+
+
+def _fits(array: np.ndarray, size: tuple[int, ...]) -> bool:
+    """Could ``array`` take shape ``size`` at all (else reshape's own error is the one)?"""
+    known = 1
+    for d in size:
+        if d != -1:
+            known *= d
+    return known == array.size or (-1 in size and known > 0 and array.size % known == 0)
 
 
 def view_as(input: Tensor, other: Tensor) -> Tensor:
@@ -81,7 +111,7 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    return apply(OPS["transpose"], input, dim0=int(dim0), dim1=int(dim1))
+    return view_op(OPS["transpose"], input, dim0=int(dim0), dim1=int(dim1))
 
 
 swapaxes = swapdims = transpose
@@ -97,7 +127,7 @@ def t(input: Tensor) -> Tensor:
 def permute(input: Tensor, *dims: Any) -> Tensor:
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
-    return apply(OPS["permute"], input, dims=_shape_args(dims))
+    return view_op(OPS["permute"], input, dims=_shape_args(dims))
 
 
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
@@ -114,15 +144,15 @@ def movedim(input: Tensor, source: int, destination: int) -> Tensor:
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     if isinstance(dim, list):
         dim = tuple(dim)
-    return apply(OPS["squeeze"], input, dim=dim)
+    return view_op(OPS["squeeze"], input, dim=dim)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    return apply(OPS["unsqueeze"], input, dim=int(dim))
+    return view_op(OPS["unsqueeze"], input, dim=int(dim))
 
 
 def expand(input: Tensor, *size: Any) -> Tensor:
-    return apply(OPS["expand"], input, size=_shape_args(size))
+    return view_op(OPS["expand"], input, size=_shape_args(size))
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -178,11 +208,14 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([t if t.ndim > 1 else unsqueeze(t, 0) for t in _tensors(tensors, "vstack")], 0)
 
 
-def _pieces(input: Tensor, dim: int, sizes: Sequence[int]) -> tuple[Tensor, ...]:
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str = "Split"
+            ) -> tuple[Tensor, ...]:
+    """Views of consecutive pieces; like PyTorch's, they refuse in-place changes in a graph
+    (outputs of one op returning several views)."""
     op = OPS["split"]
     out, start = [], 0
-    for size in sizes:
-        out.append(apply(op, input, dim=dim, start=start, length=size))
+    for i, size in enumerate(sizes):
+        out.append(view_op(op, input, (name, i), dim=dim, start=start, length=size))
         start += size
     return tuple(out)
 
@@ -216,17 +249,19 @@ def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ..
     dim = int(dim) % max(input.ndim, 1)
     n = input._array.shape[dim]
     base, extra = divmod(n, sections)
-    return _pieces(input, dim, [base + (1 if i < extra else 0) for i in range(sections)])
+    sizes = [base + (1 if i < extra else 0) for i in range(sections)]
+    return _pieces(input, dim, sizes, "TensorSplit")
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     dim = int(dim) % max(input.ndim, 1)
     op = OPS["select"]
-    return tuple(apply(op, input, dim=dim, index=i) for i in range(input._array.shape[dim]))
+    return tuple(view_op(op, input, ("Unbind", i), dim=dim, index=i)
+                 for i in range(input._array.shape[dim]))
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
-    return apply(OPS["select"], input, dim=int(dim), index=int(index))
+    return view_op(OPS["select"], input, dim=int(dim), index=int(index))
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
@@ -239,7 +274,12 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     if length < 0 or start + length > size:
         raise RuntimeError(f"narrow(): start ({start}) + length ({length}) exceeds dimension "
                            f"size ({size}).")
-    return apply(OPS["split"], input, dim=dim, start=start, length=int(length))
+    return view_op(OPS["split"], input, dim=dim, start=start, length=int(length))
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal as a view: writing it writes the input."""
+    return view_op(OPS["diagonal"], input, offset=int(offset), dim1=int(dim1), dim2=int(dim2))
 
 
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:

@@ -1,14 +1,22 @@
 """In-place ops: ``add_``, ``mul_``, ``zero_``, ``copy_``, ``x[i] = v``, ``x += y`` ...
 
-Outside a graph (under ``no_grad``, or on tensors that need no gradient) they change
-their array in place and are not graph ops: no node, no event. That is how optimizers update
-parameters. Inside a graph they compute out of place through ``apply`` and the tensor takes
-over the result's place in the graph (PyTorch "rebases" it the same way), so arrays saved
-for backward are never overwritten. On a leaf that requires grad, outside ``no_grad``,
-they raise PyTorch's error.
+They always change the tensor's memory, as in PyTorch, so whatever shares it (its views,
+its base, a ``detach()``-ed tensor) sees the change; each bumps the version counter
+(``versions.py``), which backward checks.
 
-Not checked (PyTorch's version counter): changing, under ``no_grad``, a tensor that a live
-graph saved for its backward makes that backward use the new values.
+Outside a graph (under ``no_grad``, or when nothing involved needs a gradient) that is all:
+numpy writes in place, no node, no event. That is how optimizers update parameters.
+
+Inside a graph the new values are computed out of place through ``apply``, from a copy of
+the old values (so what that op saves stays as it was), then written into the memory, and
+the tensor takes the result's place in the graph (PyTorch "rebases" it the same way). On a
+view, the base gets a CopySlices history instead and every view of it follows
+(``views.py``).
+
+PyTorch's refusals, with its messages: a leaf that requires grad, or a view of one, in grad
+mode; a view made under ``no_grad``, or one of several outputs of ``split``/``unbind``,
+changed in a graph; a result whose shape or dtype does not fit the tensor; writing an
+``expand``-ed tensor.
 """
 
 from __future__ import annotations
@@ -19,124 +27,265 @@ import numpy as np
 
 from . import functions as fn
 from . import functions_shape as fs
+from . import (
+    ops_inplace,  # noqa: F401  (registers copy, fill, zero, normal, uniform)
+    versions,
+    views,
+)
 from .autograd import grad_mode
 from .creation import generator
 from .ops import OPS
-from .tensor import LEAF_INPLACE_MESSAGE, Tensor, apply
+from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
+
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a "
+    "single memory location. Please clone() the tensor before performing the operation."
+)
+_SCALAR_NAMES = {
+    "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+    "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+}
 
 
 def _array(x: Any) -> Any:
     return x._array if isinstance(x, Tensor) else x
 
 
+# -- the checks ----------------------------------------------------------------------------
 def _in_graph(self: Tensor, *others: Any) -> bool:
-    """Must this in-place op be recorded? Raises PyTorch's error for a leaf needing grad."""
+    """Must this in-place op be recorded? Raises PyTorch's refusals first."""
     if not grad_mode.enabled:
         return False
-    if self.requires_grad:
-        if self.grad_fn is None:
-            raise RuntimeError(LEAF_INPLACE_MESSAGE)
-        return True
+    needs = self.requires_grad
+    if not needs:
+        for o in others:
+            if isinstance(o, Tensor) and o.requires_grad:
+                needs = True
+                break
+    if self._view_info is not None:
+        view = views.info(self)
+        if view is not None:
+            needs = needs or view.base.requires_grad
+            views.check(self, view, needs)
+            return needs
+    if needs and self.requires_grad and self.grad_fn is None:
+        raise RuntimeError(LEAF_INPLACE_MESSAGE)
+    return needs
+
+
+def _check_shape(self: Tensor, *others: Any) -> None:
+    """The result must have ``self``'s shape: operands broadcast to it, never it to them."""
+    shape = self._array.shape
     for o in others:
-        if isinstance(o, Tensor) and o.requires_grad:
-            return True
-    return False
+        other = o._array.shape if isinstance(o, Tensor) else np.shape(o)
+        if other == shape or not other:
+            continue
+        try:
+            full = np.broadcast_shapes(shape, other)
+        except ValueError:
+            raise RuntimeError(_mismatch(shape, other)) from None
+        if full != shape:
+            raise RuntimeError(
+                f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}"
+            )
 
 
-def _rebase(self: Tensor, out: Tensor) -> Tensor:
-    """``self`` becomes ``out``: same data, same place in the graph, same id in events."""
-    self._array = out._array
-    self.grad_fn = out.grad_fn
-    self.requires_grad = out.requires_grad
-    self._id = out._id
+def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
+    n = max(len(a), len(b))
+    for k in range(1, n + 1):
+        da = a[-k] if k <= len(a) else 1
+        db = b[-k] if k <= len(b) else 1
+        if da != db and da != 1 and db != 1:
+            return (f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                    f"non-singleton dimension {n - k}")
+    return f"shapes {list(a)} and {list(b)} do not broadcast"
+
+
+def _cast_error(result: np.dtype, target: np.dtype) -> RuntimeError:
+    return RuntimeError(
+        f"result type {_SCALAR_NAMES.get(result.name, result.name)} can't be cast to the "
+        f"desired output type {_SCALAR_NAMES.get(target.name, target.name)}"
+    )
+
+
+def _writable(self: Tensor) -> np.ndarray:
+    array: np.ndarray = self._array
+    if views.overlapping_write(self):
+        raise RuntimeError(OVERLAP_MESSAGE)
+    return array
+
+
+# -- changing the memory -------------------------------------------------------------------
+def _bumped(self: Tensor) -> Tensor:
+    """Record the change in the version counter (not for ``.data``, as in PyTorch)."""
+    view = self._view_info
+    owner = self if view is None else view.base
+    if not (self._untracked or owner._untracked):
+        node = owner.grad_fn
+        versions.bump(self._array, None if node is None else node.name())
     return self
+
+
+def _old(self: Tensor, copy: bool = True) -> Tensor:
+    """``self``'s current value and history as an op's input; a copy of the values when
+    the op may save them (they are about to be overwritten)."""
+    t = _wrap(self._array.copy() if copy else self._array)
+    t.requires_grad = self.requires_grad
+    t.grad_fn = self.grad_fn
+    t._id = self._id
+    return t
+
+
+def _commit(self: Tensor, out: Tensor) -> Tensor:
+    """Write ``out`` (computed out of place, in the graph) into ``self``; rebase self."""
+    target = _writable(self)
+    if out._array.shape != target.shape:
+        _check_shape(self, out)
+    if out._array.dtype != target.dtype:
+        if not np.can_cast(out._array.dtype, target.dtype, "same_kind"):
+            raise _cast_error(out._array.dtype, target.dtype)
+        out = fn.to(out, target.dtype)
+    view = views.info(self)
+    if view is not None:
+        views.commit(self, view, out)
+    else:
+        np.copyto(target, out._array)
+        views.take_place(self, out)
+        views.refresh(self)
+    return _bumped(self)
 
 
 def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
+    """The plain path of an arithmetic in-place op: numpy writes into the memory."""
+    array = _writable(self)
+    other = _array(other)
     try:
-        ufunc(self._array, _array(other), out=self._array, casting="same_kind")
-    except TypeError as e:  # numpy's UFuncTypeError: a float result into an int tensor
-        raise RuntimeError(f"{name}: result type can't be cast to the desired output type "
-                           f"{self._array.dtype} ({e})") from None
+        ufunc(array, other, out=array, casting="same_kind")
+    except TypeError:  # numpy's UFuncTypeError: e.g. a float result into an int tensor
+        raise _cast_error(_result_type(array, other, ufunc), array.dtype) from None
     except ValueError as e:
         raise RuntimeError(f"{name}: {e} (in-place on a tensor of shape "
-                           f"{tuple(self._array.shape)})") from None
-    return self
+                           f"{tuple(array.shape)})") from None
+    return _bumped(self)
+
+
+def _result_type(array: np.ndarray, other: Any, ufunc: Any) -> np.dtype:
+    """The dtype PyTorch would compute (a Python float makes integers float32)."""
+    result = np.result_type(ufunc(np.zeros((), array.dtype), np.zeros((), np.asarray(other).dtype)))
+    if result.kind == "f" and array.dtype.kind != "f" and np.asarray(other).dtype.kind != "f":
+        return np.dtype(np.float32)  # true division of integers
+    if result.kind == "f" and isinstance(other, float):
+        return np.dtype(np.float32)
+    return result
 
 
 def _scaled(other: Any, alpha: Any) -> Any:
     return other if alpha == 1 else (other * alpha)
 
 
-def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+# -- arithmetic ----------------------------------------------------------------------------
+def add_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
+    if legacy:  # the deprecated add_(Number alpha, Tensor other): p.data.add_(-lr, p.grad)
+        other, alpha = fn.legacy_alpha("add_", other, legacy)
+    _check_shape(self, other)
     if _in_graph(self, other):
-        return _rebase(self, fn.add(self, other, alpha=alpha))
+        return _commit(self, fn.add(_old(self, copy=False), other, alpha=alpha))
     return _ufunc(self, np.add, _scaled(_array(other), alpha), "add_")
 
 
-def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+def sub_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
+    if legacy:
+        other, alpha = fn.legacy_alpha("sub_", other, legacy)
+    _check_shape(self, other)
     if _in_graph(self, other):
-        return _rebase(self, fn.sub(self, other, alpha=alpha))
+        return _commit(self, fn.sub(_old(self, copy=False), other, alpha=alpha))
     return _ufunc(self, np.subtract, _scaled(_array(other), alpha), "sub_")
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
+    _check_shape(self, other)
     if _in_graph(self, other):
-        return _rebase(self, fn.mul(self, other))
+        return _commit(self, fn.mul(_old(self), other))
     return _ufunc(self, np.multiply, other, "mul_")
 
 
 def div_(self: Tensor, other: Any) -> Tensor:
+    _check_shape(self, other)
     if _in_graph(self, other):
-        return _rebase(self, fn.div(self, other))
+        return _commit(self, fn.div(_old(self), other))
     return _ufunc(self, np.true_divide, other, "div_")
 
 
 def pow_(self: Tensor, exponent: Any) -> Tensor:
+    _check_shape(self, exponent)
     if _in_graph(self, exponent):
-        return _rebase(self, fn.pow(self, exponent))
+        return _commit(self, fn.pow(_old(self), exponent))
     return _ufunc(self, np.power, exponent, "pow_")
 
 
 def sqrt_(self: Tensor) -> Tensor:
     if _in_graph(self):
-        return _rebase(self, fn.sqrt(self))
-    np.sqrt(self._array, out=self._array)
-    return self
+        return _commit(self, fn.sqrt(_old(self)))
+    array = _writable(self)
+    if array.dtype.kind != "f":
+        raise _cast_error(np.dtype(np.float32), array.dtype)
+    np.sqrt(array, out=array)
+    return _bumped(self)
 
 
 def neg_(self: Tensor) -> Tensor:
     if _in_graph(self):
-        return _rebase(self, fn.neg(self))
-    np.negative(self._array, out=self._array)
-    return self
+        return _commit(self, fn.neg(_old(self, copy=False)))
+    array = _writable(self)
+    np.negative(array, out=array)
+    return _bumped(self)
 
 
-def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *legacy: Any, value: Any = 1) -> Tensor:
+    if legacy:  # the deprecated addcmul_(Number value, Tensor tensor1, Tensor tensor2)
+        (tensor1, tensor2), value = _legacy_value("addcmul_", tensor1, tensor2, legacy)
+    _check_shape(self, tensor1, tensor2)
     if _in_graph(self, tensor1, tensor2):
-        return _rebase(self, fn.add(self, fn.mul(tensor1, tensor2), alpha=value))
+        return _commit(self, fn.add(_old(self, copy=False), fn.mul(tensor1, tensor2),
+                                    alpha=value))
     return _ufunc(self, np.add, _array(tensor1) * _array(tensor2) * value, "addcmul_")
 
 
-def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *legacy: Any, value: Any = 1) -> Tensor:
+    if legacy:
+        (tensor1, tensor2), value = _legacy_value("addcdiv_", tensor1, tensor2, legacy)
+    _check_shape(self, tensor1, tensor2)
     if _in_graph(self, tensor1, tensor2):
-        return _rebase(self, fn.add(self, fn.div(tensor1, tensor2), alpha=value))
+        return _commit(self, fn.add(_old(self, copy=False), fn.div(tensor1, tensor2),
+                                    alpha=value))
     return _ufunc(self, np.add, _array(tensor1) / _array(tensor2) * value, "addcdiv_")
 
 
+def _legacy_value(name: str, value: Any, tensor1: Any, rest: tuple[Any, ...]) -> Any:
+    """The deprecated ``addcmul_(Number value, Tensor tensor1, Tensor tensor2)``."""
+    if len(rest) != 1 or isinstance(value, Tensor):
+        raise TypeError(f"{name}() takes 2 positional arguments but {2 + len(rest)} were given")
+    fn.deprecated_overload(name, "Number value, Tensor tensor1, Tensor tensor2",
+                           "Tensor tensor1, Tensor tensor2, *, Number value = 1")
+    return (tensor1, rest[0]), value
+
+
 def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
+    _check_shape(self, end, weight)
     if _in_graph(self, end, weight):
-        return _rebase(self, fn.add(self, fn.mul(fn.sub(end, self), weight)))
+        old = _old(self)
+        return _commit(self, fn.add(old, fn.mul(fn.sub(end, old), weight)))
     return _ufunc(self, np.add, (_array(end) - self._array) * _array(weight), "lerp_")
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-    if _in_graph(self):
-        return _rebase(self, fn.clamp(self, min, max))
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    np.clip(self._array, _array(min), _array(max), out=self._array)
-    return self
+    if _in_graph(self):
+        return _commit(self, fn.clamp(_old(self), min, max))
+    array = _writable(self)
+    np.clip(array, _array(min), _array(max), out=array)
+    return _bumped(self)
 
 
 def clamp_min_(self: Tensor, min: Any) -> Tensor:  # noqa: A002
@@ -148,64 +297,79 @@ def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
+    _check_shape(self, mask)
     if _in_graph(self, value):
-        return _rebase(self, fn.masked_fill(self, mask, value))
-    np.copyto(self._array, np.asarray(_array(value), dtype=self._array.dtype),
-              where=np.broadcast_to(np.asarray(_array(mask), bool), self._array.shape))
-    return self
+        return _commit(self, fn.masked_fill(_old(self), mask, value))
+    array = _writable(self)
+    np.copyto(array, np.asarray(_array(value), dtype=array.dtype),
+              where=np.broadcast_to(np.asarray(_array(mask), bool), array.shape))
+    return _bumped(self)
 
 
-def _overwrite(self: Tensor, values: np.ndarray) -> Tensor:
-    """zero_/fill_/normal_ ...: the result no longer depends on the old values."""
-    if _in_graph(self):
-        # Recorded out of place (arrays saved for backward keep their values) as a where()
-        # that takes every value from the constant: the tensor stays in the graph, with a
-        # zero gradient to what it was before, as in PyTorch.
-        fill = np.array(np.broadcast_to(values, self._array.shape), dtype=self._array.dtype)
-        everywhere = np.ones(self._array.shape, dtype=bool)
-        return _rebase(self, apply(OPS["where"], everywhere, fill, self))
-    self._array[...] = values
-    return self
+# -- replacing the values ------------------------------------------------------------------
+def _overwrite(self: Tensor, op: str, values: Any) -> Tensor:
+    """zero_/fill_/copy_/normal_ ...: the result no longer depends on the old values, whose
+    history stays in the graph with a zero gradient (as in PyTorch)."""
+    _check_shape(self, values)
+    if _in_graph(self, values):
+        return _commit(self, apply(OPS[op], _old(self, copy=False), values))
+    array = _writable(self)
+    try:
+        np.copyto(array, _array(values), casting="unsafe")
+    except ValueError as e:
+        raise RuntimeError(f"{op}_: {e}") from None
+    return _bumped(self)
 
 
 def zero_(self: Tensor) -> Tensor:
-    return _overwrite(self, np.zeros((), self._array.dtype))
+    return _overwrite(self, "zero", np.zeros((), self._array.dtype))
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
-    return _overwrite(self, np.asarray(_array(value), dtype=self._array.dtype))
+    if isinstance(value, Tensor) and value._array.ndim:
+        raise RuntimeError(
+            "fill_ only supports 0-dimension value tensor but got tensor with "
+            f"{value._array.ndim} dimensions."
+        )
+    return _overwrite(self, "fill", value if isinstance(value, Tensor) else np.asarray(value))
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
-    return _overwrite(self, generator().normal(mean, std, self._array.shape))
+    return _overwrite(self, "normal", generator().normal(mean, std, self._array.shape))
 
 
 def uniform_(self: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
-    return _overwrite(self, generator().uniform(a, b, self._array.shape))
+    return _overwrite(self, "uniform", generator().uniform(a, b, self._array.shape))
 
 
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
-    if _in_graph(self, src):
-        src = src if isinstance(src, Tensor) else Tensor(np.asarray(src))
-        moved = fn.to(fs.expand(src, self._array.shape), self._array.dtype)
-        return _rebase(self, fn.clone(moved))
-    try:
-        np.copyto(self._array, _array(src), casting="unsafe")
-    except ValueError as e:
-        raise RuntimeError(f"copy_: {e}") from None
-    return self
+    return _overwrite(self, "copy", src if isinstance(src, Tensor) else np.asarray(src))
+
+
+# -- indexing ------------------------------------------------------------------------------
+def _is_view_index(index: Any) -> bool:
+    """Ints, slices, None and ``...`` pick a view; arrays and masks pick copies."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(p is None or p is Ellipsis or isinstance(p, (int, slice, np.integer))
+               for p in parts)
 
 
 def setitem(self: Tensor, index: Any, value: Any) -> None:
-    """``tensor[index] = value``."""
+    """``tensor[index] = value``: a copy into the view ``tensor[index]`` (CopySlices), or
+    with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
     if _in_graph(self, value):
-        _rebase(self, apply(OPS["index_put"], self, value, index=index))
+        if _is_view_index(index):
+            copy_(fs.getitem(self, index), value)
+        else:
+            _commit(self, apply(OPS["index_put"], _old(self), value, index=index))
         return
+    array = _writable(self)
     try:
-        self._array[index] = _array(value)
+        array[index] = _array(value)
     except ValueError as e:
         raise RuntimeError(f"setitem: {e}") from None
+    _bumped(self)
 
 
 def iadd(self: Tensor, other: Any) -> Tensor:

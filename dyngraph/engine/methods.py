@@ -10,6 +10,7 @@ from . import functions_shape as fs
 from . import inplace
 from .ops import OPS
 from .tensor import Tensor, apply
+from .views import view_op
 
 _ADD, _SUB, _MUL, _DIV, _MATMUL = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["matmul"]
 _GETITEM = OPS["getitem"]
@@ -57,7 +58,7 @@ def __rmatmul__(self: Tensor, other: Any) -> Tensor:
 
 def __getitem__(self: Tensor, index: Any) -> Tensor:
     if type(index) is int or type(index) is slice:
-        return apply(_GETITEM, self, index=index)
+        return view_op(_GETITEM, self, index=index)
     return fs.getitem(self, index)
 
 
@@ -164,7 +165,7 @@ _FROM_FUNCTIONS = (
 _FROM_SHAPE = (
     "reshape view view_as reshape_as flatten unflatten transpose swapaxes swapdims t "
     "permute movedim squeeze unsqueeze expand expand_as broadcast_to repeat gather "
-    "index_select split chunk tensor_split unbind select narrow tril triu flip"
+    "index_select split chunk tensor_split unbind select narrow diagonal tril triu flip"
 ).split()
 
 for _name in _FROM_FUNCTIONS:

@@ -34,21 +34,25 @@ class OpDef:
     """A registered op. ``needs_input_grad``: the forward gets a ``needs_input_grad`` tuple
     (which inputs will receive a gradient) so its backward can skip costly unused ones.
     ``exact``: the output dtype is the op's own (a cast), never adjusted by the engine.
+    ``saved_for``: names under which the backward holds an array needed only for one
+    input's gradient (``mul``'s ``a`` serves ``b``'s); the version counter ignores such an
+    array when that input needs no gradient, as PyTorch then does not save it.
     ``promotes``: an elementwise op of two tensors, whose operands follow PyTorch's type
     promotion (a 0-d tensor does not widen a dimensioned one of its category)."""
 
     __slots__ = ("name", "forward", "saves", "grad_fn_name", "needs_input_grad", "exact",
-                 "promotes")
+                 "saved_for", "promotes")
 
     def __init__(self, name: str, forward: Forward, saves: bool, grad_fn_name: str,
                  needs_input_grad: bool = False, exact: bool = False,
-                 promotes: bool = False) -> None:
+                 saved_for: dict[str, int] | None = None, promotes: bool = False) -> None:
         self.name = name
         self.forward = forward
         self.saves = saves
         self.grad_fn_name = grad_fn_name
         self.needs_input_grad = needs_input_grad
         self.exact = exact
+        self.saved_for = saved_for
         self.promotes = promotes
 
     def __repr__(self) -> str:
@@ -59,7 +63,8 @@ OPS: dict[str, OpDef] = {}
 
 
 def register(name: str, saves: bool = True, grad_fn: str | None = None,
-             needs_input_grad: bool = False, exact: bool = False, promotes: bool = False
+             needs_input_grad: bool = False, exact: bool = False,
+             saved_for: dict[str, int] | None = None, promotes: bool = False
              ) -> Callable[[Forward], Forward]:
     """Add an op to the registry under ``name`` (its event and graph-node name)."""
 
@@ -68,7 +73,7 @@ def register(name: str, saves: bool = True, grad_fn: str | None = None,
             raise ValueError(f"op {name!r} is registered twice")
         camel = "".join(part.capitalize() for part in name.split("_"))
         OPS[name] = OpDef(name, forward, saves, grad_fn or f"{camel}Backward0",
-                          needs_input_grad, exact, promotes)
+                          needs_input_grad, exact, saved_for, promotes)
         return forward
 
     return decorate
@@ -146,14 +151,16 @@ def _is_bool(x: Any) -> bool:
     return type(x) is bool or (type(x) is np.ndarray and x.dtype.kind == "b")
 
 
-@register("mul", promotes=True)
+@register("mul", saved_for={"a": 1, "b": 0}, promotes=True)
 def mul(a, b):
     # Saved arrays bound as defaults rather than closure cells: one object per call instead
     # of three (mul is the commonest op that saves anything).
-    return a * b, lambda g, a=a, b=b: (g * b, g * a if type(b) is np.ndarray else None)
+    if type(b) is not np.ndarray:  # times a constant: a is not needed (nor saved, PyTorch)
+        return a * b, lambda g, b=b: (g * b, None)
+    return a * b, lambda g, a=a, b=b: (g * b, g * a)
 
 
-@register("div", promotes=True)
+@register("div", saved_for={"out": 1}, promotes=True)
 def div(a, b):
     out = a / b
     return out, lambda g: (g / b, -g * out / b if _arr(b) else None)
@@ -170,7 +177,7 @@ def neg(a):
     return -a, _neg_backward
 
 
-@register("pow", promotes=True)
+@register("pow", saved_for={"out": 1}, promotes=True)
 def pow_(a, b):
     if _is_bool(a) and _is_bool(b):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
@@ -362,7 +369,7 @@ def clone(a):
 
 
 # -- linear algebra -----------------------------------------------------------------------
-@register("matmul", grad_fn="MmBackward0", needs_input_grad=True)
+@register("matmul", grad_fn="MmBackward0", needs_input_grad=True, saved_for={"a": 1, "b": 0})
 def matmul(a, b, needs_input_grad=(True, True)):
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "

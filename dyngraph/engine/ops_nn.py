@@ -25,18 +25,19 @@ from .ops import OPS, Forward, OpDef, register
 NN_OPS: dict[str, OpDef] = {}
 
 
-def _define(name: str, grad_fn: str, saves: bool = True, needs_input_grad: bool = False
-            ) -> Callable[[Forward], Forward]:
+def _define(name: str, grad_fn: str, saves: bool = True, needs_input_grad: bool = False,
+            saved_for: dict[str, int] | None = None) -> Callable[[Forward], Forward]:
     """Register an nn op (``needs_input_grad``: the forward is told which inputs need a
     gradient, so its backward can skip costly unused ones, e.g. the data's in a first
-    layer)."""
+    layer; ``saved_for``: see ``OpDef``)."""
 
     def decorate(forward: Forward) -> Forward:
         if name in OPS:
-            NN_OPS[name] = OpDef(name, forward, saves, grad_fn, needs_input_grad)
+            NN_OPS[name] = OpDef(name, forward, saves, grad_fn, needs_input_grad,
+                                 saved_for=saved_for)
         else:
-            register(name, saves=saves, grad_fn=grad_fn, needs_input_grad=needs_input_grad)(
-                forward)
+            register(name, saves=saves, grad_fn=grad_fn, needs_input_grad=needs_input_grad,
+                     saved_for=saved_for)(forward)
             NN_OPS[name] = OPS[name]
         return forward
 
@@ -55,7 +56,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
-@_define("linear", "AddmmBackward0", needs_input_grad=True)
+@_define("linear", "AddmmBackward0", needs_input_grad=True, saved_for={"x": 1, "w": 0})
 def linear(x, w, b=None, needs_input_grad=(True, True, True)):
     out = x @ w.T
     if b is not None:

@@ -1,8 +1,12 @@
 """Shape, indexing and joining ops: reshape, transpose, permute, squeeze, expand, getitem,
-gather, cat, stack, split, tril/triu ...
+gather, cat, stack, split, tril/triu ..., and the two ops of in-place changes through views
+(``as_strided``, ``copy_slices``).
 
 Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). None of these saves an
 input (their backward only needs shapes and indices), so their graphs can be walked twice.
+The view ops (getitem with ints/slices/None/..., reshape where no copy is needed,
+transpose, permute, squeeze, unsqueeze, expand, select, split, diagonal) return numpy
+views of their input: ``views.py`` turns that into PyTorch's view semantics.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import index_out_of_bounds
-from .ops import register
+from .ops import OPS, register
 
 
 def _dim(d: int, ndim: int) -> int:
@@ -135,11 +139,21 @@ def _is_basic(index: Any) -> bool:
     return True
 
 
+def _take(a: np.ndarray, index: Any) -> np.ndarray:
+    """``a[index]``, but a 0-d view rather than a numpy scalar when ints pick one element
+    (PyTorch's ``x[0]`` of a 1-d tensor is a view that ``x[0].add_(1)`` writes through)."""
+    out = a[index]
+    if type(out) is not np.ndarray:
+        parts = index if isinstance(index, tuple) else (index,)
+        out = a[(*parts, Ellipsis)]
+    return out
+
+
 @register("getitem", saves=False, grad_fn="IndexBackward0")
 def getitem(a, index):
     shape, dtype = a.shape, a.dtype
     try:
-        out = a[index]
+        out = _take(a, index)
     except IndexError as e:
         raise IndexError(f"getitem: {e} (indexing a tensor of shape {tuple(shape)})") from None
     basic = _is_basic(index)
@@ -155,9 +169,9 @@ def getitem(a, index):
     return out, backward
 
 
-@register("index_put", saves=False, grad_fn="CopySlices")
+@register("index_put", saves=False, grad_fn="IndexPutBackward0")
 def index_put(a, value, index):
-    """``a[index] = value`` out of place: the graph form of ``__setitem__``."""
+    """``a[index] = value`` out of place: ``__setitem__`` with index tensors or masks."""
     out = a.copy()
     out[index] = value
 
@@ -325,7 +339,105 @@ def select(a, dim, index):
         full[where] = g
         return (full,)
 
-    return a[where], backward
+    return _take(a, where), backward
+
+
+@register("diagonal", saves=False)
+def diagonal(a, offset=0, dim1=0, dim2=1):
+    d1, d2 = _dim(dim1, a.ndim), _dim(dim2, a.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    out = np.diagonal(a, offset, d1, d2)
+    if a.flags.writeable:
+        out.flags.writeable = True  # numpy's diagonal view is read-only; PyTorch's is not
+    shape, dtype = a.shape, a.dtype
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        region = np.diagonal(full, offset, d1, d2)
+        region.flags.writeable = True
+        region[...] = g
+        return (full,)
+
+    return out, backward
+
+
+# -- in-place changes through views ----------------------------------------------------------
+class ViewStep:
+    """One view op on the way from a base tensor's array to a view's: replayable on any
+    array of the base's shape (the base itself, or a gradient)."""
+
+    __slots__ = ("op", "attrs")
+
+    def __init__(self, op: str, attrs: dict[str, Any]) -> None:
+        self.op = op
+        self.attrs = attrs
+
+    def __call__(self, array: np.ndarray) -> np.ndarray:
+        return OPS[self.op].forward(array, **self.attrs)[0]
+
+    def __repr__(self) -> str:  # what an event's attrs show
+        args = ", ".join(f"{k}={_text(v)}" for k, v in self.attrs.items())
+        return f"{self.op}({args})"
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_text(v) for v in value) + ")"
+    if isinstance(value, slice):
+        parts = ["" if p is None else str(p) for p in (value.start, value.stop)]
+        return ":".join(parts + ([str(value.step)] if value.step is not None else []))
+    return "..." if value is Ellipsis else str(value)
+
+
+def replay(chain: tuple[ViewStep, ...], array: np.ndarray) -> np.ndarray:
+    for step in chain:
+        array = step(array)
+    return array
+
+
+def _positions(shape: tuple[int, ...], chain: tuple[ViewStep, ...]) -> np.ndarray:
+    """Where each element of the view sits in the base, as flat (C-order) indices."""
+    return replay(chain, np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape))
+
+
+@register("as_strided", saves=False, grad_fn="AsStridedBackward0")
+def as_strided(base, chain):
+    """A view of ``base`` rebuilt after its history changed (PyTorch regenerates a view's
+    grad_fn the same way once an in-place op touched its base)."""
+    shape, dtype = base.shape, base.dtype
+    repeats = any(step.op == "expand" for step in chain)
+
+    def backward(g):
+        full = np.zeros(shape, dtype=dtype)
+        flat = full.reshape(-1)
+        if repeats:  # an expanded view reads some base elements more than once
+            np.add.at(flat, _positions(shape, chain), g)
+        else:
+            flat[_positions(shape, chain)] = g
+        return (full,)
+
+    return replay(chain, base), backward
+
+
+@register("copy_slices", saves=False, grad_fn="CopySlices", exact=True)
+def copy_slices(base, value, chain):
+    """The commit of an in-place op on a view: ``value`` (the view's new values) is written
+    into ``base``'s memory, and base, changed in place, is the output. The one op that
+    mutates an input, because that is what it stands for (PyTorch's CopySlices).
+
+    Backward: the region's gradient goes to ``value``, the rest to the base's history.
+    """
+    replay(chain, base)[...] = value
+    shape = base.shape
+
+    def backward(g):
+        where = _positions(shape, chain)
+        rest = np.array(g, order="C")
+        rest.reshape(-1)[where] = 0
+        return rest, np.asarray(g).reshape(-1)[where]
+
+    return base, backward
 
 
 @register("tril", saves=False)
@@ -347,4 +459,5 @@ def flip(a, dims):
     dims = tuple(_dim(d, max(a.ndim, 1)) for d in dims)
     if not a.ndim:
         return a.copy(), lambda g: (g,)
-    return np.flip(a, dims), lambda g: (np.flip(g, dims),)
+    # A copy: numpy's flip is a view, PyTorch's is not (writes to it must not reach ``a``).
+    return np.flip(a, dims).copy(), lambda g: (np.flip(g, dims),)

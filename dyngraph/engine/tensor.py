@@ -8,7 +8,6 @@ when no graph is involved (optimizers under ``no_grad``), so they are not graph 
 
 from __future__ import annotations
 
-import itertools
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
@@ -16,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..capture.tracing import Handle, now_ns, tracer
-from . import autograd
+from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
+from . import autograd, versions
 from .autograd import Node, grad_mode
 from .dtypes import zero_dim_promotion
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
+from .recording import op as _record_op
 
-_ids = itertools.count(1)
+_ids = tensor_ids
 _new_node = Node.__new__
 DEFAULT_DTYPE = np.float32
 _F64 = np.dtype(np.float64)
@@ -65,6 +65,9 @@ class Tensor:
     _is_param = False
     _hooks: list[Callable[[Tensor], Any]] | None = None
     _post_hooks: list[Callable[[Tensor], Any]] | None = None
+    _view_info: Any = None  # views.ViewInfo on a view (its base, how it was taken)
+    _views: list[weakref.ref[Tensor]] | None = None  # a base's views made in grad mode
+    _untracked = False  # ``.data``: in-place changes through it bump no version (PyTorch)
     # Let numpy defer to Tensor's reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_priority__ = 1000
 
@@ -206,6 +209,10 @@ class Tensor:
         if requires_grad and self._array.dtype.kind not in "fc":
             raise RuntimeError(INT_GRAD_MESSAGE)
         self.requires_grad = bool(requires_grad)
+        if self._views:  # its views made in grad mode now require grad too, as in PyTorch
+            from .views import refresh
+
+            refresh(self)
         return self
 
     @property
@@ -213,9 +220,12 @@ class Tensor:
         """A tensor sharing this one's memory, outside the graph (``torch.Tensor.data``).
 
         ``p.data.add_(g, alpha=-lr)`` and ``p.data -= lr * p.grad`` update ``p`` itself and
-        are not recorded; prefer ``with torch.no_grad():``, as in PyTorch.
+        are not recorded; prefer ``with torch.no_grad():``, as in PyTorch. As in PyTorch,
+        changes made through ``.data`` are invisible to the version counter.
         """
-        return _wrap(self._array)
+        t = _wrap(self._array)
+        t._untracked = True
+        return t
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -228,6 +238,14 @@ class Tensor:
         return _wrap(self._array)
 
     def detach_(self) -> Tensor:
+        if self._view_info is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is "
+                "set as True, gradients are views of DDP buckets, and hence detach_() cannot "
+                "be called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
         self.grad_fn = None
         self.requires_grad = False
         return self
@@ -272,11 +290,32 @@ class Tensor:
     def is_floating_point(self) -> bool:
         return self._array.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
-        return True  # dyngraph has no strides users can observe
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Is the memory laid out row-major without gaps (a transpose or an expand is not)?"""
+        return bool(self._array.flags.c_contiguous)
 
-    def contiguous(self) -> Tensor:
-        return self
+    def contiguous(self, memory_format: Any = None) -> Tensor:
+        """This tensor if it is contiguous, else a row-major copy (``CloneBackward0``)."""
+        if self._array.flags.c_contiguous:
+            return self
+        return apply(OPS["clone"], self)
+
+    @property
+    def _base(self) -> Tensor | None:
+        """The tensor this one is a view of (None if it is not a view), as in PyTorch."""
+        view = self._view_info
+        return None if view is None else view.base
+
+    def _is_view(self) -> bool:
+        return self._view_info is not None
+
+    @property
+    def _version(self) -> int:
+        """How many in-place ops changed this tensor's memory (PyTorch's version counter)."""
+        return versions.version(self._array)
+
+    def data_ptr(self) -> int:
+        return int(self._array.__array_interface__["data"][0])
 
     def cpu(self) -> Tensor:
         return self
@@ -369,8 +408,11 @@ class Tensor:
             new._grad = _wrap(self._grad._array.copy())
         import copy
 
-        # The dict holds rare fields (name, hooks) and whatever subclasses add.
-        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        # The dict holds rare fields (name, hooks) and whatever subclasses add; the copy is
+        # no view of anything (its memory is its own).
+        rare = {k: v for k, v in self.__dict__.items()
+                if k not in ("_view_info", "_views", "_untracked")}
+        new.__dict__.update(copy.deepcopy(rare, memo))
         memo[id(self)] = new
         return new
 
@@ -513,7 +555,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         out.requires_grad = False
         out.grad_fn = None
     if listening:
-        tracer.on_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
+        _record_op(op.name, inputs, out, attrs, enabled, now_ns() - start)
     return out
 
 

@@ -8,8 +8,8 @@ Sequential(
 )
 """
 
-from typing import Any
 
+from ..missing import module_getattr
 from . import functional, init, utils  # noqa: F401
 from .activation import (
     ELU,
@@ -58,9 +58,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Only reached for names this module does not define: say so plainly.
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
-                         "supported surface (see docs/api-nn.md)")
+__getattr__ = module_getattr(__name__)  # names a missing torch.* piece

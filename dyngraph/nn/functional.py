@@ -22,6 +22,7 @@ from ..engine import functions as _fn
 from ..engine.ops import OPS
 from ..engine.ops_nn import NN_OPS
 from ..engine.tensor import Tensor, apply
+from ..missing import module_getattr
 
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
@@ -465,9 +466,4 @@ def _legacy(size_average: Any, reduce: Any) -> None:
         )
 
 
-def __getattr__(name: str) -> Any:
-    # Only reached for names this module does not define: say so plainly.
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
-                         "supported surface (see docs/api-nn.md)")
+__getattr__ = module_getattr(__name__)  # names a missing torch.* piece

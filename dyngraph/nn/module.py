@@ -8,7 +8,6 @@ With nobody listening and no hooks, ``__call__`` is ``forward`` plus one check.
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
@@ -19,6 +18,7 @@ from ..capture.tracing import Handle, tracer
 from ..engine.autograd import no_grad
 from ..engine.dtypes import to_numpy_dtype
 from ..engine.tensor import Tensor
+from ..missing import not_implemented
 from .parameter import Parameter
 
 # Bumped whenever any module's parameters, buffers or submodules change, so the cached
@@ -32,59 +32,96 @@ def _bump() -> None:
 
 
 class _Naming:
-    """Which root module named the modules being called, and the paths it gave them.
+    """The paths modules run under and the names their tensors carry.
 
-    A module called with no module call active becomes the root, unless the current root
-    already contains it (``model.decode(z)`` calling ``self.decoder``): then it keeps the
-    path the root gave it. The root's own path is "" (its ops are at top level).
+    A module's path is where it was first registered, from its outermost owner:
+    ``blocks.3.0`` for ``model.blocks[3][0]``, whoever calls it. Each module remembers its
+    owner and attribute name when it is assigned (``_adopt``), so a block taken out of an
+    ``nn.ModuleList`` and called at top level is named as inside its model, with no root
+    call needed. A module that no module owns is a root: its path is "" (its ops are at
+    top level). A module built on the fly inside a call, owned by nothing, is named by
+    its class under the caller (``encoder.Linear``).
     """
 
     def __init__(self) -> None:
         self.depth = 0
-        self.root: weakref.ref[Module] | None = None
-        self.version = -1
-        self.paths: dict[int, str] = {}
-        # Per root: (root, version, paths, named parameters, named buffers). A training loop
-        # alternates roots (the model, then a separate loss module) every iteration.
-        self._cache: dict[int, tuple[Any, int, dict[int, str], list[Any], list[Any]]] = {}
-        self._named_by: tuple[int, int] | None = None  # the root that named the tensors
 
     def path_of(self, module: Module) -> str:
-        if self.depth == 0:
-            root = self.root() if self.root is not None else None
-            if root is not None and self.version != _structure_version:
-                self.rename(root)  # the structure changed: refresh the current root's names
-            if root is None or id(module) not in self.paths:
-                self.rename(module)
-            return self.paths[id(module)]
-        path = self.paths.get(id(module))
-        if path is None:
-            # Not registered under the root (a module built on the fly): name it by class.
-            parent = tracer.module_stack[-1]
-            name = type(module).__name__
-            path = f"{parent}.{name}" if parent else name
+        d = module.__dict__
+        cached = d.get("_path")
+        if cached is not None and cached[0] == _structure_version:
+            path: str = cached[1]
+        else:
+            owned = _live_owner(module) is not None
+            if not owned and self.depth > 0:
+                # Not registered anywhere (a module built on the fly): name it by class.
+                parent = tracer.module_stack[-1]
+                name = type(module).__name__
+                return f"{parent}.{name}" if parent else name
+            path = registered_path(module)
+            d["_path"] = (_structure_version, path)
+        if d.get("_named") != _structure_version:
+            self.name_tensors(module, path)
         return path
 
-    def rename(self, root: Module) -> None:
-        key = id(root)
-        entry = self._cache.get(key)
-        if entry is None or entry[0]() is not root or entry[1] != _structure_version:
-            if len(self._cache) >= 16:
-                self._cache.clear()
-            entry = (weakref.ref(root), _structure_version,
-                     {id(m): name for name, m in root.named_modules()},
-                     list(root.named_parameters()), list(root.named_buffers()))
-            self._cache[key] = entry
-        self.root, self.version, self.paths = entry[0], entry[1], entry[2]
-        # Name the tensors unless this root already did (a root without parameters, like a
-        # loss module, leaves the model's names alone).
-        if (entry[3] or entry[4]) and self._named_by != (key, entry[1]):
-            for name, p in entry[3]:
-                p._name = name
-                p._is_param = True
-            for name, b in entry[4]:
-                b._name = name
-            self._named_by = (key, entry[1])
+    @staticmethod
+    def name_tensors(module: Module, path: str) -> None:
+        """Give the parameters and buffers under ``module`` their qualified names; each
+        module is done once per structure version (a tied weight keeps its first name)."""
+        for name, p in module.named_parameters(prefix=path):
+            p._name = name
+            p._is_param = True
+        for name, b in module.named_buffers(prefix=path):
+            b._name = name
+        for _, sub in module.named_modules():
+            sub.__dict__["_named"] = _structure_version
+
+
+def _adopt(owner: Module, name: str, module: Module | None) -> None:
+    """Remember where ``module`` was registered, unless a module still holding it did first.
+
+    A strong reference (the owner also holds the child): ``copy.deepcopy`` of a model then
+    gives each copied block its copied owner.
+    """
+    if module is not None and _live_owner(module) is None:
+        module.__dict__["_owner"] = owner
+        module.__dict__["_owner_attr"] = name
+
+
+def _live_owner(module: Module) -> Module | None:
+    """The module ``module`` was first registered in, while that one still holds it."""
+    owner = module.__dict__.get("_owner")
+    if owner is None:
+        return None
+    attr = module.__dict__.get("_owner_attr", "")
+    modules = owner.__dict__.get("_modules", {})
+    if modules.get(attr) is module:
+        return owner
+    for key, value in modules.items():  # renumbered (ModuleList.insert, del)
+        if value is module:
+            module.__dict__["_owner_attr"] = key
+            return owner
+    return None
+
+
+def registered_path(module: Module) -> str:
+    """``module``'s qualified name from its outermost owner ("" for a root).
+
+    >>> import dyngraph.nn as nn
+    >>> model = nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.Tanh()))
+    >>> registered_path(model[1][0])
+    '1.0'
+    """
+    parts: list[str] = []
+    seen = {id(module)}
+    while True:
+        owner = _live_owner(module)
+        if owner is None or id(owner) in seen:  # a cycle of ownership: stop at it
+            break
+        parts.append(module.__dict__["_owner_attr"])
+        seen.add(id(owner))
+        module = owner
+    return ".".join(reversed(parts))
 
 
 _naming = _Naming()
@@ -139,6 +176,8 @@ class Module:
         d["_forward_hooks"] = {}
         d["_forward_pre_hooks"] = {}
         d["_hooked"] = False
+        d["_owner"] = None  # the module this one was first registered in (see _Naming)
+        d["_owner_attr"] = ""
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -154,8 +193,7 @@ class Module:
     def _call_traced(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not tracer.listening:
             return self._run_with_hooks(args, kwargs)
-        stack = tracer.module_stack
-        stack.append(_naming.path_of(self))
+        tracer.enter_module(_naming.path_of(self))
         _naming.depth += 1
         try:
             if self._hooked:
@@ -163,7 +201,7 @@ class Module:
             return self.forward(*args, **kwargs)
         finally:
             _naming.depth -= 1
-            stack.pop()
+            tracer.exit_module()
 
     def _run_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # Hooks run inside the module's scope: ops they run belong to the module.
@@ -236,6 +274,7 @@ class Module:
                 self._forget(name)
             modules[name] = value
             d[name] = value
+            _adopt(self, name, value)
             _bump()
         elif name in d.get("_modules", ()):
             if value is not None:
@@ -255,7 +294,10 @@ class Module:
 
     def __getattr__(self, name: str) -> Any:
         # Only reached when normal lookup failed (registered values also live in __dict__).
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        message = f"'{type(self).__name__}' object has no attribute '{name}'"
+        if name in _TORCH_MODULE_ATTRIBUTES:
+            message += ": " + not_implemented(f"nn.Module.{name}")
+        raise AttributeError(message)
 
     def __delattr__(self, name: str) -> None:
         if self._forget(name):
@@ -315,6 +357,7 @@ class Module:
         self._forget(name)
         self._modules[name] = module
         self.__dict__[name] = module
+        _adopt(self, name, module)
         _bump()
 
     register_module = add_module
@@ -470,8 +513,35 @@ class Module:
     def cpu(self) -> Module:
         return self
 
+    def half(self) -> Module:
+        return self.to(np.float16)
+
+    def bfloat16(self) -> Module:
+        from ..engine.dtypes import bfloat16
+
+        return self.to(bfloat16)
+
+    def cuda(self, device: Any = None) -> Module:
+        raise NotImplementedError("dyngraph runs on the CPU only (Module.cuda() was called)")
+
     def type(self, dst_type: Any) -> Module:
-        return self.to(dst_type)
+        """``module.type(torch.float64)`` or ``module.type(torch.DoubleTensor)``."""
+        from ..engine.legacy import dtype_of_type
+
+        return self.to(dtype_of_type(dst_type))
+
+    def share_memory(self) -> Module:
+        return self  # one process: nothing to share
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """A no-op: dyngraph runs every module eagerly, op by op, to show each op."""
+
+    def get_buffer(self, target: str) -> Tensor:
+        owner, _, name = target.rpartition(".")
+        module = self.get_submodule(owner)
+        if name not in module._buffers or module._buffers[name] is None:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return module._buffers[name]  # type: ignore[return-value]
 
     # -- state dicts ---------------------------------------------------------------------
     def state_dict(self, *, destination: dict[str, Any] | None = None, prefix: str = "",
@@ -556,6 +626,16 @@ class Module:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+# nn.Module attributes PyTorch has and dyngraph lacks: a miss on one of these names the
+# missing piece; any other miss is a typo in the user's model and gets PyTorch's message.
+_TORCH_MODULE_ATTRIBUTES = frozenset("""
+    T_destination call_super_init dump_patches get_extra_state ipu mtia xpu to_empty
+    register_backward_hook register_full_backward_hook register_full_backward_pre_hook
+    register_load_state_dict_post_hook register_load_state_dict_pre_hook
+    register_state_dict_post_hook register_state_dict_pre_hook set_extra_state set_submodule
+    """.split())
 
 
 def _size(shape: tuple[int, ...]) -> str:

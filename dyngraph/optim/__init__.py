@@ -1,5 +1,5 @@
-"""``dyngraph.optim``: SGD, Adam and AdamW with PyTorch's update rules and param groups,
-and ``lr_scheduler``.
+"""``dyngraph.optim``: SGD, Adam, AdamW, Adadelta, Adagrad, RMSprop and LBFGS with PyTorch's
+update rules and param groups, and ``lr_scheduler``.
 
 Updates are numpy operations in place on each parameter's array: they are not ops,
 emit no op events and build no graph. With a tracer listening, each ``step()`` emits one
@@ -14,19 +14,19 @@ OptimizerStep event carrying every updated parameter's id and the L2 norm of its
 [0.800000011920929, 0.800000011920929, 0.800000011920929]
 """
 
-from typing import Any
 
+from ..missing import module_getattr
 from . import lr_scheduler  # noqa: F401
+from .adadelta import Adadelta
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
+__all__ = ["LBFGS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop",
+           "lr_scheduler"]
 
 
-def __getattr__(name: str) -> Any:
-    # Only reached for names this module does not define: say so plainly.
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
-                         "supported surface (see docs/api-nn.md)")
+__getattr__ = module_getattr(__name__)  # names a missing torch.* piece

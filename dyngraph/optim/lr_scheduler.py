@@ -18,6 +18,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..missing import module_getattr
 from .optimizer import Optimizer
 
 __all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR",
@@ -151,9 +152,4 @@ class LambdaLR(LRScheduler):
         return base_lr * self.lr_lambdas[index](epoch)
 
 
-def __getattr__(name: str) -> Any:
-    # Only reached for names this module does not define: say so plainly.
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"{__name__} has no attribute {name!r}: it is not part of dyngraph's "
-                         "supported surface (see docs/api-nn.md)")
+__getattr__ = module_getattr(__name__)  # names a missing torch.* piece

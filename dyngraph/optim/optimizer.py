@@ -101,7 +101,7 @@ class Optimizer:
                 if listening:
                     updates.append((p._id, l2_norm(delta)))
         if listening:
-            tracer.on_optimizer_step(type(self).__name__, float(self.param_groups[0]["lr"]),
+            tracer.optimizer_step(type(self).__name__, float(self.param_groups[0]["lr"]),
                                      tuple(updates))
         return loss
 
@@ -143,7 +143,7 @@ class Optimizer:
         self.state = {}
         for key, saved_state in state_dict["state"].items():
             p = params[int(key)]
-            self.state[p] = {k: _load_value(v, p._array.dtype) for k, v in saved_state.items()}
+            self.state[p] = {k: _load_value(v, p._array.dtype, k) for k, v in saved_state.items()}
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -163,7 +163,9 @@ def _copy_value(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _load_value(value: Any, dtype: np.dtype) -> Any:
+def _load_value(value: Any, dtype: np.dtype, key: str = "") -> Any:
+    if key == "step" and hasattr(value, "item") and np.ndim(value) == 0:
+        return int(value.item())  # PyTorch keeps its step count as a 0-d float tensor
     if isinstance(value, Tensor):
         return value._array.astype(dtype, copy=True)
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # a torch tensor

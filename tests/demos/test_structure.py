@@ -10,7 +10,7 @@ from demo_helpers import load_main, record
 
 import dyngraph
 
-DYNAMIC = ["rnn_varlen", "tree_rnn", "dynamic_routing", "gnn", "rl_policy"]
+DYNAMIC = ["rnn_varlen", "tree_rnn", "dynamic_routing", "gnn"]
 
 
 def test_mlp_builds_one_structure_for_every_iteration():
@@ -34,6 +34,16 @@ def test_dynamic_demo_changes_structure_between_iterations(name):
     changed = sum(a != b for a, b in pairwise(rec.keys))
     assert changed >= 4, rec.keys
     assert 5 <= min(rec.op_counts) and max(rec.op_counts) <= 600, rec.op_counts
+
+
+def test_rl_policy_changes_structure_exactly_when_the_episode_length_does():
+    """Each move indexes the chosen action's log-probability: which action is data, not
+    structure. Episodes of equal length build one structure; a shorter one is a change."""
+    rec = record("rl_policy", steps=8)
+    key_changed = [a != b for a, b in pairwise(rec.keys)]
+    length_changed = [a != b for a, b in pairwise(rec.op_counts)]
+    assert key_changed == length_changed
+    assert any(key_changed) and not all(key_changed)
 
 
 @pytest.mark.parametrize("name", ["rnn_varlen", "tree_rnn", "rl_policy"])

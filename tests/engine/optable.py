@@ -129,6 +129,31 @@ def _leaky(L: Any, x: Any) -> Any:
     return L.leaky_relu(x, 0.2)
 
 
+def _inplace_view(change: Callable[..., Any]) -> Callable[..., Any]:
+    """A program changing ``y = a * 1`` in place through a view of it, then using ``y``."""
+
+    def fn(L: Any, a: Any, b: Any) -> Any:
+        y = a * 1
+        change(y, b)
+        return y
+
+    return fn
+
+
+def _view_after_base_changed(L: Any, a: Any, b: Any) -> Any:
+    y = a * 1
+    v = y[:1].expand(3, 3)  # a view taken before the change, read after it
+    w = y.t()[1]
+    y.mul_(b)
+    return v * 2 + w.unsqueeze(0)
+
+
+def _add_at_index(L: Any, a: Any) -> Any:
+    y = a * 1
+    y[L.tensor([3, 0])] += 1.0  # (repeated indices would leave which write wins undefined)
+    return y * y
+
+
 S = Sample
 SAMPLES: list[Sample] = [
     # arithmetic, with broadcasting, size-1 dims, 0-d and transposed inputs
@@ -280,6 +305,22 @@ SAMPLES: list[Sample] = [
     S("split", lambda L, a: a.narrow(1, 1, 2), (R(2, 4),), note="narrow"),
     S("select", lambda L, a: a.unbind(1), (R(2, 3),), note="unbind"),
     S("select", lambda L, a: a.select(0, -1), (R(3, 2),)),
+    S("diagonal", lambda L, a: a.diagonal(), (R(3, 4),)),
+    S("diagonal", lambda L, a: L.diagonal(a, 1, 0, 2), (T(2, 3, 3),), note="offset dims"),
+    # in-place changes through views: the base's CopySlices history, the views' AsStrided
+    S("copy_slices", _inplace_view(lambda y, b: y[1:].mul_(b)), (R(3, 2), R(2, 2))),
+    S("copy_slices", _inplace_view(lambda y, b: y.__setitem__((slice(None), 0), b)),
+      (R(2, 3), R(2)), note="setitem"),
+    S("copy_slices", _inplace_view(lambda y, b: y.t()[0].unsqueeze(0).add_(b)),
+      (T(2, 3), R(1, 2)), note="transposed unsqueezed"),
+    S("copy_slices", _inplace_view(lambda y, b: y.diagonal().mul_(b)), (R(3, 3), R(3)),
+      note="diagonal"),
+    S("copy_slices", _inplace_view(lambda y, b: y.view(6)[::2].copy_(b)), (R(2, 3), R(3)),
+      note="copy_ through view"),
+    S("as_strided", _view_after_base_changed, (R(3, 3), R(3, 3))),
+    S("index_put", _inplace_view(lambda y, b: y.__setitem__(y.detach() > 0, b)),
+      (R(2, 3), R()), note="mask"),
+    S("index_put", _add_at_index, (R(4, 2),), note="y[i] += 1"),
     S("tril", lambda L, a: a.tril(), (R(3, 3),)),
     S("tril", lambda L, a: L.tril(a, -1), (R(2, 3, 3),), note="batched"),
     S("triu", lambda L, a: a.triu(1), (T(3, 4),)),

@@ -96,20 +96,33 @@ def test_setitem_with_a_value_that_requires_grad():
     assert buf.grad_fn.name() == "CopySlices"
 
 
-def test_in_place_does_not_corrupt_arrays_saved_for_backward_in_a_graph():
+def test_in_place_on_a_tensor_saved_for_backward_raises_pytorchs_error():
     x = dg.tensor([1.0, 2.0], requires_grad=True)
     h = x * 1
     y = h * h  # saves h
-    h.mul_(100)  # recorded out of place: the saved values stay
-    y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), [2, 4])
+    h.mul_(100)  # h's memory changes: the saved values are gone
+    with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient "
+                       r"computation has been modified by an inplace operation: "
+                       r"\[torch.FloatTensor \[2\]\], which is output 0 of Mul, is at "
+                       r"version 1; expected version 0 instead\."):
+        y.sum().backward()
 
 
-def test_in_place_dtype_errors():
-    with pytest.raises(RuntimeError, match="add_"):
-        dg.arange(3).add_(0.5)
-    with pytest.raises(RuntimeError, match="mul_"):
-        dg.ones(3).mul_(dg.ones(2, 3))
+CAST = "result type Float can't be cast to the desired output type Long"
+GROW = r"output with shape \[3\] doesn't match the broadcast shape \[2, 3\]"
+
+
+@pytest.mark.parametrize("lib", ["dyngraph", "torch"])
+def test_in_place_dtype_and_shape_errors_are_pytorchs(lib):
+    L = dg if lib == "dyngraph" else pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match=CAST):
+        L.arange(3).add_(0.5)
+    with pytest.raises(RuntimeError, match=GROW):
+        L.ones(3).mul_(L.ones(2, 3))
+    x = L.ones(3, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match=GROW):
+        x += L.ones(2, 3)  # in a graph too: the tensor never grows
+    assert tuple(x.shape) == (3,)
 
 
 def test_fill_and_zero_on_a_non_leaf_keep_it_in_the_graph_with_zero_gradient():

@@ -57,6 +57,15 @@ CASES = [
     ("Adam", {"lr": 0.01, "amsgrad": True}),
     ("AdamW", {"lr": 0.01}),
     ("AdamW", {"lr": 0.01, "weight_decay": 0.5, "amsgrad": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-5, "weight_decay": 0.1, "maximize": True}),
+    ("RMSprop", {}),
+    ("RMSprop", {"lr": 0.01, "alpha": 0.9, "momentum": 0.9, "centered": True,
+                 "weight_decay": 0.1}),
+    ("RMSprop", {"centered": True}),
+    ("Adagrad", {}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.1, "initial_accumulator_value": 0.5,
+                 "weight_decay": 0.1}),
 ]
 
 

@@ -32,14 +32,16 @@ def test_golden_sequence_of_a_tiny_graph():
         z.backward()
     kinds = [e.kind for e in t.events]
     assert kinds == [
-        "header", "tensor", "tensor", "op", "op", "backward_start", "backward_step",
-        "backward_step", "grad", "grad", "backward_end", "iteration_end",
+        "header", "tensor", "tensor", "module_call", "op", "op", "backward_start",
+        "backward_step", "backward_step", "grad", "grad", "backward_end", "iteration_end",
     ]
     seqs = [e.seq for e in t.events]
     assert seqs == list(range(len(seqs)))  # header 0, then 1, 2, 3 ...
     assert all(e.iteration == 1 for e in t.events[1:])
 
-    _, tx, tw, mul, sum_, start, step_sum, step_mul, g1, g2, end, it_end = t.events
+    _, tx, tw, call, mul, sum_, start, step_sum, step_mul, g1, g2, end, it_end = t.events
+    assert (call.module, call.parent) == ("enc.0", 0) and call.call > 0
+    assert (mul.call, sum_.call) == (call.call, 0)
     assert (tx.tensor, tx.name, tx.shape, tx.requires_grad, tx.is_leaf) == (
         x._id, "", (2,), True, True)
     assert (tw.tensor, tw.name) == (w._id, "enc.0.weight")
@@ -181,8 +183,9 @@ def test_subscribe_returns_a_handle_and_nothing_is_emitted_without_listeners(mon
     def boom(*a, **k):
         raise AssertionError("the tracer was called with nobody listening")
 
-    monkeypatch.setattr(tracer, "on_op", boom)
-    monkeypatch.setattr(tracer, "announce", boom)
+    for name in ("op", "tensor", "backward_start", "backward_step", "grad_accumulated",
+                 "backward_end"):
+        monkeypatch.setattr(tracer, name, boom)
     (x * 2).sum().backward()
     with subscribe(seen.append):
         assert tracer.listening

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from dyngraph.exporters import LayoutTimeout, layout
+from dyngraph.exporters import GraphvizError, LayoutTimeout, layout
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 
@@ -97,3 +98,42 @@ def test_dot_dies_when_python_exits_mid_layout(tmp_path: Path) -> None:
                 os.kill(pid, 9)
             except OSError:
                 pass
+
+
+def _parent_mid_layout(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """A Python process blocked in ``layout()`` on a fake dot that ``exec``s a sleeper (so
+    its pid stays the dot's), and that dot's pid."""
+    pids = tmp_path / "pids"
+    script = tmp_path / "stuckdot"
+    script.write_text(f"#!/bin/sh\necho $$ > {pids}.tmp\nmv {pids}.tmp {pids}\nexec sleep 30\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    program = f"from dyngraph.exporters import layout\nlayout('digraph {{ a }}', " \
+              f"dot={str(script)!r}, timeout=60)\n"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    parent = subprocess.Popen([sys.executable, "-c", program], env=env, text=True)
+    return parent, read_pids(pids)[0]
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_dot_dies_with_its_parent(tmp_path: Path, how: str) -> None:
+    parent, dot_pid = _parent_mid_layout(tmp_path)
+    try:
+        assert alive(dot_pid)
+        parent.send_signal(getattr(signal, how))
+        parent.wait(timeout=10)
+        assert wait_gone([dot_pid]) == [], f"Graphviz outlived its parent's {how}"
+    finally:
+        parent.kill()
+        try:
+            os.kill(dot_pid, 9)
+        except OSError:
+            pass
+
+
+def test_a_layout_child_cannot_take_the_machines_memory(tmp_path: Path) -> None:
+    hungry = tmp_path / "hungry-dot"  # asks for 2 GB, more than a layout child may map
+    hungry.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n"
+                      "block = bytearray(2 << 30)\nprint('graph 1 1 1')\n")
+    hungry.chmod(hungry.stat().st_mode | stat.S_IXUSR)
+    with pytest.raises(GraphvizError, match="MemoryError"):
+        layout("digraph { a }", dot=hungry, timeout=30)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from runtime_helpers import drive, line_of, script
 
 from dyngraph.capture import events as ev
 from dyngraph.debug import Breakpoint
-from dyngraph.debug.breakpoints import Matcher, all_finite, module_matches, parse_condition
+from dyngraph.debug.breakpoints import KINDS, Matcher, all_finite, module_matches, parse_condition
 
 
 # -- parsing and matching (no process) --------------------------------------------------------
@@ -35,6 +39,64 @@ def test_parse_reads_what_users_type(text, expected):
 def test_parse_rejects_nonsense(text):
     with pytest.raises(ValueError):
         Breakpoint.parse(text)
+
+
+_NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}(\.[a-z0-9_*]{1,5}){0,3}", fullmatch=True)
+_CONDITIONS = st.sampled_from(["", "max > 1e3", "nan > 0 or norm >= 10", "absmax<=2.5"])
+BREAKPOINTS = st.one_of(
+    st.builds(Breakpoint.op, _NAMES, _CONDITIONS),
+    st.builds(Breakpoint.module, _NAMES, _CONDITIONS),
+    st.builds(Breakpoint.at_line, st.from_regex(r"([a-z]{1,6}/){0,2}[a-z_]{1,8}\.py",
+                                                fullmatch=True),
+              st.integers(1, 10**6), _CONDITIONS),
+    st.builds(Breakpoint.at_iteration, st.integers(1, 10**6)),
+    st.just(Breakpoint.nan()),
+    st.builds(Breakpoint.grad_norm,
+              st.floats(1e-30, 1e30, allow_nan=False, allow_infinity=False),
+              st.sampled_from(["node", "global"])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(BREAKPOINTS, st.sampled_from([None, *KINDS]))
+def test_the_text_form_reads_back_whichever_kind_is_selected(bp, kind):
+    """What the list shows is what the parser reads, in the CLI and in the dialog with any
+    kind selected: one parser, one text form."""
+    assert Breakpoint.parse(str(bp), kind) == bp
+    assert Breakpoint.parse(str(bp), kind, file="other.py") == bp
+
+
+@pytest.mark.parametrize("kind, text, expected", [
+    ("op", "module:hidden", Breakpoint.module("hidden")),
+    ("op", "grad>100", Breakpoint.grad_norm(100.0)),
+    ("grad_norm", "grad>100", Breakpoint.grad_norm(100.0)),
+    ("grad_norm", "100", Breakpoint.grad_norm(100.0)),
+    ("module", "encoder", Breakpoint.module("encoder")),
+    ("module", "op:relu", Breakpoint.op("relu")),
+    ("iteration", "3", Breakpoint.at_iteration(3)),
+    ("line", "42", Breakpoint.at_line("train.py", 42)),
+    ("nan", "", Breakpoint.nan()),
+    ("op", "relu if max > 3", Breakpoint.op("relu", "max > 3")),
+])
+def test_a_bare_value_is_read_as_the_selected_kind(kind, text, expected):
+    assert Breakpoint.parse(text, kind, file="train.py") == expected
+
+
+@pytest.mark.parametrize("kind, text, words", [
+    ("op", "op:([", "not an op name"),
+    ("op", "([", "not an op name"),
+    ("line", "42", "FILE:LINE"),  # no file to put it in
+    ("line", "relu", "FILE:LINE"),
+    ("iteration", "zero", "not an iteration"),
+    ("grad_norm", "-1", "threshold"),
+    ("grad_norm", "grad>0", "> 0"),
+    ("nan", "nan if max > 1", "no condition"),
+    ("op", "", "empty"),
+    ("op", "module:", "needs a value"),
+])
+def test_a_form_that_does_not_parse_is_refused_with_a_reason(kind, text, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Breakpoint.parse(text, kind)
 
 
 def test_module_glob_matches_the_module_or_an_ancestor():

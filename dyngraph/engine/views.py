@@ -1,0 +1,182 @@
+"""Views: tensors that share memory with a base tensor, and what an in-place op on one does.
+
+numpy gives the memory sharing: a view op's array is a numpy view of its input's. This
+module adds the autograd side, as PyTorch does it:
+
+- ``view_op`` runs a view op through ``apply`` and, when numpy returned a view, records
+  on the output its root ``base`` tensor and the ``chain`` of view steps from the base's
+  array to its own (``y[:2][0]`` is base ``y``, chain ``getitem(:2), getitem(0)``).
+- ``commit`` finishes an in-place op on a view: the new values, computed out of place, are
+  written into the base's memory by a ``copy_slices`` node (PyTorch's CopySlices), which
+  becomes the base's history. Its gradient goes to the in-place op for the changed
+  region and to the base's earlier history for the rest.
+- ``refresh`` gives every live view of a base whose history changed a ``grad_fn`` rebuilt
+  from the base's new one (an ``as_strided`` node, PyTorch's AsStridedBackward0), so later
+  uses of any view differentiate through the change.
+
+A base keeps weak references to its views; nothing here runs on the plain op path.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from .autograd import grad_mode
+from .ops import OPS, OpDef
+from .ops_shape import ViewStep
+from .tensor import Tensor, apply
+from .versions import root
+
+_AS_STRIDED, _COPY_SLICES = OPS["as_strided"], OPS["copy_slices"]
+
+_NO_GRAD_VIEW = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+)
+_MULTI_OUTPUT = (
+    "This view is the output of a function that returns multiple views. Such functions do "
+    "not allow the output views to be modified inplace. You should replace the inplace "
+    "operation by an out-of-place one."
+)
+MULTI_OUTPUT_MESSAGE = "{source} is a view and is being modified inplace. " + _MULTI_OUTPUT
+NO_GRAD_VIEW_MESSAGE = (
+    _NO_GRAD_VIEW + " Given that this use case is ambiguous and error-prone, it is "
+    "forbidden. You can clarify your code by moving both the view and the inplace either "
+    "both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+    "outside (if you want the inplace to be tracked)."
+)
+VIEW_OF_LEAF_MESSAGE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
+
+
+class ViewInfo:
+    """What makes a tensor a view: its base, how to get from the base to it, and how it
+    was made (in grad mode or not; as one of several outputs, e.g. of ``split``)."""
+
+    __slots__ = ("base", "chain", "grad_mode", "multi")
+
+    def __init__(self, base: Tensor, chain: tuple[ViewStep, ...], grad_mode: bool,
+                 multi: tuple[str, int] | None) -> None:
+        self.base = base
+        self.chain = chain
+        self.grad_mode = grad_mode
+        # (op name, output index) for outputs of multi-output view ops and their views
+        # (an empty name: the view's own grad_fn names it, as in PyTorch's message).
+        self.multi = multi
+
+
+def info(t: Tensor) -> ViewInfo | None:
+    """``t``'s view record, if ``t`` still is a view of its base's memory."""
+    view: ViewInfo | None = t._view_info
+    if view is None or root(view.base._array) is not root(t._array):
+        return None  # ``base.data = other`` moved the base to other memory
+    return view
+
+
+def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
+            **attrs: Any) -> Tensor:
+    """``apply(op, input, **attrs)`` for a view op, recording the view it returns."""
+    out = apply(op, input, **attrs)
+    array = out._array
+    if array.base is None or root(array) is not root(input._array):
+        return out  # numpy had to copy (reshape of a non-contiguous input): not a view
+    parent = info(input)
+    step = ViewStep(op.name, attrs)
+    mode = grad_mode.enabled
+    chain: tuple[ViewStep, ...]
+    if parent is None:
+        base, chain = input, (step,)
+    else:
+        base, chain = parent.base, (*parent.chain, step)
+        mode = mode and parent.grad_mode
+        if multi is None and parent.multi is not None:
+            multi = ("", 0)
+    out.__dict__["_view_info"] = ViewInfo(base, chain, mode, multi)
+    if mode:  # a view made under no_grad never follows its base's history
+        _remember(base, out)
+    return out
+
+
+def _remember(base: Tensor, view: Tensor) -> None:
+    views = base.__dict__.get("_views")
+    if views is None:
+        views = base.__dict__["_views"] = []
+    views.append(weakref.ref(view))
+    n = len(views)
+    if n >= 16 and n & (n - 1) == 0:  # at each doubling, drop the dead: bounded by the live
+        views[:] = [r for r in views if r() is not None]
+
+
+def check(t: Tensor, view: ViewInfo, needs_grad: bool) -> None:
+    """PyTorch's refusals of an in-place op on a view in grad mode."""
+    if not needs_grad:
+        return
+    if view.multi is not None:
+        name, index = view.multi
+        if not name:
+            name = _short(t.grad_fn.name() if t.grad_fn is not None else "")
+        source = f"Output {index} of {name}"
+        if not view.grad_mode or not view.base.requires_grad:  # PyTorch's wording, as is
+            raise RuntimeError(f"{_NO_GRAD_VIEW} {_MULTI_OUTPUT}")
+        raise RuntimeError(MULTI_OUTPUT_MESSAGE.format(source=source))
+    if not view.grad_mode:
+        raise RuntimeError(NO_GRAD_VIEW_MESSAGE)
+    if view.base.requires_grad and view.base.grad_fn is None:
+        raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
+
+
+def _short(name: str) -> str:
+    return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+def commit(t: Tensor, view: ViewInfo, out: Tensor) -> Tensor:
+    """Write ``out`` (the new values of view ``t``) into its base, recording CopySlices."""
+    base = view.base
+    take_place(base, apply(_COPY_SLICES, base, out, chain=view.chain))
+    refresh(base)
+    return base
+
+
+def take_place(t: Tensor, new: Tensor) -> None:
+    """``t`` becomes ``new`` in the graph (its history, id in events), keeping its memory.
+
+    A ``retain_grad()`` on ``t`` moves to its new history, as in PyTorch.
+    """
+    old = t.grad_fn
+    node = new.grad_fn
+    t.grad_fn = node
+    t.requires_grad = new.requires_grad
+    t._id = new._id
+    if old is not None and node is not None and old.retained is not None:
+        if old.retained() is t:
+            node.retained = old.retained
+            node.special = True
+            old.retained = None
+
+
+def refresh(base: Tensor) -> None:
+    """Rebuild the grad_fn of every live view of ``base`` from the base's current history."""
+    views = base.__dict__.get("_views")
+    if not views or not base.requires_grad:
+        return
+    prev = grad_mode.enabled
+    grad_mode.enabled = True
+    try:
+        for ref in views:
+            v = ref()
+            if v is None or info(v) is None:
+                continue
+            take_place(v, apply(_AS_STRIDED, base, chain=v._view_info.chain))
+    finally:
+        grad_mode.enabled = prev
+
+
+def overlapping_write(t: Tensor) -> bool:
+    """Would writing ``t`` write one memory location twice (an ``expand``-ed tensor)?"""
+    array: np.ndarray = t._array
+    if array.flags.writeable:
+        return False
+    return any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))

@@ -1,0 +1,78 @@
+"""Module calls: every call of a module is told apart, even back to back, and traces
+written before calls were recorded still read."""
+
+from __future__ import annotations
+
+import json
+
+import dyngraph
+import dyngraph.nn as nn
+from dyngraph.capture import events as ev
+from dyngraph.capture import tracefile as tf
+
+
+class Cell(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = nn.Linear(3, 3)
+
+    def forward(self, x: dyngraph.Tensor) -> dyngraph.Tensor:
+        return self.inner(x).tanh() * 2
+
+
+def test_back_to_back_calls_of_one_module_get_their_own_ids() -> None:
+    cell, idle = Cell(), nn.Identity()
+    with dyngraph.trace() as t:
+        h = dyngraph.randn(1, 3)
+        idle(h)  # runs no op: announces nothing
+        h = cell(cell(h))
+        h.sum().backward()
+    calls = [e for e in t.events if isinstance(e, ev.ModuleCall)]
+    assert [(c.module, c.parent) for c in calls] == [
+        ("", 0), ("inner", calls[0].call), ("", 0), ("inner", calls[2].call)]
+    assert len({c.call for c in calls}) == 4
+    ops = [e for e in t.events if isinstance(e, ev.Op)]
+    assert [(o.op, o.call) for o in ops] == [
+        ("linear", calls[1].call), ("tanh", calls[0].call), ("mul", calls[0].call),
+        ("linear", calls[3].call), ("tanh", calls[2].call), ("mul", calls[2].call),
+        ("sum", 0)]
+    graph = t.iterations[0].graph
+    assert graph.calls == {c.call: (c.module, c.parent) for c in calls}
+    assert sorted({n.call for n in graph.nodes.values() if n.kind == "op"}) == sorted(
+        [0, *(c.call for c in calls)])
+
+
+def test_a_call_spanning_iterations_is_introduced_again() -> None:
+    class Trainer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 1)
+
+        def forward(self) -> None:
+            for _ in range(2):
+                self.fc(dyngraph.randn(1, 2)).sum().backward()
+
+    with dyngraph.trace() as t:
+        Trainer()()
+    for it in t.iterations:
+        graph = it.graph
+        assert all(n.call in graph.calls for n in graph.nodes.values() if n.kind == "op")
+        assert {path for path, _ in graph.calls.values()} == {"", "fc"}
+
+
+def test_schema_1_frames_read_with_no_calls() -> None:
+    new = ev.Op(seq=1, iteration=1, op="add", inputs=(1, -1), output=2, shape=(2,),
+                module="enc", call=5)
+    payload = tf.encode_events([new])[tf.FRAME_HEADER.size:]
+    meta, rows = payload[:tf.EVENTS_META.size], json.loads(payload[tf.EVENTS_META.size:])
+    assert rows[0][-1] == 5
+    old_rows = [rows[0][:-1]]  # what schema 1 wrote: no call field
+    old = tf.decode_events_payload(meta + json.dumps(old_rows).encode())
+    assert old == [new.replace(call=0)]
+    broken = [rows[0][:-2]]  # two fields short: not an older schema, a damaged file
+    try:
+        tf.decode_events_payload(meta + json.dumps(broken).encode())
+    except dyngraph.errors.TraceFileError as exc:
+        assert "op event with" in str(exc)
+    else:
+        raise AssertionError("a damaged row was accepted")
