@@ -28,17 +28,21 @@ from dyngraph.capture.graph import Graph
 from . import messages as msg
 from .breakpoints import Breakpoint
 from .breakpoints_dialog import BreakpointsDialog
+from .console_screen import ConsoleScreen, ConsoleState
 from .export import Exporter
 from .find_screen import FindScreen
+from .frame_fetcher import FrameFetcher, FrameViewArrived
 from .help_screen import HelpScreen
 from .inspector import Inspector, ValuesScreen, values_text
 from .iteration_bar import DiffScreen, IterationBar, diff_text
 from .model import Model
 from .output_pane import OutputPane
+from .prompt_screen import PromptScreen
 from .source_view import SourceView
-from .sources import Source, SourceState
+from .sources import LIVE_ONLY, Source, SourceState
 from .status_line import StatusLine, status_text
 from .timeline import Timeline
+from .variables_pane import VariablesPane
 
 try:  # the graph pane is its own module; a text list stands in if it is missing
     from .graph_canvas import GraphCanvas
@@ -116,6 +120,11 @@ PALETTE_HELP = {
     "iteration_diff": "what this iteration added, removed or reshaped against the previous",
     "full_values": "show every value of the selected tensor",
     "toggle_output": "show or hide the script's stdout/stderr",
+    "console": "a Python prompt in the paused frame (live runs)",
+    "add_watch": "add a watch expression, re-evaluated at every pause (live runs)",
+    "frame_up": "select the caller's frame in the variables pane (up the stack)",
+    "frame_down": "select the callee's frame in the variables pane (down the stack)",
+    "interrupt_evaluation": "stop a watch or console evaluation running in the script",
     "focus_timeline": "move the focus to the timeline",
 }
 
@@ -147,6 +156,12 @@ class DebuggerApp(App[int]):
         Binding("d", "diff", "Diff", id="iteration_diff"),
         Binding("v", "values", "Values", id="full_values"),
         Binding("o", "toggle_output", "Output", id="toggle_output"),
+        Binding("exclamation_mark", "console", "Console", id="console", key_display="!"),
+        Binding("w", "add_watch", "Watch", id="add_watch"),
+        Binding("u", "frame_up", "Up frame", id="frame_up", show=False),
+        Binding("D", "frame_down", "Down frame", id="frame_down", show=False),
+        Binding("ctrl+c", "interrupt_evaluation", "Interrupt evaluation",
+                id="interrupt_evaluation", show=False),
         Binding("question_mark", "help", "Help", id="help", key_display="?"),
         Binding("q", "quit", "Quit", id="quit"),
         # The graph pane keeps arrows and tab for itself (pan, next node): esc leaves it.
@@ -176,6 +191,8 @@ class DebuggerApp(App[int]):
         self._graph_title = ""
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
+        self.frames = FrameFetcher(source, self.post_message)
+        self.console_state = ConsoleState()
 
     # -- layout --------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -187,6 +204,7 @@ class DebuggerApp(App[int]):
                 yield SourceView(id="source")
             with Vertical(id="right"):
                 yield Inspector(id="inspector")
+                yield VariablesPane(id="variables")
                 yield Timeline(id="timeline")
         yield OutputPane(id="output")
         yield Footer(compact=True)
@@ -195,6 +213,8 @@ class DebuggerApp(App[int]):
         self.query_one("#timeline").border_title = "timeline"
         self.query_one("#output").display = False
         self.query_one("#output").border_title = "output"
+        if not self.source.live:
+            self.query_one(VariablesPane).add_class("replay")
         self._tick()
         self.refresh_view()
         self.query_one(Timeline).focus()
@@ -245,6 +265,9 @@ class DebuggerApp(App[int]):
             self._norms_again = False
             self._start_norms()
         self.refresh_view()
+        if message.reason == "breakpoint" and self.source.live \
+                and not isinstance(self.screen, ConsoleScreen):
+            self.action_console()  # breakpoint() in the script: the console is ready
 
     def on_output_arrived(self, message: msg.OutputArrived) -> None:
         self.query_one(OutputPane).add(message.chunks)
@@ -316,6 +339,7 @@ class DebuggerApp(App[int]):
             if moved and GraphCanvas is not None and current in graph.nodes:
                 canvas.selected = current  # type: ignore[attr-defined]
             self._show_inspector()
+            self._show_variables()
             self._show_source(graph, current)
             info = model.cursor_iteration()
             timeline = self.query_one(Timeline)
@@ -361,6 +385,9 @@ class DebuggerApp(App[int]):
         event = self.model.current_event
         file = (node.file if node is not None and node.file else getattr(event, "file", ""))
         line = node.line if node is not None and node.file else getattr(event, "line", 0)
+        frame = self._selected_frame()
+        if frame is not None:
+            file, line = frame.file, frame.line
         view = self.query_one(SourceView)
         if not file and view.file:
             file, line = view.file, 0
@@ -380,6 +407,101 @@ class DebuggerApp(App[int]):
                 if other is not None:
                     inputs.append(f"{other.label} t{src}")
         self.query_one(Inspector).show(node, history, inputs)
+
+    # -- Python at the pause: variables, watches, console ---------------------------------
+    def _python_note(self) -> str:
+        """Why the variables pane has no values to show now ("" when it has)."""
+        if not self.source.live:
+            return LIVE_ONLY
+        state = self._state()
+        if state.status == "running":
+            return "running … the variables show when the script pauses"
+        if state.status == "finished":
+            return "the script has ended: there is no frame to show"
+        if self.model.cursor < self.source.frontier_index():
+            return ("looking back in history: variables exist only at the live pause "
+                    "(→ or n returns to it)")
+        return ""
+
+    def _show_variables(self) -> None:
+        pane = self.query_one(VariablesPane)
+        note = self._python_note()
+        if note:
+            pane.show_note(note)
+            return
+        self.frames.sync()
+        view = self.frames.current
+        if view is not None:
+            graph = self.graph
+            pane.show_view(view, graph.nodes if graph is not None else ())
+        else:
+            pane.show_note(self.frames.error or "reading the frame …")
+
+    def _selected_frame(self) -> Any:
+        """The frame the source pane follows: one moved to up the stack, or the line of a
+        breakpoint() or of an exception (the op's line is elsewhere there)."""
+        view = self.frames.current
+        if view is None or not view.frames or self._python_note():
+            return None
+        if view.frame > 0 or self._state().reason in ("breakpoint", "exception"):
+            return view.frames[view.frame]
+        return None
+
+    def on_frame_view_arrived(self, message: FrameViewArrived) -> None:
+        if self.frames.arrived(message):
+            self._show_variables()
+            self._show_source(self.graph or Graph(iteration=1), self.model.current_node_id())
+
+    def on_variables_pane_node_chosen(self, message: VariablesPane.NodeChosen) -> None:
+        self.select_node(message.node_id)
+
+    def on_variables_pane_watch_removed(self, message: VariablesPane.WatchRemoved) -> None:
+        self.source.remove_watch(message.watch_id)
+        self.frames.request()
+
+    def action_frame_up(self) -> None:
+        if not self.frames.move(+1):
+            self.bell()
+
+    def action_frame_down(self) -> None:
+        if not self.frames.move(-1):
+            self.bell()
+
+    def action_add_watch(self) -> None:
+        if not self.source.live:
+            self.notify(LIVE_ONLY, severity="warning")
+            return
+
+        def add(expression: str | None) -> None:
+            if expression:
+                self.source.add_watch(expression)
+                self.frames.request()
+
+        self.push_screen(PromptScreen("watch expression", "loss.item(), h.norm(), "
+                                      "self.fc.weight.grad", "evaluated in the selected frame "
+                                      "at every pause; delete on its row removes it"), add)
+
+    def action_console(self) -> None:
+        if not self.source.live:
+            self.notify(LIVE_ONLY, severity="warning")
+            return
+        frames = self.frames
+        view = frames.current
+        where = ""
+        if view is not None and view.frames:
+            f = view.frames[view.frame]
+            where = f" · {f.function} at {Path(f.file).name}:{f.line} (frame {f.index})"
+        index, source = frames.frame, self.source
+        self.push_screen(ConsoleScreen(
+            self.console_state, lambda text: source.evaluate(text, index),
+            source.interrupt_evaluation, f"console{where}"), lambda _: frames.request())
+
+    def action_interrupt_evaluation(self) -> None:
+        if self.frames.started_at or self.console_state.busy:
+            self.source.interrupt_evaluation()
+            self.notify("interrupting the evaluation in the script", timeout=3)
+        else:
+            self.notify("press q (or ctrl+q) to quit", timeout=3)
 
     def select_node(self, node_id: int | None) -> None:
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""

@@ -24,7 +24,14 @@ NOTES = (
     "arrows, hjkl and tab for itself (pan, next node; J/K follow edges, . centres, z folds a "
     "module, +/- zoom): esc leaves it for the timeline, where ←/→ step again. Ctrl+P opens "
     "the command palette with every action. A live run keeps the history of its last million "
-    "events or so; older iterations stay in the iteration bar but their details are let go."
+    "events or so; older iterations stay in the iteration bar but their details are let go.\n\n"
+    "Live runs only: the variables pane shows the paused frame's locals (enter on a tensor "
+    "selects its node), u/D move up/down the call stack, w adds a watch expression (delete "
+    "on its row removes it), ! opens a Python console in the selected frame. Code runs in "
+    "the script's process; ctrl+c interrupts it. Names assigned at the console stay in the "
+    "console's namespace across pauses but are not written back into the frame (CPython "
+    "3.11 cannot reliably write a function's locals): mutate objects instead. A breakpoint() "
+    "in the script pauses there with the console open."
 )
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from dyngraph.capture import events as ev
 from dyngraph.debug.breakpoints import same_file
+from dyngraph.debug.inspection import EvalResult, FrameView, InspectError
 
 from .breakpoints import Breakpoint, history_hit
 from .model import STEP_KINDS, Model
@@ -31,6 +32,8 @@ Predicate = Callable[[ev.Event], bool]
 # A live run keeps the full history of this many events (~0.5 KB each), then lets the
 # oldest complete iterations go; a recorded trace keeps everything.
 LIVE_MAX_EVENTS = 1_000_000
+LIVE_ONLY = ("variables, watches and the console are available in live runs only "
+             "(dyngraph debug SCRIPT): a recorded trace holds no Python objects")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,29 @@ class Source:
 
     def fetch_values(self, tensor_id: int) -> np.ndarray | None:
         return None
+
+    # -- Python at the pause (live runs only) ----------------------------------------------
+    @property
+    def pause_id(self) -> int:
+        """The current pause (the seq of its BreakpointHit), 0 unless a live run is paused."""
+        return 0
+
+    def inspect(self, frame: int = 0) -> FrameView:
+        """The paused frame's stack, variables and watches (blocks: call off the UI thread)."""
+        raise InspectError(LIVE_ONLY)
+
+    def evaluate(self, source: str, frame: int = 0) -> EvalResult:
+        """Run console input in the paused frame (blocks: call off the UI thread)."""
+        raise InspectError(LIVE_ONLY)
+
+    def interrupt_evaluation(self) -> None:
+        """Stop the evaluation running in the script, if any."""
+
+    def add_watch(self, expression: str) -> int:
+        raise InspectError(LIVE_ONLY)
+
+    def remove_watch(self, watch_id: int) -> None:
+        """Forget a watch expression."""
 
     def frontier_index(self) -> int:
         """History index of where the script is (replay: the end of the trace)."""
@@ -395,6 +421,26 @@ class LiveSource(Source):
         if self.session.state.status != "paused":
             return None
         return self.session.fetch_values(tensor_id, timeout=5.0)
+
+    @property
+    def pause_id(self) -> int:
+        state = self.session.state
+        return state.pause if state.status == "paused" else 0
+
+    def inspect(self, frame: int = 0) -> FrameView:
+        return self.session.inspect(frame)  # type: ignore[no-any-return]
+
+    def evaluate(self, source: str, frame: int = 0) -> EvalResult:
+        return self.session.eval(source, frame)  # type: ignore[no-any-return]
+
+    def interrupt_evaluation(self) -> None:
+        self.session.interrupt_eval()
+
+    def add_watch(self, expression: str) -> int:
+        return self.session.watch(expression)  # type: ignore[no-any-return]
+
+    def remove_watch(self, watch_id: int) -> None:
+        self.session.unwatch(watch_id)
 
     def close(self) -> None:
         self._closed = True

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import select
+import sys
 import threading
 import time
 import traceback
@@ -38,6 +39,8 @@ from .breakpoints import (
 )
 from .channel import Channel, ChannelClosed
 from .describe import ModuleStack, counts, describe_op, locate_exception, where
+from .evaluation import FrameEvaluator
+from .inspection import InspectError, result_to_wire, view_to_wire
 from .values import ValueStore
 
 BATCH = 512
@@ -46,6 +49,7 @@ MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within 
 FLUSH_INTERVAL = 0.05
 RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
                    "continue", "run_to_line", "pause")
+INSPECT_COMMANDS = ("inspect", "eval")  # served on the paused thread, one at a time
 
 _Op = ev.Op
 _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
@@ -89,6 +93,8 @@ class Agent:
         self._cond = threading.Condition()
         self._paused = False
         self._resume: dict[str, Any] | None = None
+        self._requests: deque[dict[str, Any]] = deque()
+        self.evaluator = FrameEvaluator(self._main_ident)
         # per-iteration state, touched only by the script's thread
         self._value_id = -1
         self._value: np.ndarray | None = None
@@ -457,23 +463,55 @@ class Agent:
         return ""
 
     # -- pausing -------------------------------------------------------------------------
-    def _pause(self, reason: str, description: str, at_seq: int) -> None:
-        """Emit BreakpointHit, flush, and block the script until a resume command."""
+    def _pause(self, reason: str, description: str, at_seq: int,
+               tb: TracebackType | None = None) -> None:
+        """Emit BreakpointHit, flush, and block the script until a resume command. Meanwhile
+        answer questions about its frames (on this thread: user code runs where it was)."""
         self._stop = None
-        self._queue.append(ev.BreakpointHit(tracer.next_seq(), tracer.iteration, reason,
-                                            description, at_seq))
+        hit = ev.BreakpointHit(tracer.next_seq(), tracer.iteration, reason, description, at_seq)
+        self._queue.append(hit)
+        self.evaluator.begin_pause(hit.seq, tb)
         with self._cond:
             # Paused before the hit goes out: a resume command may come back at once.
             self._paused = True
         self.flush()
-        with self._cond:
-            while self._resume is None:
-                if self.channel.closed:
-                    _hard_exit(1)  # the session is gone: nobody will ever resume us
-                self._cond.wait(0.2)
-            command, self._resume = self._resume, None
-            self._paused = False
+        try:
+            command = self._wait_for_resume()
+        finally:
+            self.evaluator.end_pause()
         self._apply_resume(command)
+
+    def _wait_for_resume(self) -> dict[str, Any]:
+        while True:
+            with self._cond:
+                while self._resume is None and not self._requests:
+                    if self.channel.closed:
+                        _hard_exit(1)  # the session is gone: nobody will ever resume us
+                    self._cond.wait(0.2)
+                if not self._requests:  # questions asked before the resume are answered first
+                    command, self._resume = self._resume, None
+                    self._paused = False
+                    return command  # type: ignore[return-value]
+                request = self._requests.popleft()
+            self._serve(request)
+
+    def _serve(self, msg: dict[str, Any]) -> None:
+        """Answer an ``inspect`` or ``eval`` request at this pause."""
+        reply: dict[str, Any] = {"reply": msg["cmd"], "request": msg.get("request"),
+                                 "pause": self.evaluator.pause}
+        try:
+            frame = int(msg.get("frame", 0))
+            if msg["cmd"] == "inspect":
+                watches = [(int(w), str(e)) for w, e in msg.get("watches", ())]
+                reply["view"] = view_to_wire(self.evaluator.view(frame, watches))
+            else:
+                reply["result"] = result_to_wire(
+                    self.evaluator.evaluate(str(msg.get("source", "")), frame))
+        except InspectError as exc:
+            reply["error"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not end the user's run
+            reply["error"] = f"internal error: {type(exc).__name__}: {exc}"
+        self.send_message(reply)
 
     def _apply_resume(self, msg: dict[str, Any]) -> None:
         cmd = msg["cmd"]
@@ -491,11 +529,12 @@ class Agent:
         else:
             self._stop = None
 
-    def script_breakpoint(self, description: str = "") -> None:
-        """``dyngraph.breakpoint()`` in the script."""
+    def script_breakpoint(self, description: str = "", call: str = "dyngraph.breakpoint()"
+                          ) -> None:
+        """``dyngraph.breakpoint()`` (or the built-in ``breakpoint()``) in the script."""
         file, line, function = tracer.source(2)
         at = f"{where(file, line)} in {function}()" if file else "the script"
-        text = f"dyngraph.breakpoint() at {at}" + (f": {description}" if description else "")
+        text = f"{call} at {at}" + (f": {description}" if description else "")
         self._pause("breakpoint", text, self.last_op.seq if self.last_op is not None else 0)
 
     def exception(self, exc: BaseException, tb: TracebackType | None = None
@@ -531,12 +570,15 @@ class Agent:
         self.send_message({"note": "exception", "description": self.exception_description})
         return event
 
-    def post_mortem_pause(self) -> None:
+    def post_mortem_pause(self, tb: TracebackType | None = None) -> None:
+        """Pause at an uncaught exception; the console sees the frames of ``tb``."""
         if self.post_mortem and self._handle is not None:
             # at the last forward op or backward step that completed before the raise
             last = self.last_step
+            exc = sys.exc_info()[1]
             self._pause("exception", self.exception_description,
-                        last.seq if last is not None else 0)
+                        last.seq if last is not None else 0,
+                        tb if tb is not None else getattr(exc, "__traceback__", None))
 
     # -- script output -------------------------------------------------------------------
     def output(self, stream: str, text: str) -> None:
@@ -642,6 +684,17 @@ class Agent:
             self._install_hook()
         elif cmd == "values":
             self._answer_values(msg)
+        elif cmd in INSPECT_COMMANDS:
+            with self._cond:
+                if self._paused and self._resume is None:
+                    self._requests.append(msg)
+                    self._cond.notify_all()
+                    return
+            self.send_message({"reply": cmd, "request": msg.get("request"),
+                               "error": "the script is running: its variables can be read "
+                                        "only while it is paused"})
+        elif cmd == "interrupt_eval":
+            self.evaluator.interrupt()
         elif cmd == "abort":  # a session that cannot signal us (another machine) ends us so
             _hard_exit(ABORTED)
 

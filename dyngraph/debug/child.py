@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     capture.start()
     if config.get("script_breakpoints", True):
         hooks.agent = agent
+    else:
+        hooks.headless = True
+    hooks.route_builtin_breakpoint(os.environ)
     _patch_exit(agent, capture)
     os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent, capture))
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)
@@ -108,7 +111,7 @@ def run_script(path: str, args: list[str], agent: Agent) -> tuple[int, str]:
         tb = _user_traceback(exc)
         agent.exception(exc, tb)
         traceback.print_exception(type(exc), exc, tb)
-        agent.post_mortem_pause()
+        agent.post_mortem_pause(tb)
         return 1, "exception"
     return 0, "finished"
 

@@ -36,6 +36,16 @@ from ..capture import tracefile
 from ..errors import TraceFileError, UserError
 from .breakpoints import Breakpoint
 from .channel import ChannelClosed, socket_pair
+from .inspection import (
+    EvalResult,
+    Frame,
+    FrameView,
+    InspectError,
+    Variable,
+    WatchValue,
+    result_from_wire,
+    view_from_wire,
+)
 
 # After the child closed the channel it is about to exit; past this, it is killed.
 EXIT_GRACE = 5.0
@@ -46,9 +56,11 @@ class SessionState:
     """``status`` is "running", "paused" or "finished".
 
     Paused: ``reason`` is the breakpoint kind ("op", "nan", ...), "step", "start",
-    "exception" or "breakpoint" (``dyngraph.breakpoint()``), ``at_seq`` the seq of the event
-    it stopped at. Finished: ``exit_status`` is the child's as ``subprocess`` reports it
-    (negative signal number when killed by one: -11 for a segfault).
+    "exception" or "breakpoint" (``dyngraph.breakpoint()`` or ``breakpoint()``), ``at_seq``
+    the seq of the event it stopped at, ``pause`` the seq of the BreakpointHit itself (it
+    names this pause: answers about variables carry it). Finished: ``exit_status`` is the
+    child's as ``subprocess`` reports it (negative signal number when killed by one: -11 for
+    a segfault).
     """
 
     status: str
@@ -56,6 +68,7 @@ class SessionState:
     description: str = ""
     at_seq: int = 0
     exit_status: int | None = None
+    pause: int = 0
 
     @property
     def paused(self) -> bool:
@@ -104,6 +117,8 @@ class Session:
         self._state = SessionState("running")
         self._replies: dict[int, tuple[threading.Event, list[Any]]] = {}
         self._request_ids = itertools.count(1)
+        self._watches: dict[int, str] = {}
+        self._watch_ids = itertools.count(1)
         self._aborted = False
         self.header: ev.Header | None = None
         self.exception: ev.ExceptionRaised | None = None
@@ -249,16 +264,100 @@ class Session:
         keeps: the current iteration's and a few before it. None if not kept or no answer."""
         if self._state.finished:
             return None
+        reply = self._ask({"cmd": "values", "tensor": int(tensor_id), "grad": grad}, timeout)
+        encoded = reply.get("array") if reply is not None else None
+        return None if encoded is None else tracefile.decode_array(encoded)
+
+    # -- Python at the pause: frames, variables, watches, evaluation --------------------------
+    def stack(self) -> list[Frame]:
+        """The user's call stack at this pause, innermost (index 0) first.
+
+        Frames of dyngraph and of libraries (PyTorch, the standard library) are left out:
+        frame 0 is the user's line that made the op (or called ``breakpoint()``, or raised).
+        Raises ``InspectError`` unless paused.
+        """
+        return list(self.inspect(0, watches=False).frames)
+
+    def locals(self, frame: int = 0) -> list[Variable]:
+        """The variables of user frame ``frame`` (0: innermost), one summary row each.
+
+        >>> [(v.name, v.text) for v in session.locals()]     # doctest: +SKIP
+        [('self', 'Net, 41 parameters'), ('x', '(3, 4) float32  min ...'), ...]
+        """
+        return list(self.inspect(frame, watches=False).variables)
+
+    def eval(self, source: str, frame: int = 0, timeout: float | None = None) -> EvalResult:
+        """Run ``source`` (an expression, or statements, several lines allowed) in user frame
+        ``frame`` of the paused script, in the script's process; its print output and the
+        value of a trailing expression come back in an ``EvalResult``. Names it assigns stay
+        in the console's namespace across pauses; the frame's variables are not written
+        back. ``interrupt_eval()`` (another thread) stops a long evaluation.
+
+        >>> session.eval("h.shape").value                    # doctest: +SKIP
+        '(16, 8)'
+        """
+        reply = self._ask_paused({"cmd": "eval", "source": str(source), "frame": int(frame)},
+                                 timeout)
+        return result_from_wire(reply["result"])
+
+    def interrupt_eval(self) -> None:
+        """Stop the evaluation running in the child (KeyboardInterrupt there); the script
+        stays paused. Does nothing when none runs."""
+        self._send({"cmd": "interrupt_eval"})
+
+    def watch(self, expression: str) -> int:
+        """Add a watch expression; ``watches()`` and ``inspect()`` evaluate it at each pause.
+        Returns its id (for ``unwatch``). A syntax error shows as that watch's error."""
+        watch_id = next(self._watch_ids)
+        self._watches[watch_id] = str(expression)
+        return watch_id
+
+    def unwatch(self, watch_id: int) -> None:
+        self._watches.pop(watch_id, None)
+
+    @property
+    def watch_expressions(self) -> dict[int, str]:
+        return dict(self._watches)
+
+    def watches(self, frame: int = 0) -> list[WatchValue]:
+        """Every watch evaluated now, in user frame ``frame``; errors inline."""
+        return list(self.inspect(frame).watches)
+
+    def inspect(self, frame: int = 0, watches: bool = True,
+                timeout: float | None = None) -> FrameView:
+        """Frames, frame ``frame``'s variables and (``watches``) the watches, in one round
+        trip: what the debugger's variables pane shows at a pause."""
+        msg: dict[str, Any] = {"cmd": "inspect", "frame": int(frame)}
+        if watches:
+            msg["watches"] = [[k, v] for k, v in self._watches.items()]
+        return view_from_wire(self._ask_paused(msg, timeout)["view"])
+
+    def _ask_paused(self, msg: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        state = self._state
+        if not state.paused:
+            raise InspectError(f"the script is {'running' if state.status == 'running' else 'over'}"
+                               f": its variables can be read only while it is paused")
+        reply = self._ask(msg, timeout)
+        if reply is None:
+            raise InspectError("no answer from the script" + (
+                f" within {timeout:g} s" if timeout is not None and not self._state.finished
+                else ": it has ended"))
+        if "error" in reply:
+            raise InspectError(str(reply["error"]))
+        return reply
+
+    def _ask(self, msg: dict[str, Any], timeout: float | None) -> dict[str, Any] | None:
+        """Send a request and wait for its reply (None on timeout or when the run ends)."""
         request = next(self._request_ids)
         slot: tuple[threading.Event, list[Any]] = (threading.Event(), [])
         self._replies[request] = slot
         try:
-            self._send({"cmd": "values", "request": request, "tensor": int(tensor_id),
-                        "grad": grad})
+            if self._done.is_set():
+                return None
+            self._send({**msg, "request": request})
             if not slot[0].wait(timeout) or not slot[1]:
                 return None
-            encoded = slot[1][0].get("array")
-            return None if encoded is None else tracefile.decode_array(encoded)
+            return slot[1][0]  # type: ignore[no-any-return]
         finally:
             self._replies.pop(request, None)
 
@@ -342,7 +441,8 @@ class Session:
             t = type(e)
             if t is ev.BreakpointHit:
                 hit: ev.BreakpointHit = e  # type: ignore[assignment]
-                self._state = SessionState("paused", hit.reason, hit.description, hit.at_seq)
+                self._state = SessionState("paused", hit.reason, hit.description, hit.at_seq,
+                                           pause=hit.seq)
             elif t is ev.Header:
                 self.header = e  # type: ignore[assignment]
             elif t is ev.ExceptionRaised:
@@ -358,7 +458,7 @@ class Session:
     def _on_message(self, msg: dict[str, Any]) -> None:
         if msg.get("note") == "exception":
             self.exception_description = str(msg.get("description", ""))
-        elif msg.get("reply") == "values":
+        elif "reply" in msg:
             slot = self._replies.get(msg.get("request", -1))
             if slot is not None:
                 slot[1].append(msg)
@@ -391,9 +491,9 @@ class Session:
             self.last_seq += 1
             self._queue.put([end])
         self._state = SessionState("finished", reason, description, self.last_seq, status)
+        self._done.set()  # before waking the askers: one asking now sees it and won't wait
         for event, _ in list(self._replies.values()):
             event.set()
-        self._done.set()
 
     def _stderr_tail(self) -> str:
         try:

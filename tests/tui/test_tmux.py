@@ -82,3 +82,59 @@ def test_debug_in_tmux_steps_stops_at_nan_and_quits_cleanly(tmp_path):
     finally:
         tmux("kill-session", "-t", name)
     assert not Path(tmp_path / "dyngraph-export").exists()
+
+
+def watch_row(text: str, expression: str) -> str:
+    """The value shown on the variables pane's row of a watch expression."""
+    for line in text.splitlines():
+        if f"│ {expression} " in line and " watch " in line:
+            return line.split(" watch ", 1)[1].split("│")[0].strip()
+    raise AssertionError(f"no watch row for {expression}:\n{text}")
+
+
+def test_variables_console_and_watch_in_tmux(tmp_path):
+    frames = Path(__file__).parents[1] / "runtime" / "scripts" / "frames.py"
+    script = tmp_path / f"e2e_{uuid.uuid4().hex[:8]}.py"
+    script.write_text(frames.read_text())
+    name = f"dyngraph-e2e-{uuid.uuid4().hex[:8]}"
+    command = f"{sys.executable} -m dyngraph debug {script}; sleep 30"
+    env_cmd = f"cd {tmp_path} && TERM=xterm-256color {command}"
+    assert tmux("new-session", "-d", "-s", name, "-x", "180", "-y", "50", env_cmd).returncode == 0
+
+    def keys(*sent: str) -> None:
+        for key in sent:  # one at a time: a burst of keys reads as a paste
+            tmux("send-keys", "-t", name, key)
+            time.sleep(0.05)
+
+    try:
+        wait_screen(name, "PAUSED", "start", "live")
+        keys("n", "n")  # the fc's linear, then the tanh: inside Net.forward, h is a local
+        text = wait_screen(name, "variables · forward", "│ h ", "tanh")
+        h_row = next(line for line in text.splitlines() if "│ h " in line)
+        assert "Tensor" in h_row and "(3, 8) float32" in h_row
+        keys("!")
+        wait_screen(name, "console · forward")
+        keys(*"h.shape", "Enter")
+        wait_screen(name, ">>> h.shape", "Size([3, 8])")
+        keys("Escape")
+        time.sleep(0.5)  # an escape followed at once by a key reads as alt+key
+        wait_screen(name, "variables · forward")
+        keys("w")
+        wait_screen(name, "watch expression")
+        keys(*"round(h.abs().max().item(), 4)", "Enter")
+        expression = "round(h.abs().max().item(), 4)"
+        before = watch_row(wait_screen(name, f"│ {expression} "), expression)
+        assert before.replace(".", "").isdigit(), before
+        keys("n")  # the head's linear: h is the tanh's output now
+        deadline = time.monotonic() + 20
+        after = before
+        while after == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+            try:
+                after = watch_row(screen(name), expression)
+            except AssertionError:
+                continue
+        assert after != before and float(after) < 1.0  # |tanh| < 1
+        keys("q")
+    finally:
+        tmux("kill-session", "-t", name)
