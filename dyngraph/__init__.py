@@ -243,5 +243,6 @@ from . import (  # noqa: E402
     serialization,
     utils,
 )
+from . import torch_backend as _torch_backend  # noqa: E402,F401  (registers; imports no torch)
 from .amp import autocast  # noqa: E402
 from .serialization import load, save  # noqa: E402

@@ -75,7 +75,16 @@ def _break_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _backend_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend", choices=("auto", "torch", "dyngraph"), default="auto",
+        help="whose ops to capture: auto (dyngraph's engine, and PyTorch once the script "
+             "imports it), torch, or dyngraph (default: auto)",
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
+    _backend_option(p)
     p.add_argument("script", help="the Python script to run")
     _script_arguments(p)
 
@@ -134,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
     p.add_argument("--shapes", action="store_true", help="label edges with tensor shapes")
     p.add_argument("--fold", action="store_true", help="fold repeated identical blocks")
+    _backend_option(p)
     # Both `export SOURCE -o DIR ...` (options after SOURCE, a script's own arguments after
     # `--`) and record's `export -o DIR train.py --epochs 3`: see _fix_export_args.
     p.add_argument("source", help="a .dgtrace file or a script to record first")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from dyngraph.capture import backends
 from dyngraph.errors import UserError
 
 from .batch import FORMATS, ExportResult, export_iterations
@@ -29,20 +30,22 @@ def parse_formats(text: str) -> tuple[str, ...]:
     return formats
 
 
-def record_command(script: str, script_args: Sequence[str], output: str) -> list[str]:
+def record_command(script: str, script_args: Sequence[str], output: str,
+                   backend: str = "auto") -> list[str]:
     """The command line that records ``script`` headless into ``output``."""
     return [sys.executable, "-m", "dyngraph", "record", "--stats", "full", "-o", output,
-            script, *script_args]
+            "--backend", backend, script, *script_args]
 
 
 @contextmanager
-def recorded(script: Path, script_args: Sequence[str]) -> Iterator[Path]:
+def recorded(script: Path, script_args: Sequence[str], backend: str = "auto"
+             ) -> Iterator[Path]:
     """Record ``script`` to a temporary trace file; yields its path, deletes it after."""
     with tempfile.TemporaryDirectory(prefix="dyngraph-export-") as tmp:
         trace = Path(tmp) / "run.dgtrace"
         try:
-            proc = subprocess.run(record_command(str(script), script_args, str(trace)),
-                                  check=False)
+            proc = subprocess.run(record_command(str(script), script_args, str(trace),
+                                                 backend), check=False)
         except OSError as exc:
             raise UserError(f"could not start the recorder: {exc}") from None
         if not trace.exists() or trace.stat().st_size == 0:
@@ -82,7 +85,8 @@ def run_export(args: argparse.Namespace) -> int:
     if script_args[:1] == ["--"]:
         script_args = script_args[1:]
     if source.suffix == ".py":
-        with recorded(source, script_args) as trace_path:
+        backends.check(getattr(args, "backend", "auto"))  # one line now, not after a run
+        with recorded(source, script_args, getattr(args, "backend", "auto")) as trace_path:
             result = _export(trace_path, args, formats)
     else:
         if script_args:

@@ -83,3 +83,38 @@ def test_capture_layer_knows_no_engine():
         if module.startswith(("dyngraph.engine", "dyngraph.nn", "dyngraph.optim"))
     ]
     assert offenders == []
+
+
+def _imports_torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+def test_only_the_torch_backend_imports_torch():
+    """PyTorch is optional: one package imports it, and only when a recording asks."""
+    offenders = []
+    for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui"),
+                            ("exporters", "dyngraph.exporters"), ("demos", "dyngraph.demos")):
+        for path, pkg in _package_files(folder, package):
+            rel = path.relative_to(ROOT)
+            if rel.parts[:2] == ("dyngraph", "torch_backend") and path.name != "__init__.py":
+                continue
+            if folder == "demos" and path.name.startswith("torch_"):
+                continue  # a demo written for PyTorch is user code
+            offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg) if _imports_torch(m)]
+    assert offenders == []
+
+
+def test_nothing_outside_the_backend_imports_it_by_name():
+    """The backend registers itself from dyngraph/__init__.py; nothing else reaches in (the
+    capture layer, the UI and the exporters stay backend-neutral)."""
+    offenders = []
+    for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui"),
+                            ("exporters", "dyngraph.exporters")):
+        for path, pkg in _package_files(folder, package):
+            rel = path.relative_to(ROOT)
+            registers = rel == Path("dyngraph/__init__.py")
+            if rel.parts[:2] == ("dyngraph", "torch_backend") or registers:
+                continue
+            offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg)
+                          if m.startswith("dyngraph.torch_backend")]
+    assert offenders == []

@@ -47,7 +47,7 @@ def _check_script(script: str) -> Path:
 
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
-              title: str, breakpoints: Sequence[Breakpoint] = ()) -> int:
+              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto") -> int:
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -58,7 +58,8 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
         except OSError as exc:
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
-        source = LiveSource.start(Model(), str(script), script_args, stats=stats)
+        source = LiveSource.start(Model(), str(script), script_args, stats=stats,
+                                  backend=backend)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
@@ -77,7 +78,8 @@ def run_debug(args: argparse.Namespace) -> int:
     script = _check_script(args.script)
     bps = breakpoints_of(args)
     return _run_live(script, _script_args(args), stats=args.stats,
-                     export_dir=args.export_dir, title=str(script), breakpoints=bps)
+                     export_dir=args.export_dir, title=str(script), breakpoints=bps,
+                     backend=args.backend)
 
 
 def run_view(args: argparse.Namespace) -> int:

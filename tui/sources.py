@@ -353,10 +353,11 @@ class LiveSource(Source):
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
-              cwd: str | None = None) -> LiveSource:
+              cwd: str | None = None, backend: str = "auto") -> LiveSource:
         from dyngraph.debug import Session
 
-        session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd)
+        session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd,
+                                backend=backend)
         return cls(model, session)
 
     def pump(self) -> list[ev.Event]:

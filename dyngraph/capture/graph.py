@@ -183,6 +183,7 @@ class GraphBuilder:
         self.finished: list[Graph] = []
         self.current = Graph(iteration=1)
         self._occurrences: dict[tuple[str, str, str, int], int] = {}
+        self._stepped: set[int] = set()  # op nodes already reached by this backward pass
 
     def add(self, event: ev.Event) -> Graph | None:
         """Apply one event; returns the graph it completed, if it ended an iteration."""
@@ -197,11 +198,17 @@ class GraphBuilder:
             graph.calls[event.call] = (event.module, event.parent)
         elif isinstance(event, ev.BackwardStep):
             node = graph.nodes.get(event.node)
-            if node is not None:
+            # One forward op may own several backward nodes (PyTorch's F.linear: AddmmBackward0,
+            # then TBackward0); the first to run is the op's own output's, whose incoming
+            # gradient is the one flowing into the op's output.
+            if node is not None and node.id not in self._stepped:
+                self._stepped.add(node.id)
                 node.grad = event.grad_output
                 node.grad_fn = event.grad_fn
                 node.backward_seq = event.seq
                 graph.backward_order.append(node.id)
+        elif isinstance(event, ev.BackwardStart):
+            self._stepped = set()
         elif isinstance(event, ev.GradAccumulated):
             node = graph.nodes.get(event.tensor)
             if node is not None:

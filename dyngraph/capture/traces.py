@@ -23,6 +23,7 @@ from typing import overload
 
 import numpy as np
 
+from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
 from .tracefile import FLAG_VALUES, FrameRef, TraceWriter, encode_events, read_frames
@@ -360,8 +361,12 @@ def _finish(sole: bool) -> None:
 
 
 @contextmanager
-def trace(stats: str = "full", values: str = "none") -> Iterator[Trace]:
+def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> Iterator[Trace]:
     """Record every event in memory while the block runs.
+
+    ``backend`` says whose ops are seen: ``"auto"`` (the numpy engine, and PyTorch once
+    imported), ``"torch"`` (PyTorch now; an error if it is not installed) or ``"dyngraph"``
+    (the numpy engine only).
 
     >>> import dyngraph
     >>> with dyngraph.trace(stats="cheap") as t:
@@ -373,6 +378,7 @@ def trace(stats: str = "full", values: str = "none") -> Iterator[Trace]:
     3
     """
     _check_modes(stats, values)
+    capture = backends.activate(backend)
     events: list[ev.Event] = []
     events.append(tracer.make_header(stats, values))
     handle = tracer.subscribe(events.append, stats, values)
@@ -382,12 +388,14 @@ def trace(stats: str = "full", values: str = "none") -> Iterator[Trace]:
     finally:
         _finish(len(tracer._subscribers) == 1)
         handle.remove()
+        capture.remove()
 
 
 @contextmanager
-def record(path: str | os.PathLike[str], stats: str = "cheap",
-           values: str = "none") -> Iterator[TraceWriter]:
-    """Write every event to the trace file ``path`` as it happens.
+def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "none",
+           backend: str = "auto") -> Iterator[TraceWriter]:
+    """Write every event to the trace file ``path`` as it happens (``backend`` as for
+    ``trace``).
 
     Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
     killed midway leaves a file that loads up to its last whole frame.
@@ -397,13 +405,19 @@ def record(path: str | os.PathLike[str], stats: str = "cheap",
     >>> dyngraph.read_trace("run.dgtrace")          # doctest: +SKIP
     """
     _check_modes(stats, values)
-    writer = TraceWriter(path, tracer.make_header(stats, values))
+    capture = backends.activate(backend)
+    try:
+        writer = TraceWriter(path, tracer.make_header(stats, values))
+    except BaseException:
+        capture.remove()
+        raise
     sub = tracer.subscribe(writer.add, stats, values)
     try:
         yield writer
     finally:
         _finish(len(tracer._subscribers) == 1)
         sub.remove()
+        capture.remove()
         writer.close()
 
 

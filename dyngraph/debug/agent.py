@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from ..capture import backends, tracefile
 from ..capture import events as ev
-from ..capture import tracefile
+from ..capture.arrays import to_numpy
 from ..capture.tracing import set_run_info, tracer
 from .breakpoints import (
     Breakpoint,
@@ -64,8 +65,12 @@ class Agent:
                  post_mortem: bool = True, keep_iterations: int = 2,
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
-                 early_commands: list[dict[str, Any]] | tuple[()] = ()) -> None:
+                 early_commands: list[dict[str, Any]] | tuple[()] = (),
+                 backend: str = "auto") -> None:
         self.channel = channel
+        self.backend = backend
+        self._backends: Any = None
+        self.notes: list[str] = []
         self.detached = False  # set in a forked worker: it must not write to the channel
         self._main_ident = threading.get_ident()
         self._out_window = 0.0
@@ -129,6 +134,8 @@ class Agent:
         self._capture = capture
         set_run_info(script, argv)
         self._handle = tracer.subscribe(self.on_event, self.stats, self.values)
+        self._note_handle = backends.on_note(self._on_note)
+        self._backends = backends.activate(self.backend)
         self._install_hook()
         if type(tracer.module_stack) is list:
             self.modules = tracer.module_stack = ModuleStack(tracer.module_stack)
@@ -166,8 +173,16 @@ class Agent:
         tracer.array_hook = None
         self._handle.remove()
         self._handle = None
+        self._note_handle.remove()
         self._closing.set()
         self.flush()
+
+    def _on_note(self, text: str) -> None:
+        """A capture backend's word about the run ("torch.compile runs eagerly ...")."""
+        if text not in self.notes:
+            self.notes.append(text)
+            self.flush()
+            self.send_message({"note": "backend", "text": text})
 
     # -- the hot path --------------------------------------------------------------------
     def on_array(self, kind: str, tensor_id: int, payload: Any) -> None:
@@ -392,7 +407,7 @@ class Agent:
             if g is None:
                 continue
             summary = summaries[index] if index < len(summaries) else None
-            a = np.asarray(g)
+            a = g
             if all_finite(a, summary):
                 continue
             nan, inf = nonfinite_counts(a)
@@ -704,7 +719,7 @@ class Agent:
             array = self.store.get(int(msg["tensor"]), grad=bool(msg.get("grad", False)))
         self.send_message({
             "reply": "values", "request": msg.get("request"), "tensor": msg["tensor"],
-            "array": None if array is None else tracefile.encode_array(np.asarray(array)),
+            "array": None if array is None else tracefile.encode_array(to_numpy(array)),
         })
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..capture.arrays import to_numpy
+
 KINDS = ("op", "module", "line", "iteration", "nan", "grad_norm")
 SCOPES = ("node", "global")
 
@@ -290,7 +292,8 @@ def parse_condition(text: str) -> Condition:
             terms.append((_STATS[m.group(1)], _COMPARE[m.group(2)], _number(m.group(3))))
         alternatives.append(terms)
 
-    def predicate(a: np.ndarray) -> bool:
+    def predicate(a: Any) -> bool:
+        a = to_numpy(a)
         if a.size == 0:
             return False
         with np.errstate(all="ignore"):
@@ -312,24 +315,25 @@ def _norm(a: np.ndarray) -> float:
         return math.sqrt(sq) if sq >= 0 else math.nan
 
 
-def array_norm(a: np.ndarray) -> float:
-    """Exact L2 norm of any array, computed in float64."""
-    return _norm(np.asarray(a))
+def array_norm(a: Any) -> float:
+    """Exact L2 norm of any array (or any backend's tensor), computed in float64."""
+    return _norm(to_numpy(a))
 
 
-def all_finite(a: np.ndarray, summary: Any = None) -> bool:
-    """Exactly whether every element of ``a`` is finite.
+def all_finite(a: Any, summary: Any = None) -> bool:
+    """Exactly whether every element of ``a`` (an array, or any backend's tensor) is finite.
 
     A summary that was not sampled already counted NaN/Inf over the whole tensor. Otherwise
     a small tensor's sum of squares decides fast (any NaN/Inf makes it non-finite; only a
     float overflow sends it on to the element-wise check), and a large one is checked
     element-wise, which is as fast as a dot product there.
     """
+    if summary is not None and not summary.sampled:
+        return summary.nan == 0 and summary.inf == 0
+    a = to_numpy(a)
     kind = a.dtype.kind
     if kind not in "fc":
         return True
-    if summary is not None and not summary.sampled:
-        return summary.nan == 0 and summary.inf == 0
     if kind == "f" and a.size <= 16_384:
         flat = a.reshape(-1)
         with np.errstate(all="ignore"):
@@ -338,7 +342,8 @@ def all_finite(a: np.ndarray, summary: Any = None) -> bool:
     return bool(np.isfinite(a).all())
 
 
-def nonfinite_counts(a: np.ndarray) -> tuple[int, int]:
+def nonfinite_counts(a: Any) -> tuple[int, int]:
+    a = to_numpy(a)
     nan = int(np.count_nonzero(np.isnan(a)))
     return nan, int(np.count_nonzero(np.isinf(a)))
 

@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         max_bytes=config.get("max_bytes", 256 * 1024 * 1024),
         decoder=decoder,
         early_commands=early,
+        backend=config.get("backend", "auto"),
     )
     path = os.path.abspath(ns.script)
     # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which

@@ -106,7 +106,7 @@ def run_record(args: argparse.Namespace) -> int:
     output = _check_output_path(args.output)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False)
+                            script_breakpoints=False, backend=args.backend)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     writer: TraceWriter | None = None
@@ -183,7 +183,7 @@ def run_check(args: argparse.Namespace) -> int:
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False)
+                            script_breakpoints=False, backend=args.backend)
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0}
 

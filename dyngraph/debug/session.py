@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from ..capture import backends, tracefile
 from ..capture import events as ev
-from ..capture import tracefile
 from ..errors import TraceFileError, UserError
 from .breakpoints import Breakpoint
 from .channel import ChannelClosed, socket_pair
@@ -124,6 +124,8 @@ class Session:
         self.exception: ev.ExceptionRaised | None = None
         # "ZeroDivisionError: ... in op div (module fc), iteration 2, train.py:14"
         self.exception_description = ""
+        # What the capture said about the run ("torch.compile runs eagerly while captured")
+        self.notes: list[str] = []
         self.run_end: ev.RunEnd | None = None
         self.last_seq = 0
         self.iteration = 1
@@ -139,7 +141,7 @@ class Session:
               values: str = "none", post_mortem: bool = True, keep_values: bool = True,
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
-              env: dict[str, str] | None = None) -> Session:
+              env: dict[str, str] | None = None, backend: str = "auto") -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -147,9 +149,12 @@ class Session:
         ``script_breakpoints=False`` makes ``dyngraph.breakpoint()`` calls in the script do
         nothing (headless runs that nobody would resume).
         ``keep_values``/``keep_iterations``/``max_bytes`` bound the values the child keeps
-        for ``fetch_values`` (see ``dyngraph.debug.values``). Raises UserError for a missing
-        script, a directory or a syntax error.
+        for ``fetch_values`` (see ``dyngraph.debug.values``). ``backend`` is ``"auto"``
+        (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
+        ``"dyngraph"`` (see ``dyngraph.capture.backends``). Raises UserError for a missing
+        script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
         """
+        backends.check(backend)
         if stats not in ("full", "cheap", "none"):
             raise UserError(f"stats must be full, cheap or none, not {stats!r}")
         if values not in ("none", "small"):
@@ -183,6 +188,7 @@ class Session:
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
+            "backend": backend,
         })
         return session
 
@@ -458,6 +464,10 @@ class Session:
     def _on_message(self, msg: dict[str, Any]) -> None:
         if msg.get("note") == "exception":
             self.exception_description = str(msg.get("description", ""))
+        elif msg.get("note") == "backend":
+            text = str(msg.get("text", ""))
+            if text and text not in self.notes:
+                self.notes.append(text)
         elif "reply" in msg:
             slot = self._replies.get(msg.get("request", -1))
             if slot is not None:

@@ -1,0 +1,193 @@
+"""The backward half of PyTorch capture: node hooks, leaf hooks, and the op each node is of.
+
+When ``backward()`` (or ``autograd.backward``/``autograd.grad``) starts, the graph is
+walked from its roots and every node gets one post-hook (a shared bound method: a closure
+over the node would keep the graph alive through C++). Each node is tagged, in its
+``metadata``, with the forward op it belongs to: the op whose window of autograd sequence
+numbers holds the node's (see ``forward.py``), and with the ids its gradients flow to. A
+node run twice (``retain_graph=True``) is hooked once.
+
+Leaves report their accumulated ``.grad`` through a post-accumulate-grad hook, registered
+once per leaf when it first enters a graph; it stays for later steps.
+
+The hooks run while backward runs, with the capture mode off (on CPU, backward runs in the
+thread that called it, inside the mode's handler), so their statistics are not ops.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ..capture.events import Summary
+from ..capture.tracing import now_ns, tracer
+from . import stats
+from .ids import id_of
+
+_current_node = torch._C._current_autograd_node
+_AccumulateGrad: Any = torch._C._functions.AccumulateGrad  # type: ignore[attr-defined]
+_TAG = "dyngraph"
+_Tensor = torch.Tensor
+
+
+class Windows:
+    """Autograd sequence-number windows of recorded ops: [start, end) -> (op output, op).
+
+    Two generations: the ops since the last backward, and those before it (a graph built
+    in one iteration is sometimes backwarded in the next: a hidden state carried over).
+    """
+
+    def __init__(self) -> None:
+        self._gens: list[tuple[list[int], list[int], list[int], list[str]]] = [
+            ([], [], [], []), ([], [], [], [])
+        ]
+
+    def add(self, start: int, end: int, output: int, op: str) -> None:
+        starts, ends, outs, ops = self._gens[0]
+        starts.append(start)
+        ends.append(end)
+        outs.append(output)
+        ops.append(op)
+
+    def find(self, seq: int) -> tuple[int, str] | None:
+        for starts, ends, outs, ops in self._gens:
+            i = bisect.bisect_right(starts, seq) - 1
+            if i >= 0 and seq < ends[i]:
+                return outs[i], ops[i]
+        return None
+
+    def rotate(self) -> None:
+        self._gens = [([], [], [], []), self._gens[0]]
+
+
+class BackwardCapture:
+    def __init__(self, windows: Windows, names: dict[int, tuple[str, bool]],
+                 set_quiet: Callable[[int], None]) -> None:
+        self.windows = windows
+        self.names = names
+        self._set_quiet = set_quiet
+        self._leaf_hooks: dict[int, Any] = {}
+        self.summaries: Callable[[Sequence[_Tensor | None]], list[Summary | None]] = stats.none
+
+    def remove(self) -> None:
+        for handle in self._leaf_hooks.values():
+            handle.remove()
+        self._leaf_hooks = {}
+
+    # -- the call --------------------------------------------------------------------------
+    def run(self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run ``backward``/``grad`` with every node of its graph hooked."""
+        roots = _roots(name, args, kwargs)
+        if not roots:
+            return func(*args, **kwargs)
+        self.summaries = stats.SUMMARIZERS[tracer.stats]
+        self._hook_graph(roots)
+        root = id_of(roots[0])
+        retain = kwargs.get("retain_graph")
+        if retain is None:
+            retain = kwargs.get("create_graph", False)
+        tracer.backward_start(root, bool(retain))
+        start = now_ns()
+        result = func(*args, **kwargs)
+        tracer.backward_end(root, now_ns() - start)
+        self.windows.rotate()
+        return result
+
+    def _hook_graph(self, roots: list[_Tensor]) -> None:
+        windows = self.windows
+        found: dict[Any, int] = {}  # node -> forward op output id (this walk only)
+        stack: list[Any] = [t.grad_fn for t in roots if t.grad_fn is not None]
+        todo: list[Any] = []
+        seen = set(stack)
+        while stack:
+            node = stack.pop()
+            meta = node.metadata
+            if _TAG in meta:
+                found[node] = meta[_TAG][0]
+                continue  # hooked by an earlier backward over a retained graph
+            todo.append(node)
+            hit = windows.find(node._sequence_nr())
+            found[node] = hit[0] if hit is not None else -1
+            meta[_TAG] = (found[node], hit[1] if hit is not None else "", ())
+            for nxt, _ in node.next_functions:
+                if nxt is not None and nxt not in seen and type(nxt) is not _AccumulateGrad:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        hook = self._on_node
+        for node in todo:
+            out, op, _ = node.metadata[_TAG]
+            inputs = []
+            for nxt, _ in node.next_functions:
+                if nxt is None:
+                    inputs.append(-1)
+                elif type(nxt) is _AccumulateGrad:  # the leaf itself
+                    inputs.append(id_of(nxt.variable))
+                else:
+                    inputs.append(found.get(nxt, -1))
+            node.metadata[_TAG] = (out, op, tuple(inputs))
+            node.register_hook(hook)
+
+    # -- hooks -------------------------------------------------------------------------------
+    def _on_node(self, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
+        if not tracer.listening:
+            return
+        node: Any = _current_node()
+        if node is None:
+            return
+        out, op, inputs = node.metadata[_TAG]
+        self._set_quiet(1)
+        try:
+            outs = [g for g in grad_outputs if g is not None]
+            summaries = self.summaries([*outs[:1], *grad_inputs])
+            if len(outs) > 1:
+                grad_output = _combined(self.summaries(outs))
+            else:
+                grad_output = summaries[0] if outs else None
+            grad_in = tuple(summaries[1:] if outs else summaries)
+        finally:
+            self._set_quiet(-1)
+        tracer.backward_step(out, op, type(node).__name__, inputs, grad_output, grad_in, 0,
+                             outs[0] if outs else None, grad_inputs)
+
+    def hook_leaf(self, t: _Tensor, tid: int) -> None:
+        """Report ``t``'s accumulated gradient from now on (once per leaf)."""
+        if tid not in self._leaf_hooks:
+            self._leaf_hooks[tid] = t.register_post_accumulate_grad_hook(self._on_leaf)
+
+    def _on_leaf(self, t: _Tensor) -> None:
+        if not tracer.listening:
+            return
+        tid = id_of(t)
+        grad = t.grad
+        if grad is None:
+            return
+        self._set_quiet(1)
+        try:
+            summary = self.summaries([grad])[0]
+        finally:
+            self._set_quiet(-1)
+        tracer.grad_accumulated(tid, self.names.get(tid, ("", False))[0], summary, grad)
+
+
+def _roots(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[_Tensor]:
+    """The tensors backward starts from: ``t.backward()``'s ``t``; autograd.backward's
+    ``tensors``, autograd.grad's ``outputs``."""
+    first = args[0] if args else kwargs.get("tensors" if name == "backward" else "outputs")
+    if isinstance(first, _Tensor):
+        return [first]
+    if isinstance(first, (list, tuple)):
+        return [t for t in first if isinstance(t, _Tensor)]
+    return []
+
+
+def _combined(parts: list[Summary | None]) -> Summary | None:
+    """One summary for the gradients into a node with several outputs (``split``)."""
+    present = [s for s in parts if s is not None]
+    if not present:
+        return None
+    sq = sum((s.norm or 0.0) ** 2 for s in present)
+    return Summary.cheap(present[0].shape, present[0].dtype, sq ** 0.5,
+                         sum(s.nan for s in present), sum(s.inf for s in present), False)

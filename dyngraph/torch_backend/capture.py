@@ -1,0 +1,194 @@
+"""PyTorch capture, put together: started once per process, stopped when nobody needs it.
+
+``TorchCapture.start()`` (in the thread whose ops are to be seen):
+
+- pushes the ``ForwardCapture`` mode (ops, ``backward()``: ``forward.py``/``backward.py``);
+- installs the global module hooks (module paths, parameter names: ``modules.py``);
+- hooks every optimizer's ``step`` globally (its internals are not ops; update norms);
+- makes a custom ``autograd.Function`` one op, named after its class;
+- runs ``torch.compile``d code eagerly (``torch.compiler.set_stance("force_eager")``),
+  so its ops are seen, and says so once (``backends.note``).
+
+Ops of other threads are not captured (the mode is per thread; the module and optimizer
+hooks, which are global, ignore other threads).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+import torch
+from torch.optim.optimizer import (
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
+
+from ..capture import arrays, backends
+from ..capture.tracing import now_ns, tracer
+from .backward import BackwardCapture, Windows
+from .calls import OP
+from .forward import ForwardCapture
+from .ids import id_of
+from .modules import ModulePaths
+
+_seq_nr = torch._C._autograd._get_sequence_nr
+_modes_enabled = torch._C._is_torch_function_mode_enabled
+COMPILE_NOTE = "torch.compile runs eagerly while captured"
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as numpy (on the CPU; low precision floats as float32)."""
+    t = t.detach()
+    if t.dtype in (torch.bfloat16, torch.float16):
+        t = t.float()
+    if t.is_conj():
+        t = t.resolve_conj()
+    return t.cpu().numpy()
+
+
+class TorchCapture:
+    def __init__(self) -> None:
+        self.owner = threading.get_ident()
+        self.modules = ModulePaths()
+        self.windows = Windows()
+        self.backward = BackwardCapture(self.windows, self.modules.names, self._quiet)
+        self.mode = ForwardCapture(self.modules.names, self.windows.add,
+                                   self.backward.hook_leaf, self.backward.run)
+        self._handles: list[Any] = []
+        self._steps: list[tuple[list[torch.Tensor], Any]] = []
+        self._saved_apply: Any = None
+        self._saved_compile: Any = None
+        self._stance: Any = None
+        self.compiled = False
+
+    def _quiet(self, delta: int) -> None:
+        self.mode.quiet += delta
+
+    # -- start and stop ------------------------------------------------------------------
+    def start(self) -> None:
+        tracer.add_library(os.path.dirname(torch.__file__))
+        arrays.register(torch.Tensor, to_numpy)
+        self.mode.__enter__()  # type: ignore[no-untyped-call]
+        self.modules.install()
+        self._handles = [register_optimizer_step_pre_hook(self._before_step),
+                         register_optimizer_step_post_hook(self._after_step)]
+        self._patch_function_apply()
+        self._patch_compile()
+        if "torch._dynamo" in sys.modules:  # something may be compiled already
+            self._force_eager(announce=False)
+
+    def stop(self) -> None:
+        if torch._C._len_torch_function_stack() and torch._C._get_function_stack_at(
+                torch._C._len_torch_function_stack() - 1) is self.mode:
+            self.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
+        else:
+            self.mode.quiet += 1  # not on top (the user's mode is): let it pass calls on
+        self.modules.remove()
+        self.backward.remove()
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self._saved_apply is not None:
+            torch.autograd.Function.apply = self._saved_apply  # type: ignore[method-assign]
+        if self._saved_compile is not None:
+            torch.compile = self._saved_compile
+        if self._stance is not None:
+            prev, self._stance = self._stance, None
+            torch.compiler.set_stance(prev.stance,
+                                      skip_guard_eval_unsafe=prev.skip_guard_eval_unsafe,
+                                      force_backend=prev.backend)
+
+    # -- optimizers ------------------------------------------------------------------------
+    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not tracer.listening or threading.get_ident() != self.owner:
+            self._steps.append(([], []))
+            return
+        self.mode.in_step += 1
+        params = [p for group in optimizer.param_groups for p in group["params"]
+                  if p.grad is not None]
+        self.mode.quiet += 1
+        try:
+            with torch.no_grad():
+                before = torch._foreach_mul(params, 1.0) if params else []
+        finally:
+            self.mode.quiet -= 1
+        self._steps.append((params, before))
+
+    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self._steps:
+            return
+        params, before = self._steps.pop()
+        if not tracer.listening or threading.get_ident() != self.owner:
+            return
+        self.mode.in_step -= 1
+        norms: list[float] = []
+        self.mode.quiet += 1
+        try:
+            if params:
+                with torch.no_grad():
+                    change = torch._foreach_sub(params, before)
+                    norms = torch.stack([n.to(torch.float64) for n in
+                                         torch._foreach_norm(change)]).tolist()
+        finally:
+            self.mode.quiet -= 1
+        lr = optimizer.param_groups[0].get("lr", 0.0) if optimizer.param_groups else 0.0
+        tracer.optimizer_step(type(optimizer).__name__, float(lr),
+                              tuple((id_of(p), n) for p, n in zip(params, norms, strict=True)))
+
+    # -- custom autograd.Function: one op ----------------------------------------------------
+    def _patch_function_apply(self) -> None:
+        function = torch.autograd.Function
+        original = function.__dict__["apply"]
+        self._saved_apply = original
+        inner = original.__func__
+        capture = self
+
+        def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+            mode = capture.mode
+            if (mode.quiet or not tracer.listening or not _modes_enabled()
+                    or threading.get_ident() != capture.owner):
+                return inner(cls, *args, **kwargs)
+            s0 = _seq_nr()
+            t0 = now_ns()
+            mode.quiet += 1  # the ops inside forward are the Function's own
+            try:
+                out = inner(cls, *args, **kwargs)
+            finally:
+                mode.quiet -= 1
+            duration = now_ns() - t0
+            mode.quiet += 1
+            try:
+                mode.record(cls.__name__, OP, args, kwargs, out, s0, _seq_nr(), duration)
+            finally:
+                mode.quiet -= 1
+            return out
+
+        function.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
+
+    # -- torch.compile -----------------------------------------------------------------------
+    def _patch_compile(self) -> None:
+        original = torch.compile
+        self._saved_compile = original
+        capture = self
+
+        def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch's name
+            capture._force_eager(announce=True)
+            return original(*args, **kwargs)
+
+        compile.__wrapped__ = original  # type: ignore[attr-defined]
+        compile.__doc__ = original.__doc__
+        torch.compile = compile  # type: ignore[assignment]
+
+    def _force_eager(self, announce: bool) -> None:
+        if self._stance is None:
+            from torch._dynamo import eval_frame
+
+            self._stance = eval_frame._stance
+            torch.compiler.set_stance("force_eager")
+        if announce and not self.compiled:
+            self.compiled = True
+            backends.note(COMPILE_NOTE)

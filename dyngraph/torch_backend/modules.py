@@ -1,0 +1,111 @@
+"""Module paths for PyTorch: global forward hooks keep the tracer's module stack.
+
+Every ``nn.Module`` call pushes its qualified name (from the outermost module's
+``named_modules()``, so the model itself is ``""`` and its layers ``encoder.0.fc``) and pops
+it when the call ends, also when it raises. ``torch.compile`` wraps a model as
+``_orig_mod``; that prefix is dropped, so compiled and eager runs name modules alike.
+Parameters and buffers get their qualified names the same way.
+
+The global hooks fire in every thread; only the capturing thread's calls count.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import torch
+from torch.nn.modules import module as module_mod
+
+from ..capture.tracing import tracer
+from .ids import id_of
+
+_COMPILED_PREFIX = "_orig_mod"
+
+
+def _strip(path: str) -> str:
+    if path == _COMPILED_PREFIX:
+        return ""
+    return path.removeprefix(_COMPILED_PREFIX + ".")
+
+
+class ModulePaths:
+    """Installs the hooks; knows every named module, parameter and buffer seen so far."""
+
+    def __init__(self) -> None:
+        self.owner = threading.get_ident()
+        self.depth = 0
+        # id(root) -> (weakref to root, {id(module): path})
+        self._roots: dict[int, tuple[weakref.ref[Any], dict[int, str]]] = {}
+        self._paths: dict[int, str] = {}
+        self._root: weakref.ref[Any] | None = None
+        # tensor id -> (qualified name, is a parameter)
+        self.names: dict[int, tuple[str, bool]] = {}
+        self._handles: list[Any] = []
+
+    def install(self) -> None:
+        self._handles = [
+            module_mod.register_module_forward_pre_hook(self._enter),
+            module_mod.register_module_forward_hook(self._leave, always_call=True),
+        ]
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    # -- hooks -----------------------------------------------------------------------------
+    def _enter(self, module: torch.nn.Module, args: Any) -> None:
+        if not tracer.listening or threading.get_ident() != self.owner:
+            return
+        tracer.module_stack.append(self.path_of(module))
+        self.depth += 1
+
+    def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
+        if self.depth == 0 or threading.get_ident() != self.owner:
+            return  # entered before capture began (or by another thread)
+        self.depth -= 1
+        stack = tracer.module_stack
+        if len(stack) > 1:
+            stack.pop()
+
+    # -- naming ----------------------------------------------------------------------------
+    def path_of(self, module: torch.nn.Module) -> str:
+        key = id(module)
+        if self.depth == 0:
+            root = self._root() if self._root is not None else None
+            if root is not module:
+                self._use_root(module)
+            return self._paths.get(key, "")
+        path = self._paths.get(key)
+        if path is None:
+            root = self._root() if self._root is not None else None
+            if root is not None:
+                self._use_root(root, rename=True)  # a module added since: look again
+            path = self._paths.get(key)
+            if path is None:  # not under the root at all: name it by its class
+                parent = tracer.module_stack[-1]
+                name = type(module).__name__
+                path = self._paths[key] = f"{parent}.{name}" if parent else name
+        return path
+
+    def _use_root(self, root: torch.nn.Module, rename: bool = False) -> None:
+        key = id(root)
+        entry = self._roots.get(key)
+        if rename or entry is None or entry[0]() is not root:
+            if len(self._roots) >= 16:
+                self._roots.clear()
+            paths = {id(m): _strip(name) for name, m in root.named_modules()}
+            entry = self._roots[key] = (weakref.ref(root), paths)
+            self._name_tensors(root)
+        self._root, self._paths = entry[0], entry[1]
+
+    def _name_tensors(self, root: torch.nn.Module) -> None:
+        if len(self.names) > 1_000_000:
+            self.names.clear()
+        for name, p in root.named_parameters():
+            self.names[id_of(p)] = (_strip(name), True)
+        for name, b in root.named_buffers():
+            if b is not None:
+                self.names[id_of(b)] = (_strip(name), False)
