@@ -120,11 +120,13 @@ def _ranks(n: int, pairs: list[tuple[int, int]]) -> list[int]:
     for i in order:
         if preds[i]:
             rank[i] = max(rank[p] for p in preds[i]) + 1
-    # Sources sink to just above their nearest consumer (a weight beside its matmul, not
-    # on rank 0 with a long edge down to it).
+    # Longest path puts everything as high as it can go: a token's embedding would sit at
+    # the top with an edge 300 ranks long down to its step. So, consumers first, a node
+    # with at least as many edges out as in sinks to just above its nearest consumer (a
+    # weight beside its matmul); sinking shortens more edges than it stretches.
     for i in reversed(order):
-        if not preds[i] and succs[i]:
-            rank[i] = max(min(rank[s] for s in succs[i]) - 1, 0)
+        if succs[i] and len(succs[i]) >= len(preds[i]):
+            rank[i] = max(min(rank[s] for s in succs[i]) - 1, rank[i])
     return rank
 
 
@@ -252,7 +254,47 @@ def _x_positions(layers: list[list[int]], pairs: list[tuple[int, int]], paths: l
         for layer in seq:
             want = [sum(x[j] for j in nb[i]) / len(nb[i]) if nb[i] else x[i] for i in layer]
             _place(layer, want, x, gap)
+    _keep_clear(layers, x, width, chain, gap, sp)
     return x
+
+
+def _keep_clear(layers: list[list[int]], x: list[float], width: list[float],
+                chain: list[tuple[str, ...]], gap, sp: Spacing) -> None:  # type: ignore[no-untyped-def]
+    """Move nodes out of the frames of top-level clusters they are not in.
+
+    A frame is the box around its members on every rank it spans, so a stranger left
+    inside it (on a rank where the cluster is narrow) would look like a member.
+    """
+    spans: dict[str, list[float]] = {}  # top cluster -> [left, right, first rank, last rank]
+    for r, layer in enumerate(layers):
+        for i in layer:
+            if chain[i]:
+                pad = sp.cluster_pad * len(chain[i])
+                s = spans.setdefault(chain[i][0], [1e18, -1e18, r, r])
+                s[0] = min(s[0], x[i] - width[i] / 2 - pad)
+                s[1] = max(s[1], x[i] + width[i] / 2 + pad)
+                s[3] = r
+    crossing: dict[int, list[str]] = {}
+    for c, (_, _, r0, r1) in spans.items():
+        for r in range(int(r0), int(r1) + 1):
+            crossing.setdefault(r, []).append(c)
+    for r, clusters in crossing.items():
+        layer = layers[r]
+        moved = False
+        for c in clusters:
+            left, right = spans[c][0], spans[c][1]
+            members = [k for k, i in enumerate(layer) if chain[i][:1] == (c,)]
+            for k, i in enumerate(layer):
+                if chain[i][:1] == (c,) or x[i] + width[i] / 2 <= left or \
+                        x[i] - width[i] / 2 >= right:
+                    continue
+                before = members[0] > k if members else x[i] < (left + right) / 2
+                x[i] = (left - sp.nodesep - width[i] / 2 if before
+                        else right + sp.nodesep + width[i] / 2)
+                moved = True
+        if moved:  # restore the rank's order and gaps around the moved nodes
+            layer.sort(key=lambda i: x[i])
+            _place(layer, [x[i] for i in layer], x, gap)
 
 
 def _place(layer: list[int], want: list[float], x: list[float], gap) -> None:  # type: ignore[no-untyped-def]

@@ -3,9 +3,13 @@
 One policy for the debugger's canvas and the exporters, so neither is ever left without a
 picture:
 
-- a graph deeper than ``DEEP_RANKS`` ranks goes straight to ``layered_layout``: Graphviz's
-  time grows with depth far faster than with width (measured: a 2,000-rank chain 4.2 s,
-  the 1,939-node shared-weight residual loop 6 s even with its leaves copied);
+- a graph where Graphviz has no chance goes straight to ``layered_layout``: its time grows
+  with nodes times ranks (measured with graphviz-pure: chains of 500, 1,000 and 2,000
+  ranks took 0.8, 1.5 and 4.2 s; the shared-weight residual loop, 2,884 boxes on 1,923
+  ranks, 6 s; a GRU over 300 tokens, 2,702 boxes on ~500 ranks, over 5 s), so past
+  ``HOPELESS`` boxes x ranks, ``DEEP_RANKS`` ranks or ``MAX_BOXES`` boxes it is not tried
+  (Graphviz's time also grows with crossings, which no count predicts: past these it
+  missed a 5 s budget more often than not);
 - otherwise Graphviz gets ``budget`` seconds (bounded in memory, see ``render``); when it
   runs past that or fails, ``layered_layout`` takes over;
 - either way the caller learns which drew it (``note``: "" for Graphviz), to say so on
@@ -26,7 +30,9 @@ from .layered import longest_path
 from .render import FAST_ARGS, GraphvizError, LayoutTimeout, run_dot
 from .svg import SvgTemplate
 
-DEEP_RANKS = 600
+DEEP_RANKS = 1500
+HOPELESS = 1_200_000  # boxes x ranks
+MAX_BOXES = 2000
 EXPORT_BUDGET = 5.0  # seconds Graphviz may take on one export layout
 FAST_ABOVE = 1500  # above this many drawn nodes Graphviz runs with FAST_ARGS
 
@@ -36,8 +42,9 @@ T = TypeVar("T")
 def too_deep(names: Sequence[str], edges: Sequence[tuple[str, str]]) -> str:
     """Why Graphviz is not worth trying on this graph, or ""."""
     ranks = longest_path(names, edges) + 1
-    if ranks > DEEP_RANKS:
-        return f"{ranks} ranks deep: more than Graphviz lays out in seconds"
+    if ranks > DEEP_RANKS or ranks * len(names) > HOPELESS or len(names) > MAX_BOXES:
+        return (f"{len(names)} boxes on {ranks} ranks: more than Graphviz lays out in "
+                "seconds")
     return ""
 
 

@@ -3,8 +3,11 @@
 Attributes down, messages up. A timer pulls the source's new events (live: from a queue a
 daemon thread fills) into the model and posts what ``messages.translate`` makes of them;
 handlers redraw every pane from the model inside ``batch_update()``. Keys call the
-source's commands; the source moves the model's cursor or, at a live run's frontier, tells
-the child to go on.
+source's commands (``tui/app_actions.py``; the keys themselves are in ``tui/keys.py``); the
+source moves the model's cursor or, at a live run's frontier, tells the child to go on.
+
+To add a pane: compose it in ``compose``, give it a place in ``app.tcss`` (and in
+``_fit_panes``' order for small terminals) and update it in ``refresh_view``.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -26,19 +28,16 @@ from textual.widgets import Footer, Static
 from dyngraph.capture.graph import Graph
 
 from . import messages as msg
-from .breakpoints import Breakpoint
-from .breakpoints_dialog import BreakpointsDialog
+from .app_actions import DebuggerActions
 from .console_screen import ConsoleScreen, ConsoleState
 from .export import Exporter
-from .find_screen import FindScreen
 from .frame_fetcher import FrameFetcher, FrameViewArrived
-from .help_screen import HelpScreen
-from .inspector import Inspector, ValuesScreen, values_text
-from .iteration_bar import DiffScreen, IterationBar, diff_text
-from .model import Model
+from .inspector import Inspector
+from .iteration_bar import IterationBar
+from .model import STEP_KINDS, Model
 from .output_pane import OutputPane
 from .prompt_screen import PromptScreen
-from .source_view import SourceView
+from .source_view import SourceView, first_code_line
 from .sources import LIVE_ONLY, Source, SourceState
 from .status_line import StatusLine, status_text
 from .timeline import Timeline
@@ -52,7 +51,6 @@ except ImportError:  # pragma: no cover - only while the canvas is not installed
 POLL_HZ = 20
 SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
-EXPORT_DIR = Path("dyngraph-export")
 
 
 class GraphList(Static):
@@ -76,21 +74,6 @@ class GraphList(Static):
         self.update(text)
 
 
-class _ValuesFetched(Message):
-    def __init__(self, title: str, array: Any) -> None:
-        super().__init__()
-        self.title = title
-        self.array = array
-
-
-class _Exported(Message):
-    def __init__(self, iteration: int, paths: list[Path], error: BaseException | None) -> None:
-        super().__init__()
-        self.iteration = iteration
-        self.paths = paths
-        self.error = error
-
-
 class _SourceClosed(Message):
     pass
 
@@ -100,74 +83,11 @@ class _NormsReady(Message):
         return isinstance(message, _NormsReady)
 
 
-PALETTE_HELP = {
-    "next_op": "run to the next forward op or backward step",
-    "next_iteration": "run to the first op of the next iteration",
-    "finish_forward": "run to the end of the forward pass (backward start)",
-    "finish_backward": "run to the end of the backward pass",
-    "continue": "run until a breakpoint (or the end)",
-    "breakpoint": "toggle a breakpoint on the selected op, or the source line under the cursor",
-    "breakpoints_dialog": "list, add and remove breakpoints of every kind",
-    "break_on_nan": "stop at the first op or gradient that makes a NaN/Inf",
-    "step_back": "one step back through what already happened",
-    "step_forward": "one step forward through history (at the frontier: run one op)",
-    "prev_iteration": "show the previous iteration's whole graph",
-    "next_iteration_history": "show the next recorded iteration's whole graph",
-    "graph_mode": "switch the graph pane between the forward and the backward graph",
-    "collapse_module": "fold or unfold the selected node's module in the graph pane",
-    "find_node": "find a node by op, name, module or id",
-    "export_iteration": "write this iteration's graph as DOT and SVG (./dyngraph-export)",
-    "iteration_diff": "what this iteration added, removed or reshaped against the previous",
-    "full_values": "show every value of the selected tensor",
-    "toggle_output": "show or hide the script's stdout/stderr",
-    "console": "a Python prompt in the paused frame (live runs)",
-    "add_watch": "add a watch expression, re-evaluated at every pause (live runs)",
-    "frame_up": "select the caller's frame in the variables pane (up the stack)",
-    "frame_down": "select the callee's frame in the variables pane (down the stack)",
-    "interrupt_evaluation": "stop a watch or console evaluation running in the script",
-    "focus_timeline": "move the focus to the timeline",
-}
-
-
-class DebuggerApp(App[int]):
+class DebuggerApp(DebuggerActions):
     """``DebuggerApp(source).run()``; the exit value is the script's exit status (or 0)."""
 
     CSS_PATH = "app.tcss"
     TITLE = "dyngraph"
-    BINDINGS = [
-        Binding("n", "step_op", "Next op", id="next_op"),
-        Binding("i", "next_iteration", "Next iter", id="next_iteration"),
-        Binding("f", "finish_forward", "Finish fwd", id="finish_forward"),
-        Binding("F", "finish_backward", "Finish bwd", id="finish_backward"),
-        Binding("c", "continue", "Continue", id="continue"),
-        Binding("b", "toggle_breakpoint", "Break", id="breakpoint"),
-        Binding("B", "breakpoints", "Breakpoints", id="breakpoints_dialog"),
-        Binding("x", "toggle_nan", "NaN break", id="break_on_nan"),
-        Binding("left", "step_back", "Back", id="step_back", key_display="←"),
-        Binding("right", "step_forward", "Fwd", id="step_forward", key_display="→"),
-        Binding("left_square_bracket", "prev_iteration", "Prev iter", id="prev_iteration",
-                key_display="["),
-        Binding("right_square_bracket", "next_iteration_history", "Next iter (history)",
-                id="next_iteration_history", key_display="]"),
-        Binding("g", "toggle_graph", "Fwd/Bwd graph", id="graph_mode"),
-        Binding("z", "collapse", "Collapse", id="collapse_module"),
-        Binding("slash", "find", "Find", id="find_node", key_display="/"),
-        Binding("e", "export", "Export", id="export_iteration"),
-        Binding("d", "diff", "Diff", id="iteration_diff"),
-        Binding("v", "values", "Values", id="full_values"),
-        Binding("o", "toggle_output", "Output", id="toggle_output"),
-        Binding("exclamation_mark", "console", "Console", id="console", key_display="!"),
-        Binding("w", "add_watch", "Watch", id="add_watch"),
-        Binding("u", "frame_up", "Up frame", id="frame_up", show=False),
-        Binding("D", "frame_down", "Down frame", id="frame_down", show=False),
-        Binding("ctrl+c", "interrupt_evaluation", "Interrupt evaluation",
-                id="interrupt_evaluation", show=False),
-        Binding("question_mark", "help", "Help", id="help", key_display="?"),
-        Binding("q", "quit", "Quit", id="quit"),
-        # The graph pane keeps arrows and tab for itself (pan, next node): esc leaves it.
-        Binding("escape", "focus_timeline", "To timeline", id="focus_timeline", show=False),
-    ]
-
     def __init__(self, source: Source, *, export_dir: str | Path | None = None,
                  poll_hz: float = POLL_HZ, title: str = "",
                  notices: Iterable[str] = ()) -> None:
@@ -210,14 +130,17 @@ class DebuggerApp(App[int]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#timeline").border_title = "timeline"
-        self.query_one("#output").display = False
-        self.query_one("#output").border_title = "output"
+        self.main.query_one("#timeline").border_title = "timeline"
+        self.main.query_one("#output").display = False
+        self.main.query_one("#output").border_title = "output"
         if not self.source.live:
-            self.query_one(VariablesPane).add_class("replay")
+            self.main.query_one(VariablesPane).add_class("replay")
         self._tick()
         self.refresh_view()
-        self.query_one(Timeline).focus()
+        # Live, the first screen is pdb's: the script's source, focused, so `b` sets a line
+        # breakpoint before anything runs. A replay opens on its first op's timeline row.
+        first = SourceView if self.source.live else Timeline
+        self.main.query_one(first).focus()
         for notice in self.notices:
             self.notify(notice, severity="warning", timeout=10)
         self.set_interval(1 / self.poll_hz, self._tick)
@@ -270,7 +193,7 @@ class DebuggerApp(App[int]):
             self.action_console()  # breakpoint() in the script: the console is ready
 
     def on_output_arrived(self, message: msg.OutputArrived) -> None:
-        self.query_one(OutputPane).add(message.chunks)
+        self.main.query_one(OutputPane).add(message.chunks)
 
     def on_iterations_completed(self, message: msg.IterationsCompleted) -> None:
         # Sparkline norms cost a graph build per iteration on a background thread that
@@ -292,12 +215,12 @@ class DebuggerApp(App[int]):
         self.notify(f"{message.type}: {message.message}{where}", title="the script raised",
                     severity="error", timeout=8)
         if message.traceback:
-            self.query_one(OutputPane).add([("stderr", message.traceback.rstrip("\n") + "\n")])
+            self.main.query_one(OutputPane).add([("stderr", message.traceback.rstrip("\n") + "\n")])
         self.refresh_view()
 
     def on_run_ended(self, message: msg.RunEnded) -> None:
         self._start_norms()
-        self.query_one(OutputPane).flush_partial()
+        self.main.query_one(OutputPane).flush_partial()
         if self.source.live:
             self.notify(f"the script ended with status {message.status}", timeout=5)
         self.refresh_view()
@@ -313,7 +236,7 @@ class DebuggerApp(App[int]):
             return
         info = self.model.cursor_iteration()
         index = info.index if info else 0
-        self.query_one(IterationBar).show(self.model.iterations, index, None)
+        self.main.query_one(IterationBar).show(self.model.iterations, index, None)
         self._show_status(index)
 
     def refresh_view(self) -> None:
@@ -331,7 +254,7 @@ class DebuggerApp(App[int]):
             self._last_cursor = model.cursor
             if moved or self.selected not in graph.nodes:
                 self.selected = current
-            canvas = self.query_one("#graph")
+            canvas = self.main.query_one("#graph")
             canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
             title = _graph_title(graph, self.graph_mode)
             if title != self._graph_title:  # setting a title redraws the pane
@@ -342,17 +265,24 @@ class DebuggerApp(App[int]):
             self._show_variables()
             self._show_source(graph, current)
             info = model.cursor_iteration()
-            timeline = self.query_one(Timeline)
+            timeline = self.main.query_one(Timeline)
             timeline.show(model.events, info.rows or [] if info else [], model.cursor)
             index = info.index if info else 0
             diff = model.diff(index) if info is not None and info.changed else None
-            self.query_one(IterationBar).show(model.iterations, index, diff)
+            self.main.query_one(IterationBar).show(model.iterations, index, diff)
             self._show_status(index)
+
+    @property
+    def main(self) -> Screen:
+        """The debugger's own screen. Handlers reach its panes through it: a worker's result
+        (norms, a layout, fetched values) may arrive while a dialog is on top, and
+        ``App.query_one`` would search the dialog."""
+        return self.screen_stack[0]
 
     def _panes_ready(self) -> bool:
         """False while the screen is not up (at exit, a batch may still be in the queue)."""
         try:
-            self.query_one("#graph")
+            self.main.query_one("#graph")
         except Exception:
             return False
         return True
@@ -373,7 +303,7 @@ class DebuggerApp(App[int]):
 
             description = describe_ending(model)
         bps = self.source.breakpoints.values()
-        self.query_one(StatusLine).update_text(status_text(
+        self.main.query_one(StatusLine).update_text(status_text(
             status=state.status, reason=reason, description=description,
             event=model.current_event, iteration=index, iterations=model.iteration_count,
             live=self.source.live, behind=behind,
@@ -388,12 +318,22 @@ class DebuggerApp(App[int]):
         frame = self._selected_frame()
         if frame is not None:
             file, line = frame.file, frame.line
-        view = self.query_one(SourceView)
-        if not file and view.file:
+        view = self.main.query_one(SourceView)
+        header = self.model.header
+        if not file and header is not None and header.script and self._before_first_op():
+            # Like pdb's first screen: the script, its first statement marked.
+            file = header.script
+            line = first_code_line(view.lines_of(file))
+        elif not file and view.file:
             file, line = view.file, 0
         lines = {b.line for b in self.source.breakpoints.values()
                  if b.kind == "line" and file and _same(b.file, file)}
         view.show(file, line, lines)
+
+    def _before_first_op(self) -> bool:
+        model = self.model
+        event = model.current_event
+        return (event is None or event.kind not in STEP_KINDS) and model.prev_step() is None
 
     def _show_inspector(self) -> None:
         graph = self.graph
@@ -406,7 +346,8 @@ class DebuggerApp(App[int]):
                 other = graph.nodes.get(src)
                 if other is not None:
                     inputs.append(f"{other.label} t{src}")
-        self.query_one(Inspector).show(node, history, inputs)
+        self.main.query_one(Inspector).show(node, history, inputs,
+                                       backward_done=self.model.backward_done())
 
     # -- Python at the pause: variables, watches, console ---------------------------------
     def _python_note(self) -> str:
@@ -424,7 +365,7 @@ class DebuggerApp(App[int]):
         return ""
 
     def _show_variables(self) -> None:
-        pane = self.query_one(VariablesPane)
+        pane = self.main.query_one(VariablesPane)
         note = self._python_note()
         if note:
             pane.show_note(note)
@@ -507,12 +448,32 @@ class DebuggerApp(App[int]):
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""
         self.selected = node_id
         if GraphCanvas is not None and node_id is not None:
-            canvas = self.query_one("#graph")
+            canvas = self.main.query_one("#graph")
             if canvas.selected != node_id:  # type: ignore[attr-defined]
                 canvas.selected = node_id  # type: ignore[attr-defined]
         self._show_inspector()
 
+    def swap_source(self, source: Source) -> None:
+        """Go on with ``source`` (a restarted run) as if the app had just opened on it."""
+        old = self.source
+        self.source = source
+        self.model = source.model
+        self.selected, self.graph = None, None
+        self._last_cursor, self._last_state = -2, None
+        self._norms_busy = self._norms_again = False
+        self._loading = True
+        self.frames = FrameFetcher(source, self.post_message)  # watches go with the old run
+        output = self.main.query_one(OutputPane)
+        output.flush_partial()
+        output.write_line("── restarted ──")
+        threading.Thread(target=old.close, name="dyngraph-close", daemon=True).start()
+        self.refresh_view()
+        self.main.query_one(SourceView).focus()
+
     # -- selection from panes ------------------------------------------------------------
+    def on_iteration_bar_iteration_chosen(self, message: IterationBar.IterationChosen) -> None:
+        self.jump_to_iteration(message.index)
+
     def on_graph_canvas_node_selected(self, message: Any) -> None:
         if message.node_id != self.selected:
             self.selected = message.node_id
@@ -530,167 +491,6 @@ class DebuggerApp(App[int]):
         if message.file:
             self.source.run_to_line(message.file, message.line)
             self.refresh_view()
-
-    # -- stepping ------------------------------------------------------------------------
-    def _command(self, name: str, *args: Any) -> None:
-        if self._quitting:
-            return
-        try:
-            getattr(self.source, name)(*args)
-        except Exception as exc:  # e.g. the child is gone: say so, keep the UI
-            self.notify(f"{name}: {exc}", severity="error")
-        self.refresh_view()
-
-    def action_step_op(self) -> None:
-        self._command("step_op")
-
-    def action_next_iteration(self) -> None:
-        self._command("next_iteration")
-
-    def action_finish_forward(self) -> None:
-        self._command("finish_forward")
-
-    def action_finish_backward(self) -> None:
-        self._command("finish_backward")
-
-    def action_continue(self) -> None:
-        self._command("continue_")
-
-    def action_step_back(self) -> None:
-        if not self.source.step_back():
-            self.bell()
-        self.refresh_view()
-
-    def action_step_forward(self) -> None:
-        self._command("step_forward")
-
-    def action_prev_iteration(self) -> None:
-        info = self.model.cursor_iteration()
-        if info is None or not self.source.goto_iteration(info.index - 1):
-            self.bell()
-        self.refresh_view()
-
-    def action_next_iteration_history(self) -> None:
-        info = self.model.cursor_iteration()
-        if info is None or not self.source.goto_iteration(info.index + 1):
-            self.bell()
-        self.refresh_view()
-
-    # -- breakpoints ---------------------------------------------------------------------
-    def action_toggle_breakpoint(self) -> None:
-        view = self.query_one(SourceView)
-        if self.focused is view and view.file:
-            bp = Breakpoint.at_line(view.file, view.cursor_line)
-        else:
-            node = self.graph.nodes.get(self.selected) if self.graph and self.selected else None
-            if node is None or node.kind != "op":
-                self.notify("select an op node (or a line in the source pane) first",
-                            severity="warning")
-                return
-            bp = Breakpoint.op(node.op)
-        self._toggle(bp)
-
-    def action_toggle_nan(self) -> None:
-        self._toggle(Breakpoint.nan())
-
-    def _toggle(self, bp: Breakpoint) -> None:
-        try:
-            on = self.source.toggle_breakpoint(bp)
-        except Exception as exc:
-            self.notify(f"breakpoint: {exc}", severity="error")
-            return
-        self.notify(f"breakpoint {'set' if on else 'removed'}: {bp}", timeout=3)
-        self.refresh_view()
-
-    def action_breakpoints(self) -> None:
-        dialog = BreakpointsDialog(self.source, self.query_one(SourceView).file)
-        self.push_screen(dialog, lambda changed: self.refresh_view())
-
-    # -- views ---------------------------------------------------------------------------
-    def action_toggle_graph(self) -> None:
-        self.graph_mode = "backward" if self.graph_mode == "forward" else "forward"
-        self.refresh_view()
-
-    def action_collapse(self) -> None:
-        canvas = self.query_one("#graph")
-        for name in ("action_toggle_module", "action_toggle_collapse", "action_collapse"):
-            action = getattr(canvas, name, None)
-            if action is not None:
-                action()
-                return
-        self.notify("collapsing modules needs the graph canvas", severity="warning")
-
-    def action_find(self) -> None:
-        if self.graph is None or not self.graph.nodes:
-            self.bell()
-            return
-        self.push_screen(FindScreen(self.graph), self._found)
-
-    def _found(self, node_id: int | None) -> None:
-        if node_id is not None:
-            self.select_node(node_id)
-
-    def action_focus_timeline(self) -> None:
-        self.query_one(Timeline).focus()
-
-    def action_toggle_output(self) -> None:
-        pane = self.query_one(OutputPane)
-        pane.display = not pane.display
-        pane.unseen = 0
-
-    def action_diff(self) -> None:
-        info = self.model.cursor_iteration()
-        if info is None:
-            return
-        index = info.index
-        diff = self.model.diff(index)
-        text = diff_text(index, diff, self.model.graph(index - 1), self.model.graph(index))
-        self.push_screen(DiffScreen(text))
-
-    def action_help(self) -> None:
-        self.push_screen(HelpScreen(self.key_bindings()))
-
-    def action_values(self) -> None:
-        node = self.graph.nodes.get(self.selected) if self.graph and self.selected else None
-        if node is None:
-            self.bell()
-            return
-        title = f"{node.label} t{node.id}"
-        source = self.source
-
-        def fetch() -> None:
-            try:
-                array = source.fetch_values(node.id)
-            except Exception as exc:
-                array = None
-                title_ = f"{title}: {exc}"
-            else:
-                title_ = title
-            self.post_message(_ValuesFetched(title_, array))
-
-        threading.Thread(target=fetch, name="dyngraph-values", daemon=True).start()
-
-    def on__values_fetched(self, message: _ValuesFetched) -> None:
-        self.push_screen(ValuesScreen(values_text(message.array, message.title)))
-
-    def action_export(self) -> None:
-        graph = self.graph
-        if graph is None or not graph.nodes:
-            self.bell()
-            return
-        self.notify(f"exporting iteration {graph.iteration} …", timeout=2)
-        self._exporter.submit(graph, self.export_dir or EXPORT_DIR, self.graph_mode)
-
-    def _export_done(self, iteration: int, paths: list[Path], error: BaseException | None
-                     ) -> None:
-        self.post_message(_Exported(iteration, paths, error))
-
-    def on__exported(self, message: _Exported) -> None:
-        if message.error is not None:
-            self.notify(f"export of iteration {message.iteration} failed: {message.error}",
-                        severity="error")
-        elif self.export_dir is None or not self.source.live:
-            self.notify("wrote " + ", ".join(str(p) for p in message.paths), timeout=4)
 
     # -- gradient norms across iterations (for sparklines) --------------------------------
     def _start_norms(self) -> None:
@@ -711,23 +511,11 @@ class DebuggerApp(App[int]):
 
     def on__norms_ready(self, message: _NormsReady) -> None:
         self._norms_busy = False
-        self._show_inspector()
+        if self._panes_ready():
+            self._show_inspector()
         if self._norms_again:
             self._norms_again = False
             self._start_norms()
-
-    # -- command palette and help -------------------------------------------------------
-    def key_bindings(self) -> list[Binding]:
-        return [b for b in self.BINDINGS if isinstance(b, Binding)]
-
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        for b in self.key_bindings():
-            if b.action in ("quit", "help"):
-                continue
-            yield SystemCommand(f"{b.description} ({b.key_display or b.key})",
-                                PALETTE_HELP.get(b.id or "", b.description),
-                                _runner(self, b.action))
 
     # -- quitting ------------------------------------------------------------------------
     async def action_quit(self) -> None:
@@ -736,7 +524,7 @@ class DebuggerApp(App[int]):
             self.exit(self._exit_status())
             return
         self._quitting = True
-        self.query_one(StatusLine).update(Text(" QUITTING … ending the script ",
+        self.main.query_one(StatusLine).update(Text(" QUITTING … ending the script ",
                                                "bold white on red"))
         self._exporter.stop()
 
@@ -765,13 +553,6 @@ def _graph_title(graph: Graph, mode: str) -> str:
                     "(g: forward)")
         return f"backward graph · iteration {graph.iteration} · {reached} nodes reached"
     return f"graph · iteration {graph.iteration} · {len(graph.nodes)} nodes"
-
-
-def _runner(app: DebuggerApp, action: str):
-    def run() -> None:
-        app.run_action(action)
-
-    return run
 
 
 def _same(a: str, b: str) -> bool:

@@ -77,7 +77,7 @@ class BreakpointsDialog(ModalScreen[bool]):
     def _kind_changed(self, event: Select.Changed) -> None:
         kind = str(event.value)
         self.query_one("#bp-value", Input).placeholder = KIND_HELP[kind]
-        self.query_one("#bp-help", Label).update(KIND_HELP[kind])
+        self.query_one("#bp-help", Label).update(Text(KIND_HELP[kind]))
 
     @on(Button.Pressed, "#bp-add")
     @on(Input.Submitted, "#bp-value")
@@ -88,21 +88,21 @@ class BreakpointsDialog(ModalScreen[bool]):
         try:
             spec = from_dialog(kind, field.value, self.file)
         except ValueError as exc:
-            error.update(str(exc))
+            error.update(Text(str(exc)))
             return
         if spec in self.source.breakpoints.values():
-            error.update(f"already set: {spec}")
+            error.update(Text(f"already set: {spec}"))
             return
         try:
             self.source.add_breakpoint(spec)
         except Exception as exc:  # the child may refuse it; say why and stay open
-            error.update(f"could not add: {exc}")
+            error.update(Text(f"could not add: {exc}"))
             return
         error.update("")
         field.value = ""
         self.changed = True
         self._refresh_list()
-        self.query_one("#bp-help", Label).update(f"added {spec}")
+        self.query_one("#bp-help", Label).update(Text(f"added {spec}"))
 
     def action_remove(self) -> None:
         options = self.query_one("#bp-list", OptionList)

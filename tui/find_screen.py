@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, OptionList
+from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from dyngraph.capture.graph import Graph, GraphNode
@@ -15,9 +16,10 @@ from dyngraph.capture.graph import Graph, GraphNode
 MAX_SHOWN = 200
 
 
-def node_line(node: GraphNode) -> str:
+def node_line(node: GraphNode) -> Text:
+    """One result row; a Text, so names are never read as markup."""
     module = f"  [{node.module}]" if node.module else ""
-    return f"{node.label:<14} {tuple(node.shape)!s:<14} t{node.id}{module}"
+    return Text(f"{node.label:<14} {tuple(node.shape)!s:<14} t{node.id}{module}")
 
 
 def search(graph: Graph, query: str, limit: int = MAX_SHOWN) -> list[GraphNode]:
@@ -46,6 +48,8 @@ class FindScreen(ModalScreen[int | None]):
         background: $surface;
     }
     FindScreen OptionList { height: auto; max-height: 20; }
+    FindScreen #find-note { color: $text-muted; height: auto; padding: 0 1; }
+    FindScreen #find-note.-none { color: $warning; }
     """
 
     def __init__(self, graph: Graph) -> None:
@@ -57,6 +61,7 @@ class FindScreen(ModalScreen[int | None]):
             box.border_title = "find a node"
             yield Input(placeholder="op, parameter name, module, t<id>", id="find-query")
             yield OptionList(id="find-results")
+            yield Label("", id="find-note")
 
     def on_mount(self) -> None:
         self._fill("")
@@ -71,6 +76,17 @@ class FindScreen(ModalScreen[int | None]):
         options.clear_options()
         matches = search(self.graph, query)
         options.add_options([Option(node_line(n), id=str(n.id)) for n in matches])
+        options.display = bool(matches)
+        note = self.query_one("#find-note", Label)
+        note.set_class(not matches, "-none")
+        total = len(self.graph.nodes)
+        if not matches:
+            note.update(Text(f"no node matches {query.strip()!r} (searched op, name, module "
+                             f"and t<id> of {total} nodes)"))
+        elif len(matches) >= MAX_SHOWN:
+            note.update(Text(f"the first {MAX_SHOWN} matches: type more to narrow them"))
+        else:
+            note.update(Text(f"{len(matches)} of {total} nodes · enter picks, esc cancels"))
         if matches:
             options.highlighted = 0
 

@@ -11,6 +11,7 @@ new iteration shaped like an earlier one, only moves a highlight.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -27,6 +28,7 @@ from textual.strip import Strip
 from dyngraph.capture.graph import Graph, backward_graph
 
 from . import canvas_layout as cl
+from . import overview as ov
 from . import raster
 
 _KINDS = ("op", "param", "leaf", "module", "backward", "accumulate")
@@ -59,6 +61,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("z", "toggle_module", "Fold module", id="graph_canvas.toggle_module"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom in", show=False, id="graph_canvas.zoom_in"),
         Binding("minus", "zoom(-1)", "Zoom out", show=False, id="graph_canvas.zoom_out"),
+        Binding("w", "toggle_overview", "Whole graph", id="graph_canvas.overview"),
         Binding("enter", "choose", "Select", show=False, id="graph_canvas.choose"),
     ]
 
@@ -66,6 +69,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         *(f"graph-canvas--{k}" for k in _KINDS),
         "graph-canvas--edge", "graph-canvas--frame", "graph-canvas--current",
         "graph-canvas--selected", "graph-canvas--nonfinite", "graph-canvas--status",
+        "graph-canvas--viewport",
     }
 
     DEFAULT_CSS = """
@@ -82,6 +86,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     GraphCanvas > .graph-canvas--selected { text-style: bold underline; color: $success; }
     GraphCanvas > .graph-canvas--nonfinite { color: $error; text-style: bold; }
     GraphCanvas > .graph-canvas--status { background: $panel; color: $text-muted; }
+    GraphCanvas > .graph-canvas--viewport { color: $warning; }
     """
 
     selected: reactive[int | None] = reactive(None, always_update=True)
@@ -142,6 +147,14 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         # Which copy of a shared leaf the user moved to (entry, box): the selection is a
         # graph node, but following edges and scrolling should stay at that copy.
         self._picked: tuple[cl.Entry, int] | None = None
+        # Gradient colours: the scale of the graph shown (same log scale as the SVG export)
+        # and each primary box's fill, worked out as boxes are drawn.
+        self._scale: tuple[object, Any] = (None, None)
+        self._fills: dict[int, str | None] = {}
+        self.overview = False
+        """True while the whole graph is shown shrunk to the pane (key ``w``)."""
+        self._overview_rows: tuple[object, list[list[ov.Cell]]] | None = None
+        self._centre_on: int | None = None  # a node to centre once its box is laid out
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -166,7 +179,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._flags.clear()
         if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
             self._request_layout()
-        self._follow(self._current)
+        if self._centre_on is not None and self.box_of(self._centre_on) is not None:
+            self._follow(self._centre_on, centre=True)
+            self._centre_on = None
+        else:
+            self._follow(self._current)
         self.refresh()
 
     def notify_style_update(self) -> None:
@@ -188,6 +205,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         shown = self._backward_of(graph) if mode == "backward" else graph
         changed = self._canon.update(shown)
         self._flags.clear()
+        self._fills.clear()
         if changed or self._entry is None:
             self._match()
             if self._upto < len(self._canon.sigs):
@@ -201,22 +219,67 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     @property
     def status(self) -> str:
         """One line about what is not drawn yet (pending layout, failure), or ''."""
-        key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph),
-               id(self._entry))
+        key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph))
         if self._status[0] == key:
             return self._status[1]
         text = ""
         missing = len(self._canon.sigs) - self._upto
         if self._error:
             text = f"layout failed: {self._error}"
-        elif self._entry is not None and self._entry.note and missing <= 0:
-            text = self._entry.note
         elif missing > 0:
             new = [cl.node_label(s, False) for s in self._canon.sigs[self._upto:self._upto + 4]]
             more = "…" if missing > 4 else ""
             text = f"laying out… +{missing} node{'s' * (missing != 1)}: {', '.join(new)}{more}"
         self._status = (key, text)
         return text
+
+    @property
+    def info(self) -> str:
+        """The bottom line when nothing is pending: which layout drew the pane if not
+        Graphviz, else the gradient-norm legend (its colours in ``legend``), else ''."""
+        if self._entry is not None and self._entry.note:
+            return self._entry.note
+        scale = self._grad_scale()
+        return "‖grad‖ " + "  ".join(text for _, text in scale.legend()) if scale else ""
+
+    def legend(self) -> list[tuple[str, str]]:
+        """(fill colour, text) of each gradient-norm bin on the pane, smallest first."""
+        scale = self._grad_scale()
+        return scale.legend() if scale is not None else []
+
+    def _grad_scale(self) -> Any:
+        """The colour scale over the shown graph's gradient norms (None before backward)."""
+        graph = self._canon.graph
+        key = (id(graph), len(graph.backward_order) if graph is not None else 0,
+               len(self._canon.ids))
+        if self._scale[0] != key:
+            from dyngraph.exporters.colors import GradScale  # lazy: an optional edge
+
+            scale = GradScale.from_graphs([graph]) if graph is not None else None
+            self._scale = (key, scale)
+            self._fills.clear()
+        return self._scale[1]
+
+    def _fill(self, box: int) -> str | None:
+        """The gradient-norm colour of a primary box (a module: its largest norm)."""
+        if box in self._fills:
+            return self._fills[box]
+        fill = None
+        scale, graph, entry = self._grad_scale(), self._canon.graph, self._entry
+        if scale is not None and graph is not None and entry is not None:
+            ids, upto = self._canon.ids, min(self._upto, len(entry.to_box))
+            norm = None
+            for i in range(entry.scene.boxes[box].birth, upto):
+                if entry.to_box[i] == box:
+                    g = graph.nodes[ids[i]].grad
+                    if g is not None and g.norm is not None and math.isfinite(g.norm) and (
+                            norm is None or g.norm > norm):
+                        norm = g.norm
+                elif entry.scene.boxes[box].kind != "module":
+                    break
+            fill = scale.fill(norm) if norm is not None else None
+        self._fills[box] = fill
+        return fill
 
     @property
     def scene(self) -> raster.Scene | None:
@@ -343,8 +406,12 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             if isinstance(key, tuple):
                 # Overlays add their attributes (reverse, underline...); the colour comes
                 # from the most telling one: NaN/Inf red beats selection beats the kind.
-                kind, current, selected, nonfinite = key
+                kind, current, selected, nonfinite, *fill = key
                 style = self.get_component_rich_style(f"graph-canvas--{kind}")
+                if fill and fill[0] is not None:
+                    from dyngraph.exporters.colors import font_for
+
+                    style += Style(bgcolor=fill[0], color=font_for(fill[0]))
                 colour = None
                 for name, on in (("current", current), ("selected", selected),
                                  ("nonfinite", nonfinite)):
@@ -384,15 +451,22 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             return ("op", False, False, False)
         first = self._entry.scene.view.nodes[box].primary(box)
         return (self._entry.scene.boxes[box].kind, first == self.box_of(self._current),
-                first == self.box_of(self.selected), self._nonfinite(first))
+                first == self.box_of(self.selected), self._nonfinite(first), self._fill(first))
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         status = self.status
-        if status and y == self.size.height - 1 and self._entry is not None:
+        if status and y == self.scrollable_content_region.height - 1 and self._entry is not None:
             text = raster.fit(status, max(width, 1)).ljust(width)[:width]
             return Strip([Segment(text, self._style("status"))], width)
+        if y == self.scrollable_content_region.height - 1 and self._entry is not None and (
+                not status):
+            info = self._info_line(width)
+            if info is not None:
+                return info
+        if self.overview and self._entry is not None:
+            return self._overview_line(y, width)
         entry = self._entry
         if entry is None:
             message = ""
@@ -406,11 +480,72 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
         def box_style(b: int) -> object:  # every copy of a shared leaf is styled alike
             first = nodes[b].primary(b)
-            return (boxes[b].kind, first == current, first == selected, flags(first))
+            return (boxes[b].kind, first == current, first == selected, flags(first),
+                    self._fill(first))
 
         runs = raster.row_runs(entry.scene, y + scroll_y, scroll_x, width, self._upto, box_style)
         segments = [Segment(text, self._style(style) if style is not None else None)
                     for text, style in runs]
+        return Strip(segments, width)
+
+    def _info_line(self, width: int) -> Strip | None:
+        """The layout note, or the gradient legend as coloured swatches, or None."""
+        if self._entry is None:
+            return None
+        if self._entry.note:
+            text = raster.fit(self._entry.note, max(width, 1)).ljust(width)[:width]
+            return Strip([Segment(text, self._style("status"))], width)
+        legend = self.legend()
+        if not legend:
+            return None
+        from dyngraph.exporters.colors import font_for
+
+        status = self._style("status")
+        segments = [Segment(" ‖grad‖ ", status)]
+        for fill, text in legend:
+            segments.append(Segment(f" {text} ", Style(bgcolor=fill, color=font_for(fill))))
+        used = sum(len(s.text) for s in segments)
+        if used > width:
+            return None
+        segments.append(Segment(" " * (width - used), status))
+        return Strip(segments, width)
+
+    def _overview_line(self, y: int, width: int) -> Strip:
+        assert self._entry is not None
+        height = self.scrollable_content_region.height - 1  # the last is the info line
+        key = (id(self._entry), self._upto, width, height, self.scroll_offset,
+               self.box_of(self._current), self.box_of(self.selected), len(self._fills),
+               self._scale[0])
+        if self._overview_rows is None or self._overview_rows[0] != key:
+            entry = self._entry
+            current, selected = self.box_of(self._current), self.box_of(self.selected)
+            nodes = entry.scene.view.nodes
+
+            def style_of(b: int) -> object:
+                return self._box_style(b)
+
+            def on_top(b: int) -> bool:
+                return nodes[b].primary(b) in (current, selected)
+
+            view = self.scrollable_content_region
+            port = (round(self.scroll_x), round(self.scroll_y), view.width, view.height)
+            def filled(b: int) -> bool:
+                return self._fill(nodes[b].primary(b)) is not None
+
+            rows = ov.overview(entry.scene, width, max(height, 1), self._upto, style_of,
+                               on_top, filled, port)
+            self._overview_rows = (key, rows)
+        rows = self._overview_rows[1]
+        if y >= len(rows):
+            return Strip.blank(width)
+        segments, start, cells = [], 0, rows[y]
+        for i in range(1, width + 1):
+            if i == width or cells[i][1] != cells[start][1]:
+                style = cells[start][1]
+                text = "".join(c for c, _ in cells[start:i])
+                segments.append(Segment(text, self._style(style) if style is not None
+                                        else None))
+                start = i
         return Strip(segments, width)
 
     def _follow(self, node_id: int | None, centre: bool = False) -> None:
@@ -493,7 +628,30 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
                 return
 
     def action_centre_current(self) -> None:
-        self._follow(self._current, centre=True)
+        """Centre the selected node (the current op when nothing is selected); a node not
+        laid out yet is centred as soon as its layout arrives."""
+        node = self.selected if self.selected is not None else self._current
+        if node is None:
+            return
+        if self.overview:
+            self.action_leave_overview()
+        if self.box_of(node) is None:
+            self._centre_on = node
+            return
+        self._centre_on = None
+        self._follow(node, centre=True)
+        self.refresh()
+
+    def action_toggle_overview(self) -> None:
+        """Show the whole graph shrunk to the pane, or go back to the normal view."""
+        self.overview = not self.overview
+        self._overview_rows = None
+        self.refresh()
+
+    def action_leave_overview(self) -> None:
+        if self.overview:
+            self.overview = False
+            self.refresh()
 
     def action_choose(self) -> None:
         box = self._selected_box()
@@ -535,6 +693,15 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def on_click(self, event: Click) -> None:
         if self._entry is None:
+            return
+        if self.overview:  # jump to the clicked part of the graph
+            region = self.scrollable_content_region
+            sx, sy = ov.scale(self._entry.scene, region.width, max(region.height - 1, 1))
+            view = self.scrollable_content_region
+            self.overview = False
+            self.scroll_to(event.x * sx - view.width / 2, event.y * sy - view.height / 2,
+                           animate=False, immediate=True)
+            self.refresh()
             return
         col, row = event.x + self.scroll_offset.x, event.y + self.scroll_offset.y
         box = self._entry.scene.box_at(col, row, self._upto)

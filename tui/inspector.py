@@ -25,6 +25,8 @@ from textual.widgets import Static
 from dyngraph.capture import events as ev
 from dyngraph.capture.graph import GraphNode
 
+from .numbers import fmt, norm_of, plural
+
 BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -53,21 +55,19 @@ def sparkline(values: Sequence[float | None], width: int = 40) -> Text:
     return text
 
 
-def fmt(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if x == 0 or (1e-3 <= abs(x) < 1e5):
-        return f"{x:.4g}"
-    return f"{x:.3e}"
-
-
 def summary_text(s: ev.Summary) -> Text:
+    """min, max, mean, std (of the finite values), the norm (nan/inf when any value is),
+    and the NaN and Inf counts."""
     text = Text()
-    for name, value in (("min", s.min), ("max", s.max), ("mean", s.mean), ("std", s.std),
-                        ("norm", s.norm)):
+    for name, value in (("min", s.min), ("max", s.max), ("mean", s.mean), ("std", s.std)):
         text.append(f"{name} ", "dim").append(f"{fmt(value)}  ")
+    norm = norm_of(s)
+    text.append("norm ", "dim").append(f"{fmt(norm)}  ",
+                                       "" if norm is None or math.isfinite(norm) else "bold red")
     style = "bold red" if not s.finite else "green"
     text.append(f"NaN {s.nan}  Inf {s.inf}", style)
+    if not s.finite and (s.min is not None or s.norm is not None):
+        text.append("  (other stats: finite values)", "dim")
     if s.sampled:
         text.append("  (sampled)", "dim")
     return text
@@ -83,9 +83,19 @@ def preview_text(s: ev.Summary, limit: int = 8) -> Text:
                 + (f"  of {s.numel:,}" if more else ""))
 
 
+def grad_missing(node: GraphNode, backward_done: bool) -> str:
+    """Why ``node`` shows no gradient."""
+    if not node.requires_grad:
+        return "no gradient (does not require grad)"
+    if backward_done:
+        return "no gradient (backward did not reach it: not used by the loss)"
+    return "not yet (backward has not reached it)"
+
+
 def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
-              inputs: Sequence[str] = ()) -> Group | Text:
-    """The inspector's renderable for ``node``."""
+              inputs: Sequence[str] = (), *, backward_done: bool = False,
+              width: int = 60) -> Group | Text:
+    """The inspector's renderable for ``node``; ``width`` is the room it has."""
     if node is None:
         return Text("no node selected\n\nstep with n, or pick a node in the graph or timeline",
                     "dim")
@@ -106,7 +116,7 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
     numel = 1
     for d in node.shape:
         numel *= d
-    table.add_row("shape", f"{tuple(node.shape)}  {node.dtype}  {numel:,} elements")
+    table.add_row("shape", f"{tuple(node.shape)}  {node.dtype}  {plural(numel, 'element')}")
     if node.attrs:
         table.add_row("attrs", ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())[:200])
     if inputs:
@@ -121,14 +131,16 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
         table.add_row("grad", summary_text(node.grad))
         table.add_row("", preview_text(node.grad))
     else:
-        table.add_row("grad", Text("not yet (backward has not reached it)", "dim"))
+        table.add_row("grad", Text(grad_missing(node, backward_done), "dim"))
     if any(v is not None for v in history):
         last = next((v for v in reversed(history) if v is not None), None)
-        line = sparkline(history)
-        line.append(f"  last {fmt(last)}", "dim")
+        # The label column takes 7 cells: the bars get what is left beside "last x".
+        tail = f"  last {fmt(last)}"
+        line = sparkline(history, max(8, min(40, width - 7 - len(tail))))
+        line.append(tail, "dim")
         table.add_row("‖grad‖", line)
-        table.add_row("", Text(f"over {len(history)} iterations", "dim"))
-    table.add_row("", Text("v: full values", "dim"))
+        table.add_row("", Text(f"over {plural(len(history), 'iteration')}", "dim"))
+    table.add_row("", Text("v: full values · G: full gradient", "dim"))
     return Group(title, table)
 
 
@@ -151,18 +163,20 @@ class Inspector(VerticalScroll):
         yield self._body
 
     def show(self, node: GraphNode | None, history: Sequence[float | None] = (),
-             inputs: Sequence[str] = ()) -> None:
+             inputs: Sequence[str] = (), *, backward_done: bool = False) -> None:
+        width = self.content_region.width - 1
         key = None if node is None else (node.id, node.seq, node.backward_seq, node.kind,
-                                         node.summary, node.grad, tuple(history), tuple(inputs))
+                                         node.summary, node.grad, tuple(history), tuple(inputs),
+                                         backward_done, width)
         if key is not None and key == self._shown:
             return  # the same node in the same state: nothing to redraw
         self._shown = key
         self.node = node
         # The body's height only ever grows, so new contents rarely need a layout pass (one
         # costs a reflow of the whole screen: 100 ms+ while a live run streams).
-        view = node_view(node, history, inputs)
+        view = node_view(node, history, inputs, backward_done=backward_done,
+                         width=width if width >= 20 else 60)
         console = self.app.console
-        width = self.content_region.width - 1
         lines = 0
         if width >= 20:  # before the first layout the width is unknown: measure later
             options = console.options.update_width(width)
@@ -174,13 +188,20 @@ class Inspector(VerticalScroll):
         self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
 
 
-def values_text(array: np.ndarray | None, title: str) -> Text:
+def values_text(array: np.ndarray | None, title: str, width: int = 160,
+                why_none: str = "") -> Text:
+    """Every value of ``array`` (numpy's layout, elided past 20,000), ``width`` cells wide."""
     if array is None:
-        return Text(f"{title}\n\nno values available: the script is not paused, the tensor is "
-                    "gone, or the trace was recorded without --values small", "dim")
-    body = np.array2string(np.asarray(array), threshold=20_000, edgeitems=50,
-                           max_line_width=160, precision=5)
-    return Text.assemble((f"{title}  shape {array.shape} {array.dtype}\n\n", "bold"), body)
+        return Text(f"{title}\n\n{why_none or NO_VALUES}", "dim")
+    array = np.asarray(array)
+    body = np.array2string(array, threshold=20_000, edgeitems=50,
+                           max_line_width=max(width, 20), precision=5)
+    head = f"{title}  shape {tuple(array.shape)} {array.dtype}  {plural(array.size, 'element')}"
+    return Text.assemble((head + "\n\n", "bold"), body)
+
+
+NO_VALUES = ("no values available: the script is not paused, the tensor is gone, or the "
+             "trace was recorded without --values small")
 
 
 class ValuesScreen(ModalScreen[None]):

@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
+from textual.events import Click
+from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Input, Label, Static
 
 from dyngraph.capture.graph import Graph, GraphDiff
 
@@ -25,6 +28,12 @@ from .model import IterationInfo
 def bar_text(iterations: Sequence[IterationInfo], current: int, width: int,
              diff: GraphDiff | None = None) -> Text:
     """The bar's one line for ``width`` cells."""
+    return bar_layout(iterations, current, width, diff)[0]
+
+
+def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
+               diff: GraphDiff | None = None) -> tuple[Text, int, list[int]]:
+    """The bar's line, the column of its first cell and the iteration of each cell."""
     n = len(iterations)
     text = Text()
     text.append(" iteration ", "dim")
@@ -35,12 +44,15 @@ def bar_text(iterations: Sequence[IterationInfo], current: int, width: int,
         text.append(f"changed: +{len(diff.added)} −{len(diff.removed)} "
                     f"~{len(diff.reshaped) + len(diff.rewired)} ", "bold yellow")
     room = max(width - text.cell_len - 22, 4)
+    first_cell, shown = 0, []
     if n:
         pos = next((k for k, info in enumerate(iterations) if info.index == current), n - 1)
         lo = max(0, min(pos - room // 2, n - room))
         hi = min(n, lo + room)
         if lo:
             text.append("‹", "dim")
+        first_cell = text.cell_len
+        shown = [info.index for info in iterations[lo:hi]]
         # Runs of cells with one style become one span: a bar of hundreds of iterations
         # would otherwise render hundreds of spans on every redraw.
         run, run_style = "", ""
@@ -59,18 +71,30 @@ def bar_text(iterations: Sequence[IterationInfo], current: int, width: int,
         if hi < n:
             text.append("›", "dim")
     text.append(f"  {changed} changed", "dim")
-    return text
+    return text, first_cell, shown
 
 
-class IterationBar(Static):
+class IterationBar(Static, can_focus=True):
+    """Click a cell (or focus the bar and press g) to go to an iteration."""
+
+    BINDINGS = [
+        Binding("g,enter", "app.goto_iteration", "Go to iteration", id="bar_goto"),
+    ]
     DEFAULT_CSS = """
     IterationBar { height: 1; background: $panel; }
+    IterationBar:focus { background: $accent 30%; }
     """
+
+    class IterationChosen(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self._args: tuple = ((), 0, None)
         self._key: tuple | None = None
+        self._cells: tuple[int, list[int]] = (0, [])
 
     def show(self, iterations: Sequence[IterationInfo], current: int,
              diff: GraphDiff | None = None) -> None:
@@ -80,18 +104,72 @@ class IterationBar(Static):
         if key == self._key:
             return
         self._key = key
+        self._draw()
+
+    def _draw(self) -> None:
+        iterations, current, diff = self._args
+        text, first, shown = bar_layout(iterations, current, self.size.width or 80, diff)
+        self._cells = (first, shown)
         # One fixed line: no layout pass needed (it would reflow the whole screen).
-        self.update(bar_text(iterations, current, self.size.width or 80, diff), layout=False)
+        self.update(text, layout=False)
 
     def on_resize(self) -> None:
-        iterations, current, diff = self._args
-        self.update(bar_text(iterations, current, self.size.width or 80, diff), layout=False)
+        self._draw()
+
+    def on_click(self, event: Click) -> None:
+        first, shown = self._cells
+        if 0 <= event.x - first < len(shown):
+            self.post_message(self.IterationChosen(shown[event.x - first]))
 
 
-def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph | None) -> Text:
+class GotoScreen(ModalScreen[int | None]):
+    """``:`` — type an iteration number, enter goes there."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="cancel_goto")]
+    DEFAULT_CSS = """
+    GotoScreen { align: center top; }
+    GotoScreen > Vertical {
+        width: 60; height: auto; margin-top: 3; border: thick $accent; background: $surface;
+        padding: 0 1;
+    }
+    GotoScreen #goto-error { color: $error; height: auto; }
+    GotoScreen #goto-help { color: $text-muted; height: auto; }
+    """
+
+    def __init__(self, current: int, known: int, live: bool) -> None:
+        super().__init__()
+        self.current, self.known, self.live = current, known, live
+
+    def compose(self) -> ComposeResult:
+        with Vertical() as box:
+            box.border_title = "go to iteration"
+            yield Input(placeholder=f"1 … {self.known}" if self.known else "1",
+                        id="goto-value", restrict=r"[0-9]*")
+            later = " (a later one: run until it begins)" if self.live else ""
+            yield Label(f"now at {self.current} of {self.known}; enter a number{later}",
+                        id="goto-help")
+            yield Label("", id="goto-error")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text.isdigit() or int(text) < 1:
+            self.query_one("#goto-error", Label).update("give an iteration number: 1, 2, …")
+            return
+        self.dismiss(int(text))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph | None,
+              why_not: str = "") -> Text:
+    """The diff screen's text; ``why_not`` says why there is no diff when ``diff`` is None."""
     if diff is None or old is None or new is None:
-        return Text(f"iteration {index}: nothing to compare (first iteration or not complete)",
-                    "dim")
+        return Text(f"iteration {index}: {why_not or 'nothing to compare'}", "dim")
     text = Text.assemble((f"iteration {index} against {index - 1}\n\n", "bold"))
     if diff.unchanged:
         return text.append("same structure: no node added, removed or reshaped", "green")

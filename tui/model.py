@@ -59,10 +59,16 @@ class IterationInfo:
     changed: bool = False
     rows: list[int] | None = None  # history indices of the iteration's timeline rows
     dropped: bool = False  # its events were let go to bound memory
+    backward_end: int | None = None  # index of its BackwardEnd: its graph is whole from there
 
     @property
     def complete(self) -> bool:
         return self.end is not None
+
+    def backward_done(self, cursor: int) -> bool:
+        """Has backward finished at history index ``cursor``? (The IterationEnd only comes
+        just before the next op, but the graph is whole once backward ends.)"""
+        return any(i is not None and i <= cursor for i in (self.backward_end, self.end))
 
 
 class Model:
@@ -129,6 +135,9 @@ class Model:
                     prev = by_index.get(current - 1)  # type: ignore[operator]
                     info.changed = (prev is not None  # type: ignore[union-attr]
                                     and prev.structure_key != info.structure_key)  # type: ignore[union-attr]
+                elif kind == "backward_end":
+                    if info.backward_end is None:  # type: ignore[union-attr]
+                        info.backward_end = i  # type: ignore[union-attr]
                 elif kind == "exception":
                     self.exception = event  # type: ignore[assignment]
             elif kind == "output":
@@ -277,6 +286,11 @@ class Model:
         graph.iteration = info.index
         return graph
 
+    def backward_done(self) -> bool:
+        """Has the cursor's iteration finished its backward pass, as of the cursor?"""
+        info = self.cursor_iteration()
+        return info is not None and info.backward_done(self.cursor)
+
     def graph_at_cursor(self) -> Graph | None:
         """The cursor's iteration as it was at the cursor.
 
@@ -313,9 +327,11 @@ class Model:
         return None
 
     def diff(self, index: int) -> GraphDiff | None:
-        """What iteration ``index`` added/removed against the previous one (complete only)."""
+        """What iteration ``index`` added/removed against the previous one, once both are
+        whole (complete, or past the end of their backward pass)."""
         info, prev = self._by_index.get(index), self._by_index.get(index - 1)
-        if info is None or prev is None or not (info.complete and prev.complete):
+        if info is None or prev is None or not (
+                info.backward_done(len(self.events)) and prev.backward_done(len(self.events))):
             return None
         old, new = self.graph(index - 1), self.graph(index)
         if old is None or new is None:

@@ -6,6 +6,7 @@ line list we can share). The keyboard cursor (when focused) picks a line for ``b
 
 from __future__ import annotations
 
+import ast
 import os
 
 from rich.text import Text
@@ -20,6 +21,21 @@ def read_lines(path: str) -> list[str]:
             return f.read().expandtabs(4).splitlines()
     except OSError:
         return []
+
+
+def first_code_line(lines: list[str]) -> int:
+    """The line of a module's first statement (past its docstring), where pdb's ``->``
+    points before the script runs; 1 when the text does not parse, 0 when it is empty."""
+    if not lines:
+        return 0
+    try:
+        body = ast.parse("\n".join(lines)).body
+    except (SyntaxError, ValueError):
+        return 1
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    return body[0].lineno if body else 1
 
 
 class SourceView(LineList):
@@ -43,6 +59,13 @@ class SourceView(LineList):
         self._cache: dict[str, list[str]] = {}
         self.breakpoint_lines: set[int] = set()
 
+    def lines_of(self, file: str) -> list[str]:
+        """``file``'s lines, read once."""
+        lines = self._cache.get(file)
+        if lines is None:
+            lines = self._cache[file] = read_lines(file) if file else []
+        return lines
+
     def show(self, file: str, line: int, breakpoints: set[int] | None = None) -> None:
         """Show ``file`` with ``line`` marked; a missing file shows a one-line note."""
         if breakpoints is not None and breakpoints != self.breakpoint_lines:
@@ -52,9 +75,7 @@ class SourceView(LineList):
             return
         if file != self.file:
             self.file = file
-            lines = self._cache.get(file)
-            if lines is None:
-                lines = self._cache[file] = read_lines(file) if file else []
+            lines = self.lines_of(file)
             self._lines = lines
             width = max((len(s) for s in lines), default=0) + 8
             self.set_rows(len(lines), width)

@@ -80,8 +80,13 @@ class Source:
     def _at_frontier(self, command: str, **kwargs: Any) -> None:
         """The cursor reached the end of the history while running ``command``."""
 
-    def fetch_values(self, tensor_id: int) -> np.ndarray | None:
+    def fetch_values(self, tensor_id: int, grad: bool = False) -> np.ndarray | None:
+        """Full values of a tensor (its gradient with ``grad``), or None."""
         return None
+
+    def no_values_reason(self, grad: bool) -> str:
+        """Why ``fetch_values`` gave None."""
+        return "no values available"
 
     # -- Python at the pause (live runs only) ----------------------------------------------
     @property
@@ -169,6 +174,15 @@ class Source:
             return self.live
         self._history_move(i, "history", "stepped forward")
         return True
+
+    def rewind(self) -> None:
+        """Back to the first op (a replay's restart)."""
+        first = self.model.next_step(0)
+        self._history_move(first if first is not None else -1, "start", "the first op")
+
+    def run_to_iteration(self, index: int) -> None:
+        """Run until iteration ``index`` begins (live: beyond what already ran)."""
+        self._run("next_iteration", lambda e: e.kind in STEP_KINDS and e.iteration >= index)
 
     def goto_iteration(self, index: int) -> bool:
         """Put the cursor on the last event of iteration ``index`` (its whole graph)."""
@@ -326,9 +340,16 @@ class ReplaySource(Source):
             return
         self._finished = True
 
-    def fetch_values(self, tensor_id: int) -> np.ndarray | None:
+    def fetch_values(self, tensor_id: int, grad: bool = False) -> np.ndarray | None:
         values = getattr(self.trace, "values", None)
-        return values(tensor_id) if callable(values) else None
+        return values(tensor_id) if callable(values) and not grad else None
+
+    def no_values_reason(self, grad: bool) -> str:
+        if grad:
+            return ("a trace holds gradient statistics, not gradient values: run the script "
+                    "with dyngraph debug and press G while paused")
+        return ("the trace holds no values for this tensor: record with --values small "
+                "(tensors of up to 4,096 elements)")
 
 
 class LiveSource(Source):
@@ -350,6 +371,9 @@ class LiveSource(Source):
         self.error: BaseException | None = None
         self.pause_index: int | None = None
         self._closed = False
+        self._start_args: tuple[str, tuple[str, ...], str, str | None, str] | None = None
+        # (runtime id, iteration) of the one-off breakpoints that jumps set in the child
+        self._temporary: list[tuple[int, int]] = []
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
@@ -358,7 +382,29 @@ class LiveSource(Source):
 
         session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd,
                                 backend=backend)
-        return cls(model, session)
+        source = cls(model, session)
+        source._start_args = (script, tuple(args), stats, cwd, backend)
+        return source
+
+    def restarted(self) -> LiveSource:
+        """A new run of the same script with the same arguments and breakpoints, paused
+        before its first line (this one is left as it is: close it)."""
+        if self._start_args is None:
+            raise RuntimeError("this session was not started by LiveSource.start")
+        script, args, stats, cwd, backend = self._start_args
+        new = LiveSource.start(Model(max_events=self.model.max_events), script, args,
+                               stats=stats, cwd=cwd, backend=backend)
+        for spec in self.breakpoints.values():
+            new.add_breakpoint(spec)
+        return new
+
+    def run_to_iteration(self, index: int) -> None:
+        """Through history first; past the frontier, a one-off iteration breakpoint in the
+        child takes the script there (removed once the script got there; breakpoints on the
+        way stop it, as ``c`` would, and ``c`` goes on to the iteration)."""
+        runtime_id = self.session.add_breakpoint(Breakpoint.at_iteration(index))
+        self._temporary.append((runtime_id, index))
+        self._run("continue_", lambda e: e.kind in STEP_KINDS and e.iteration >= index)
 
     def pump(self) -> list[ev.Event]:
         if self._closed:
@@ -369,6 +415,12 @@ class LiveSource(Source):
         model = self.model
         model.ingest(got)
         pause = next((e for e in reversed(got) if isinstance(e, ev.BreakpointHit)), None)
+        if pause is not None and self._temporary:
+            # A jump stopped on the way (at a breakpoint) still goes on with the next `c`.
+            reached = [(i, n) for i, n in self._temporary if pause.iteration >= n]
+            for runtime_id, n in reached:
+                self.session.remove_breakpoint(runtime_id)
+                self._temporary.remove((runtime_id, n))
         if pause is not None:
             if pause.reason == "exception":
                 # at_seq is the last op before the raise; backward steps may follow it, and
@@ -418,10 +470,16 @@ class LiveSource(Source):
         if runtime_id is not None:
             self.session.remove_breakpoint(runtime_id)
 
-    def fetch_values(self, tensor_id: int) -> np.ndarray | None:
+    def fetch_values(self, tensor_id: int, grad: bool = False) -> np.ndarray | None:
         if self.session.state.status != "paused":
             return None
-        return self.session.fetch_values(tensor_id, timeout=5.0)
+        return self.session.fetch_values(tensor_id, timeout=5.0, grad=grad)
+
+    def no_values_reason(self, grad: bool) -> str:
+        if self.session.state.status != "paused":
+            return "the script is not paused: values can be fetched only while it waits"
+        return (f"the script no longer keeps this tensor's {'gradient' if grad else 'values'}"
+                " (it keeps the current iteration's and the two before)")
 
     @property
     def pause_id(self) -> int:

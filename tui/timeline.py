@@ -8,6 +8,7 @@ history index; the app moves the selection to that event's node.
 from __future__ import annotations
 
 import bisect
+import math
 import os
 
 from rich.text import Text
@@ -16,6 +17,7 @@ from textual.message import Message
 from dyngraph.capture import events as ev
 
 from .linelist import LineList
+from .numbers import fmt, norm_of
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -23,9 +25,10 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _norm(summary: ev.Summary | None) -> str:
-    if summary is None or summary.norm is None:
+    norm = norm_of(summary)
+    if norm is None:
         return ""
-    return f"‖g‖={summary.norm:.3g}"
+    return f"‖g‖={norm:.3g}" if math.isfinite(norm) else f"‖g‖={fmt(norm)}"
 
 
 def describe_event(event: ev.Event) -> Text:

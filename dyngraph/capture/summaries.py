@@ -8,7 +8,9 @@ A summary must never stall a run, so each mode looks at a bounded number of elem
   of up to ``EXACT_LIMIT`` (16,384) elements; above that, computed on an evenly strided
   sample of at most ``CHEAP_SAMPLE`` (4,096) elements (``sampled=True``; the norm is scaled
   up to estimate the whole tensor's). min, max, mean, std and the preview stay None/empty.
-  Cost: one BLAS dot product, about 1-3 µs per tensor on one core whatever its size.
+  Cost: one BLAS dot product, about 1-3 µs per tensor on one core whatever its size. A
+  one-element tensor (a loss, a metric) gets the full summary instead: its value is worth
+  keeping (``dyngraph summary`` shows the loss of each iteration) and costs nothing more.
 - ``"full"``: min, max, mean, std, norm, NaN/Inf counts and a preview of the first
   ``PREVIEW`` values. Exact up to ``EXACT_LIMIT`` elements; above that, on a strided sample of
   at most ``FULL_SAMPLE`` (16,384) elements, copied once. Cost: about 5-15 µs per tensor.
@@ -145,7 +147,7 @@ def cheap(a: np.ndarray) -> Summary:
     """
     size = a.size
     dt = a.dtype
-    if (dt is _F32 or dt is _F64) and 0 < size <= EXACT_LIMIT and a.flags.c_contiguous:
+    if (dt is _F32 or dt is _F64) and 1 < size <= EXACT_LIMIT and a.flags.c_contiguous:
         flat = a.reshape(-1)
         sq = float(_dot(flat, flat))
         if _isfinite(sq):
@@ -180,7 +182,7 @@ def summarize(array: np.ndarray, mode: str = "full") -> Summary | None:
     size = a.size
     if size == 0:
         return Summary(shape, dtype)
-    if mode == "cheap":
+    if mode == "cheap" and size > 1:  # one value: its full summary holds the value itself
         return _cheap(a, shape, dtype, size)
     return _full(a, shape, dtype, size)
 

@@ -334,7 +334,9 @@ class Agent:
                     continue
             elif again:
                 continue
-            return ("line", f"breakpoint {bp}: {describe_op(e)}")
+            # The file as the user reads it: relative to the working directory when below it.
+            shown = where(bp.file, bp.line) + (f" if {bp.condition}" if bp.condition else "")
+            return ("line", f"breakpoint {shown}: {describe_op(e)}")
         return None
 
     def _check_stop_op(self, stop: tuple[Any, ...], e: ev.Op) -> tuple[str, str] | None:
@@ -555,30 +557,31 @@ class Agent:
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:
         """Report an exception that ended the script; post-mortem pause if asked to."""
-        op, file, line, in_backward = locate_exception(exc.__traceback__)
+        raised = locate_exception(exc.__traceback__)
+        file, line = raised.file, raised.line
         module = self.modules.module_of(exc)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
         last = self.last_op
-        # No module call on the stack means it was raised outside every module.
-        module = module or ""
         text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
         at_seq = last.seq if last is not None else 0
         event = ev.ExceptionRaised(tracer.next_seq(), tracer.iteration, type(exc).__name__,
                                    str(exc), text, at_seq, file, line)
         self._queue.append(event)
         step = self.last_step
-        if in_backward:
-            in_op = " during backward" + (
+        in_module = _module_text(module, raised.module_class)
+        if raised.in_backward:
+            where_ = " during backward" + (
                 f", after {step.grad_fn} of {self._describe_node(step.node, step.op)}"
-                if type(step) is ev.BackwardStep else "")
-        elif op:
-            in_op = f" in op {op}"
-        else:
-            in_op = f" after op {last.op}" if last is not None else ""
+                if type(step) is ev.BackwardStep else "") + in_module
+        elif raised.op:
+            where_ = f" in op {raised.op}{in_module}"
+        else:  # a check before any op ran (a shape check in F.linear), or the user's raise
+            where_ = (f" in {raised.call}()" if raised.call else "") + in_module
+            if last is not None:
+                where_ += f"{',' if where_ else ''} after op {last.op}"
         self.exception_description = (
-            f"{type(exc).__name__}: {exc}{in_op}"
-            f"{f' (module {module})' if module else ''}, iteration {tracer.iteration}, "
+            f"{type(exc).__name__}: {exc}{where_}, iteration {tracer.iteration}, "
             f"{where(file, line)}"
         )
         self.flush()
@@ -724,6 +727,15 @@ class Agent:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+def _module_text(path: str | None, cls: str) -> str:
+    """`` (module encoder.0, a Linear)``: which module was running when it raised."""
+    if path:
+        return f" (module {path}{f', a {cls}' if cls else ''})"
+    if cls:  # the outermost module has no path of its own
+        return f" (in the top-level {cls})"
+    return ""
+
+
 def _norm(array: np.ndarray, summary: ev.Summary | None) -> float:
     if summary is not None and not summary.sampled and summary.norm is not None:
         return summary.norm

@@ -8,12 +8,14 @@ uses, headless: the script's output passes through to this terminal as it arrive
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -263,6 +265,7 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows: dict[int, dict[str, Any]] = {}
     totals: dict[str, Any] = {"events": 0, "ops": 0, "nan": 0, "inf": 0, "grads": [],
                               "status": None, "reason": "", "exception": None}
+    scalars: dict[int, float | None] = {}  # one-element op outputs of the iteration: losses
     for e in events:
         totals["events"] += 1
         t = type(e)
@@ -272,11 +275,17 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if row is None:
             row = rows[e.iteration] = {"iteration": e.iteration, "ops": 0, "nodes": 0,
                                        "key": "", "ns": 0, "nan": 0, "inf": 0,
-                                       "grad": None, "complete": False}
+                                       "grad": None, "complete": False, "loss": None}
+            scalars.clear()
         if t is ev.Op:
             row["ops"] += 1
             row["ns"] += e.duration_ns
             _count_nonfinite(row, (e.summary,))
+            if e.summary is not None and _numel(e.shape) == 1:
+                scalars[e.output] = _value(e.summary)
+        elif t is ev.BackwardStart:
+            if row["loss"] is None:  # the scalar the first backward() was called on
+                row["loss"] = scalars.get(e.root)
         elif t is ev.BackwardStep:
             row["ns"] += e.duration_ns
             _count_nonfinite(row, e.grad_inputs)
@@ -311,6 +320,24 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return out, totals
 
 
+def _numel(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _value(s: ev.Summary) -> float | None:
+    """The value of a one-element tensor from its summary (NaN/Inf as such)."""
+    if s.nan:
+        return math.nan
+    if s.inf:  # the sign is in min/max when recorded
+        return -math.inf if s.min is not None and s.min < 0 else math.inf
+    if s.mean is not None:
+        return s.mean
+    return s.preview[0] if s.preview else None
+
+
 def _count_nonfinite(row: dict[str, Any], summaries: Any) -> None:
     """One event counts once under NaN and once under Inf if any of its summaries has one."""
     nan = inf = False
@@ -322,29 +349,47 @@ def _count_nonfinite(row: dict[str, Any], summaries: Any) -> None:
     row["inf"] += inf
 
 
+_COLUMNS = (("iter", "right"), ("loss", "right"), ("ops", "right"), ("nodes", "right"),
+            ("structure", "left"), ("time", "right"), ("NaN / Inf", "right"),
+            ("max grad norm", "left"))
+
+
 def _table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="iterations", title_justify="left")
-    for name, justify in (("iter", "right"), ("ops", "right"), ("nodes", "right"),
-                          ("structure", "left"), ("time", "right"), ("NaN / Inf", "right"),
-                          ("largest grad norm", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    """One row per iteration. No vertical rules, every column as wide as its widest cell
+    and the gradient's name cut with an ellipsis: 80 columns hold it."""
     shown: list[dict[str, Any] | None] = list(rows)
     if len(rows) > MAX_ROWS:
         shown = [*rows[: MAX_ROWS // 2], None, *rows[-MAX_ROWS // 2:]]
-    for r in shown:
-        if r is None:
-            table.add_row("…", *[""] * 6)
-            continue
-        structure = r["key"][:8] if r["key"] else "(unfinished)"
-        if r["changed"]:
-            structure = f"[yellow]{structure} changed[/]"
-        nan = f"[red]{r['nan']}[/]" if r["nan"] else "0"
-        inf = f"[yellow]{r['inf']}[/]" if r["inf"] else "0"
-        nonfinite = f"{nan} / {inf}"
-        grad = f"{r['grad'][0]:.4g} {r['grad'][1]}" if r["grad"] else "-"
-        table.add_row(str(r["iteration"]), f"{r['ops']:,}", f"{r['nodes']:,}", structure,
-                      _ms(r["ns"]), nonfinite, grad)
+    cells = [_cells(r) if r is not None else [Text("…"), *[Text("")] * 7] for r in shown]
+    table = Table(title="iterations", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    for i, (name, justify) in enumerate(_COLUMNS):
+        last = i == len(_COLUMNS) - 1
+        width = max([len(name), *(c[i].cell_len for c in cells)])
+        table.add_column(name, justify=justify, no_wrap=True,  # type: ignore[arg-type]
+                         overflow="ellipsis", min_width=None if last else width)
+    for row in cells:
+        table.add_row(*row)
     return table
+
+
+def _cells(r: dict[str, Any]) -> list[Text]:
+    structure = Text(r["key"][:8] if r["key"] else "(unfinished)")
+    if r["changed"]:
+        structure.append(" ◆").stylize("yellow")
+    nonfinite = Text.assemble((str(r["nan"]), "red" if r["nan"] else ""), " / ",
+                              (str(r["inf"]), "yellow" if r["inf"] else ""))
+    grad = Text(f"{r['grad'][0]:.4g} {r['grad'][1]}" if r["grad"] else "-")
+    return [Text(str(r["iteration"])), _loss(r["loss"]), Text(f"{r['ops']:,}"),
+            Text(f"{r['nodes']:,}"), structure, Text(_ms(r["ns"])), nonfinite, grad]
+
+
+def _loss(value: float | None) -> Text:
+    if value is None:
+        return Text("-")
+    if not math.isfinite(value):
+        return Text(str(value), "red")
+    return Text(f"{value:.5g}")
 
 
 def _ms(ns: int) -> str:
@@ -353,8 +398,9 @@ def _ms(ns: int) -> str:
 
 def _totals_text(t: dict[str, Any]) -> str:
     lines = [f"{t['iterations']} iteration(s), {t['ops']:,} ops, {t['structures']} distinct "
-             f"graph structure(s), {t['events']:,} events; time is the engine's time in ops and "
-             f"backward steps"]
+             f"graph structure(s), {t['events']:,} events; ◆: the graph's structure changed "
+             f"from the previous iteration; loss: the value backward() was called on; time: "
+             f"the engine's time in ops and backward steps"]
     if t["nan"] or t["inf"]:
         lines.append(f"events with NaN: {t['nan']}, with Inf: {t['inf']} (an Inf may be meant: "
                      f"-inf attention masks)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -60,24 +61,57 @@ def counts(nan: int, inf: int) -> str:
     return " and ".join(parts) or "non-finite values"
 
 
-def locate_exception(tb: TracebackType | None) -> tuple[str | None, str, int, bool]:
-    """(op that raised or None, user file, user line, in backward) from a traceback.
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """Where an exception came from, read off its traceback.
+
+    ``op``: the op that raised inside ``apply`` (None outside one); ``call``: the innermost
+    dyngraph function that raised outside an op (``linear`` for a shape check in
+    ``F.linear``); ``module_class``: the class of the innermost module whose ``forward`` was
+    running (``Linear``); ``file``/``line``: the innermost frame of the user's code;
+    ``in_backward``: raised during a backward pass.
+    """
+
+    op: str | None = None
+    call: str = ""
+    module_class: str = ""
+    file: str = ""
+    line: int = 0
+    in_backward: bool = False
+
+
+def locate_exception(tb: TracebackType | None) -> Raised:
+    """Where the exception with traceback ``tb`` was raised (see ``Raised``).
 
     The op is read from ``tensor.apply``'s frame, the location from the innermost frame
-    outside the dyngraph package. (The module comes from ``ModuleStack``.)
+    outside the dyngraph package. (The module path comes from ``ModuleStack``.)
     """
     op = None
+    call = module_class = ""
     file, line = "", 0
     in_backward = False
     while tb is not None:
         frame = tb.tb_frame
         code = frame.f_code
-        if code.co_name == "run_backward" and code.co_filename.endswith("autograd.py"):
+        name = code.co_name
+        if name == "run_backward" and code.co_filename.endswith("autograd.py"):
             in_backward = True
+        if name == "forward":
+            owner = frame.f_locals.get("self")
+            if owner is not None and hasattr(owner, "_parameters"):  # a Module, duck-typed
+                module_class = type(owner).__name__
         if code.co_filename.startswith(_PACKAGE_DIR):
-            if code.co_name == "apply" and code.co_filename.endswith("tensor.py"):
+            if name == "apply" and code.co_filename.endswith("tensor.py"):
                 op = getattr(frame.f_locals.get("op"), "name", op)
+            elif not name.startswith("_") and name not in _PLUMBING:
+                call = name
         else:
             file, line = code.co_filename, tb.tb_lineno
+            call = ""  # a call into dyngraph counts only when the user's code is outside it
         tb = tb.tb_next
-    return op, file, line, in_backward
+    return Raised(op, call, module_class, file, line, in_backward)
+
+
+# Frames every call into a module or an op passes through: never "the failing call".
+_PLUMBING = frozenset({"forward", "apply", "run_backward", "backward", "<lambda>", "<module>",
+                       "<genexpr>", "<listcomp>", "wrapper", "inner"})

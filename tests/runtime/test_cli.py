@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from runtime_helpers import dyngraph_cli, line_of, script
@@ -60,8 +62,19 @@ def test_record_reports_an_exception_with_op_module_iteration_and_line(tmp_path)
     assert "Traceback (most recent call last)" in done.stderr  # the script's own, as Python
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("dyngraph record: the script raised RuntimeError")
-    assert "in op matmul" in last and "(module 1)" in last and "iteration 1" in last
+    assert "in op matmul" in last and "(module 1, a Bad)" in last and "iteration 1" in last
     assert f"raises.py:{line_of('raises.py', 'raise')}" in last
+
+
+def test_check_names_the_failing_call_its_module_and_line():
+    """A shape check raises before any op ran: the message names the call (linear), the
+    module that ran it and the user's line, not only the op before it."""
+    done = dyngraph_cli("check", script("raises_in_call.py"))
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("dyngraph check: the script raised RuntimeError: mat1 and mat2")
+    assert "in linear() (module 2, a Linear), after op relu, iteration 1" in last
+    assert f"raises_in_call.py:{line_of('raises_in_call.py', 'raise')}" in last
 
 
 # -- check ------------------------------------------------------------------------------------
@@ -120,9 +133,27 @@ def test_summary_tabulates_iterations(tmp_path):
     done = dyngraph_cli("summary", str(out))
     assert done.returncode == 0, done.stderr
     text = done.stdout
-    assert "iterations" in text and "largest grad norm" in text
+    assert "iterations" in text and "max grad norm" in text
     assert "2 iteration(s)" in text and "1 distinct graph structure(s)" in text
     assert "exit status 0" in text
+
+
+def test_summary_shows_the_loss_of_each_iteration(tmp_path):
+    """The loss is the scalar backward() was called on, as the script printed it."""
+    from dyngraph.debug.commands import summarize_trace
+
+    out = tmp_path / "mb.dgtrace"
+    done = dyngraph_cli("record", "-o", str(out), "--stats", "cheap",
+                        str(Path(__file__).parents[1] / "tui" / "scripts" / "minibatch.py"))
+    assert done.returncode == 0, done.stderr
+    printed = [float(line.split()[-1]) for line in done.stdout.splitlines()]
+    rows, _ = summarize_trace(dyngraph.read_trace(out).events)
+    losses = [r["loss"] for r in rows]
+    assert len(losses) == 12 and all(v is not None for v in losses)
+    # each epoch prints the loss of its last minibatch (iterations 4, 8 and 12)
+    assert [round(losses[i], 4) for i in (3, 7, 11)] == printed
+    table = dyngraph_cli("summary", str(out)).stdout
+    assert "loss" in table and f"{losses[0]:.5g}" in table
 
 
 # -- bad input --------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def test_exception_pauses_post_mortem_at_the_raising_op():
     assert pause.hit.reason == "exception"
     text = pause.hit.description
     assert text.startswith("RuntimeError: matmul: shapes (4, 2) and (5, 7) do not align")
-    assert "in op matmul" in text and "(module 1)" in text and "iteration 1" in text
+    assert "in op matmul" in text and "(module 1, a Bad)" in text and "iteration 1" in text
     assert f"raises.py:{line_of('raises.py', 'raise')}" in text
     # the pause is at the last op that completed: the Linear before the failing matmul
     assert isinstance(pause.at, ev.Op) and pause.at.op == "linear" and pause.at.module == "0"

@@ -165,9 +165,10 @@ async def test_every_binding_has_an_id_and_a_palette_command(nan_trace):
         await pilot.pause()
         bindings = app.key_bindings()
         assert all(b.id for b in bindings)
-        from dyngraph.tui.app import PALETTE_HELP
+        from dyngraph.tui.keys import HELP_BY_ID
 
-        assert {b.id for b in bindings if b.action not in ("quit", "help")} <= set(PALETTE_HELP)
+        assert {b.id for b in bindings} <= set(HELP_BY_ID)
+        assert all(hasattr(app, f"action_{b.action}") for b in bindings)
         titles = {c.title for c in app.get_system_commands(app.screen)}
         for b in bindings:
             if b.action not in ("quit", "help"):
