@@ -1,8 +1,9 @@
 """The bundled demos: small training scripts whose graphs are worth looking at.
 
 Each demo is a standalone script written as a PyTorch user would write it
-(``import dyngraph as torch``). Run one directly (``python demos/rnn_varlen.py --steps 50``),
-step through it (``dyngraph demo rnn_varlen``), or find its file here:
+(``import dyngraph as torch``; those in ``NEEDS_TORCH`` import PyTorch itself). Run one
+directly (``python demos/rnn_varlen.py --steps 50``), step through it (``dyngraph demo
+rnn_varlen``), or find its file here:
 
 >>> from dyngraph import demos
 >>> demos.path("mlp").name
@@ -27,7 +28,12 @@ DEMOS: dict[str, str] = {
     "transformer": "tiny character-level decoder-only Transformer on a built-in text, then samples",
     "rl_policy": "REINFORCE agent in a numpy gridworld: episode length (and graph) varies",
     "nan_hunt": "runaway warm-up meets log(softmax): NaN at a predictable iteration and line",
+    "torch_gpt": "a small GPT in real PyTorch on the built-in text: PyTorch's own ops and "
+                 "backward nodes",
 }
+
+# Demos written against PyTorch itself (``import torch``): they run only where it is installed.
+NEEDS_TORCH = frozenset({"torch_gpt"})
 
 
 def path(name: str) -> Path:

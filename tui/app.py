@@ -308,7 +308,8 @@ class DebuggerApp(DebuggerActions):
             event=model.current_event, iteration=index, iterations=model.iteration_count,
             live=self.source.live, behind=behind,
             breakpoints=sum(1 for b in bps if b.kind != "nan"),
-            nan_break=any(b.kind == "nan" for b in bps), mode=self.graph_mode))
+            nan_break=any(b.kind == "nan" for b in bps), mode=self.graph_mode,
+            notes=self.source.notes))
 
     def _show_source(self, graph: Graph, current: int | None) -> None:
         node = graph.nodes.get(current) if current is not None else None

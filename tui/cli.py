@@ -122,14 +122,30 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.list:
         width = max(map(len, demos.DEMOS))
         for name, description in demos.DEMOS.items():
-            print(f"{name:<{width}}  {description}")
+            needs = " (needs PyTorch)" if name in demos.NEEDS_TORCH else ""
+            print(f"{name:<{width}}  {description}{needs}")
         return 0
     bps = breakpoints_of(args)
     script = demos.path(args.name)  # UserError naming the demos for an unknown name
+    if args.name in demos.NEEDS_TORCH and not _torch_installed():
+        raise UserError(f"demo {args.name} needs PyTorch, which is not installed here "
+                        "(pip install 'dyngraph[torch]')")
     if not script.exists():
         raise UserError(f"demo {args.name!r} is not installed ({script} is missing)")
     return _run_live(script, _script_args(args), stats="full", export_dir=None,
                      title=f"demo {args.name}", breakpoints=bps)
+
+
+def _torch_installed() -> bool:
+    import importlib.util
+    import sys
+
+    if sys.modules.get("torch") is not None:
+        return True
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def end_children(grace: float = 1.0) -> list[int]:

@@ -64,6 +64,11 @@ class Source:
         self._last_run: tuple[Predicate, bool] = (_is_step, False)
 
     @property
+    def notes(self) -> list[str]:
+        """What the capture said about the run ("torch.compile runs eagerly while captured")."""
+        return []
+
+    @property
     def last_move(self) -> tuple[str, str]:
         """Why the cursor is where it is: (reason, description) of the last move."""
         return self._reason
@@ -360,6 +365,10 @@ class LiveSource(Source):
     """
 
     live = True
+
+    @property
+    def notes(self) -> list[str]:
+        return list(getattr(self.session, "notes", ()))
 
     def __init__(self, model: Model, session: Any) -> None:
         super().__init__(model)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from rich.text import Text
 from textual.widgets import Static
@@ -19,7 +20,8 @@ STATUS_STYLE = {
 
 def status_text(*, status: str, reason: str, description: str, event: ev.Event | None,
                 iteration: int, iterations: int, live: bool, behind: int = 0,
-                breakpoints: int = 0, nan_break: bool = False, mode: str = "forward") -> Text:
+                breakpoints: int = 0, nan_break: bool = False, mode: str = "forward",
+                notes: Sequence[str] = ()) -> Text:
     """The line's contents (pure, so tests read it without an app)."""
     text = Text()
     label = status.upper()
@@ -48,6 +50,8 @@ def status_text(*, status: str, reason: str, description: str, event: ev.Event |
         text.append(f" · {breakpoints} bp", "red")
     if nan_break:
         text.append(" · break on NaN", "red")
+    for note in notes:  # from the capture: "torch.compile runs eagerly while captured"
+        text.append(f" · {note}", "bold magenta")
     if status == "paused" and description:
         text.append("  │ ", "dim").append(description)
     elif status == "finished":

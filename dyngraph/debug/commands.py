@@ -83,6 +83,15 @@ def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
                 session.interrupt()
 
 
+def _print_notes(command: str, session: Session, console: Console, ops: int) -> None:
+    """What the capture said about the run, and a word when it captured no op at all."""
+    for note in session.notes:
+        console.print(f"dyngraph {command}: note: {note}")
+    if ops == 0 and session.state.exit_status == 0:
+        console.print(f"dyngraph {command}: note: no op was captured (the script ran no "
+                      "dyngraph or PyTorch op on its main thread; see --backend)")
+
+
 def _exception_paragraph(command: str, session: Session) -> str | None:
     exc = session.exception
     if exc is None:
@@ -158,6 +167,7 @@ def run_record(args: argparse.Namespace) -> int:
         session.close()
     state = session.state
     console = _stderr()
+    _print_notes("record", session, console, counts["ops"])
     paragraph = _exception_paragraph("record", session)
     if paragraph:
         console.print(paragraph)
@@ -210,6 +220,7 @@ def run_check(args: argparse.Namespace) -> int:
     finally:
         session.close()
     console = _stderr()
+    _print_notes("check", session, console, counts["ops"] or len(found))
     if found:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"

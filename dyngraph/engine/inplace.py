@@ -123,6 +123,8 @@ def _bumped(self: Tensor) -> Tensor:
     if not (self._untracked or owner._untracked):
         node = owner.grad_fn
         versions.bump(self._array, None if node is None else node.name())
+    if owner._views:
+        views.base_changed(owner)
     return self
 
 

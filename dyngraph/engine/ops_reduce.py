@@ -178,9 +178,11 @@ def std(a, dim=None, correction=1, keepdim=False):
                                  / n), dtype=a.dtype)
 
     def backward(g):
+        kept = _keep(out, a.shape, axes, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):
-            denom = _keep(out, a.shape, axes, keepdim) * n
-            return (_keep(g, a.shape, axes, keepdim) * centred / denom,)
+            # Where the std is 0 (all values equal) PyTorch's gradient is 0, not 0/0.
+            scale = np.where(kept == 0, 0, _keep(g, a.shape, axes, keepdim) / (kept * n))
+            return (scale * centred,)
 
     return out, backward
 

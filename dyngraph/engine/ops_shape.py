@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided as strided_view
 
 from .errors import index_out_of_bounds
 from .ops import OPS, register
@@ -98,12 +99,16 @@ def expand(a, size):
         )
     shape = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(size))
     try:
-        out = np.broadcast_to(a, shape)
+        strides = np.broadcast_to(a, shape).strides
     except ValueError:
         raise RuntimeError(
             f"The expanded size of the tensor ({list(shape)}) must match the existing size "
             f"({list(a.shape)}) at non-singleton dimensions"
         ) from None
+    # Writable like PyTorch's (numpy's broadcast_to is read-only): a view of it that picks
+    # each element once (``x.expand(3, 4)[0]``) may be written; in-place ops refuse to
+    # write the expanded tensor itself (views.overlapping_write).
+    out = strided_view(a, shape, strides, writeable=a.flags.writeable)
     return out, lambda g: (g,)  # the engine sums the broadcast gradient back down
 
 
@@ -116,13 +121,14 @@ def repeat(a, repeats):
         )
     shape = (1,) * (len(repeats) - a.ndim) + a.shape
     out = np.tile(a.reshape(shape), repeats)
+    in_shape = a.shape  # the shape only: a backward holding ``a`` would save it
 
     def backward(g):
         split = []
         for r, s in zip(repeats, shape, strict=True):
             split += [r, s]
         g = g.reshape(split).sum(axis=tuple(range(0, 2 * len(shape), 2)))
-        return (g.reshape(a.shape),)
+        return (g.reshape(in_shape),)
 
     return out, backward
 
@@ -225,9 +231,10 @@ def scatter_add(a, index, src, dim=0):
     region = tuple(slice(0, s) for s in index.shape)
     out = a.copy()
     np.add.at(out, where_t, src[region])
+    src_shape = src.shape  # not src itself: PyTorch saves only the index
 
     def backward(g):
-        gsrc = np.zeros(src.shape, dtype=g.dtype)
+        gsrc = np.zeros(src_shape, dtype=g.dtype)
         gsrc[region] = g[where_t]
         return g, None, gsrc
 
@@ -270,7 +277,8 @@ def cat(*arrays, dim=0):
     kept = [i for i, x in enumerate(arrays) if x.shape != (0,)]
     if not kept:
         out = np.concatenate(arrays)
-        return out, lambda g: tuple(np.zeros(0, g.dtype) for _ in arrays)
+        n = len(arrays)
+        return out, lambda g: tuple(np.zeros(0, g.dtype) for _ in range(n))
     joined = [arrays[i] for i in kept]
     d = _dim(dim, max(joined[0].ndim, 1))
     for i in kept:
@@ -287,11 +295,12 @@ def cat(*arrays, dim=0):
     if out.dtype != np.result_type(*arrays):  # skipped tensors still take part in promotion
         out = out.astype(np.result_type(*arrays))
     ends = np.cumsum([x.shape[d] for x in joined])
+    count = len(arrays)  # the backward keeps no input array (nothing saved for it)
 
     def backward(g):
         pieces = iter(np.split(g, ends[:-1], axis=d))
         return tuple(next(pieces) if i in kept else np.zeros(0, g.dtype)
-                     for i in range(len(arrays)))
+                     for i in range(count))
 
     return out, backward
 

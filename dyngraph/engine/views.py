@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import grad_mode
+from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
 from .ops_shape import ViewStep
 from .tensor import Tensor, apply
-from .versions import root
+from .versions import ids, root
 
 _AS_STRIDED, _COPY_SLICES = OPS["as_strided"], OPS["copy_slices"]
 
@@ -41,6 +41,10 @@ _MULTI_OUTPUT = (
     "operation by an out-of-place one."
 )
 MULTI_OUTPUT_MESSAGE = "{source} is a view and is being modified inplace. " + _MULTI_OUTPUT
+MULTI_OUTPUT_BASE_MESSAGE = (
+    "{source} is a view and its base or another view of its base has been modified "
+    "inplace. " + _MULTI_OUTPUT
+)
 NO_GRAD_VIEW_MESSAGE = (
     _NO_GRAD_VIEW + " Given that this use case is ambiguous and error-prone, it is "
     "forbidden. You can clarify your code by moving both the view and the inplace either "
@@ -115,21 +119,66 @@ def check(t: Tensor, view: ViewInfo, needs_grad: bool) -> None:
     if not needs_grad:
         return
     if view.multi is not None:
-        name, index = view.multi
-        if not name:
-            name = _short(t.grad_fn.name() if t.grad_fn is not None else "")
-        source = f"Output {index} of {name}"
         if not view.grad_mode or not view.base.requires_grad:  # PyTorch's wording, as is
             raise RuntimeError(f"{_NO_GRAD_VIEW} {_MULTI_OUTPUT}")
-        raise RuntimeError(MULTI_OUTPUT_MESSAGE.format(source=source))
+        raise RuntimeError(MULTI_OUTPUT_MESSAGE.format(source=_source(t, view)))
     if not view.grad_mode:
         raise RuntimeError(NO_GRAD_VIEW_MESSAGE)
     if view.base.requires_grad and view.base.grad_fn is None:
         raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
 
 
+def _source(t: Tensor, view: ViewInfo) -> str:
+    """PyTorch's "Output 1 of Split" for an output of a multi-output view op."""
+    assert view.multi is not None
+    name, index = view.multi
+    if not name:
+        name = _short(t.grad_fn.name() if t.grad_fn is not None else "")
+    return f"Output {index} of {name}"
+
+
 def _short(name: str) -> str:
     return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+class RefusedView(Node):
+    """The grad_fn of an output of ``split``/``chunk``/``unbind`` whose base has changed in
+    place since: PyTorch refuses any further use of such a view in a graph. ``apply``
+    truth-tests every input's grad_fn (``x.grad_fn or x``), so that is where it raises;
+    backward through it raises too."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise RuntimeError(self.message)
+
+    @property
+    def message(self) -> str:
+        return str(self.__dict__["message"])
+
+
+def _refuse(t: Tensor, view: ViewInfo) -> None:
+    node = t.grad_fn
+    if node is None or isinstance(node, RefusedView):
+        return
+    message = MULTI_OUTPUT_BASE_MESSAGE.format(source=_source(t, view))
+
+    def backward(g: np.ndarray) -> tuple[Any, ...]:
+        raise RuntimeError(message)
+
+    refused = RefusedView(node.op, backward, (), next(ids), node.shape, node.dtype)
+    refused.__dict__["message"] = message
+    t.grad_fn = refused
+
+
+def base_changed(base: Tensor) -> None:
+    """``base``'s memory changed outside the graph (under no_grad): its multi-output views
+    may no longer be used in a graph, as in PyTorch. (Other views need nothing: their
+    history is still right.)"""
+    for ref in base._views or ():
+        v = ref()
+        if v is not None and v._view_info.multi is not None and info(v) is not None:
+            _refuse(v, v._view_info)
 
 
 def commit(t: Tensor, view: ViewInfo, out: Tensor) -> Tensor:
@@ -169,6 +218,9 @@ def refresh(base: Tensor) -> None:
             v = ref()
             if v is None or info(v) is None:
                 continue
+            if v._view_info.multi is not None:
+                _refuse(v, v._view_info)
+                continue
             take_place(v, apply(_AS_STRIDED, base, chain=v._view_info.chain))
     finally:
         grad_mode.enabled = prev
@@ -177,6 +229,4 @@ def refresh(base: Tensor) -> None:
 def overlapping_write(t: Tensor) -> bool:
     """Would writing ``t`` write one memory location twice (an ``expand``-ed tensor)?"""
     array: np.ndarray = t._array
-    if array.flags.writeable:
-        return False
     return any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))

@@ -61,7 +61,12 @@ class TorchBackend:
         self._waiting: _AfterImport | None = None
 
     def available(self) -> bool:
-        return "torch" in sys.modules or importlib.util.find_spec("torch") is not None
+        if sys.modules.get("torch") is not None:
+            return True
+        try:
+            return importlib.util.find_spec("torch") is not None
+        except (ImportError, ValueError):  # sys.modules["torch"] = None: blocked on purpose
+            return False
 
     @property
     def capture(self) -> Any:

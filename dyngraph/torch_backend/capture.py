@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ class TorchCapture:
         self._steps: list[tuple[list[torch.Tensor], Any]] = []
         self._saved_apply: Any = None
         self._saved_compile: Any = None
+        self._saved_utilities: list[tuple[Any, str, Any]] = []
         self._stance: Any = None
         self.compiled = False
 
@@ -78,6 +80,11 @@ class TorchCapture:
                          register_optimizer_step_post_hook(self._after_step)]
         self._patch_function_apply()
         self._patch_compile()
+        self._patch_gradient_utilities()
+        # torch warns that a compiled module fires global module hooks twice: those are
+        # ours, and they count each module once.
+        warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when "
+                                "there are global hooks on modules")
         if "torch._dynamo" in sys.modules:  # something may be compiled already
             self._force_eager(announce=False)
 
@@ -92,6 +99,9 @@ class TorchCapture:
         for h in self._handles:
             h.remove()
         self._handles = []
+        for owner, name, original in self._saved_utilities:
+            setattr(owner, name, original)
+        self._saved_utilities = []
         if self._saved_apply is not None:
             torch.autograd.Function.apply = self._saved_apply  # type: ignore[method-assign]
         if self._saved_compile is not None:
@@ -168,6 +178,34 @@ class TorchCapture:
             return out
 
         function.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
+
+    # -- gradient utilities --------------------------------------------------------------------
+    def _patch_gradient_utilities(self) -> None:
+        """``clip_grad_norm_`` and its kin work on ``.grad`` between backward and the
+        optimizer step: their ops are not the model's, and reported they would start the
+        next iteration before the step that belongs to this one."""
+        from torch.nn.utils import clip_grad
+
+        capture = self
+        for owner in (torch.nn.utils, clip_grad):
+            for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm",
+                         "get_total_norm", "clip_grads_with_norm_"):
+                original = owner.__dict__.get(name)
+                if original is None or getattr(original, "_dyngraph_quiet", False):
+                    continue
+
+                def quiet(*args: Any, __original: Any = original, **kwargs: Any) -> Any:
+                    capture.mode.quiet += 1
+                    try:
+                        return __original(*args, **kwargs)
+                    finally:
+                        capture.mode.quiet -= 1
+
+                quiet.__wrapped__ = original  # type: ignore[attr-defined]
+                quiet.__doc__ = original.__doc__
+                quiet._dyngraph_quiet = True  # type: ignore[attr-defined]
+                self._saved_utilities.append((owner, name, original))
+                setattr(owner, name, quiet)
 
     # -- torch.compile -----------------------------------------------------------------------
     def _patch_compile(self) -> None:

@@ -11,8 +11,10 @@ from dyngraph import demos
 from dyngraph.errors import UserError
 
 DEMO_DIR = Path(demos.__file__).parent
-EXPECTED = {"mlp", "rnn_varlen", "tree_rnn", "dynamic_routing", "gnn", "transformer",
-            "rl_policy", "nan_hunt"}
+ENGINE_DEMOS = {"mlp", "rnn_varlen", "tree_rnn", "dynamic_routing", "gnn", "transformer",
+                "rl_policy", "nan_hunt"}
+TORCH_DEMOS = {"torch_gpt"}
+EXPECTED = ENGINE_DEMOS | TORCH_DEMOS
 
 
 def test_index_lists_exactly_the_scripts():
@@ -34,7 +36,7 @@ def test_unknown_name_is_a_user_error_listing_the_demos():
     assert "resnet" in message and all(name in message for name in demos.DEMOS)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", sorted(ENGINE_DEMOS))
 def test_script_is_written_like_a_pytorch_script(name):
     """Imports dyngraph under PyTorch's names, has main(steps) and a --steps option."""
     source = demos.path(name).read_text()
@@ -47,6 +49,15 @@ def test_script_is_written_like_a_pytorch_script(name):
     mains = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
     assert mains and mains[0].args.args[0].arg == "steps"
     assert '"--steps"' in source and 'if __name__ == "__main__":' in source
+
+
+def test_torch_demos_are_marked_and_import_pytorch_itself():
+    assert demos.NEEDS_TORCH == TORCH_DEMOS
+    for name in TORCH_DEMOS:
+        tree = ast.parse(demos.path(name).read_text())
+        imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for a in node.names}
+        assert "torch" in imported and not any(m.startswith("dyngraph") for m in imported)
 
 
 def test_bundled_text_is_next_to_the_transformer():

@@ -16,6 +16,7 @@ test_regressions.py once fixed.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 
 import numpy as np
@@ -39,16 +40,13 @@ torch = pytest.importorskip("torch")
 
 _LOCAL_EXAMPLES = int(os.environ.get("DYNGRAPH_DIFF_EXAMPLES", "0"))
 _SETTINGS = settings(
-    max_examples=_LOCAL_EXAMPLES or 120,
+    max_examples=_LOCAL_EXAMPLES or 300,
     derandomize=not _LOCAL_EXAMPLES,
     deadline=None,
     database=None if not _LOCAL_EXAMPLES else settings.default.database,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.filter_too_much],
 )
-# In-place ops through views need real view semantics (issue 10's first half). Until that
-# is on main the in-place programs run only when asked: DYNGRAPH_DIFF_INPLACE=1.
-_INPLACE = os.environ.get("DYNGRAPH_DIFF_INPLACE") == "1"
 
 # The exception types a user's ``except`` tells apart, most specific first (PyTorch's
 # NotImplementedError is a RuntimeError; numpy's AxisError is an IndexError and a ValueError).
@@ -59,6 +57,27 @@ _TOL = {"float32": (2e-4, 2e-4), "float64": (1e-9, 1e-9)}
 
 class Mismatch(AssertionError):
     pass
+
+
+# Where dyngraph's version check knowingly parts from PyTorch's (test_version_counter.py
+# lists them): PyTorch saves these ops' outputs or inputs and refuses a later in-place
+# change, where dyngraph's backward kept its own copy and computes the right gradient ...
+_LENIENT_OPS = re.compile(r"\b(exp|leaky_relu|clamp|max|min|prod|gather)\(")
+# ... and PyTorch's broadcasting matmul saved expanded copies, where dyngraph refuses.
+_STRICT_OPS = re.compile(r"\bmatmul\(| @ ")
+
+
+def _known_version_difference(program: Program, theirs: BaseException | None,
+                              ours: BaseException | None) -> bool:
+    source = "\n".join(program.lines)
+    if theirs is not None and ours is None:
+        return _VERSION in str(theirs) and bool(_LENIENT_OPS.search(source))
+    if ours is not None and theirs is None:
+        return _VERSION in str(ours) and bool(_STRICT_OPS.search(source))
+    return False
+
+
+_VERSION = "modified by an inplace operation"
 
 
 def _kind(e: BaseException) -> type:
@@ -89,7 +108,10 @@ def _dtype_name(d: object) -> str:
     return repr(d).split(".")[-1]
 
 
-def _check_same(name: str, theirs: object, ours: object, grad: bool = False) -> None:
+def _check_same(name: str, theirs: object, ours: object, grad: bool = False,
+                tol: str | None = None) -> None:
+    """``tol``: the dtype whose tolerance applies, when not the values' own (a float64 leaf
+    whose gradient went through float32 ops is only as exact as float32)."""
     if not isinstance(theirs, torch.Tensor):
         if theirs != ours:
             raise Mismatch(f"{name}: PyTorch {theirs!r}, dyngraph {ours!r}")
@@ -109,7 +131,7 @@ def _check_same(name: str, theirs: object, ours: object, grad: bool = False) -> 
     got = ours.detach().numpy()
     dtype = _dtype_name(theirs.dtype)
     if dtype in _TOL:
-        rtol, atol = _TOL[dtype]
+        rtol, atol = _TOL[tol or dtype]
         scale = float(np.nanmax(np.abs(np.where(np.isinf(want), 0, want)), initial=1.0))
         ok = np.allclose(got, want, rtol=rtol, atol=atol * scale, equal_nan=True)
     else:
@@ -149,6 +171,9 @@ class Session:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             theirs, ours = self.theirs.run(line), self.ours.run(line)
+        if _known_version_difference(self.program, theirs, ours):
+            self.program.lines[-1] += "  # a known version-check difference"
+            return False
         _check_outcome(line, theirs, ours)
         if theirs is not None:
             self.program.lines[-1] += f"  # raises {_kind(theirs).__name__}"
@@ -175,6 +200,8 @@ class Session:
         self.run(f"loss = {' + '.join(terms)}")
         if not self.run("loss.backward()"):
             return  # which leaves got a gradient before the error is execution order
+        least_precise = "float32" if any(
+            _dtype_name(t.dtype) == "float32" for t in self.slots.values()) else None
         for n, t in self.slots.items():
             if t.is_leaf != self.ours[n].is_leaf:
                 raise Mismatch(f"{n}.is_leaf: {t.is_leaf} in PyTorch, {self.ours[n].is_leaf} "
@@ -184,7 +211,7 @@ class Session:
                 if (theirs is None) != (ours is None):
                     raise Mismatch(f"{n}.grad: PyTorch {theirs!r}, dyngraph {ours!r}")
                 if theirs is not None:
-                    _check_same(n, theirs, ours, grad=True)
+                    _check_same(n, theirs, ours, grad=True, tol=least_precise)
 
 
 def _run(data: st.DataObject, families: dict, inplace: bool) -> None:
@@ -209,8 +236,6 @@ def test_programs_match_pytorch(data):
     _run(data, FUNCTIONAL_FAMILIES, inplace=False)
 
 
-@pytest.mark.skipif(not _INPLACE, reason="in-place through views needs issue 10's view "
-                    "semantics on main; run with DYNGRAPH_DIFF_INPLACE=1")
 @_SETTINGS
 @given(st.data())
 def test_programs_with_inplace_ops_match_pytorch(data):

@@ -432,3 +432,9 @@ def test_index_select_out_of_range_on_dim_1_is_a_runtime_error():
         dg.ones(2, 3).index_select(1, dg.tensor([-1]))
     with pytest.raises(IndexError, match="index out of range in self"):
         dg.ones(2, 3, 2).index_select(2, dg.tensor([2]))
+
+
+def test_std_of_equal_values_has_a_zero_gradient():
+    x = dg.tensor(0.25, requires_grad=True)
+    dg.stack([x, x]).std().backward()
+    assert x.grad.item() == 0.0  # PyTorch masks 0/0 where the std is 0

@@ -11,7 +11,16 @@ def test_demo_list_prints_every_demo_with_its_description(capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == len(demos.DEMOS)
     for line, (name, description) in zip(out, demos.DEMOS.items(), strict=True):
-        assert line.startswith(name) and line.endswith(description)
+        needs = " (needs PyTorch)" if name in demos.NEEDS_TORCH else ""
+        assert line.startswith(name) and line.endswith(description + needs)
+    assert any(line.endswith("(needs PyTorch)") for line in out)
+
+
+def test_a_torch_demo_without_torch_is_one_line(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
+    one_line_error(capsys, ["demo", "torch_gpt"], "torch_gpt", "needs PyTorch")
 
 
 def one_line_error(capsys, argv: list[str], *words: str) -> None:

@@ -1,0 +1,142 @@
+"""PyTorch scripts under the debug runtime: NaN, breakpoints, stepping, values, the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from runtime_helpers import Run, drive, dyngraph_cli  # noqa: E402
+
+from dyngraph.capture import events as ev  # noqa: E402
+from dyngraph.debug import Breakpoint, Session  # noqa: E402
+
+SCRIPTS = Path(__file__).parent / "scripts"
+TRAIN = str(SCRIPTS / "train.py")
+
+
+def line_of(name: str, marker: str) -> int:
+    for number, text in enumerate((SCRIPTS / name).read_text().splitlines(), start=1):
+        if text.rstrip().endswith(f"# @{marker}"):
+            return number
+    raise AssertionError(marker)
+
+
+def test_nan_is_found_at_the_op_and_line_that_made_it_forward_and_backward():
+    run = drive(TRAIN, ["--nan-at", "2"], breakpoints=[Breakpoint.nan()], stats="cheap",
+                timeout=90)
+    pause = run.pauses[0]
+    assert pause.hit.reason == "nan" and pause.hit.iteration == 2
+    assert type(pause.at) is ev.Op and pause.at.op == "log"
+    assert pause.at.line == line_of("train.py", "nan-forward")
+    assert f"train.py:{line_of('train.py', 'nan-forward')}" in pause.hit.description
+
+    run = drive(TRAIN, ["--bad-backward", "2"], breakpoints=[Breakpoint.nan()], stats="none",
+                timeout=90)
+    pause = run.pauses[0]
+    assert pause.hit.reason == "nan" and pause.hit.iteration == 2
+    assert type(pause.at) is ev.BackwardStep and pause.at.grad_fn == "SqrtBackward0"
+    assert "in backward" in pause.hit.description
+    assert f"train.py:{line_of('train.py', 'nan-backward')}" in pause.hit.description
+
+
+def test_breakpoints_stepping_values_and_script_breakpoints_on_a_pytorch_script():
+    seen: dict[str, object] = {}
+
+    def at_loss(session: Session, run: Run) -> None:
+        seen["loss"] = session.fetch_values(run.pauses[-1].at.output, timeout=20)
+        seen["weight_grad"] = None
+        session.finish_forward()
+
+    def at_backward_start(session: Session, run: Run) -> None:
+        session.step_op()
+
+    def at_first_step(session: Session, run: Run) -> None:
+        grad_fn = run.pauses[-1].at.grad_fn
+        seen["first backward"] = grad_fn
+        session.continue_()
+
+    bps = [Breakpoint.module("fc2"), Breakpoint.at_line("train.py", line_of("train.py", "loss")),
+           Breakpoint.at_iteration(3)]
+    commands = [
+        lambda s, r: s.step_op(),          # paused at start -> the first op
+        lambda s, r: s.continue_(),        # the first op: fc1's linear -> on to module fc2
+        lambda s, r: s.continue_(),        # entering fc2 -> on to the loss line
+        at_loss,                           # the loss line: fetch its value, finish forward
+        at_backward_start,                 # end of forward -> one backward step
+        at_first_step,                     # NllLossBackward0
+    ]
+    run = drive(TRAIN, ["--pause"], breakpoints=bps, commands=commands, pause_at_start=True,
+                stats="full", timeout=120)
+    reasons = [(p.hit.reason, getattr(p.at, "op", None), p.hit.iteration) for p in run.pauses]
+    assert reasons[:6] == [("start", None, 1), ("step", "linear", 1), ("module", "linear", 1),
+                           ("line", "cross_entropy", 1), ("step", None, 1),
+                           ("step", "cross_entropy", 1)]
+    assert run.pauses[1].at.module == "fc1" and run.pauses[2].at.module == "fc2"
+    assert "end of forward" in run.pauses[4].hit.description
+    assert seen["first backward"] == "NllLossBackward0"
+    loss = seen["loss"]
+    assert isinstance(loss, np.ndarray) and loss.shape == () and np.isfinite(loss)
+    printed = float(run.text("stdout").splitlines()[0].split()[-1])
+    assert float(loss) == pytest.approx(printed, abs=1e-6)
+    # later: dyngraph.breakpoint() in the script, then iteration 3 begins
+    later = [(p.hit.reason, p.hit.iteration) for p in run.pauses[6:]]
+    assert ("breakpoint", 1) in later or ("breakpoint", 2) in later
+    assert any(p.hit.reason == "breakpoint" and "before step 2" in p.hit.description
+               for p in run.pauses)
+    assert ("iteration", 3) in later
+    assert run.state is not None and run.state.exit_status == 0
+
+
+def test_check_record_summary_and_export_from_the_command_line(tmp_path):
+    clean = dyngraph_cli("check", TRAIN, timeout=120)
+    assert clean.returncode == 0 and "ok, no NaN/Inf" in clean.stderr, clean.stderr
+    assert clean.stdout.count("loss") == 3  # the script's own output, unchanged
+    bad = dyngraph_cli("check", TRAIN, "--nan-at", "2", timeout=120)
+    assert bad.returncode == 1
+    assert "log" in bad.stderr and f"train.py:{line_of('train.py', 'nan-forward')}" in bad.stderr
+    out = tmp_path / "graphs"
+    exported = dyngraph_cli("export", "-o", str(out), "--graph", "both", TRAIN, timeout=180)
+    assert exported.returncode == 0, exported.stderr
+    assert {p.name for p in out.glob("*.svg")} == {f"iter-000{i}.svg" for i in (1, 2, 3)}
+    dot = (out / "iter-0001.dot").read_text()
+    assert "linear" in dot and "fc2" in dot and "cross_entropy" in dot
+    assert "AddmmBackward0" in dot and "NllLossBackward0" in dot  # the backward graph too
+
+
+def test_backend_torch_without_torch_is_one_line():
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from dyngraph.cli import main\n"
+            f"sys.exit(main(['record', '--backend', 'torch', {TRAIN!r}]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "PyTorch is not installed" in lines[0]
+
+
+def test_a_pytorch_examples_style_script_runs_as_its_user_expects(tmp_path):
+    """mnist-style: record (its output unchanged), then summary and export of the trace;
+    word-language-model style: check."""
+    script = str(SCRIPTS / "mnist_style.py")
+    plain = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                           timeout=120)
+    trace = tmp_path / "mnist.dgtrace"
+    recorded = dyngraph_cli("record", "-o", str(trace), script, timeout=180)
+    assert recorded.returncode == 0, recorded.stderr
+    assert recorded.stdout == plain.stdout and "Test set" in plain.stdout
+    summary = dyngraph_cli("summary", str(trace))
+    assert summary.returncode == 0 and "conv2d" not in summary.stderr
+    exported = dyngraph_cli("export", str(trace), "-o", str(tmp_path / "svg"), "--format", "dot")
+    assert exported.returncode == 0, exported.stderr
+    dot = (tmp_path / "svg" / "iter-0001.dot").read_text()
+    assert "conv2d" in dot and "conv1" in dot and "max_pool2d" in dot
+
+    checked = dyngraph_cli("check", str(SCRIPTS / "word_lm_style.py"), timeout=180)
+    assert checked.returncode == 0 and "ok, no NaN/Inf" in checked.stderr, checked.stderr
+    assert checked.stdout.count("| batch") == 6
