@@ -554,9 +554,15 @@ def floor_divide(a, b):
     return _integer_division(a, b, np.floor_divide, "div_floor_cpu"), _floor_divide_backward
 
 
+def _scalar_remainder_backward(g):
+    raise RuntimeError("derivative for aten::remainder is not implemented")
+
+
 @register("remainder", grad_fn="RemainderBackward1", promotes=True)
 def remainder(a, b):
     out = _integer_division(a, b, np.remainder, "remainder_cpu")
+    if not _arr(a):  # PyTorch's remainder(Scalar, Tensor) has no derivative
+        return out, _scalar_remainder_backward
 
     def backward(g):
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -533,8 +533,10 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         if isinstance(e, TorchValueError):
             raise
         raise translate(op.name, inputs, e) from None
-    if type(out_data) is not _ndarray:
-        out_data = np.asarray(out_data)
+    if type(out_data) is not _ndarray:  # a numpy scalar, from an op on 0-d arrays
+        scalar, out_data = out_data, np.asarray(out_data)
+        if backward_fn is not None:  # a saved output must be the tensor's own memory
+            versions.rebind(backward_fn, scalar, out_data)
     dt = out_data.dtype
     if (dt is _F64 or dt is _F16) and not op.exact:
         out_data = _demote(inputs, out_data)

@@ -229,4 +229,6 @@ def refresh(base: Tensor) -> None:
 def overlapping_write(t: Tensor) -> bool:
     """Would writing ``t`` write one memory location twice (an ``expand``-ed tensor)?"""
     array: np.ndarray = t._array
+    if array.size == 0:  # numpy gives empty arrays 0 strides; nothing is written twice
+        return False
     return any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))

@@ -438,3 +438,34 @@ def test_std_of_equal_values_has_a_zero_gradient():
     x = dg.tensor(0.25, requires_grad=True)
     dg.stack([x, x]).std().backward()
     assert x.grad.item() == 0.0  # PyTorch masks 0/0 where the std is 0
+
+
+def test_scalar_remainder_tensor_has_no_derivative():
+    x = dg.tensor([0.25, 2.0], requires_grad=True)
+    y = -1.5 % x
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match="derivative for aten::remainder is not implemented"):
+        y.sum().backward()
+
+
+def test_a_saved_zero_dim_output_changed_in_place_is_detected():
+    # numpy returns scalars for 0-d ops; the saved output must still be the tensor's memory
+    for make in (lambda v: dg.sqrt(v.abs() + 0.5), lambda v: v.exp(), lambda v: v.max()):
+        v = dg.tensor(0.25, requires_grad=True)
+        out = make(v * 1)
+        out.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (out * 2).backward()
+
+
+def test_inplace_errors_on_bools_and_ints_are_pytorchs():
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        dg.tensor([False]).sub_(dg.tensor([True]))
+    with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired "
+                                           "output type"):
+        dg.tensor([True, False]).clamp_(0, 2)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        dg.tensor([1, 2]).clamp_(-1.0, 1.0)
+    empty = dg.zeros(2, 0, dtype=dg.int64)
+    empty.add_(empty)  # numpy's 0 strides of an empty array are no overlap
+    assert empty.shape == (2, 0)
