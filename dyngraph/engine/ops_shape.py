@@ -429,6 +429,12 @@ def as_strided(base, chain):
     return replay(chain, base), backward
 
 
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a "
+    "single memory location. Please clone() the tensor before performing the operation."
+)
+
+
 @register("copy_slices", saves=False, grad_fn="CopySlices", exact=True)
 def copy_slices(base, value, chain):
     """The commit of an in-place op on a view: ``value`` (the view's new values) is written
@@ -439,9 +445,12 @@ def copy_slices(base, value, chain):
     """
     replay(chain, base)[...] = value
     shape = base.shape
+    repeats = any(step.op == "expand" for step in chain)
 
     def backward(g):
         where = _positions(shape, chain)
+        if repeats and np.unique(where).size != where.size:  # a fill_ of an expanded view
+            raise RuntimeError(OVERLAP_MESSAGE)
         rest = np.array(g, order="C")
         rest.reshape(-1)[where] = 0
         return rest, np.asarray(g).reshape(-1)[where]

@@ -35,6 +35,10 @@ _AS_STRIDED, _COPY_SLICES = OPS["as_strided"], OPS["copy_slices"]
 _NO_GRAD_VIEW = (
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
 )
+_NO_GRAD_VIEW_BASE = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled."
+)
 _MULTI_OUTPUT = (
     "This view is the output of a function that returns multiple views. Such functions do "
     "not allow the output views to be modified inplace. You should replace the inplace "
@@ -81,13 +85,20 @@ def info(t: Tensor) -> ViewInfo | None:
 
 
 def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
-            **attrs: Any) -> Tensor:
-    """``apply(op, input, **attrs)`` for a view op, recording the view it returns."""
+            temporary: bool = False, **attrs: Any) -> Tensor:
+    """``apply(op, input, **attrs)`` for a view op, recording the view it returns.
+
+    ``temporary``: the caller drops the view right away (``x[i] = v`` writes through one),
+    so it is never rebuilt when its base changes (no dangling node in the graph).
+    """
     out = apply(op, input, **attrs)
-    array = out._array
-    if array.base is None or root(array) is not root(input._array):
+    owner = out._array.base
+    if owner is None:
         return out  # numpy had to copy (reshape of a non-contiguous input): not a view
-    parent = info(input)
+    source = input._array
+    if owner is not source and owner is not source.base and root(owner) is not root(source):
+        return out
+    parent = None if input._view_info is None else info(input)
     step = ViewStep(op.name, attrs)
     mode = grad_mode.enabled
     chain: tuple[ViewStep, ...]
@@ -99,7 +110,7 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
         if multi is None and parent.multi is not None:
             multi = ("", 0)
     out.__dict__["_view_info"] = ViewInfo(base, chain, mode, multi)
-    if mode:  # a view made under no_grad never follows its base's history
+    if mode and not temporary:  # a view made under no_grad never follows its base's history
         _remember(base, out)
     return out
 
@@ -158,17 +169,26 @@ class RefusedView(Node):
 
 
 def _refuse(t: Tensor, view: ViewInfo) -> None:
+    """Make ``t``'s next use in a graph raise PyTorch's error (its base changed in place)."""
     node = t.grad_fn
-    if node is None or isinstance(node, RefusedView):
+    if isinstance(node, RefusedView):
         return
-    message = MULTI_OUTPUT_BASE_MESSAGE.format(source=_source(t, view))
+    if node is not None:
+        message = MULTI_OUTPUT_BASE_MESSAGE.format(source=_source(t, view))
+    elif view.base.requires_grad:  # made while its base needed no gradient; now it does
+        message = f"{_NO_GRAD_VIEW_BASE} {_MULTI_OUTPUT}"
+    else:
+        return  # no gradient anywhere: nothing to refuse
 
     def backward(g: np.ndarray) -> tuple[Any, ...]:
         raise RuntimeError(message)
 
-    refused = RefusedView(node.op, backward, (), next(ids), node.shape, node.dtype)
+    array = t._array
+    refused = RefusedView(OPS[view.chain[-1].op], backward, (), next(ids), array.shape,
+                          array.dtype)
     refused.__dict__["message"] = message
     t.grad_fn = refused
+    t.requires_grad = True
 
 
 def base_changed(base: Tensor) -> None:
