@@ -43,6 +43,9 @@ class ModulePaths:
         # tensor id -> (qualified name, is a parameter)
         self.names: dict[int, tuple[str, bool]] = {}
         self._handles: list[Any] = []
+        # Called at the next module call when set (the capture's way back after an
+        # optimizer step that raised).
+        self.on_enter: Any = None
 
     def install(self) -> None:
         self._handles = [
@@ -59,6 +62,8 @@ class ModulePaths:
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
         if not tracer.listening or threading.get_ident() != self.owner:
             return
+        if self.on_enter is not None:
+            self.on_enter()
         tracer.module_stack.append(self.path_of(module))
         self.depth += 1
 
