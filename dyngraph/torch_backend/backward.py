@@ -103,7 +103,7 @@ class BackwardCapture:
         hook = self._on_node
         stack: list[Any] = []
         for t in roots:
-            node = t.grad_fn
+            node: Any = t.grad_fn
             if node is not None and _TAG not in node.metadata:
                 node.metadata[_TAG] = _tag(find, node)
                 stack.append(node)
@@ -140,8 +140,10 @@ class BackwardCapture:
                 first = g
                 break
         summaries = self.summaries
+        grad_output: Summary | None = None
+        grad_in: tuple[Summary | None, ...]
         if summaries is stats.none:
-            grad_output, grad_in = None, _nones(len(grad_inputs))
+            grad_in = _nones(len(grad_inputs))
         else:
             self._set_quiet(1)
             try:
