@@ -238,6 +238,7 @@ from . import (  # noqa: E402
     backends,
     cuda,
     distributed,
+    distributions,
     nn,
     optim,
     serialization,

@@ -39,10 +39,13 @@ FAST_ABOVE = 1500  # above this many drawn nodes Graphviz runs with FAST_ARGS
 T = TypeVar("T")
 
 
-def too_deep(names: Sequence[str], edges: Sequence[tuple[str, str]]) -> str:
-    """Why Graphviz is not worth trying on this graph, or ""."""
+def too_deep(names: Sequence[str], edges: Sequence[tuple[str, str]],
+             budget: float = EXPORT_BUDGET) -> str:
+    """Why Graphviz is not worth trying on this graph within ``budget`` seconds, or ""."""
     ranks = longest_path(names, edges) + 1
-    if ranks > DEEP_RANKS or ranks * len(names) > HOPELESS or len(names) > MAX_BOXES:
+    share = min(budget / EXPORT_BUDGET, 1.0)  # the limits are for the export's budget
+    if ranks > DEEP_RANKS * share or ranks * len(names) > HOPELESS * share or (
+            len(names) > MAX_BOXES * share):
         return (f"{len(names)} boxes on {ranks} ranks: more than Graphviz lays out in "
                 "seconds")
     return ""
@@ -55,7 +58,7 @@ def choose(names: Sequence[str], edges: Sequence[tuple[str, str]],
 
     Returns the result and the note ("" when Graphviz drew it).
     """
-    reason = too_deep(names, edges)
+    reason = too_deep(names, edges, budget)
     if not reason:
         try:
             return graphviz(), ""

@@ -240,6 +240,19 @@ class DebuggerActions(App[int]):
                 return
         self.notify("collapsing modules needs the graph canvas", severity="warning")
 
+    def action_overview(self) -> None:
+        self._canvas_action("action_toggle_overview", "the whole-graph view")
+
+    def action_centre_graph(self) -> None:
+        self._canvas_action("action_centre_current", "centring the graph")
+
+    def _canvas_action(self, name: str, what: str) -> None:
+        action = getattr(self.main.query_one("#graph"), name, None)
+        if action is None:
+            self.notify(f"{what} needs the graph canvas", severity="warning")
+            return
+        action()
+
     def action_find(self) -> None:
         if self.graph is None or not self.graph.nodes:
             self.bell()

@@ -423,21 +423,10 @@ def terminal_dot(view: ViewGraph) -> str:
             body.append("}")
 
     emit(None)
-    # A parameter used once sits on its consumer's rank (minlen=0), beside it: ranked above
-    # it, the next block's parameters would share a rank with this block's last op, and dot
-    # would push every module cluster right of the previous one (a staircase).
-    degree: Counter[int] = Counter()
-    for e in view.edges:
-        degree[e.src] += 1
-        degree[e.dst] += 1
-
-    def beside(vi: int) -> bool:
-        node = view.nodes[vi]
-        return node.copy_of is not None or (
-            node.kind in ("param", "accumulate") and degree[vi] == 1)
-
-    tail = [f"{view.nodes[e.src].key} -> {view.nodes[e.dst].key}"
-            + (" [minlen=0];" if beside(e.src) or beside(e.dst) else ";") for e in view.edges]
+    # Every edge is an ordinary one: a parameter (or its copy) sits on the rank above the
+    # op that uses it, so its edge runs straight down. On the consumer's own rank
+    # (minlen=0) the edge had to hook up and over into the top of the op.
+    tail = [f"{view.nodes[e.src].key} -> {view.nodes[e.dst].key};" for e in view.edges]
     return "\n".join(head + body + tail + ["}"])
 
 

@@ -61,7 +61,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("z", "toggle_module", "Fold module", id="graph_canvas.toggle_module"),
         Binding("plus,equals_sign", "zoom(1)", "Zoom in", show=False, id="graph_canvas.zoom_in"),
         Binding("minus", "zoom(-1)", "Zoom out", show=False, id="graph_canvas.zoom_out"),
-        Binding("w", "toggle_overview", "Whole graph", id="graph_canvas.overview"),
+        Binding("W", "toggle_overview", "Whole graph", id="graph_canvas.overview"),
         Binding("enter", "choose", "Select", show=False, id="graph_canvas.choose"),
     ]
 
@@ -152,7 +152,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._scale: tuple[object, Any] = (None, None)
         self._fills: dict[int, str | None] = {}
         self.overview = False
-        """True while the whole graph is shown shrunk to the pane (key ``w``)."""
+        """True while the whole graph is shown shrunk to the pane (key ``W``)."""
         self._overview_rows: tuple[object, list[list[ov.Cell]]] | None = None
         self._centre_on: int | None = None  # a node to centre once its box is laid out
 

@@ -31,7 +31,7 @@ from dyngraph.capture.graph import Graph, GraphBuilder, GraphDiff, GraphNode, di
 STEP_KINDS = frozenset({"op", "backward_step"})
 # Events that belong to an iteration's graph (everything else is bookkeeping or output).
 GRAPH_KINDS = frozenset({
-    "tensor", "op", "backward_start", "backward_step", "grad", "backward_end",
+    "tensor", "module_call", "op", "backward_start", "backward_step", "grad", "backward_end",
     "optimizer_step", "iteration_end", "breakpoint", "exception",
 })
 _GRAPH_CACHE = 8
@@ -385,6 +385,7 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     nodes = graph.nodes
     out = into if into is not None else Graph(iteration=graph.iteration)
     out.iteration = graph.iteration
+    out.calls = graph.calls  # only ever added to; a call without ops so far draws nothing
     if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()):
         out.nodes = dict(nodes)
         out.edges = list(graph.edges)

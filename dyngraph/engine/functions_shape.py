@@ -200,14 +200,16 @@ def vstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([t if t.ndim > 1 else unsqueeze(t, 0) for t in _tensors(tensors, "vstack")], 0)
 
 
-def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str = "Split"
+def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str | None
             ) -> tuple[Tensor, ...]:
-    """Views of consecutive pieces; like PyTorch's, they refuse in-place changes in a graph
-    (outputs of one op returning several views)."""
+    """Views of consecutive pieces. With a ``name`` (split, chunk), like PyTorch's outputs of
+    one op returning several views, they refuse in-place changes in a graph, and use after
+    their base changed; tensor_split's are plain slices."""
     op = OPS["split"]
     out, start = [], 0
     for i, size in enumerate(sizes):
-        out.append(view_op(op, input, (name, i), dim=dim, start=start, length=size))
+        multi = None if name is None else (name, i)
+        out.append(view_op(op, input, multi, dim=dim, start=start, length=size))
         start += size
     return tuple(out)
 
@@ -220,6 +222,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         if step <= 0:
             raise RuntimeError(f"split expects split_size be non-negative, but got {step}")
         sizes = [min(step, n - s) for s in range(0, n, step)] or [0]
+        name = "Split"
     else:
         sizes = [int(s) for s in split_size_or_sections]
         if sum(sizes) != n:
@@ -227,7 +230,8 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                 f"size at dimension {dim}), but got split_sizes={sizes}"
             )
-    return _pieces(tensor, dim, sizes)
+        name = "SplitWithSizes"
+    return _pieces(tensor, dim, sizes, name)
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
@@ -242,7 +246,7 @@ def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ..
     n = input._array.shape[dim]
     base, extra = divmod(n, sections)
     sizes = [base + (1 if i < extra else 0) for i in range(sections)]
-    return _pieces(input, dim, sizes, "TensorSplit")
+    return _pieces(input, dim, sizes, None)
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:

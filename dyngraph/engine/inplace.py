@@ -35,12 +35,9 @@ from . import (
 from .autograd import grad_mode
 from .creation import generator
 from .ops import OPS
+from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
 
-OVERLAP_MESSAGE = (
-    "unsupported operation: more than one element of the written-to tensor refers to a "
-    "single memory location. Please clone() the tensor before performing the operation."
-)
 _SCALAR_NAMES = {
     "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
     "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
@@ -108,9 +105,12 @@ def _cast_error(result: np.dtype, target: np.dtype) -> RuntimeError:
     )
 
 
-def _writable(self: Tensor) -> np.ndarray:
+def _writable(self: Tensor, same_value: bool = False) -> np.ndarray:
+    """The array to write; PyTorch's refusal to write an ``expand``-ed tensor, except a
+    ``fill_``/``zero_`` (``same_value``), whose writes all agree (in a graph its backward
+    then refuses, as PyTorch's CopySlices does)."""
     array: np.ndarray = self._array
-    if views.overlapping_write(self):
+    if not same_value and views.overlapping_write(self):
         raise RuntimeError(OVERLAP_MESSAGE)
     return array
 
@@ -123,6 +123,8 @@ def _bumped(self: Tensor) -> Tensor:
     if not (self._untracked or owner._untracked):
         node = owner.grad_fn
         versions.bump(self._array, None if node is None else node.name())
+    if owner._views:
+        views.base_changed(owner)
     return self
 
 
@@ -136,9 +138,9 @@ def _old(self: Tensor, copy: bool = True) -> Tensor:
     return t
 
 
-def _commit(self: Tensor, out: Tensor) -> Tensor:
+def _commit(self: Tensor, out: Tensor, same_value: bool = False) -> Tensor:
     """Write ``out`` (computed out of place, in the graph) into ``self``; rebase self."""
-    target = _writable(self)
+    target = _writable(self, same_value)
     if out._array.shape != target.shape:
         _check_shape(self, out)
     if out._array.dtype != target.dtype:
@@ -311,9 +313,10 @@ def _overwrite(self: Tensor, op: str, values: Any) -> Tensor:
     """zero_/fill_/copy_/normal_ ...: the result no longer depends on the old values, whose
     history stays in the graph with a zero gradient (as in PyTorch)."""
     _check_shape(self, values)
+    same_value = op in ("fill", "zero")
     if _in_graph(self, values):
-        return _commit(self, apply(OPS[op], _old(self, copy=False), values))
-    array = _writable(self)
+        return _commit(self, apply(OPS[op], _old(self, copy=False), values), same_value)
+    array = _writable(self, same_value)
     try:
         np.copyto(array, _array(values), casting="unsafe")
     except ValueError as e:
@@ -358,13 +361,18 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``tensor[index] = value``: a copy into the view ``tensor[index]`` (CopySlices), or
     with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
+    scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
     if _in_graph(self, value):
         if _is_view_index(index):
-            copy_(fs.getitem(self, index), value)
+            view = fs.getitem(self, index)
+            if scalar:
+                fill_(view, value)
+            else:
+                copy_(view, value)
         else:
-            _commit(self, apply(OPS["index_put"], _old(self), value, index=index))
+            _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
         return
-    array = _writable(self)
+    array = _writable(self, scalar)
     try:
         array[index] = _array(value)
     except ValueError as e:

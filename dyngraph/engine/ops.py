@@ -129,10 +129,14 @@ def mul(a, b):
     return a * b, lambda g, a=a, b=b: (g * b, g * a)
 
 
-@register("div", saved_for={"out": 1})
+@register("div", saved_for={"a": 1})
 def div(a, b):
-    out = a / b
-    return out, lambda g: (g / b, -g * out / b if _arr(b) else None)
+    # Saves what PyTorch saves: b, and a only for b's gradient (never the output, which the
+    # version counter would then guard); a constant over a tensor keeps only 1/b.
+    if not _arr(a):
+        r = 1 / b
+        return a * r, lambda g: (None, -g * a * r * r)
+    return a / b, lambda g: (g / b, -g * a / (b * b) if _arr(b) else None)
 
 
 _BOOL_NEG = ("Negation, the `-` operator, on a bool tensor is not supported. If you are "

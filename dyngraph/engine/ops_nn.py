@@ -57,12 +57,13 @@ def linear(x, w, b=None, needs_input_grad=(True, True, True)):
     if b is not None:
         out += b
     need_x, need_w = needs_input_grad[0], needs_input_grad[1]
+    has_bias = b is not None  # not b itself: what a backward holds, the version counter guards
 
     def backward(g):
         gx = g @ w if need_x else None
         g2 = g.reshape(-1, g.shape[-1])
         gw = g2.T @ x.reshape(-1, x.shape[-1]) if need_w else None
-        gb = g2.sum(axis=0) if b is not None else None
+        gb = g2.sum(axis=0) if has_bias else None
         return gx, gw, gb
 
     return out, backward
@@ -204,7 +205,8 @@ def batch_norm(x, running_mean=None, running_var=None, w=None, b=None, training=
     rstd = (1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))).astype(x.dtype)
     xhat = xc * rstd
     out = xhat * w.reshape(shape) if w is not None else xhat
-    if b is not None:
+    has_bias = b is not None  # not b itself: PyTorch does not save the bias
+    if has_bias:
         out = out + b.reshape(shape)
 
     def backward(g):
@@ -215,7 +217,7 @@ def batch_norm(x, running_mean=None, running_var=None, w=None, b=None, training=
         else:
             gx = gxhat * rstd
         gw = (g * xhat).sum(axis=axes) if w is not None else None
-        gb = g.sum(axis=axes) if b is not None else None
+        gb = g.sum(axis=axes) if has_bias else None
         return gx, None, None, gw, gb
 
     return out, backward
@@ -260,9 +262,11 @@ def embedding(indices, weight, padding_idx=None):
         raise IndexError(f"index out of range in self (embedding: index {bad} with "
                          f"{num} embeddings)")
 
+    shape, dtype = weight.shape, weight.dtype  # PyTorch saves the indices, not the weight
+
     def backward(g):
-        gw = np.zeros_like(weight)
-        np.add.at(gw, indices.reshape(-1), g.reshape(-1, weight.shape[1]))
+        gw = np.zeros(shape, dtype)
+        np.add.at(gw, indices.reshape(-1), g.reshape(-1, shape[1]))
         if padding_idx is not None:
             gw[padding_idx] = 0
         return None, gw

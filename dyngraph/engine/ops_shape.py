@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided as strided_view
 
 from .errors import index_out_of_bounds
 from .ops import OPS, register
@@ -98,12 +99,16 @@ def expand(a, size):
         )
     shape = tuple(a.shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(size))
     try:
-        out = np.broadcast_to(a, shape)
+        strides = np.broadcast_to(a, shape).strides
     except ValueError:
         raise RuntimeError(
             f"The expanded size of the tensor ({list(shape)}) must match the existing size "
             f"({list(a.shape)}) at non-singleton dimensions"
         ) from None
+    # Writable like PyTorch's (numpy's broadcast_to is read-only): a view of it that picks
+    # each element once (``x.expand(3, 4)[0]``) may be written; in-place ops refuse to
+    # write the expanded tensor itself (views.overlapping_write).
+    out = strided_view(a, shape, strides, writeable=a.flags.writeable)
     return out, lambda g: (g,)  # the engine sums the broadcast gradient back down
 
 
@@ -116,13 +121,14 @@ def repeat(a, repeats):
         )
     shape = (1,) * (len(repeats) - a.ndim) + a.shape
     out = np.tile(a.reshape(shape), repeats)
+    in_shape = a.shape  # the shape only: a backward holding ``a`` would save it
 
     def backward(g):
         split = []
         for r, s in zip(repeats, shape, strict=True):
             split += [r, s]
         g = g.reshape(split).sum(axis=tuple(range(0, 2 * len(shape), 2)))
-        return (g.reshape(a.shape),)
+        return (g.reshape(in_shape),)
 
     return out, backward
 
@@ -225,9 +231,10 @@ def scatter_add(a, index, src, dim=0):
     region = tuple(slice(0, s) for s in index.shape)
     out = a.copy()
     np.add.at(out, where_t, src[region])
+    src_shape = src.shape  # not src itself: PyTorch saves only the index
 
     def backward(g):
-        gsrc = np.zeros(src.shape, dtype=g.dtype)
+        gsrc = np.zeros(src_shape, dtype=g.dtype)
         gsrc[region] = g[where_t]
         return g, None, gsrc
 
@@ -392,6 +399,12 @@ def as_strided(base, chain):
     return replay(chain, base), backward
 
 
+OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a "
+    "single memory location. Please clone() the tensor before performing the operation."
+)
+
+
 @register("copy_slices", saves=False, grad_fn="CopySlices", exact=True)
 def copy_slices(base, value, chain):
     """The commit of an in-place op on a view: ``value`` (the view's new values) is written
@@ -402,9 +415,12 @@ def copy_slices(base, value, chain):
     """
     replay(chain, base)[...] = value
     shape = base.shape
+    repeats = any(step.op == "expand" for step in chain)
 
     def backward(g):
         where = _positions(shape, chain)
+        if repeats and np.unique(where).size != where.size:  # a fill_ of an expanded view
+            raise RuntimeError(OVERLAP_MESSAGE)
         rest = np.array(g, order="C")
         rest.reshape(-1)[where] = 0
         return rest, np.asarray(g).reshape(-1)[where]

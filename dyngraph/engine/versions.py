@@ -68,9 +68,14 @@ _records: dict[int, _Record] = {}
 
 
 def root(array: np.ndarray) -> np.ndarray:
-    """The array that owns ``array``'s memory (numpy views point at it through ``base``)."""
+    """The array that owns ``array``'s memory (numpy views point at it through ``base``;
+    one made by ``as_strided``, e.g. ``expand``'s, through a holder's ``base``)."""
     base = array.base
-    while isinstance(base, np.ndarray):
+    while base is not None:
+        if not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)  # as_strided's DummyArray holds the array
+            if not isinstance(base, np.ndarray):
+                break
         array = base
         base = array.base
     return array

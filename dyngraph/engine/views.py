@@ -24,16 +24,20 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import grad_mode
+from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
 from .ops_shape import ViewStep
 from .tensor import Tensor, apply
-from .versions import root
+from .versions import ids, root
 
 _AS_STRIDED, _COPY_SLICES = OPS["as_strided"], OPS["copy_slices"]
 
 _NO_GRAD_VIEW = (
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+)
+_NO_GRAD_VIEW_BASE = (
+    "A view was created in no_grad mode and its base or another view of its base has been "
+    "modified inplace with grad mode enabled."
 )
 _MULTI_OUTPUT = (
     "This view is the output of a function that returns multiple views. Such functions do "
@@ -41,6 +45,10 @@ _MULTI_OUTPUT = (
     "operation by an out-of-place one."
 )
 MULTI_OUTPUT_MESSAGE = "{source} is a view and is being modified inplace. " + _MULTI_OUTPUT
+MULTI_OUTPUT_BASE_MESSAGE = (
+    "{source} is a view and its base or another view of its base has been modified "
+    "inplace. " + _MULTI_OUTPUT
+)
 NO_GRAD_VIEW_MESSAGE = (
     _NO_GRAD_VIEW + " Given that this use case is ambiguous and error-prone, it is "
     "forbidden. You can clarify your code by moving both the view and the inplace either "
@@ -80,10 +88,13 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
             **attrs: Any) -> Tensor:
     """``apply(op, input, **attrs)`` for a view op, recording the view it returns."""
     out = apply(op, input, **attrs)
-    array = out._array
-    if array.base is None or root(array) is not root(input._array):
+    owner = out._array.base
+    if owner is None:
         return out  # numpy had to copy (reshape of a non-contiguous input): not a view
-    parent = info(input)
+    source = input._array
+    if owner is not source and owner is not source.base and root(owner) is not root(source):
+        return out
+    parent = None if input._view_info is None else info(input)
     step = ViewStep(op.name, attrs)
     mode = grad_mode.enabled
     chain: tuple[ViewStep, ...]
@@ -115,21 +126,75 @@ def check(t: Tensor, view: ViewInfo, needs_grad: bool) -> None:
     if not needs_grad:
         return
     if view.multi is not None:
-        name, index = view.multi
-        if not name:
-            name = _short(t.grad_fn.name() if t.grad_fn is not None else "")
-        source = f"Output {index} of {name}"
         if not view.grad_mode or not view.base.requires_grad:  # PyTorch's wording, as is
             raise RuntimeError(f"{_NO_GRAD_VIEW} {_MULTI_OUTPUT}")
-        raise RuntimeError(MULTI_OUTPUT_MESSAGE.format(source=source))
+        raise RuntimeError(MULTI_OUTPUT_MESSAGE.format(source=_source(t, view)))
     if not view.grad_mode:
         raise RuntimeError(NO_GRAD_VIEW_MESSAGE)
     if view.base.requires_grad and view.base.grad_fn is None:
         raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
 
 
+def _source(t: Tensor, view: ViewInfo) -> str:
+    """PyTorch's "Output 1 of Split" for an output of a multi-output view op."""
+    assert view.multi is not None
+    name, index = view.multi
+    if not name:
+        name = _short(t.grad_fn.name() if t.grad_fn is not None else "")
+    return f"Output {index} of {name}"
+
+
 def _short(name: str) -> str:
     return name[:-len("Backward0")] if name.endswith("Backward0") else name
+
+
+class RefusedView(Node):
+    """The grad_fn of an output of ``split``/``chunk``/``unbind`` whose base has changed in
+    place since: PyTorch refuses any further use of such a view in a graph. ``apply``
+    truth-tests every input's grad_fn (``x.grad_fn or x``), so that is where it raises;
+    backward through it raises too."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise RuntimeError(self.message)
+
+    @property
+    def message(self) -> str:
+        return str(self.__dict__["message"])
+
+
+def _refuse(t: Tensor, view: ViewInfo) -> None:
+    """Make ``t``'s next use in a graph raise PyTorch's error (its base changed in place)."""
+    node = t.grad_fn
+    if isinstance(node, RefusedView):
+        return
+    if node is not None:
+        message = MULTI_OUTPUT_BASE_MESSAGE.format(source=_source(t, view))
+    elif view.base.requires_grad:  # made while its base needed no gradient; now it does
+        message = f"{_NO_GRAD_VIEW_BASE} {_MULTI_OUTPUT}"
+    else:
+        return  # no gradient anywhere: nothing to refuse
+
+    def backward(g: np.ndarray) -> tuple[Any, ...]:
+        raise RuntimeError(message)
+
+    array = t._array
+    refused = RefusedView(OPS[view.chain[-1].op], backward, (), next(ids), array.shape,
+                          array.dtype)
+    refused.__dict__["message"] = message
+    t.grad_fn = refused
+    t.requires_grad = True
+
+
+def base_changed(base: Tensor) -> None:
+    """``base``'s memory changed outside the graph (under no_grad): its multi-output views
+    may no longer be used in a graph, as in PyTorch. (Other views need nothing: their
+    history is still right.)"""
+    for ref in base._views or ():
+        v = ref()
+        if v is not None and v._view_info.multi is not None and info(v) is not None:
+            _refuse(v, v._view_info)
 
 
 def commit(t: Tensor, view: ViewInfo, out: Tensor) -> Tensor:
@@ -169,6 +234,9 @@ def refresh(base: Tensor) -> None:
             v = ref()
             if v is None or info(v) is None:
                 continue
+            if v._view_info.multi is not None:
+                _refuse(v, v._view_info)
+                continue
             take_place(v, apply(_AS_STRIDED, base, chain=v._view_info.chain))
     finally:
         grad_mode.enabled = prev
@@ -177,6 +245,4 @@ def refresh(base: Tensor) -> None:
 def overlapping_write(t: Tensor) -> bool:
     """Would writing ``t`` write one memory location twice (an ``expand``-ed tensor)?"""
     array: np.ndarray = t._array
-    if array.flags.writeable:
-        return False
     return any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))

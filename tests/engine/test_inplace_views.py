@@ -224,3 +224,46 @@ def test_in_place_on_views_records_graph_nodes_a_trace_can_show():
     assert ops == ["mul", "getitem", "mul", "copy_slices", "as_strided", "sum"]
     graph = t.iterations[0].graph
     assert len(graph.nodes) >= 5
+
+
+def test_fill_of_an_expanded_tensor_is_allowed_but_not_differentiated():
+    def program(L):
+        z = L.ones(1, 1).expand(3, 1)
+        z.fill_(2.0)  # every write agrees: allowed, as in PyTorch
+        z.zero_()
+        return {"z": z}
+
+    twin(program, {"z": [[0], [0], [0]]})
+
+    def in_a_graph(L):
+        x = L.ones(4, requires_grad=True)
+        y = x * 1
+        y[:1].expand(3).fill_(5.0)
+        y.sum().backward()
+
+    twin_raises(in_a_graph, RuntimeError, "unsupported operation: more than one element of "
+                "the written-to tensor refers to a single memory location.")
+
+
+def test_outputs_of_split_of_a_plain_tensor_refuse_use_once_it_needs_grad():
+    def program(L):
+        b = L.zeros(4)
+        p, q = b.split(2)
+        b.copy_(L.ones(4, requires_grad=True))
+        (p * 2).sum().backward()
+
+    twin_raises(program, RuntimeError, "A view was created in no_grad mode and its base or "
+                "another view of its base has been modified inplace with grad mode enabled. "
+                "This view is the output of a function that returns multiple views.")
+
+
+def test_retain_grad_follows_the_tensor_through_an_in_place_op():
+    def program(L):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 1
+        y.retain_grad()
+        y.mul_(3)
+        (y * y).sum().backward()
+        return {"y.grad": y.grad, "x.grad": x.grad}
+
+    twin(program, {"y.grad": [6, 12], "x.grad": [18, 36]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from optable import SAMPLES, as_list, make_inputs
 from twin import twin, twin_raises
 
 import dyngraph as dg
@@ -217,3 +218,80 @@ def test_a_hook_returning_a_wrong_gradient_raises(leaf):
 
     twin_raises(dtype, RuntimeError, "hook '<lambda>' has changed the type of value (was "
                 "torch.FloatTensor got torch.DoubleTensor)")
+
+
+# Where dyngraph and PyTorch part ways, and why. dyngraph never computes a wrong gradient
+# in these: either its backward keeps a private copy where PyTorch keeps the tensor
+# ("lenient"), or PyTorch's own implementation happened to save a copy ("strict").
+LENIENT = {  # dyngraph computes the right gradient; PyTorch raises
+    ("exp", "0-d", "out"), ("leaky_relu", "", 0), ("clamp", "", 0), ("clamp", "min only", 0),
+    ("clamp", "max only", 0), ("max", "", "out"), ("min", "", "out"), ("prod", "", "out"),
+    ("prod", "with a zero", "out"), ("prod", "keepdim zero", "out"), ("gather", "", 0),
+    ("gather", "smaller index", 0),
+}
+STRICT = {  # dyngraph raises; PyTorch's matmul/einsum saved expanded copies of the inputs
+    ("matmul", "broadcast batch", 0), ("matmul", "broadcast batch", 1),
+    ("einsum", "sum out", 0), ("einsum", "summed in both", 1),
+}
+
+
+def _change_then_backward(L, sample, arrays, target):
+    """Run a sample, change one input (or the output) in place, then backward: the verdict."""
+    tensors = []
+    for spec, a in zip(sample.specs, arrays, strict=True):
+        t = L.from_numpy(a.copy())
+        tensors.append(t.requires_grad_() * 1 if spec.differentiable else t)
+    outs = [o for o in as_list(sample.fn(L, *tensors)) if o.requires_grad]
+    victim = outs[0] if target == "out" else tensors[target]
+    try:
+        with L.no_grad():
+            victim.copy_(victim.clone())  # same values, one more version
+    except RuntimeError as e:  # an expanded tensor: both refuse the write
+        return f"refused: {e}"
+    try:
+        sum(o.sum() for o in outs).backward()
+    except RuntimeError as e:
+        return "raises" if "modified by an inplace operation" in str(e) else str(e)
+    return "ok"
+
+
+@pytest.mark.parametrize("sample", [s for s in SAMPLES if s.grad], ids=lambda s: s.id)
+def test_version_check_agrees_with_pytorch_on_every_op(sample):
+    torch = pytest.importorskip("torch")
+    arrays = make_inputs(sample, np.float32)
+    for target in [*range(len(arrays)), "out"]:
+        ours = _change_then_backward(dg, sample, arrays, target)
+        theirs = _change_then_backward(torch, sample, arrays, target)
+        known = (sample.op, sample.note, target)
+        if known in LENIENT:
+            assert (ours, theirs) == ("ok", "raises"), known
+        elif known in STRICT:
+            assert (ours, theirs) == ("raises", "ok"), known
+        else:
+            assert ours == theirs, known
+
+
+def test_nn_ops_guard_only_what_pytorch_saves():
+    def program(L):
+        F = L.nn.functional
+        x = L.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
+        w = L.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        b = L.tensor([0.1, 0.2], requires_grad=True)
+        table = L.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+        y = F.linear(x, w, b)
+        e = F.embedding(L.tensor([2, 0]), table)
+        n = F.batch_norm(x * 1, None, None, w[0] * 1, b, training=True)
+        with L.no_grad():  # none of these is saved by PyTorch (nor guarded by dyngraph)
+            b.add_(1)
+            table.mul_(2)
+        (y.sum() + (e * e).sum() + (n * n).sum()).backward()
+        return {"x.grad": x.grad, "w.grad": w.grad, "b.grad": b.grad, "table.grad": table.grad}
+
+    twin(program)
+    with pytest.raises(RuntimeError, match=MODIFIED):  # the weight a linear layer saved
+        x = dg.ones(1, 2, requires_grad=True)
+        w = dg.ones(3, 2, requires_grad=True)
+        y = dg.nn.functional.linear(x, w)
+        with dg.no_grad():
+            w.mul_(2)
+        y.sum().backward()

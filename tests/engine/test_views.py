@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from optable import SAMPLES, as_list, make_inputs
 from twin import torch, twin, twin_raises
 
 import dyngraph as dg
@@ -147,3 +148,25 @@ def test_data_ptr_shows_the_sharing():
     x = dg.arange(6.0).reshape(2, 3)
     assert x[1].data_ptr() == x.data_ptr() + 3 * 4
     assert x.clone().data_ptr() != x.data_ptr()
+
+
+def test_an_element_of_an_expanded_tensor_may_be_written_as_in_pytorch():
+    def program(L):
+        x = L.zeros(1, 3)
+        e = x.expand(2, 3)
+        e[0].add_(1)  # picks each element once: fine
+        e[1, 2].fill_(5)
+        return {"x": x, "e": e}
+
+    twin(program, {"x": [[1, 1, 5]]})
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.id)
+def test_an_op_output_sharing_memory_with_an_input_is_a_recorded_view(sample):
+    """An output aliasing an input without being known as a view would take in-place
+    changes silently (its history would not follow): every op either copies or is a view."""
+    inputs = [dg.from_numpy(a) for a in make_inputs(sample, np.float32)]
+    for out in as_list(sample.fn(dg, *inputs)):
+        for x in inputs:
+            if np.shares_memory(out.numpy(), x.numpy()):
+                assert out._base is not None, f"{sample.id} returns an unrecorded view"

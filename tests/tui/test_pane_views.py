@@ -1,5 +1,5 @@
 """Snapshots of the graph pane on a graph bigger than the pane: gradient colours with
-their legend, the whole-graph overview (``w``), and ``.`` centring the selection."""
+their legend, the whole-graph overview (``W``), and ``.`` centring the selection."""
 
 from __future__ import annotations
 
@@ -60,18 +60,18 @@ def test_gradient_colours_and_legend(snap_compare):
 def test_whole_graph_overview(snap_compare):
     async def run_before(pilot) -> None:
         await drawn(pilot)
-        await pilot.press("w")
+        await pilot.press("W")
         await pilot.pause()
 
     assert snap_compare(Pane(), terminal_size=SIZE, run_before=run_before)
 
 
-async def test_overview_shows_every_box_and_w_goes_back():
+async def test_overview_shows_every_box_and_W_goes_back():
     app = Pane()
     async with app.run_test(size=SIZE) as pilot:
         canvas = await drawn(pilot)
         assert canvas.scene.height > SIZE[1]  # bigger than the pane
-        await pilot.press("w")
+        await pilot.press("W")
         assert canvas.overview
         height = canvas.scrollable_content_region.height - 1  # the last line: the legend
 
@@ -81,7 +81,7 @@ async def test_overview_shows_every_box_and_w_goes_back():
 
         filled = [y for y in range(height) if drawn_row(y)]
         assert filled[0] <= 1 and filled[-1] >= height - 3  # the graph, top to bottom
-        await pilot.press("w")
+        await pilot.press("W")
         assert not canvas.overview
 
 

@@ -323,5 +323,17 @@ def test_long_shared_weight_loop_hands_dot_no_leaf_with_several_edges():
     entry = cl.compute_entry(canon.sigs, cl.Collapse(), False, capture)
     degrees = leaf_degrees(seen[1])
     assert len(degrees) > 3 * 60 and set(degrees.values()) == {1}
-    assert "minlen=0" in seen[1]
+    assert "minlen=0" not in seen[1]  # every weight on the rank above its consumer
     assert entry.scene.missing == 0
+
+
+def test_parameters_sit_above_the_op_that_uses_them():
+    from dyngraph.exporters import layout
+
+    entry, _ = scene_of(shared_weight(3), layout=layout)
+    view, boxes = entry.scene.view, entry.scene.boxes
+    params = [i for i, n in enumerate(view.nodes) if n.kind == "param"]
+    assert params
+    for e in view.edges:
+        if e.src in params:  # the edge runs down from the weight's bottom into the op's top
+            assert boxes[e.src].bottom < boxes[e.dst].top
