@@ -242,8 +242,10 @@ from . import (  # noqa: E402
     nn,
     optim,
     serialization,
+    sparse,
     utils,
 )
 from . import torch_backend as _torch_backend  # noqa: E402,F401  (registers; imports no torch)
 from .amp import autocast  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402

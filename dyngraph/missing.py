@@ -7,6 +7,8 @@ line that names the missing piece, whether it is an attribute of a module
 
 from __future__ import annotations
 
+import functools
+import re
 import sys
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
@@ -51,6 +53,37 @@ def reject_kwargs(function: str, kwargs: dict[str, Any],
             continue
         raise TypeError(f"{function}() got an unsupported keyword argument '{key}': "
                         + not_implemented(f"{function}({key}=...)"))
+
+
+_UNEXPECTED = re.compile(r"got an unexpected keyword argument '(\w+)'")
+
+
+def name_unexpected_keywords(cls: type, namespace: str) -> None:
+    """Make ``cls(...)`` with a keyword its ``__init__`` lacks say which PyTorch option
+    dyngraph does not implement (``nn.LSTM(proj_size=2)`` is refused by its own check)
+    instead of Python's bare TypeError. Called from ``__init_subclass__`` of dyngraph's
+    base classes, for dyngraph's own subclasses only: a user's class keeps Python's
+    message for its own mistakes."""
+    init = cls.__dict__.get("__init__")
+    if init is None or getattr(init, "_names_keywords", False):
+        return
+    where = f"{namespace}.{cls.__name__}" if namespace else cls.__name__
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError as e:
+            found = _UNEXPECTED.search(str(e))
+            # Only a failure to bind the call itself (no frame inside __init__).
+            if found is None or e.__traceback__ is None or e.__traceback__.tb_next is not None:
+                raise
+            key = found.group(1)
+            raise TypeError(f"{where}() got an unsupported keyword argument '{key}': "
+                            + not_implemented(f"{where}({key}=...)")) from None
+
+    __init__._names_keywords = True  # type: ignore[attr-defined]
+    cls.__init__ = __init__  # type: ignore[misc]
 
 
 class _MissingSubmodules:

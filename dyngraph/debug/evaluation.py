@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType, TracebackType
 from typing import Any
 
+from ..capture.tracing import tracer
 from .frames import paused_stack, traceback_frames
 from .inspection import EvalResult, Frame, FrameView, InspectError, Variable, WatchValue
 from .variables import MAX_VARIABLES, describe, long_repr, shown, tensor_info
@@ -264,11 +265,17 @@ class FrameEvaluator:
 
     # -- running user code, interruptibly --------------------------------------------------
     def _run(self, body: Callable[[], None], buffer: _CappedBuffer) -> Any:
-        """Run ``body`` with print output in ``buffer``; ``_interrupted`` if interrupted."""
+        """Run ``body`` with print output in ``buffer``; ``_interrupted`` if interrupted.
+
+        Tracing is off meanwhile (both backends check ``tracer.listening``): ops the
+        console or a watch runs are not the script's, so they emit no events, join no graph
+        and hit no breakpoint (one would pause again inside the evaluation and wait forever).
+        """
         out, err = sys.stdout, sys.stderr
         ident = threading.get_ident()
         sys.stdout = _ThreadRedirect(out, buffer, ident)
         sys.stderr = _ThreadRedirect(err, buffer, ident)
+        listening, tracer.listening = tracer.listening, False
         try:
             try:
                 self._evaluating = next(self._generation)
@@ -279,6 +286,7 @@ class FrameEvaluator:
             return _interrupted
         finally:
             sys.stdout, sys.stderr = out, err
+            tracer.listening = listening
         return None
 
     def _end_evaluation(self) -> None:

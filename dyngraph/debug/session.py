@@ -325,9 +325,9 @@ class Session:
     def watch_expressions(self) -> dict[int, str]:
         return dict(self._watches)
 
-    def watches(self, frame: int = 0) -> list[WatchValue]:
+    def watches(self, frame: int = 0, timeout: float | None = None) -> list[WatchValue]:
         """Every watch evaluated now, in user frame ``frame``; errors inline."""
-        return list(self.inspect(frame).watches)
+        return list(self.inspect(frame, timeout=timeout).watches)
 
     def inspect(self, frame: int = 0, watches: bool = True,
                 timeout: float | None = None) -> FrameView:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..engine.creation import tensor
 from ..engine.tensor import Size, Tensor
+from ..missing import name_unexpected_keywords
 from . import constraints
 
 
@@ -23,6 +24,11 @@ class Distribution:
     arg_constraints: dict[str, constraints.Constraint] = {}
     support: constraints.Constraint | None = None
     _validate_default = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("dyngraph."):
+            name_unexpected_keywords(cls, "distributions")
 
     @staticmethod
     def set_default_validate_args(value: bool) -> None:

@@ -10,7 +10,7 @@ Sequential(
 
 
 from ..missing import module_getattr
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, modules, utils  # noqa: F401
 from .activation import (
     ELU,
     GELU,
@@ -29,6 +29,7 @@ from .attention import MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d, GroupNorm
 from .container import ModuleDict, ModuleList, ParameterList, Sequential
 from .conv import AdaptiveAvgPool2d, AvgPool2d, Conv1d, Conv2d, MaxPool2d
+from .dropout import Dropout1d, Dropout2d
 from .linear import Embedding, Flatten, Identity, Linear
 from .loss import (
     BCELoss,
@@ -44,17 +45,25 @@ from .loss import (
 from .module import Module
 from .parameter import Parameter
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .transformer import Transformer, TransformerEncoder, TransformerEncoderLayer
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d",
-    "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "Flatten", "GELU",
+    "Conv1d", "Conv2d", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "ELU",
+    "Embedding", "Flatten", "GELU",
     "GRU", "GRUCell", "GroupNorm", "HuberLoss", "Identity", "KLDivLoss", "L1Loss", "LSTM",
     "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSoftmax", "MSELoss", "MaxPool2d", "Module",
     "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter", "ParameterList",
     "RNN", "RNNCell", "ReLU", "Sequential", "SiLU", "Sigmoid", "SmoothL1Loss", "Softmax",
-    "Softplus", "Tanh", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
-    "functional", "init", "utils",
+    "Softplus", "Tanh", "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
+    "TransformerEncoder", "TransformerEncoderLayer",
+    "functional", "init", "modules", "utils",
 ]
 
 

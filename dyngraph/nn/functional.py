@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine import creation
 from ..engine import functions as _fn
 from ..engine.ops import OPS
 from ..engine.ops_nn import NN_OPS
@@ -27,7 +28,8 @@ from ..missing import module_getattr
 __all__ = [
     "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "conv1d", "conv2d", "cosine_similarity", "cross_entropy",
-    "dropout", "elu", "embedding", "gelu", "group_norm", "huber_loss", "kl_div", "l1_loss",
+    "dropout", "dropout1d", "dropout2d", "elu", "embedding", "gelu", "group_norm", "huber_loss",
+    "kl_div", "l1_loss",
     "layer_norm", "leaky_relu", "linear", "log_softmax", "max_pool2d", "mse_loss", "nll_loss",
     "normalize", "one_hot", "pad", "relu", "scaled_dot_product_attention", "sigmoid", "silu",
     "smooth_l1_loss", "softmax", "softplus", "tanh",
@@ -134,6 +136,55 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if not training or p == 0.0:
         return input
     return apply(NN_OPS["dropout"], input, p=float(p))
+
+
+def _channel_dropout(input: Tensor, p: float, training: bool, batched: bool) -> Tensor:
+    """Zero whole channels with probability ``p`` (scaling the rest): one draw per
+    (sample, channel), broadcast over the positions; recorded as a "mul" by that mask."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    shape = input._array.shape
+    keep_dims = 2 if batched else 1
+    mask_shape = shape[:keep_dims] + (1,) * (len(shape) - keep_dims)
+    dtype = input._array.dtype
+    if p >= 1.0:
+        mask = np.zeros(mask_shape, dtype)
+    else:
+        keep = creation.generator().random(mask_shape) >= p
+        mask = keep.astype(dtype) / np.asarray(1.0 - p, dtype=dtype)
+    return apply(OPS["mul"], input, mask)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, L) or (C, L) inputs."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, input.ndim == 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, H, W) or (C, H, W) inputs (a 3-D input is taken as
+    (N, C, L), with PyTorch's warning)."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release.",
+                      UserWarning, stacklevel=2)
+    elif input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      UserWarning, stacklevel=2)
+    return _channel_dropout(input, p, training, input.ndim >= 3)
 
 
 # -- layers -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ..capture.tracing import Handle, tracer
 from ..engine.autograd import no_grad
 from ..engine.dtypes import to_numpy_dtype
 from ..engine.tensor import Tensor
-from ..missing import not_implemented
+from ..missing import name_unexpected_keywords, not_implemented
 from .parameter import Parameter
 
 # Bumped whenever any module's parameters, buffers or submodules change, so the cached
@@ -178,6 +178,11 @@ class Module:
         d["_hooked"] = False
         d["_owner"] = None  # the module this one was first registered in (see _Naming)
         d["_owner_attr"] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("dyngraph."):
+            name_unexpected_keywords(cls, "nn")
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(

@@ -213,6 +213,9 @@ class _RNNBase(Module):
                 self._flat_weights_names.extend(names)
         self.reset_parameters()
 
+    def flatten_parameters(self) -> None:
+        """A no-op: PyTorch packs the weights for cuDNN; numpy needs no packing."""
+
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for p in self.parameters():

@@ -18,7 +18,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..missing import module_getattr
+from ..missing import module_getattr, name_unexpected_keywords
 from .optimizer import Optimizer
 
 __all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR",
@@ -27,6 +27,11 @@ __all__ = ["CosineAnnealingLR", "ExponentialLR", "LRScheduler", "LambdaLR", "Lin
 
 class LRScheduler:
     """Base class: subclasses define ``_factor_lr(base_lr, epoch, group_index)``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("dyngraph."):
+            name_unexpected_keywords(cls, "optim.lr_scheduler")
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):

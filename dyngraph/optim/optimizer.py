@@ -12,6 +12,7 @@ import numpy as np
 from ..capture.summaries import l2_norm
 from ..capture.tracing import tracer
 from ..engine.tensor import Tensor
+from ..missing import name_unexpected_keywords
 
 __all__ = ["Optimizer", "required"]
 
@@ -27,6 +28,11 @@ required = _Required()
 class Optimizer:
     """Base class: ``param_groups`` (dicts with "params" and hyper-parameters) and ``state``
     (per-parameter dicts of numpy arrays), keyed by the Parameter object."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("dyngraph."):
+            name_unexpected_keywords(cls, "optim")
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
         self.defaults = defaults

@@ -3,6 +3,7 @@ machine, and the one-line "dyngraph does not implement X" for whatever is still 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -154,3 +155,36 @@ def test_an_unsupported_torch_module_import_is_one_line_in_a_script(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == (
         "ModuleNotFoundError: No module named 'dyngraph.onnx': dyngraph does not implement "
         "torch.onnx (the supported surface is listed in docs/api.md)")
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: nn.Linear(2, 3, foo=1), "nn.Linear(foo=...)"),
+    (lambda: nn.Transformer(d_model=8, nhead=2, layer_drop=0.1), "nn.Transformer(layer_drop"),
+    (lambda: dg.optim.RMSprop([nn.Parameter(dg.ones(1))], nesterov=True),
+     "optim.RMSprop(nesterov=...)"),
+    (lambda: dg.utils.data.DataLoader(range(3), prefetch=2), "utils.data.DataLoader(prefetch"),
+    (lambda: dg.distributions.Normal(0.0, 1.0, foo=2), "distributions.Normal(foo=...)"),
+])
+def test_an_unsupported_constructor_keyword_names_itself(make, message):
+    with pytest.raises(TypeError, match="dyngraph does not implement " + re.escape(message)):
+        make()
+
+
+def test_keyword_naming_leaves_other_type_errors_alone():
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        nn.Linear(2)
+
+    class Mine(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'depth'"):
+        Mine(depth=3)  # the user's own class keeps Python's message
+
+
+def test_pytorch_performance_switches_are_accepted():
+    w = nn.Parameter(dg.ones(2))
+    for make in (lambda: dg.optim.SGD([w], lr=0.1, foreach=False, fused=None),
+                 lambda: dg.optim.Adam([w], foreach=True, capturable=False),
+                 lambda: dg.optim.AdamW([w], fused=False)):
+        make().step()

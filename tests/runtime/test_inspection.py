@@ -83,6 +83,12 @@ def test_eval_of_expressions_and_statements_whose_names_persist_across_pauses(at
     assert shown.tensor.summary.shape == (3, 8)
     assert shown.value.startswith("(3, 8) float32") and "\n[" in shown.value  # then a preview
     assert session.eval("x", frame=1).error == "NameError: name 'x' is not defined"
+    # The console's own ops are not the script's: no events, no graph nodes, no breakpoint
+    # (the tanh breakpoint would otherwise pause again inside the evaluation).
+    assert session.eval("tuple(net(batch).tanh().shape)", frame=1, timeout=20).value == "(3, 1)"
+    run.events.extend(session.poll(0.3))
+    assert not [e for e in run.events if getattr(e, "file", "").startswith("<")]
+    assert [e.reason for e in run.events if e.kind == "breakpoint"] == ["op"]
     # Assignments never write back into the frame; they live in the console's namespace.
     session.eval("scale = 99")
     assert session.eval("scale").value == "99"  # at this pause, in this frame: the console's
@@ -134,17 +140,17 @@ def test_output_of_one_evaluation_is_capped_and_says_so(at_tanh):
 def test_watches_are_reevaluated_at_every_pause_with_errors_inline(at_tanh):
     session, run = at_tanh
     session.watch("step")
-    session.watch("h.shape[1]")
+    session.watch("h.tanh().shape[1]")  # a watch running the op of a breakpoint
     missing = session.watch("no_such_name")
-    first = session.watches()
+    first = session.watches(timeout=20)
     assert [(w.expression, w.value, w.error) for w in first] == [
-        ("step", "0", None), ("h.shape[1]", "8", None),
+        ("step", "0", None), ("h.tanh().shape[1]", "8", None),
         ("no_such_name", None, "NameError: name 'no_such_name' is not defined")]
     session.unwatch(missing)
     session.continue_()  # to the tanh of iteration 2
     pump_until_paused(session, run)
     assert [(w.expression, w.value) for w in session.watches()] == [
-        ("step", "1"), ("h.shape[1]", "8")]
+        ("step", "1"), ("h.tanh().shape[1]", "8")]
     session.close()
     with pytest.raises(InspectError):
         session.watches()

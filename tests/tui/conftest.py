@@ -106,3 +106,12 @@ async def wait_for(pilot, condition, timeout: float = 10.0, step: float = 0.05) 
             return True
         await pilot.pause(step)
     return bool(condition())
+
+
+@pytest.fixture()
+def closing():
+    """Debugger apps started by a test; their children are ended even when the test fails."""
+    apps: list = []
+    yield apps
+    for app in apps:
+        app.source.close()

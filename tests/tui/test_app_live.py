@@ -38,15 +38,6 @@ def gone(pid: int) -> bool:
         return True
 
 
-@pytest.fixture()
-def closing():
-    """Apps started by a test; their children are ended even when the test fails."""
-    apps: list[DebuggerApp] = []
-    yield apps
-    for app in apps:
-        app.source.close()
-
-
 def paused(app: DebuggerApp, reason: str | None = None):
     """The child paused (for ``reason``) and the UI has drawn it."""
     def check() -> bool:

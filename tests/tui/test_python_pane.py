@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from conftest import wait_for
 from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.console_screen import ConsoleScreen
@@ -39,14 +38,6 @@ def rows(app: DebuggerApp) -> dict[str, tuple[str, str]]:
 
 def transcript(app: DebuggerApp) -> str:
     return "\n".join(str(item) for item in app.console_state.transcript)
-
-
-@pytest.fixture()
-def closing():
-    apps: list[DebuggerApp] = []
-    yield apps
-    for app in apps:
-        app.source.close()
 
 
 def start(closing, *args: str, breakpoints=()) -> DebuggerApp:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ...engine.generator import Generator
+from ...missing import name_unexpected_keywords
 from .collate import default_collate, default_convert
 from .dataset import Dataset, IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -114,6 +115,9 @@ class DataLoader:
         if self.batch_sampler is not None:
             return len(self.batch_sampler)  # type: ignore[arg-type]
         return len(self.sampler)  # type: ignore[arg-type]
+
+
+name_unexpected_keywords(DataLoader, "utils.data")
 
 
 def _check_workers(num_workers: int, prefetch_factor: int | None,

@@ -1,0 +1,5 @@
+"""``torch.nn.modules.flatten``: ``Flatten``."""
+
+from ..linear import Flatten
+
+__all__ = ["Flatten"]

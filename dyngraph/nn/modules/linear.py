@@ -1,0 +1,5 @@
+"""``torch.nn.modules.linear``: ``Linear`` and ``Identity``."""
+
+from ..linear import Identity, Linear
+
+__all__ = ["Identity", "Linear"]
