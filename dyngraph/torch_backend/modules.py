@@ -2,8 +2,9 @@
 
 Every ``nn.Module`` call enters its qualified name (``tracer.enter_module``; names come from
 the outermost module's ``named_modules()``, so the model itself is ``""`` and its layers
-``encoder.0.fc``) and exits it when the call ends, also when it raises. ``torch.compile`` wraps a model as
-``_orig_mod``; that prefix is dropped, so compiled and eager runs name modules alike.
+``encoder.0.fc``) and exits it when the call ends, also when it raises. ``torch.compile``
+wraps a model as ``_orig_mod``; that prefix is dropped, so compiled and eager runs name
+modules alike.
 Parameters and buffers get their qualified names the same way.
 
 The global hooks fire in every thread; only the capturing thread's calls count.
