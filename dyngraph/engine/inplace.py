@@ -364,7 +364,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
     if _in_graph(self, value):
         if _is_view_index(index):
-            view = fs.getitem(self, index)
+            view = views.view_op(OPS["getitem"], self, temporary=True, index=index)
             if scalar:
                 fill_(view, value)
             else:

@@ -154,7 +154,7 @@ def neg(a):
 def pow_(a, b):
     if getattr(a, "dtype", None) == np.bool_ and getattr(b, "dtype", None) in (None, np.bool_):
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
-    out = a**b
+    out = np.asarray(a**b)  # an array even for 0-d input: the output tensor's own
 
     def backward(g):
         if _arr(b):
@@ -174,7 +174,7 @@ def pow_(a, b):
 @register("exp")
 def exp(a):
     a = _floating(a)
-    out = np.exp(a)
+    out = np.asarray(np.exp(a))  # (0-d: the array the output tensor wraps, as saved)
     return out, lambda g: (g * out,)
 
 
@@ -190,7 +190,7 @@ def log(a):
 def sqrt(a):
     a = _floating(a)
     with np.errstate(invalid="ignore"):
-        out = np.sqrt(a)
+        out = np.asarray(np.sqrt(a))
     return out, lambda g: (g / (2 * out),)
 
 
@@ -198,7 +198,7 @@ def sqrt(a):
 def rsqrt(a):
     a = _floating(a)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = 1 / np.sqrt(a)
+        out = np.asarray(1 / np.sqrt(a))
     return out, lambda g: (-0.5 * g * out * out * out,)
 
 
@@ -219,7 +219,7 @@ def log1p(a):
 @register("expm1")
 def expm1(a):
     a = _floating(a)
-    out = np.expm1(a)
+    out = np.asarray(np.expm1(a))
     return out, lambda g: (g * (out + 1),)
 
 
@@ -254,7 +254,7 @@ def cos(a):
 @register("tanh")
 def tanh(a):
     a = _floating(a)
-    out = np.tanh(a)
+    out = np.asarray(np.tanh(a))
     return out, lambda g: (g * (1 - out * out),)
 
 
@@ -272,7 +272,7 @@ def sigmoid(a):
 def relu(a):
     if a.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
-    out = np.maximum(a, 0)
+    out = np.asarray(np.maximum(a, 0))
     return out, lambda g: (g * (out > 0),)
 
 

@@ -90,7 +90,7 @@ def _even(a: np.ndarray, fn: Any, dim: Any, keepdim: bool, name: str) -> tuple[A
                            "input.numel() == 0. Specify the reduction dim with the "
                            "'dim' argument.")
     _nonempty(a, axes, name)
-    out = fn(a, axis=axes, keepdims=keepdim)
+    out = np.asarray(fn(a, axis=axes, keepdims=keepdim))  # the output's own array, even 0-d
 
     def backward(g):
         hit = a == _keep(out, a.shape, axes, keepdim)

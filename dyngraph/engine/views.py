@@ -85,8 +85,12 @@ def info(t: Tensor) -> ViewInfo | None:
 
 
 def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
-            **attrs: Any) -> Tensor:
-    """``apply(op, input, **attrs)`` for a view op, recording the view it returns."""
+            temporary: bool = False, **attrs: Any) -> Tensor:
+    """``apply(op, input, **attrs)`` for a view op, recording the view it returns.
+
+    ``temporary``: the caller drops the view right away (``x[i] = v`` writes through one),
+    so it is never rebuilt when its base changes (no dangling node in the graph).
+    """
     out = apply(op, input, **attrs)
     owner = out._array.base
     if owner is None:
@@ -106,7 +110,7 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
         if multi is None and parent.multi is not None:
             multi = ("", 0)
     out.__dict__["_view_info"] = ViewInfo(base, chain, mode, multi)
-    if mode:  # a view made under no_grad never follows its base's history
+    if mode and not temporary:  # a view made under no_grad never follows its base's history
         _remember(base, out)
     return out
 
