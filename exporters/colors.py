@@ -61,12 +61,17 @@ class GradScale:
 
     @classmethod
     def from_graphs(cls, graphs: Iterable[object]) -> GradScale | None:
-        """One scale over the gradient norms of every node of every graph."""
+        """One scale over the gradient norms of every node of every graph.
+
+        Only gradients without NaN/Inf count: such a node is drawn as non-finite, and the
+        norm its summary holds is of its finite part only, which can be anything up to
+        float32's 3e38 and stretched the legend over decades no node sat in.
+        """
         return cls.from_norms(
             node.grad.norm  # type: ignore[attr-defined]
             for g in graphs
             for node in g.nodes.values()  # type: ignore[attr-defined]
-            if node.grad is not None
+            if node.grad is not None and node.grad.finite  # type: ignore[attr-defined]
         )
 
     @property

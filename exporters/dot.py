@@ -42,6 +42,16 @@ _HEADER = (
     f'  edge [color="#555555", arrowsize=0.6, fontname="{FONT}", fontsize=8];\n'
 )
 CLUSTER_STYLE = 'style="rounded"; color="#9e9e9e"; fontcolor="#444444";'
+# Graphviz measures text with Helvetica's PostScript metrics, whatever font the SVG is later
+# drawn with. A browser or viewer on Linux without Helvetica (or a metric twin: Arial,
+# Liberation Sans, Nimbus Sans) draws DejaVu Sans, up to a fifth wider (``float32`` 1.17,
+# ``t`` 1.41, digits 1.14), and labels overflowed their boxes. The layout therefore
+# measures every text at this many times its size; the SVG draws it at its own size (the
+# graph's ``fontsize`` in the layout tells ``svg.py`` the factor). The .dot files keep the
+# true sizes.
+LAYOUT_FONT_SCALE = 1.2
+_LAYOUT_HEADER = (_HEADER.replace("fontsize=10", f"fontsize={10 * LAYOUT_FONT_SCALE:g}")
+                  .replace("fontsize=8", f"fontsize={8 * LAYOUT_FONT_SCALE:g}"))
 
 
 def _svg_stroke(color: str, style: str, penwidth: str) -> str:
@@ -197,7 +207,7 @@ class DotDoc:
         Nodes are always ``filled`` (so their outlines come back as closed shapes) and keep
         ``rounded`` when their style has it; everything else is painted per iteration.
         """
-        out = ["digraph dyngraph {\n", _HEADER]
+        out = ["digraph dyngraph {\n", _LAYOUT_HEADER]
         if self.legend:
             out.append(f"  label={self.legend};\n  labelloc=b;\n  labeljust=l;\n")
         _write_cluster(self.root, out, "  ", skeleton=True)
@@ -503,7 +513,7 @@ def _legend(scale: GradScale | None, diff: bool) -> str:
     rows.append(_swatch("#ffffff", "Inf in a value", colors.NONFINITE_FILL))
     if diff:
         rows.append(_swatch("#ffffff", "added", colors.ADDED))
-        rows.append(_swatch("#ffffff", "shape changed", colors.RESHAPED))
+        rows.append(_swatch("#ffffff", "shape or inputs changed", colors.RESHAPED))
         rows.append(_swatch("#ffffff", "removed (dashed)", colors.GHOST))
     return ('<<table border="0" cellborder="0" cellspacing="2" cellpadding="1">'
             + "".join(rows) + "</table>>")

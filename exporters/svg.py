@@ -21,9 +21,17 @@ from .escape import clean, xml_text
 from .render import GraphvizError
 
 _ANCHOR = {"l": "start", "c": "middle", "r": "end"}
+# Graphviz measures labels with Helvetica's PostScript metrics ("hello world" at 10 pt:
+# 47.8, Helvetica's own width). The fonts listed after Helvetica share its metrics (Arial,
+# Liberation Sans, Nimbus Sans); a system with none of them draws DejaVu Sans, wider, for
+# which the layout made room (``dot.LAYOUT_FONT_SCALE``: texts measured at 1.2 times their
+# size, drawn here at their own).
+_SANS = "Helvetica,Arial,'Liberation Sans','Nimbus Sans','Nimbus Sans L',sans-serif"
 _FAMILY = {
-    "Helvetica": "Helvetica,sans-Serif", "Arial": "Arial,sans-Serif",
-    "Times-Roman": "Times,serif", "Times": "Times,serif", "Courier": "Courier,monospace",
+    "Helvetica": _SANS, "Arial": _SANS,
+    "Times-Roman": "Times,'Liberation Serif','Nimbus Roman',serif",
+    "Times": "Times,'Liberation Serif','Nimbus Roman',serif",
+    "Courier": "Courier,'Liberation Mono','Nimbus Mono PS',monospace",
 }
 
 
@@ -73,7 +81,7 @@ def _shape(op: dict, node: bool = False) -> tuple[str, bool] | None:
 
 
 # Inherited from the root <g>: what most texts use, so they need not repeat it.
-_TEXT_DEFAULTS = ' text-anchor="middle" font-family="Helvetica,sans-Serif" font-size="10"'
+_TEXT_DEFAULTS = f' text-anchor="middle" font-family="{_SANS}" font-size="10"'
 
 
 def _text_open(op: dict, size: float, face: str, weight: str, words: str) -> str:
@@ -83,7 +91,7 @@ def _text_open(op: dict, size: float, face: str, weight: str, words: str) -> str
     if anchor != "middle":
         out += f' text-anchor="{anchor}"'
     family = _FAMILY.get(face, xml_text(face))
-    if family != "Helvetica,sans-Serif":
+    if family != _SANS:
         out += f' font-family="{family}"'
     if size != 10:
         out += f' font-size="{_f(size)}"'
@@ -93,15 +101,19 @@ def _text_open(op: dict, size: float, face: str, weight: str, words: str) -> str
 
 
 class _Font:
-    """Font state while walking xdot ops (``F`` sets size and face, ``t`` bold/italic)."""
+    """Font state while walking xdot ops (``F`` sets size and face, ``t`` bold/italic).
 
-    def __init__(self) -> None:
+    ``scale``: how much larger than drawn the layout measured its texts (see ``_SANS``).
+    """
+
+    def __init__(self, scale: float = 1.0) -> None:
         self.size, self.face, self.weight = 14.0, "Times-Roman", ""
+        self.scale = scale
 
     def update(self, op: dict) -> bool:
         kind = op["op"]
         if kind == "F":
-            self.size, self.face = op["size"], op["face"]
+            self.size, self.face = round(op["size"] / self.scale, 2), op["face"]
         elif kind == "t":
             self.weight = ' font-weight="bold"' if int(op.get("fontchar", 0)) & 1 else ""
         else:
@@ -109,14 +121,14 @@ class _Font:
         return True
 
 
-def _texts(ops: list[dict], lines: Sequence[str] = ()) -> list[str]:
+def _texts(ops: list[dict], lines: Sequence[str] = (), scale: float = 1.0) -> list[str]:
     """Pairs of ``<text ...`` opening (paint left out) and ``>content</text>``.
 
     The words come from ``lines`` (the label we wrote) when Graphviz drew one text per
     line: graphviz-pure's JSON doubles the backslashes of the text it reports.
     """
     out: list[str] = []
-    font = _Font()
+    font = _Font(scale)
     texts = [op for op in ops if op["op"] == "T"]
     words = [clean(line) for line in lines] if len(lines) == len(texts) else \
         [op["text"] for op in texts]
@@ -129,14 +141,14 @@ def _texts(ops: list[dict], lines: Sequence[str] = ()) -> list[str]:
     return out
 
 
-def _static(ops: list[dict], label: str | None = None) -> str:
+def _static(ops: list[dict], label: str | None = None, scale: float = 1.0) -> str:
     """Draw ops with the colours Graphviz chose (clusters, the legend). ``label``: the
     words of a one-text label (see ``_texts`` for why)."""
     if label is not None and sum(1 for op in ops if op["op"] == "T") != 1:
         label = None
     out: list[str] = []
     pen, fill, opacity, width = "black", "none", "", ""
-    font = _Font()
+    font = _Font(scale)
     for op in ops:
         kind = op["op"]
         if font.update(op):
@@ -188,10 +200,12 @@ class SvgTemplate:
         self.key = doc.layout_key()
 
     def _build(self, doc: DotDoc, data: dict) -> None:
+        # The layout measured texts at the graph's fontsize over the drawn 10 pt.
+        scale = float(data.get("fontsize", 10)) / 10
         llx, lly, urx, ury = (float(v) for v in data["bb"].split(","))
         self.width, self.height = urx + 8, ury + 8
-        self.background = _static(data.get("_draw_", []))
-        self.legend = _static(data.get("_ldraw_", []))
+        self.background = _static(data.get("_draw_", []), scale=scale)
+        self.legend = _static(data.get("_ldraw_", []), scale=scale)
         nodes = doc.nodes()
         index = {n.name: i for i, n in enumerate(nodes)}
         cluster_labels = {}
@@ -207,14 +221,15 @@ class SvgTemplate:
             name = obj.get("name", "")
             if "nodes" in obj or "bb" in obj or name.startswith("cluster"):
                 if name.startswith("cluster"):
-                    clusters.append(self._cluster(obj, cluster_labels.get(name)))
+                    clusters.append(self._cluster(obj, cluster_labels.get(name), scale))
                 continue
             names[obj["_gvid"]] = name
             i = index.get(name)
             if i is None:
                 continue
             shapes = [s for op in obj.get("_draw_", []) if (s := _shape(op, True)) is not None]
-            self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", []), nodes[i].lines))
+            self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", []), nodes[i].lines,
+                                                           scale))
         if any(g is None for g in self.nodes):
             raise KeyError("a node is missing from the layout")
         self._node_fmts = [_node_format(g) for g in self.nodes]  # type: ignore[arg-type]
@@ -230,13 +245,14 @@ class SvgTemplate:
             head += [s[0] for s in map(_shape, obj.get("_tdraw_", [])) if s is not None]
             label = doc.edges[j].label
             self.edges[j] = _EdgeGeom(line, head, _texts(obj.get("_ldraw_", []),
-                                                         (label,) if label else ()))
+                                                         (label,) if label else (), scale))
         self._edge_fmts = [_edge_format(g) for g in self.edges]
 
     @staticmethod
-    def _cluster(obj: dict, label: str | None) -> str:
+    def _cluster(obj: dict, label: str | None, scale: float) -> str:
         name = obj["name"]
-        body = _static(obj.get("_draw_", [])) + _static(obj.get("_ldraw_", []), label)
+        body = (_static(obj.get("_draw_", []), scale=scale)
+                + _static(obj.get("_ldraw_", []), label, scale))
         label = label if label is not None else obj.get("label", name)
         return (f'<g id="{xml_text(obj.get("id", name))}" class="cluster">\n'
                 f"<title>{xml_text(label)}</title>\n{body}</g>\n")

@@ -175,6 +175,7 @@ def build_view(
         for old_id, new_id in diff.reshaped:
             marks[new_id] = "reshaped"
             old_shapes[new_id] = diff_against.nodes[old_id].shape
+        marks.update((new_id, "changed") for _, new_id in diff.rewired)
 
     scopes = Scopes(graph)
     home = _homes(graph, ordered, owner, scopes)

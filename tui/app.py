@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -39,7 +40,7 @@ from .output_pane import OutputPane
 from .prompt_screen import PromptScreen
 from .source_view import SourceView, first_code_line
 from .sources import LIVE_ONLY, Source, SourceState
-from .status_line import StatusLine, status_text
+from .status_line import StatusLine, status_parts
 from .timeline import Timeline
 from .variables_pane import VariablesPane
 
@@ -51,6 +52,8 @@ except ImportError:  # pragma: no cover - only while the canvas is not installed
 POLL_HZ = 20
 SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
+SHORT = 36  # rows: fewer, and the variables pane makes room for the others
+TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
 
 
 class GraphList(Static):
@@ -135,6 +138,7 @@ class DebuggerApp(DebuggerActions):
         self.main.query_one("#output").border_title = "output"
         if not self.source.live:
             self.main.query_one(VariablesPane).add_class("replay")
+        self._fit_panes(self.size.width, self.size.height)
         self._tick()
         self.refresh_view()
         # Live, the first screen is pdb's: the script's source, focused, so `b` sets a line
@@ -144,6 +148,19 @@ class DebuggerApp(DebuggerActions):
         for notice in self.notices:
             self.notify(notice, severity="warning", timeout=10)
         self.set_interval(1 / self.poll_hz, self._tick)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit_panes(event.size.width, event.size.height)
+
+    def _fit_panes(self, width: int, height: int) -> None:
+        """Small terminals (app.tcss): below SHORT rows the variables pane goes (its keys
+        and the console still work); below TINY the right column narrows, the graph and the
+        source share the left half equally and the output pane shrinks."""
+        if not self.screen_stack:
+            return
+        screen = self.main
+        screen.set_class(height < SHORT, "-short")
+        screen.set_class(height < TINY[1] or width < TINY[0], "-tiny")
 
     # -- events in -----------------------------------------------------------------------
     def _tick(self) -> None:
@@ -303,7 +320,7 @@ class DebuggerApp(DebuggerActions):
 
             description = describe_ending(model)
         bps = self.source.breakpoints.values()
-        self.main.query_one(StatusLine).update_text(status_text(
+        self.main.query_one(StatusLine).update_parts(*status_parts(
             status=state.status, reason=reason, description=description,
             event=model.current_event, iteration=index, iterations=model.iteration_count,
             live=self.source.live, behind=behind,

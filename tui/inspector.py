@@ -83,6 +83,11 @@ def preview_text(s: ev.Summary, limit: int = 8) -> Text:
                 + (f"  of {s.numel:,}" if more else ""))
 
 
+# Cells a row's value loses to the label column ("preview" and its padding) and to the
+# pane's scrollbar, when it shows one.
+LABEL_ROOM = 11
+
+
 def grad_missing(node: GraphNode, backward_done: bool) -> str:
     """Why ``node`` shows no gradient."""
     if not node.requires_grad:
@@ -116,7 +121,13 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
     numel = 1
     for d in node.shape:
         numel *= d
-    table.add_row("shape", f"{tuple(node.shape)}  {node.dtype}  {plural(numel, 'element')}")
+    shape = f"{tuple(node.shape)}  {node.dtype}"
+    count = plural(numel, "element")
+    if len(shape) + len(count) + 2 <= width - LABEL_ROOM:
+        table.add_row("shape", f"{shape}  {count}")
+    else:  # a narrow pane: the count on its own row rather than wrapped mid-phrase
+        table.add_row("shape", shape)
+        table.add_row("", count)
     if node.attrs:
         table.add_row("attrs", ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())[:200])
     if inputs:
@@ -134,9 +145,9 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
         table.add_row("grad", Text(grad_missing(node, backward_done), "dim"))
     if any(v is not None for v in history):
         last = next((v for v in reversed(history) if v is not None), None)
-        # The label column takes 7 cells: the bars get what is left beside "last x".
+        # The bars get what the label column leaves beside "last x".
         tail = f"  last {fmt(last)}"
-        line = sparkline(history, max(8, min(40, width - 7 - len(tail))))
+        line = sparkline(history, max(8, min(40, width - LABEL_ROOM - len(tail))))
         line.append(tail, "dim")
         table.add_row("‖grad‖", line)
         table.add_row("", Text(f"over {plural(len(history), 'iteration')}", "dim"))

@@ -7,6 +7,7 @@ A subclass says how many rows there are and what one row looks like.
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
@@ -33,7 +34,10 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
     DEFAULT_CSS = """
     LineList { background: $surface; }
     LineList > .linelist--cursor { background: $accent 40%; }
-    LineList:focus > .linelist--cursor { background: $accent 70%; }
+    LineList:focus > .linelist--cursor {
+        background: $block-cursor-background; color: $block-cursor-foreground;
+        text-style: bold;
+    }
     LineList > .linelist--mark { background: $warning 30%; text-style: bold; }
     """
 
@@ -109,15 +113,23 @@ class LineList(ScrollView, can_focus=True, inherit_bindings=False):
         style: Style | None = None
         if row == self.mark_row:
             style = self.get_component_rich_style("linelist--mark")
-        if row == self.cursor_row and self.has_focus:
-            cursor = self.get_component_rich_style("linelist--cursor")
-            style = cursor if style is None else style + cursor
         segments = list(text.render(self.app.console))
+        if row == self.cursor_row and self.has_focus:
+            # The focused cursor paints over the row's own colours (as DataTable's does):
+            # blue or magenta text on the cursor's background was hard to read.
+            cursor = self.get_component_rich_style("linelist--cursor")
+            segments = list(Segment.apply_style(segments, post_style=cursor))
+            style = cursor if style is None else style + cursor
         strip = Strip(segments, text.cell_len)
         if style is not None:
             strip = strip.apply_style(style)
         strip = strip.crop_extend(scroll_x, scroll_x + width, base + style if style else base)
         return strip.simplify()
+
+    def on_resize(self) -> None:
+        # A new size may have pushed the current line out of view (a terminal made smaller).
+        if self.mark_row >= 0:
+            self.call_after_refresh(self._keep_in_view, self.mark_row)
 
     def _on_focus(self, event) -> None:  # cursor highlight only shows while focused
         self.refresh()

@@ -31,19 +31,28 @@ def _norm(summary: ev.Summary | None) -> str:
     return f"‖g‖={norm:.3g}" if math.isfinite(norm) else f"‖g‖={fmt(norm)}"
 
 
-def describe_event(event: ev.Event) -> Text:
-    """One timeline row for ``event`` (also used by tests and the status line)."""
-    seq = f"{event.seq:>7} "
+NARROW = 56  # below this many cells a row drops its seq and puts the line before the shape
+
+
+def describe_event(event: ev.Event, narrow: bool = False) -> Text:
+    """One timeline row for ``event`` (also used by tests and the status line).
+
+    ``narrow``: for a thin pane, without the seq column and with ``file:line`` before the
+    shape, so the line an op ran on stays in view.
+    """
+    seq = "" if narrow else f"{event.seq:>7} "
     if isinstance(event, ev.Op):
         bad = event.summary is not None and not event.summary.finite
         where = f"{os.path.basename(event.file)}:{event.line}" if event.file else ""
-        text = Text.assemble(
-            (seq, "dim"),
-            (f"{event.op:<12}", "bold red" if bad else "bold"),
-            f" {_shape(event.shape):<14}",
-            (f" {where}", "dim"),
-            (f" {event.module}" if event.module else "", "cyan"),
-        )
+        op = (f"{event.op:<12}", "bold red" if bad else "bold")
+        if narrow:
+            text = Text.assemble(op, (f" {where}", "dim"), f" {_shape(event.shape)}",
+                                 (f" {event.module}" if event.module else "", "cyan"))
+        else:
+            text = Text.assemble(
+                (seq, "dim"), op, f" {_shape(event.shape):<14}", (f" {where}", "dim"),
+                (f" {event.module}" if event.module else "", "cyan"),
+            )
         if bad:
             text.append("  NaN/Inf", "bold red")
         return text
@@ -71,7 +80,7 @@ def describe_event(event: ev.Event) -> Text:
                                             "yellow"))
     if isinstance(event, ev.IterationEnd):
         return Text.assemble((seq, "dim"), (f"── end of iteration {event.iteration} "
-                                            f"({event.node_count} nodes) ──", "blue"))
+                                            f"({event.node_count} nodes) ──", "bold cyan"))
     if isinstance(event, ev.BreakpointHit):
         return Text.assemble((seq, "dim"), (f"■ paused: {event.reason} {event.description}",
                                             "bold yellow"))
@@ -99,6 +108,7 @@ class Timeline(LineList):
         self._events: list[ev.Event] = []
         self._rows: list[int] = []
         self._row_cache: dict[int, Text] = {}
+        self._narrow = False
 
     def show(self, events: list[ev.Event], rows: list[int], cursor: int) -> None:
         """Show history ``rows`` of ``events``; mark the row of history index ``cursor``."""
@@ -116,8 +126,16 @@ class Timeline(LineList):
         if text is None:
             if len(self._row_cache) > 2000:
                 self._row_cache.clear()
-            text = self._row_cache[index] = describe_event(self._events[index])
+            text = self._row_cache[index] = describe_event(self._events[index], self._narrow)
         return text
+
+    def on_resize(self) -> None:
+        super().on_resize()
+        narrow = 0 < self.size.width < NARROW
+        if narrow != self._narrow:
+            self._narrow = narrow
+            self._row_cache.clear()
+            self.refresh()
 
     def on_line_list_chosen(self, message: LineList.Chosen) -> None:
         message.stop()

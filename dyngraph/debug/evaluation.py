@@ -35,7 +35,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from ..capture.tracing import tracer
-from .frames import paused_stack, traceback_frames
+from .frames import is_user_file, paused_stack, traceback_frames
 from .inspection import EvalResult, Frame, FrameView, InspectError, Variable, WatchValue
 from .variables import MAX_VARIABLES, describe, long_repr, shown, tensor_info
 
@@ -384,8 +384,12 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _console_traceback(exc: BaseException, outer: BaseException | None) -> str:
-    """The traceback from the console input's first frame on; never the agent's frames, and
-    never the script's own exception that a post-mortem console runs inside of."""
+    """The traceback of the console input's frames and of the user's code they called.
+
+    Frames of dyngraph (the agent, the evaluator, the engine) and of libraries are left out,
+    as the variables pane leaves them out; so is the script's own exception that a
+    post-mortem console runs inside of (it would show as "During handling of ...").
+    """
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen:
@@ -395,8 +399,23 @@ def _console_traceback(exc: BaseException, outer: BaseException | None) -> str:
         if link.__cause__ is not None and link.__cause__ is outer:
             link.__cause__ = None
         link = link.__cause__ or link.__context__
-    tb = exc.__traceback__
-    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith("<console:"):
-        tb = tb.tb_next
-    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    shown = traceback.TracebackException(type(exc), exc, exc.__traceback__, compact=True)
+    hidden = 0
+    pending: list[traceback.TracebackException | None] = [shown]
+    while pending:
+        te = pending.pop()
+        if te is None:
+            continue
+        frames = list(te.stack)
+        first = next((i for i, f in enumerate(frames) if f.filename.startswith("<console:")),
+                     len(frames) if te is shown else 0)
+        below = frames[first:]  # what the input called; above it is the evaluator's own
+        kept = [f for f in below if f.filename.startswith("<console:")
+                or is_user_file(f.filename)]
+        hidden += len(below) - len(kept)
+        te.stack = traceback.StackSummary.from_list(kept)
+        pending += [te.__cause__, te.__context__]
+    text = "".join(shown.format())
+    if hidden:
+        text += f"({hidden} frame(s) in dyngraph or in libraries not shown)\n"
     return capped(text)[0]

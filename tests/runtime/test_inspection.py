@@ -105,6 +105,9 @@ def test_an_exception_in_eval_shows_only_the_consoles_frames_and_the_run_goes_on
     tb = result.traceback
     assert tb.startswith("Traceback") and "<console:" in tb and "return v / 0" in tb
     assert "dyngraph" not in tb and "evaluation.py" not in tb
+    called = session.eval("net(h)").traceback  # a shape error inside the user's forward
+    assert "in forward" in called and "engine" not in called
+    assert "frame(s) in dyngraph or in libraries not shown" in called
     syntax = session.eval("h +")
     assert syntax.error.startswith("SyntaxError") and "dyngraph" not in syntax.traceback
     assert session.eval("exit()").error.startswith("SystemExit")  # the console never ends it

@@ -108,10 +108,35 @@ async def wait_for(pilot, condition, timeout: float = 10.0, step: float = 0.05) 
     return bool(condition())
 
 
+# -- live apps (a real child process) ---------------------------------------------------------
+def status(app) -> str:
+    """The status line as text."""
+    from dyngraph.tui.status_line import StatusLine
+
+    return str(app.main.query_one(StatusLine).render())
+
+
+def paused(app, reason: str | None = None):
+    """A condition: the child paused (for ``reason``) and the UI has drawn it."""
+    def check() -> bool:
+        s = app.source.state
+        return (s.status == "paused" and (reason is None or s.reason == reason)
+                and "PAUSED" in status(app) and app._last_state == s)
+    return check
+
+
 @pytest.fixture()
 def closing():
-    """Debugger apps started by a test; their children are ended even when the test fails."""
+    """Apps started by a test; their children are ended even when the test fails."""
     apps: list = []
     yield apps
     for app in apps:
         app.source.close()
+
+
+def shown(widget) -> str:
+    """What ``widget`` shows on screen, as plain text (one line per row)."""
+    from textual.geometry import Region
+
+    strips = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+    return "\n".join(strip.text for strip in strips)

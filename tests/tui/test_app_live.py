@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import SCRIPTS, TINY, wait_for
+from conftest import SCRIPTS, TINY, paused, status, wait_for
 from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.model import Model
 from dyngraph.tui.source_view import SourceView
 from dyngraph.tui.sources import LiveSource
-from dyngraph.tui.status_line import StatusLine
 
 from dyngraph.capture import events as ev
 
@@ -19,10 +18,6 @@ SIZE = (160, 45)
 
 def start(script=TINY, *args: str) -> DebuggerApp:
     return DebuggerApp(LiveSource.start(Model(), str(script), args))
-
-
-def status(app: DebuggerApp) -> str:
-    return str(app.query_one(StatusLine).render())
 
 
 def gone(pid: int) -> bool:
@@ -36,15 +31,6 @@ def gone(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] == "Z"
     except OSError:
         return True
-
-
-def paused(app: DebuggerApp, reason: str | None = None):
-    """The child paused (for ``reason``) and the UI has drawn it."""
-    def check() -> bool:
-        s = app.source.state
-        return (s.status == "paused" and (reason is None or s.reason == reason)
-                and "PAUSED" in status(app) and app._last_state == s)
-    return check
 
 
 async def test_live_starts_paused_and_steps_op_by_op(closing):

@@ -91,3 +91,42 @@ def test_inspector_on_a_parameter(snap_compare, nan_trace_path):
 def test_inspector_on_a_nan_op(snap_compare, nan_trace_path):
     app = InspectorApp(nan_trace_path, 2, lambda n: n.op == "log")
     assert snap_compare(app, terminal_size=(90, 20))
+
+
+def test_first_screen_of_a_live_run(snap_compare):
+    """pdb's first screen: the script's source, its first statement marked, focused."""
+    from conftest import TINY, paused
+    from dyngraph.tui.sources import LiveSource
+
+    app = DebuggerApp(LiveSource.start(Model(), str(TINY)))
+
+    async def run_before(pilot) -> None:
+        await wait_for(pilot, paused(app, "start"))
+        await wait_for(pilot, lambda: app.query_one("#source").line > 0)
+        await settle(pilot)
+
+    try:
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    finally:
+        app.source.close()
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24)])
+def test_small_terminal(snap_compare, nan_trace_path, size):
+    """Stopped at the NaN: panes make room, the status line's description wraps whole."""
+    async def run_before(pilot) -> None:
+        await pilot.press("x", "c")
+        await settle(pilot)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    assert snap_compare(replay_app(nan_trace_path), terminal_size=size, run_before=run_before)
+
+
+def test_help_screen(snap_compare, nan_trace_path):
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(replay_app(nan_trace_path), terminal_size=SIZE, run_before=run_before)

@@ -138,3 +138,49 @@ def test_variables_console_and_watch_in_tmux(tmp_path):
         keys("q")
     finally:
         tmux("kill-session", "-t", name)
+
+
+def test_debug_like_pdb_source_first_module_breakpoint_jump_restart_quit(tmp_path):
+    """A pudb user's session: the source on the first screen, a module breakpoint typed in
+    the dialog's text form, continue until it hits, go to an iteration, restart, quit."""
+    minibatch = Path(__file__).parent / "scripts" / "minibatch.py"
+    script = tmp_path / f"e2e_{uuid.uuid4().hex[:8]}.py"
+    script.write_text(minibatch.read_text())
+    name = f"dyngraph-e2e-{uuid.uuid4().hex[:8]}"
+    command = f"{sys.executable} -m dyngraph debug {script}; echo EXIT=$?; sleep 30"
+    env_cmd = f"cd {tmp_path} && TERM=xterm-256color {command}"
+    assert tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45", env_cmd).returncode == 0
+
+    def keys(*sent: str) -> None:
+        for key in sent:  # one at a time: a burst of keys reads as a paste
+            tmux("send-keys", "-t", name, key)
+            time.sleep(0.05)
+
+    try:
+        text = wait_screen(name, "PAUSED", "start", script.name)
+        assert "▶    7 import dyngraph as torch" in wait_screen(name, "▶    7 import dyngraph")
+        keys("B")
+        wait_screen(name, "breakpoints", "enter: add")
+        tmux("send-keys", "-t", name, "-l", "module:encoder")
+        keys("Enter")
+        wait_screen(name, "#1   module:encoder")
+        keys("Escape")
+        time.sleep(0.5)
+        keys("c")
+        text = wait_screen(name, "PAUSED  module", "in encoder.0", "iter 1/1")
+        assert "breakpoint module:encoder" in text
+        keys("c")
+        wait_screen(name, "PAUSED  module", "iter 2/2")
+        keys(":")
+        wait_screen(name, "go to iteration")
+        keys("1", "Enter")
+        wait_screen(name, "iter 1/2", "history")
+        keys("R")
+        text = wait_screen(name, "PAUSED  start", "restarted", "▶    7 import dyngraph")
+        assert "1 bp" in text
+        keys("c")
+        wait_screen(name, "PAUSED  module", "iter 1/1")
+        keys("q")
+        wait_screen(name, "EXIT=0")
+    finally:
+        tmux("kill-session", "-t", name)
