@@ -32,7 +32,6 @@ from .engine.creation import (
     full,
     full_like,
     linspace,
-    manual_seed,
     normal,
     ones,
     ones_like,
@@ -199,7 +198,7 @@ from .engine.functions_shape import (
     unsqueeze,
     vstack,
 )
-from .engine.generator import Generator, default_generator
+from .engine.generator import Generator, default_generator, initial_seed, manual_seed
 from .engine.legacy import (
     BoolTensor,
     ByteTensor,

@@ -105,6 +105,17 @@ class _DefaultGenerator(Generator):
 default_generator = _DefaultGenerator()
 
 
+def manual_seed(seed: int) -> Generator:
+    """Seed the global generator (creation functions, dropout, init, shuffling) and return
+    it, as ``torch.manual_seed`` does."""
+    return default_generator.manual_seed(seed)
+
+
+def initial_seed() -> int:
+    """The seed last given to ``manual_seed``."""
+    return default_generator.initial_seed()
+
+
 def numpy_rng(generator: Generator | None) -> np.random.Generator:
     """The numpy generator behind ``generator=`` (the global one for None)."""
     if generator is None:

@@ -113,7 +113,7 @@ def test_generators_replay_the_same_numbers_for_the_same_seed():
 
 
 def test_the_default_generator_is_manual_seeds_stream():
-    dg.manual_seed(5)
+    assert dg.manual_seed(5) is dg.default_generator and dg.initial_seed() == 5
     a = dg.randn(3).tolist()
     dg.default_generator.manual_seed(5)
     assert dg.randn(3).tolist() == a
