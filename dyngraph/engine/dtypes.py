@@ -81,3 +81,19 @@ def to_numpy_dtype(d: Any) -> np.dtype:
     if d is int:
         return np.dtype(np.int64)
     return np.dtype(d)
+
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def zero_dim_promotion(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's rule for a 0-d tensor beside a dimensioned one: the 0-d tensor decides the
+    dtype only if it is of a higher category (bool < integer < float). numpy lets its
+    width win too (float32 tensor * float64 0-d tensor would be float64)."""
+    if (x.ndim == 0) == (y.ndim == 0):
+        return x, y
+    zero, dimmed = (x, y) if x.ndim == 0 else (y, x)
+    if zero.dtype.kind == "b" or _CATEGORY[zero.dtype.kind] > _CATEGORY[dimmed.dtype.kind]:
+        return x, y  # (a bool keeps its own errors: bool - int raises in PyTorch)
+    zero = zero.astype(dimmed.dtype)
+    return (zero, y) if x.ndim == 0 else (x, zero)

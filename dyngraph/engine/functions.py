@@ -468,6 +468,9 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
          dtype: Any = None) -> Tensor:
     if p in ("fro", None):
+        if isinstance(dim, (tuple, list)) and len(dim) > 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               f"{' '.join(map(str, dim))}")
         p = 2
     if isinstance(p, str):
         raise NotImplementedError(f"norm(p={p!r}) is not supported by dyngraph")

@@ -90,10 +90,12 @@ def reshape_as(input: Tensor, other: Tensor) -> Tensor:
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     shape = input._array.shape
-    if not shape:
-        return reshape(input, (1,))
     n = len(shape)
     s, e = check_dim(start_dim, n), check_dim(end_dim, n)
+    if not shape:
+        return reshape(input, (1,))
+    if s == e:
+        return input  # nothing to flatten: PyTorch returns the input itself
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     middle = 1
@@ -118,16 +120,22 @@ swapaxes = swapdims = transpose
 def t(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else input
+    # Below 2-D a view of the input itself, as in PyTorch (not the input: it has a grad_fn).
+    return transpose(input, 0, 1) if input.ndim == 2 else transpose(input, 0, 0)
 
 
 def permute(input: Tensor, *dims: Any) -> Tensor:
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     return view_op(OPS["permute"], input, dims=_shape_args(dims))
 
 
 def movedim(input: Tensor, source: int, destination: int) -> Tensor:
     order = list(range(input.ndim))
     src = check_dim(source, input.ndim)
+    if not order:  # a 0-d tensor: dims 0 and -1 name the tensor itself
+        check_dim(destination, 0)
+        return transpose(input, 0, 0)
     order.remove(src)
     order.insert(check_dim(destination, input.ndim), src)
     return permute(input, order)

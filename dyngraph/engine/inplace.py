@@ -164,6 +164,10 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
     try:
         ufunc(array, other, out=array, casting="same_kind")
     except TypeError:  # numpy's UFuncTypeError: e.g. a float result into an int tensor
+        # The op out of place raises PyTorch's own refusal first (bool - bool ...).
+        out_of_place = getattr(fn, name.rstrip("_"), None)
+        if out_of_place is not None:
+            out_of_place(_wrap(array), other)
         raise _cast_error(_result_type(array, other, ufunc), array.dtype) from None
     except ValueError as e:
         raise RuntimeError(f"{name}: {e} (in-place on a tensor of shape "
@@ -173,7 +177,9 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
 
 def _result_type(array: np.ndarray, other: Any, ufunc: Any) -> np.dtype:
     """The dtype PyTorch would compute (a Python float makes integers float32)."""
-    result = np.result_type(ufunc(np.zeros((), array.dtype), np.zeros((), np.asarray(other).dtype)))
+    with np.errstate(all="ignore"):
+        result = np.result_type(ufunc(np.zeros((), array.dtype),
+                                      np.zeros((), np.asarray(other).dtype)))
     if result.kind == "f" and array.dtype.kind != "f" and np.asarray(other).dtype.kind != "f":
         return np.dtype(np.float32)  # true division of integers
     if result.kind == "f" and isinstance(other, float):
@@ -286,7 +292,10 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     if _in_graph(self):
         return _commit(self, fn.clamp(_old(self), min, max))
     array = _writable(self)
-    np.clip(array, _array(min), _array(max), out=array)
+    result = fn.clamp(_wrap(array), min, max)._array  # PyTorch's dtype for the result
+    if not np.can_cast(result.dtype, array.dtype, "same_kind"):
+        raise _cast_error(result.dtype, array.dtype)
+    np.copyto(array, result)
     return _bumped(self)
 
 

@@ -81,7 +81,10 @@ def _T(self: Tensor) -> Tensor:  # noqa: N802
 
 
 def _mT(self: Tensor) -> Tensor:  # noqa: N802
-    return fs.transpose(self, -2, -1)
+    if self.ndim == 1:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           "Got 1-D tensor.")
+    return fs.transpose(self, -2, -1) if self.ndim else self  # PyTorch: 0-d mT is self
 
 
 def _cast(dtype_name: str) -> Any:

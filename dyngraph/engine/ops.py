@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import zero_dim_promotion
 from .errors import not_implemented_for
 
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
@@ -35,14 +36,16 @@ class OpDef:
     ``exact``: the output dtype is the op's own (a cast), never adjusted by the engine.
     ``saved_for``: names under which the backward holds an array needed only for one
     input's gradient (``mul``'s ``a`` serves ``b``'s); the version counter ignores such an
-    array when that input needs no gradient, as PyTorch then does not save it."""
+    array when that input needs no gradient, as PyTorch then does not save it.
+    ``promotes``: an elementwise op of two tensors, whose operands follow PyTorch's type
+    promotion (a 0-d tensor does not widen a dimensioned one of its category)."""
 
     __slots__ = ("name", "forward", "saves", "grad_fn_name", "needs_input_grad", "exact",
-                 "saved_for")
+                 "saved_for", "promotes")
 
     def __init__(self, name: str, forward: Forward, saves: bool, grad_fn_name: str,
                  needs_input_grad: bool = False, exact: bool = False,
-                 saved_for: dict[str, int] | None = None) -> None:
+                 saved_for: dict[str, int] | None = None, promotes: bool = False) -> None:
         self.name = name
         self.forward = forward
         self.saves = saves
@@ -50,6 +53,7 @@ class OpDef:
         self.needs_input_grad = needs_input_grad
         self.exact = exact
         self.saved_for = saved_for
+        self.promotes = promotes
 
     def __repr__(self) -> str:
         return f"OpDef({self.name!r})"
@@ -60,7 +64,8 @@ OPS: dict[str, OpDef] = {}
 
 def register(name: str, saves: bool = True, grad_fn: str | None = None,
              needs_input_grad: bool = False, exact: bool = False,
-             saved_for: dict[str, int] | None = None) -> Callable[[Forward], Forward]:
+             saved_for: dict[str, int] | None = None, promotes: bool = False
+             ) -> Callable[[Forward], Forward]:
     """Add an op to the registry under ``name`` (its event and graph-node name)."""
 
     def decorate(forward: Forward) -> Forward:
@@ -68,7 +73,7 @@ def register(name: str, saves: bool = True, grad_fn: str | None = None,
             raise ValueError(f"op {name!r} is registered twice")
         camel = "".join(part.capitalize() for part in name.split("_"))
         OPS[name] = OpDef(name, forward, saves, grad_fn or f"{camel}Backward0",
-                          needs_input_grad, exact, saved_for)
+                          needs_input_grad, exact, saved_for, promotes)
         return forward
 
     return decorate
@@ -104,23 +109,49 @@ def _identity_backward(g):
     return (g,)
 
 
-@register("add", saves=False)
+@register("add", saves=False, promotes=True)
 def add(a, b):
     return a + b, _add_backward
 
 
-@register("sub", saves=False)
+@register("sub", saves=False, promotes=True)
 def sub(a, b):
-    try:
-        return a - b, _sub_backward
-    except TypeError:  # numpy refuses bool - bool; PyTorch raises a RuntimeError
+    if _is_bool(a) or _is_bool(b):
+        if _is_bool(a) and _is_bool(b):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use "
+                "the `^` or `logical_xor()` operator instead.")
         raise RuntimeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
-            "`^` or `logical_xor()` operator instead."
-        ) from None
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return a - b, _sub_backward
 
 
-@register("mul", saved_for={"a": 1, "b": 0})
+def _integer(x: Any) -> bool:
+    return type(x) is np.ndarray and x.dtype.kind in "iu"
+
+
+def _integer_pow(a: np.ndarray, b: Any) -> np.ndarray:
+    """Integers to integer powers as PyTorch: a negative Python exponent raises (even on an
+    empty tensor); a negative exponent inside a tensor gives 1, -1 or 0 (numpy raises)."""
+    if type(b) is int:
+        if b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return a**b
+    negative = b < 0
+    if not negative.any():
+        return a**b
+    with np.errstate(over="ignore"):
+        out = a ** np.where(negative, 0, b)
+    reciprocal = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(negative, reciprocal, out).astype(out.dtype)
+
+
+def _is_bool(x: Any) -> bool:
+    return type(x) is bool or (type(x) is np.ndarray and x.dtype.kind == "b")
+
+
+@register("mul", saved_for={"a": 1, "b": 0}, promotes=True)
 def mul(a, b):
     # Saved arrays bound as defaults rather than closure cells: one object per call instead
     # of three (mul is the commonest op that saves anything).
@@ -129,7 +160,7 @@ def mul(a, b):
     return a * b, lambda g, a=a, b=b: (g * b, g * a)
 
 
-@register("div", saved_for={"a": 1})
+@register("div", saved_for={"a": 1}, promotes=True)
 def div(a, b):
     # Saves what PyTorch saves: b, and a only for b's gradient (never the output, which the
     # version counter would then guard); a constant over a tensor keeps only 1/b.
@@ -150,11 +181,15 @@ def neg(a):
     return -a, _neg_backward
 
 
-@register("pow", saved_for={"out": 1})
+@register("pow", saved_for={"out": 1}, promotes=True)
 def pow_(a, b):
-    if getattr(a, "dtype", None) == np.bool_ and getattr(b, "dtype", None) in (None, np.bool_):
+    if _is_bool(a) and _is_bool(b):
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    if _is_bool(a) and type(b) is not np.ndarray:
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
-    out = np.asarray(a**b)  # an array even for 0-d input: the output tensor's own
+    # An array even for 0-d input: the output tensor's own.
+    out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
+                     else a**b)
 
     def backward(g):
         if _arr(b):
@@ -295,14 +330,14 @@ def clamp(a, min=None, max=None):
     return out, lambda g: (g * inside,)
 
 
-@register("maximum")
+@register("maximum", promotes=True)
 def maximum(a, b):
     # Ties split the gradient evenly, as PyTorch does.
     out = np.maximum(a, b)
     return out, lambda g: (g * ((a > b) + 0.5 * (a == b)), g * ((b > a) + 0.5 * (a == b)))
 
 
-@register("minimum")
+@register("minimum", promotes=True)
 def minimum(a, b):
     out = np.minimum(a, b)
     return out, lambda g: (g * ((a < b) + 0.5 * (a == b)), g * ((b < a) + 0.5 * (a == b)))
@@ -311,6 +346,8 @@ def minimum(a, b):
 @register("where", saves=False)
 def where(cond, a, b):
     cond = np.asarray(cond, bool)
+    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype != b.dtype:
+        a, b = zero_dim_promotion(a, b)
     return np.where(cond, a, b), lambda g: (None, np.where(cond, g, 0), np.where(cond, 0, g))
 
 
@@ -425,7 +462,7 @@ def einsum(*operands, equation, needs_input_grad=()):
 
 # -- not differentiable -------------------------------------------------------------------
 def _nondiff(name: str, fn: Callable[..., Any]) -> None:
-    register(name, saves=False)(lambda *args, **kw: (fn(*args, **kw), None))
+    register(name, saves=False, promotes=True)(lambda *args, **kw: (fn(*args, **kw), None))
 
 
 _fn: Any
@@ -443,15 +480,17 @@ def _bitwise(name: str, ufunc: Any) -> None:
     """``& | ^`` are bitwise on integers and logical on bools; floats have no bits to use."""
 
     def forward(a, b):
+        np.broadcast_shapes(np.shape(a), np.shape(b))  # PyTorch checks shapes before dtypes
         for x in (a, b):
             if type(x) is np.ndarray:
                 not_implemented_for(x, f"{name}_cpu", "fc")
-            elif isinstance(x, float):
+        for x in (a, b):
+            if isinstance(x, float):
                 raise TypeError(f"{name}(): argument 'other' must be an int or a bool, not "
                                 f"float ({x})")
         return ufunc(a, b), None
 
-    register(name, saves=False)(forward)
+    register(name, saves=False, promotes=True)(forward)
 
 
 _bitwise("bitwise_and", np.bitwise_and)
@@ -489,11 +528,17 @@ for _name, _fn in {"floor": np.floor, "ceil": np.ceil, "round": np.round,
 
 @register("sign", saves=False)
 def sign(a):
-    return (a.copy() if a.dtype.kind == "b" else np.sign(a)), _zero_grad_backward
+    if a.dtype.kind == "b":
+        return a.copy(), _zero_grad_backward
+    if a.dtype.kind == "f":  # PyTorch's sign(nan) is 0 (numpy's is nan)
+        return (a > 0).astype(a.dtype) - (a < 0), _zero_grad_backward
+    return np.sign(a), _zero_grad_backward
 
 
-def _integer_division(a: Any, b: Any, ufunc: Any) -> np.ndarray:
+def _integer_division(a: Any, b: Any, ufunc: Any, kernel: str) -> np.ndarray:
     """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0)."""
+    if _is_bool(a) and _is_bool(b):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     with np.errstate(divide="ignore", invalid="ignore"):
         out = ufunc(a, b)
     if out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):
@@ -501,14 +546,31 @@ def _integer_division(a: Any, b: Any, ufunc: Any) -> np.ndarray:
     return out
 
 
-@register("floor_divide", saves=False)
+def _floor_divide_backward(g):
+    raise RuntimeError("derivative for aten::floor_divide is not implemented")
+
+
+@register("floor_divide", saves=False, grad_fn="NotImplemented", promotes=True)
 def floor_divide(a, b):
-    return _integer_division(a, b, np.floor_divide), None
+    # PyTorch records floor_divide in the graph and fails only if backward reaches it.
+    return _integer_division(a, b, np.floor_divide, "div_floor_cpu"), _floor_divide_backward
 
 
-@register("remainder", saves=False)
+def _scalar_remainder_backward(g):
+    raise RuntimeError("derivative for aten::remainder is not implemented")
+
+
+@register("remainder", grad_fn="RemainderBackward1", promotes=True)
 def remainder(a, b):
-    return _integer_division(a, b, np.remainder), None
+    out = _integer_division(a, b, np.remainder, "remainder_cpu")
+    if not _arr(a):  # PyTorch's remainder(Scalar, Tensor) has no derivative
+        return out, _scalar_remainder_backward
+
+    def backward(g):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return g, (-g * np.floor(a / b) if _arr(b) else None)
+
+    return out, backward
 
 
 # Shape, reduction and joining ops register themselves on import.

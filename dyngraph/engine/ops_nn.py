@@ -51,6 +51,11 @@ def _sum_to_last(g: np.ndarray, ndim: int) -> np.ndarray:
 
 
 # -- linear -------------------------------------------------------------------------------
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as a matrix of its last dim (``reshape(-1, n)`` cannot infer -1 when empty)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 @_define("linear", "AddmmBackward0", needs_input_grad=True, saved_for={"x": 1, "w": 0})
 def linear(x, w, b=None, needs_input_grad=(True, True, True)):
     out = x @ w.T
@@ -61,8 +66,8 @@ def linear(x, w, b=None, needs_input_grad=(True, True, True)):
 
     def backward(g):
         gx = g @ w if need_x else None
-        g2 = g.reshape(-1, g.shape[-1])
-        gw = g2.T @ x.reshape(-1, x.shape[-1]) if need_w else None
+        g2 = _rows(g)
+        gw = g2.T @ _rows(x) if need_w else None
         gb = g2.sum(axis=0) if has_bias else None
         return gx, gw, gb
 
@@ -79,6 +84,13 @@ def _erf(z: np.ndarray) -> np.ndarray:
             -0.82215223 + t * 0.17087277))))))))
     erfc = t * np.exp(-a * a + poly)
     return np.where(z >= 0, 1.0 - erfc, erfc - 1.0)
+
+
+_erf_each = np.frompyfunc(math.erf, 1, 1)
+
+
+def _exact_erf(z: np.ndarray) -> np.ndarray:
+    return np.asarray(_erf_each(z), dtype=np.float64)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -98,7 +110,9 @@ def gelu(a, approximate="none"):
             d = 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * d_inner
             return ((g * d).astype(a.dtype),)
     else:
-        cdf = 0.5 * (1.0 + _erf(x / math.sqrt(2.0)))
+        # float64 asks for float64's precision: math.erf per element (float64 gelu is rare).
+        erf = _exact_erf if a.dtype == np.float64 else _erf
+        cdf = 0.5 * (1.0 + erf(x / math.sqrt(2.0)))
         out = x * cdf
 
         def backward(g):
@@ -134,6 +148,8 @@ def elu(a, alpha=1.0):
 @_define("softmax", "SoftmaxBackward0")
 def softmax(a, dim):
     not_implemented_for(a, "softmax_lastdim_kernel_impl", "biu")
+    if a.size == 0:
+        return a.copy(), lambda g: (g,)
     e = np.exp(a - a.max(axis=dim, keepdims=True))
     out = e / e.sum(axis=dim, keepdims=True)
     return out, lambda g: (out * (g - (g * out).sum(axis=dim, keepdims=True)),)
@@ -147,6 +163,8 @@ def _log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
 @_define("log_softmax", "LogSoftmaxBackward0")
 def log_softmax(a, dim):
     not_implemented_for(a, "log_softmax_lastdim_kernel_impl", "biu")
+    if a.size == 0:
+        return a.copy(), lambda g: (g,)
     out = _log_softmax(a, dim)
     return out, lambda g: (g - np.exp(out) * g.sum(axis=dim, keepdims=True),)
 
@@ -296,8 +314,10 @@ def _reduce(per_item: np.ndarray, reduction: str, denom: Any, item_shape: tuple[
         return per_item.reshape(item_shape), None
     if reduction == "sum":
         return per_item.sum(), 1.0
-    if reduction == "mean":
-        return per_item.sum() / denom, 1.0 / denom
+    if reduction == "mean":  # an empty mean is nan, as in PyTorch (not ZeroDivisionError)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.divide(1.0, denom)
+            return per_item.sum() * scale, scale
     raise ValueError(f"{reduction} is not a valid value for reduction")
 
 

@@ -95,7 +95,10 @@ def _even(a: np.ndarray, fn: Any, dim: Any, keepdim: bool, name: str) -> tuple[A
     def backward(g):
         hit = a == _keep(out, a.shape, axes, keepdim)
         share = hit / hit.sum(axis=axes, keepdims=True)
-        return (_keep(g, a.shape, axes, keepdim) * share,)
+        g = _keep(g, a.shape, axes, keepdim)
+        if name in ("max", "min"):  # PyTorch's max() selects, so a nan grad stays put ...
+            return (np.where(hit, g * share, 0),)
+        return (g * share,)  # ... and amax's multiplies (nan * 0 is nan everywhere)
 
     return out, backward
 
@@ -143,6 +146,11 @@ def min_(a, dim=None, keepdim=False):
     return _select(a, dim, keepdim, np.argmin)
 
 
+def _dof(n: int, correction: int) -> int:
+    """Degrees of freedom, never negative: no data (or too few) gives nan, as in PyTorch."""
+    return max(n - correction, 0)
+
+
 _STD_VAR_DTYPES = "std and var only support floating point and complex dtypes (got {})"
 
 
@@ -150,12 +158,12 @@ _STD_VAR_DTYPES = "std and var only support floating point and complex dtypes (g
 def var(a, dim=None, correction=1, keepdim=False):
     _float_only(a, _STD_VAR_DTYPES)
     axes = _axes(dim, a.ndim)
-    n = _count(a.shape, axes)
+    n = _dof(_count(a.shape, axes), correction)
     centred = a - a.mean(axis=axes, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.asarray((centred * centred).sum(axis=axes, keepdims=keepdim)
-                         / (n - correction), dtype=a.dtype)
-    scale = np.asarray(2 / (n - correction) if n != correction else np.inf, dtype=a.dtype)
+                         / n, dtype=a.dtype)
+    scale = np.asarray(2 / n if n else np.inf, dtype=a.dtype)
     return out, lambda g: (_keep(g, a.shape, axes, keepdim) * centred * scale,)
 
 
@@ -163,16 +171,18 @@ def var(a, dim=None, correction=1, keepdim=False):
 def std(a, dim=None, correction=1, keepdim=False):
     _float_only(a, _STD_VAR_DTYPES)
     axes = _axes(dim, a.ndim)
-    n = _count(a.shape, axes)
+    n = _dof(_count(a.shape, axes), correction)
     centred = a - a.mean(axis=axes, keepdims=True)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.asarray(np.sqrt((centred * centred).sum(axis=axes, keepdims=keepdim)
-                                 / (n - correction)), dtype=a.dtype)
+                                 / n), dtype=a.dtype)
 
     def backward(g):
+        kept = _keep(out, a.shape, axes, keepdim)
         with np.errstate(divide="ignore", invalid="ignore"):
-            denom = _keep(out, a.shape, axes, keepdim) * (n - correction)
-            return (_keep(g, a.shape, axes, keepdim) * centred / denom,)
+            # Where the std is 0 (all values equal) PyTorch's gradient is 0, not 0/0.
+            scale = np.where(kept == 0, 0, _keep(g, a.shape, axes, keepdim) / (kept * n))
+            return (scale * centred,)
 
     return out, backward
 
@@ -216,7 +226,7 @@ def logsumexp(a, dim, keepdim=False):
     if a.dtype.kind not in "fc":  # PyTorch computes integers in its default float type
         a = a.astype(np.float32)
     axes = _axes(dim, a.ndim)
-    m = np.amax(a, axis=axes, keepdims=True)
+    m = np.amax(a, axis=axes, keepdims=True, initial=-np.inf)  # -inf over an empty dim
     m = np.where(np.isfinite(m), m, 0)
     with np.errstate(divide="ignore"):
         kept = np.log(np.exp(a - m).sum(axis=axes, keepdims=True)) + m

@@ -249,8 +249,11 @@ def index_select(a, dim, index):
     size = a.shape[d] if a.ndim else 1
     if index.size and (index.min() < 0 or index.max() >= size):  # -1 never wraps
         bad = int(index.min() if index.min() < 0 else index.max())
-        raise IndexError(f"index out of range in self (index_select: index {bad} for "
-                         f"dimension {d} of size {size})")
+        if d != 1 or a.ndim < 2:  # PyTorch's kernel for dim 1 words it differently
+            raise IndexError(f"index out of range in self (index_select: index {bad} for "
+                             f"dimension {d} of size {size})")
+        raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds, id={bad} "
+                           f"axis_dim={size}")
     out = np.take(a, index.reshape(-1), axis=d)
     shape, dtype = a.shape, a.dtype
 
@@ -266,13 +269,40 @@ def index_select(a, dim, index):
 def cat(*arrays, dim=0):
     if not arrays:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    d = _dim(dim, max(arrays[0].ndim, 1))
-    try:
-        out = np.concatenate(arrays, axis=d)
-    except ValueError as e:
-        raise RuntimeError(f"cat: {e}") from None
-    ends = np.cumsum([x.shape[d] for x in arrays])
-    return out, lambda g: tuple(np.split(g, ends[:-1], axis=d))
+    for i, x in enumerate(arrays):
+        if x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    # PyTorch still skips 1-D empty tensors (the old way to start an accumulation).
+    kept = [i for i, x in enumerate(arrays) if x.shape != (0,)]
+    if not kept:
+        out = np.concatenate(arrays)
+        n = len(arrays)
+        return out, lambda g: tuple(np.zeros(0, g.dtype) for _ in range(n))
+    joined = [arrays[i] for i in kept]
+    d = _dim(dim, max(joined[0].ndim, 1))
+    for i in kept:
+        x, first = arrays[i], joined[0]
+        if x.ndim != first.ndim:
+            raise RuntimeError(f"cat(): Tensors must have same number of dimensions: got "
+                               f"{first.ndim} and {x.ndim}")
+        for k, (n, m) in enumerate(zip(first.shape, x.shape, strict=True)):
+            if k != d and n != m:
+                raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {n} but got size {m} for tensor number "
+                                   f"{i} in the list.")
+    out = np.concatenate(joined, axis=d)
+    if out.dtype != np.result_type(*arrays):  # skipped tensors still take part in promotion
+        out = out.astype(np.result_type(*arrays))
+    ends = np.cumsum([x.shape[d] for x in joined])
+    count = len(arrays)  # the backward keeps no input array (nothing saved for it)
+
+    def backward(g):
+        pieces = iter(np.split(g, ends[:-1], axis=d))
+        return tuple(next(pieces) if i in kept else np.zeros(0, g.dtype)
+                     for i in range(count))
+
+    return out, backward
 
 
 @register("stack", saves=False)
@@ -444,6 +474,8 @@ def triu(a, diagonal=0):
 
 @register("flip", saves=False)
 def flip(a, dims):
-    dims = tuple(_dim(d, a.ndim) for d in dims)
+    dims = tuple(_dim(d, max(a.ndim, 1)) for d in dims)
+    if not a.ndim:
+        return a.copy(), lambda g: (g,)
     # A copy: numpy's flip is a view, PyTorch's is not (writes to it must not reach ``a``).
     return np.flip(a, dims).copy(), lambda g: (np.flip(g, dims),)

@@ -18,6 +18,7 @@ import numpy as np
 from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd, versions
 from .autograd import Node, grad_mode
+from .dtypes import zero_dim_promotion
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
 from .recording import op as _record_op
@@ -512,6 +513,8 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
             if isinstance(y, Tensor):
                 ey = y.grad_fn or y if y.requires_grad and enabled else None
                 y = y._array
+                if type(x) is _ndarray and x.dtype is not y.dtype and op.promotes:
+                    x, y = zero_dim_promotion(x, y)
             else:
                 ey = None
             out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
@@ -530,8 +533,10 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         if isinstance(e, TorchValueError):
             raise
         raise translate(op.name, inputs, e) from None
-    if type(out_data) is not _ndarray:
-        out_data = np.asarray(out_data)
+    if type(out_data) is not _ndarray:  # a numpy scalar, from an op on 0-d arrays
+        scalar, out_data = out_data, np.asarray(out_data)
+        if backward_fn is not None:  # a saved output must be the tensor's own memory
+            versions.rebind(backward_fn, scalar, out_data)
     dt = out_data.dtype
     if (dt is _F64 or dt is _F16) and not op.exact:
         out_data = _demote(inputs, out_data)

@@ -159,6 +159,23 @@ def _captured(fn: Any, depth: int) -> Iterator[tuple[str, np.ndarray]]:
             yield from _arrays(name, value, depth)
 
 
+def rebind(fn: Any, scalar: Any, array: np.ndarray) -> None:
+    """An op on 0-d arrays returns a numpy scalar, which ``apply`` wraps in a new array:
+    where the backward closure saved that scalar (its output), make it hold the array the
+    output tensor owns, so an in-place change of the output is seen by the check."""
+    cells = fn.__closure__
+    if cells:
+        for cell in cells:
+            try:
+                if cell.cell_contents is scalar:
+                    cell.cell_contents = array
+            except ValueError:  # a cell not filled yet
+                continue
+    defaults = fn.__defaults__
+    if defaults and any(d is scalar for d in defaults):
+        fn.__defaults__ = tuple(array if d is scalar else d for d in defaults)
+
+
 def _arrays(name: str, value: Any, depth: int) -> Iterator[tuple[str, np.ndarray]]:
     if type(value) is np.ndarray:
         yield name, value

@@ -13,6 +13,8 @@ module adds the autograd side, as PyTorch does it:
 - ``refresh`` gives every live view of a base whose history changed a ``grad_fn`` rebuilt
   from the base's new one (an ``as_strided`` node, PyTorch's AsStridedBackward0), so later
   uses of any view differentiate through the change.
+- An output of ``split``/``chunk``/``unbind`` cannot follow its base that way in PyTorch:
+  once the base changed, its next use in a graph raises (``RefusedView``).
 
 A base keeps weak references to its views; nothing here runs on the plain op path.
 """
@@ -249,4 +251,6 @@ def refresh(base: Tensor) -> None:
 def overlapping_write(t: Tensor) -> bool:
     """Would writing ``t`` write one memory location twice (an ``expand``-ed tensor)?"""
     array: np.ndarray = t._array
+    if array.size == 0:  # numpy gives empty arrays 0 strides; nothing is written twice
+        return False
     return any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))

@@ -97,28 +97,19 @@ class BackwardCapture:
         return result
 
     def _hook_graph(self, roots: list[_Tensor]) -> None:
-        windows = self.windows
-        found: dict[Any, int] = {}  # node -> forward op output id (this walk only)
-        stack: list[Any] = [t.grad_fn for t in roots if t.grad_fn is not None]
-        todo: list[Any] = []
-        seen = set(stack)
+        """One walk: each node is tagged ``[op output id, op name, input ids]`` when first
+        seen, and hooked when its inputs are known (its children tagged)."""
+        find = self.windows.find
+        hook = self._on_node
+        stack: list[Any] = []
+        for t in roots:
+            node: Any = t.grad_fn
+            if node is not None and _TAG not in node.metadata:
+                node.metadata[_TAG] = _tag(find, node)
+                stack.append(node)
         while stack:
             node = stack.pop()
-            meta = node.metadata
-            if _TAG in meta:
-                found[node] = meta[_TAG][0]
-                continue  # hooked by an earlier backward over a retained graph
-            todo.append(node)
-            hit = windows.find(node._sequence_nr())
-            found[node] = hit[0] if hit is not None else -1
-            meta[_TAG] = (found[node], hit[1] if hit is not None else "", ())
-            for nxt, _ in node.next_functions:
-                if nxt is not None and nxt not in seen and type(nxt) is not _AccumulateGrad:
-                    seen.add(nxt)
-                    stack.append(nxt)
-        hook = self._on_node
-        for node in todo:
-            out, op, _ = node.metadata[_TAG]
+            info = node.metadata[_TAG]
             inputs = []
             for nxt, _ in node.next_functions:
                 if nxt is None:
@@ -126,8 +117,13 @@ class BackwardCapture:
                 elif type(nxt) is _AccumulateGrad:  # the leaf itself
                     inputs.append(id_of(nxt.variable))
                 else:
-                    inputs.append(found.get(nxt, -1))
-            node.metadata[_TAG] = (out, op, tuple(inputs))
+                    meta = nxt.metadata
+                    tag = meta.get(_TAG)
+                    if tag is None:  # first seen (an old tag: a retained graph, hooked)
+                        tag = meta[_TAG] = _tag(find, nxt)
+                        stack.append(nxt)
+                    inputs.append(tag[0])
+            info[2] = tuple(inputs)
             node.register_hook(hook)
 
     # -- hooks -------------------------------------------------------------------------------
@@ -138,19 +134,27 @@ class BackwardCapture:
         if node is None:
             return
         out, op, inputs = node.metadata[_TAG]
-        self._set_quiet(1)
-        try:
-            outs = [g for g in grad_outputs if g is not None]
-            summaries = self.summaries([*outs[:1], *grad_inputs])
-            if len(outs) > 1:
-                grad_output = _combined(self.summaries(outs))
-            else:
-                grad_output = summaries[0] if outs else None
-            grad_in = tuple(summaries[1:] if outs else summaries)
-        finally:
-            self._set_quiet(-1)
+        first = None
+        for g in grad_outputs:
+            if g is not None:
+                first = g
+                break
+        summaries = self.summaries
+        grad_output: Summary | None = None
+        grad_in: tuple[Summary | None, ...]
+        if summaries is stats.none:
+            grad_in = _nones(len(grad_inputs))
+        else:
+            self._set_quiet(1)
+            try:
+                outs = [g for g in grad_outputs if g is not None]
+                found = summaries([first, *grad_inputs])
+                grad_output = _combined(summaries(outs)) if len(outs) > 1 else found[0]
+                grad_in = tuple(found[1:])
+            finally:
+                self._set_quiet(-1)
         tracer.backward_step(out, op, type(node).__name__, inputs, grad_output, grad_in, 0,
-                             outs[0] if outs else None, grad_inputs)
+                             first, grad_inputs)
 
     def hook_leaf(self, t: _Tensor, tid: int) -> None:
         """Report ``t``'s accumulated gradient from now on (once per leaf)."""
@@ -170,6 +174,22 @@ class BackwardCapture:
         finally:
             self._set_quiet(-1)
         tracer.grad_accumulated(tid, self.names.get(tid, ("", False))[0], summary, grad)
+
+
+def _tag(find: Callable[[int], tuple[int, str] | None], node: Any) -> list[Any]:
+    """[forward op output id (-1: none known), op name, input ids (set when hooked)]."""
+    hit = find(node._sequence_nr())
+    return [-1, "", ()] if hit is None else [hit[0], hit[1], ()]
+
+
+_NONES: dict[int, tuple[None, ...]] = {}
+
+
+def _nones(n: int) -> tuple[None, ...]:
+    nones = _NONES.get(n)
+    if nones is None:
+        nones = _NONES[n] = (None,) * n
+    return nones
 
 
 def _roots(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[_Tensor]:

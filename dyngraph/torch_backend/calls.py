@@ -39,7 +39,7 @@ _IN_PLACE_DUNDERS = {
     "__irshift__": "bitwise_right_shift_", "__imatmul__": "matmul_",
 }
 
-_kinds: dict[Any, tuple[int, str]] = {}
+_kinds: dict[Any, tuple[int, str]] = {}  # the cache; the capture mode reads it inline
 
 
 def classify(func: Any) -> tuple[int, str]:

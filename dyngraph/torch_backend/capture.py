@@ -65,6 +65,7 @@ class TorchCapture:
         self._saved_compile: Any = None
         self._saved_utilities: list[tuple[Any, str, Any]] = []
         self._stance: Any = None
+        self._aside = False  # the mode is off the stack for an optimizer step
         self.compiled = False
 
     def _quiet(self, delta: int) -> None:
@@ -89,6 +90,7 @@ class TorchCapture:
             self._force_eager(announce=False)
 
     def stop(self) -> None:
+        self._step_back()
         if torch._C._len_torch_function_stack() and torch._C._get_function_stack_at(
                 torch._C._len_torch_function_stack() - 1) is self.mode:
             self.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
@@ -114,12 +116,15 @@ class TorchCapture:
 
     # -- optimizers ------------------------------------------------------------------------
     def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._step_back()  # a step that raised never came back: come back now
         if not tracer.listening or threading.get_ident() != self.owner:
             self._steps.append(([], []))
             return
         self.mode.in_step += 1
-        params = [p for group in optimizer.param_groups for p in group["params"]
-                  if p.grad is not None]
+        # Update norms need a copy of every parameter (as much memory traffic as a plain
+        # SGD step): only when statistics are asked for.
+        params = [] if tracer.stats == "none" else [
+            p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         self.mode.quiet += 1
         try:
             with torch.no_grad():
@@ -127,10 +132,28 @@ class TorchCapture:
         finally:
             self.mode.quiet -= 1
         self._steps.append((params, before))
+        if len(args) <= 1 and kwargs.get("closure") is None:  # (args[0] is the optimizer)
+            # Nothing of the step is an op of the graph, and a mode on the stack routes
+            # every one of its hundreds of tensor calls through Python: step aside.
+            self._step_aside()
+
+    def _step_aside(self) -> None:
+        n = torch._C._len_torch_function_stack()
+        if n and torch._C._get_function_stack_at(n - 1) is self.mode:
+            torch._C._pop_torch_function_stack()
+            self._aside = True
+            self.modules.on_enter = self._step_back
+
+    def _step_back(self) -> None:
+        if self._aside:
+            self._aside = False
+            self.modules.on_enter = None
+            torch._C._push_on_torch_function_stack(self.mode)
 
     def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._steps:
             return
+        self._step_back()
         params, before = self._steps.pop()
         if not tracer.listening or threading.get_ident() != self.owner:
             return
@@ -140,9 +163,9 @@ class TorchCapture:
         try:
             if params:
                 with torch.no_grad():
-                    change = torch._foreach_sub(params, before)
+                    torch._foreach_sub_(before, params)  # the copy becomes -change
                     norms = torch.stack([n.to(torch.float64) for n in
-                                         torch._foreach_norm(change)]).tolist()
+                                         torch._foreach_norm(before)]).tolist()
         finally:
             self.mode.quiet -= 1
         lr = optimizer.param_groups[0].get("lr", 0.0) if optimizer.param_groups else 0.0

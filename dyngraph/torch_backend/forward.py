@@ -26,7 +26,7 @@ from torch.overrides import TorchFunctionMode
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tracer
 from . import stats
-from .calls import BACKWARD, INPLACE, ITER, SKIP, classify
+from .calls import BACKWARD, INPLACE, ITER, SKIP, _kinds, classify
 from .ids import id_of, new_id
 from .stats import dtype_name, shape_of
 
@@ -59,7 +59,10 @@ class ForwardCapture(TorchFunctionMode):
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        kind, name = classify(func)
+        try:
+            kind, name = _kinds[func]
+        except (KeyError, TypeError):
+            kind, name = classify(func)
         if kind == SKIP or self.quiet or not tracer.listening:
             return func(*args, **kwargs)
         if kind == BACKWARD:
@@ -112,9 +115,16 @@ class ForwardCapture(TorchFunctionMode):
             return  # no tensor went in: a creation op; its result enters as a leaf
         if tracer.stats != self.stats:
             self.set_stats(tracer.stats)
-        summaries = ([self._one(outs[0])] if len(outs) == 1
-                     else self._summaries(outs))
         grad_enabled = _grad_enabled()
+        if len(outs) == 1:  # the usual case, without the lists
+            o = outs[0]
+            oid = new_id(o)
+            tracer.op(name, ids, oid, shape_of(o), dtype_name(o.dtype), o.requires_grad, attrs,
+                      grad_enabled, duration, self._one(o), o, flat)
+            if s1 > s0:
+                self._on_window(s0, s1, oid, name)
+            return
+        summaries = self._summaries(outs)
         first = 0
         for i, o in enumerate(outs):
             oid = new_id(o)

@@ -1,9 +1,10 @@
-"""Module paths for PyTorch: global forward hooks keep the tracer's module stack.
+"""Module paths for PyTorch: global forward hooks report module calls to the tracer.
 
-Every ``nn.Module`` call pushes its qualified name (from the outermost module's
-``named_modules()``, so the model itself is ``""`` and its layers ``encoder.0.fc``) and pops
-it when the call ends, also when it raises. ``torch.compile`` wraps a model as
-``_orig_mod``; that prefix is dropped, so compiled and eager runs name modules alike.
+Every ``nn.Module`` call enters its qualified name (``tracer.enter_module``; names come from
+the outermost module's ``named_modules()``, so the model itself is ``""`` and its layers
+``encoder.0.fc``) and exits it when the call ends, also when it raises. ``torch.compile``
+wraps a model as ``_orig_mod``; that prefix is dropped, so compiled and eager runs name
+modules alike.
 Parameters and buffers get their qualified names the same way.
 
 The global hooks fire in every thread; only the capturing thread's calls count.
@@ -43,6 +44,9 @@ class ModulePaths:
         # tensor id -> (qualified name, is a parameter)
         self.names: dict[int, tuple[str, bool]] = {}
         self._handles: list[Any] = []
+        # Called at the next module call when set (the capture's way back after an
+        # optimizer step that raised).
+        self.on_enter: Any = None
 
     def install(self) -> None:
         self._handles = [
@@ -59,16 +63,17 @@ class ModulePaths:
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
         if not tracer.listening or threading.get_ident() != self.owner:
             return
-        tracer.module_stack.append(self.path_of(module))
+        if self.on_enter is not None:
+            self.on_enter()
+        tracer.enter_module(self.path_of(module))
         self.depth += 1
 
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if self.depth == 0 or threading.get_ident() != self.owner:
             return  # entered before capture began (or by another thread)
         self.depth -= 1
-        stack = tracer.module_stack
-        if len(stack) > 1:
-            stack.pop()
+        if len(tracer.module_stack) > 1:
+            tracer.exit_module()
 
     # -- naming ----------------------------------------------------------------------------
     def path_of(self, module: torch.nn.Module) -> str:

@@ -290,3 +290,182 @@ def test_regression_losses_broadcast_a_mismatched_target_with_a_warning():
     with pytest.warns(UserWarning, match="Using a target size"):
         loss = F.mse_loss(dg.zeros(2, 3), dg.ones(3))
     assert loss.item() == 1.0
+
+
+# -- found by the differential test ------------------------------------------------------------
+def test_zero_dim_tensor_does_not_widen_a_dimensioned_one():
+    x = dg.ones(2)
+    assert (x * dg.tensor(2.5, dtype=dg.float64)).dtype == dg.float32
+    assert (dg.tensor([1, 2], dtype=dg.int32) + dg.tensor(3)).dtype == dg.int32
+    assert (dg.tensor([1, 2]) * dg.tensor(0.5, dtype=dg.float64)).dtype == dg.float64
+    assert dg.where(dg.tensor(True), x, dg.tensor(1.0, dtype=dg.float64)).dtype == dg.float32
+    assert (dg.ones(2, dtype=dg.float64) + dg.ones(2)).dtype == dg.float64
+    # a 0-d bool keeps its own errors (the promotion must not turn it into an int first)
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        _ = dg.tensor(True) - dg.tensor([2])
+
+
+def test_gradient_through_a_promoted_zero_dim_operand_keeps_its_dtype():
+    s = dg.tensor(2.0, dtype=dg.float64, requires_grad=True)
+    (dg.ones(3) * s).sum().backward()
+    assert s.grad.dtype == dg.float64 and s.grad.item() == 3.0
+
+
+def test_transposes_below_two_dims_are_views_not_the_input():
+    x = dg.tensor([1.0, 2.0], requires_grad=True)
+    assert not x.t().is_leaf
+    assert not dg.tensor(1.0, requires_grad=True).t().is_leaf
+    s = dg.tensor(1.0, requires_grad=True)
+    assert s.mT is s  # PyTorch's 0-d mT is the tensor itself
+    with pytest.raises(RuntimeError, match="only supported on matrices"):
+        _ = x.mT
+    assert x.flatten() is x  # nothing to flatten
+
+
+def test_cat_refuses_zero_dim_and_skips_legacy_empty_tensors():
+    with pytest.raises(RuntimeError, match="zero-dimensional tensor"):
+        dg.cat([dg.tensor(1.0), dg.tensor(2.0)])
+    x = dg.ones(2, 3, requires_grad=True)
+    out = dg.cat([dg.zeros(0), x, dg.zeros(0)], 1)  # PyTorch skips 1-D empty tensors
+    assert out.shape == (2, 3)
+    out.sum().backward()
+    assert x.grad.sum().item() == 6.0
+    with pytest.raises(RuntimeError, match="Sizes of tensors must match except in dimension 0"):
+        dg.cat([dg.ones(2, 3), dg.ones(2, 4)])
+
+
+def test_ops_on_empty_tensors():
+    empty = dg.ones(0, 3)
+    assert F.softmax(empty, dim=0).shape == (0, 3)
+    assert F.log_softmax(empty, dim=1).shape == (0, 3)
+    assert _values(empty.logsumexp(0)) == [float("-inf")] * 3
+    assert np.isnan(F.mse_loss(dg.ones(0), dg.ones(0)).item())
+    assert np.isnan(dg.ones(0).var().item())
+    assert np.isnan(_values(dg.ones(0, 2).std(dim=0))).all()
+    w = dg.ones(3, 0, requires_grad=True)
+    x = dg.ones(2, 1, 0, requires_grad=True)
+    F.linear(x, w).sum().backward()  # numpy's reshape(-1, 0) cannot infer the -1
+    assert w.grad.shape == (3, 0) and x.grad.shape == (2, 1, 0)
+
+
+def test_zero_dim_shape_ops():
+    s = dg.tensor(2.0)
+    assert s.flip(0).item() == 2.0
+    with pytest.raises(IndexError):
+        s.flip(1)
+    assert s.movedim(0, -1).item() == 2.0
+    assert s.flatten(0, -1).shape == (1,)
+    with pytest.raises(IndexError):
+        s.flatten(1)
+    with pytest.raises(TypeError):
+        s.permute()
+
+
+def test_floor_divide_is_recorded_and_fails_only_in_backward():
+    a = dg.tensor([3.5, -2.0], requires_grad=True)
+    q = a // 2
+    assert q.requires_grad and _values(q) == [1.0, -1.0]
+    with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+        q.sum().backward()
+
+
+def test_remainder_gradient():
+    a = dg.tensor([3.5, -2.0], requires_grad=True)
+    b = dg.tensor([2.0, 1.5], requires_grad=True)
+    (a % b).sum().backward()
+    assert _values(a.grad) == [1.0, 1.0]
+    assert _values(b.grad) == [-1.0, 2.0]
+
+
+def test_bool_errors_found_by_the_differential_test():
+    t = dg.tensor([True, False])
+    for bad in (lambda: dg.tensor([1]) - True, lambda: t - 1, lambda: True - dg.tensor([1.0])):
+        with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+            bad()
+    with pytest.raises(NotImplementedError, match="remainder_cpu"):
+        _ = t % t
+    with pytest.raises(NotImplementedError, match="div_floor_cpu"):
+        _ = t // t
+    with pytest.raises(NotImplementedError, match='"pow" not implemented'):
+        _ = t ** t
+    # shapes are checked before dtypes
+    with pytest.raises(RuntimeError, match="must match the size"):
+        _ = dg.ones(3) & dg.ones(2)
+
+
+def test_integer_powers():
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        _ = dg.tensor([], dtype=dg.int32) ** -2
+    base = dg.tensor([0, 1, -1, 2, -2, 3, 5])
+    assert _values(base ** dg.tensor([-1, -1, -1, -1, -1, -2, 0])) == [0, 1, -1, 0, 0, 0, 1]
+    assert _values(dg.tensor([2]) ** -1.0) == [0.5]
+
+
+def test_gelu_is_exact_in_float64():
+    x = dg.tensor([0.5690339892248151, -0.8308630997659132, -3.747885944780573],
+                  dtype=dg.float64)
+    want = [0.40704905410845554, -0.1686863843730057, -0.00033418270097711704]
+    assert _values(F.gelu(x)) == pytest.approx(want, rel=1e-12)
+
+
+def test_sign_of_nan_is_zero():
+    assert _values(dg.tensor([float("nan"), -2.0, 0.0, 3.0]).sign()) == [0.0, -1.0, 0.0, 1.0]
+
+
+def test_max_keeps_a_nan_gradient_on_the_max_but_amax_spreads_it():
+    x = dg.tensor([1.0, 3.0, 3.0, 2.0], requires_grad=True)
+    (x.max() * float("nan")).backward()
+    assert np.isnan(_values(x.grad)).tolist() == [False, True, True, False]
+    x.grad = None
+    (x.amax() * float("nan")).backward()
+    assert np.isnan(_values(x.grad)).all()
+
+
+def test_norm_over_three_dims_is_not_a_matrix_norm():
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple"):
+        dg.ones(2, 3, 4).norm(dim=(0, 1, 2))
+    assert dg.ones(2, 3, 4).norm(dim=(0, 1)).shape == (4,)
+
+
+def test_index_select_out_of_range_on_dim_1_is_a_runtime_error():
+    with pytest.raises(RuntimeError, match="INDICES element is out of DATA bounds"):
+        dg.ones(2, 3).index_select(1, dg.tensor([-1]))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        dg.ones(2, 3, 2).index_select(2, dg.tensor([2]))
+
+
+def test_std_of_equal_values_has_a_zero_gradient():
+    x = dg.tensor(0.25, requires_grad=True)
+    dg.stack([x, x]).std().backward()
+    assert x.grad.item() == 0.0  # PyTorch masks 0/0 where the std is 0
+
+
+def test_scalar_remainder_tensor_has_no_derivative():
+    x = dg.tensor([0.25, 2.0], requires_grad=True)
+    y = -1.5 % x
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match="derivative for aten::remainder is not implemented"):
+        y.sum().backward()
+
+
+def test_a_saved_zero_dim_output_changed_in_place_is_detected():
+    # numpy returns scalars for 0-d ops; the saved output must still be the tensor's memory
+    for make in (lambda v: dg.sqrt(v.abs() + 0.5), lambda v: v.exp(), lambda v: v.max()):
+        v = dg.tensor(0.25, requires_grad=True)
+        out = make(v * 1)
+        out.add_(1.0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            (out * 2).backward()
+
+
+def test_inplace_errors_on_bools_and_ints_are_pytorchs():
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        dg.tensor([False]).sub_(dg.tensor([True]))
+    with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired "
+                                           "output type"):
+        dg.tensor([True, False]).clamp_(0, 2)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        dg.tensor([1, 2]).clamp_(-1.0, 1.0)
+    empty = dg.zeros(2, 0, dtype=dg.int64)
+    empty.add_(empty)  # numpy's 0 strides of an empty array are no overlap
+    assert empty.shape == (2, 0)

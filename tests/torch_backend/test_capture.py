@@ -49,11 +49,14 @@ def test_an_mlp_step_gives_every_event_kind_named_as_the_user_wrote_it():
         step()
     events = list(t.events)
     assert {e.kind for e in events} == {
-        "header", "tensor", "values", "op", "backward_start", "backward_step", "grad",
-        "backward_end", "optimizer_step", "iteration_end"}
+        "header", "module_call", "tensor", "values", "op", "backward_start", "backward_step",
+        "grad", "backward_end", "optimizer_step", "iteration_end"}
+    calls = {e.call: e.module for e in events if type(e) is ev.ModuleCall and e.iteration == 1}
+    assert sorted(calls.values()) == ["", "fc1", "fc2"]
     first = ops(events, 1)
     assert [(e.op, e.module) for e in first] == [
         ("linear", "fc1"), ("relu", ""), ("linear", "fc2"), ("cross_entropy", "")]
+    assert [calls.get(e.call, "") for e in first] == ["fc1", "", "fc2", ""]
     forward_line = marked_line(MLP, "mlp-forward")
     assert {e.line for e in first[:3]} == {forward_line}
     assert all(e.file.endswith("torch_models.py") for e in first)

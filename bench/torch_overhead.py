@@ -1,0 +1,263 @@
+"""What capturing a PyTorch script costs: step-time ratios to plain PyTorch, in one run.
+
+    python bench/torch_overhead.py            # everything (a few minutes)
+    python bench/torch_overhead.py --quick    # fewer rounds, for a smoke run
+
+1. In process: an MLP 784-256-128-10 (batch 64, SGD), a pre-norm attention block (d=64,
+   4 heads, seq 32, batch 8, SGD) and a 2-layer GPT (d=64, 4 heads, seq 32, batch 8, AdamW)
+   training step, each plain and under ``dyngraph.trace`` with ``stats="none"`` (structure
+   only), ``"cheap"`` (norms and exact NaN/Inf counts of every output and gradient) and
+   ``"full"``, and under ``dyngraph.record`` to a file. Goals: none <= 1.3x, cheap <= 2x.
+2. Through the debug runtime (a child process, as the commands run it): the GPT script
+   under ``dyngraph record``'s settings and under ``dyngraph debug``'s (stats full, values
+   kept for the inspector, a NaN breakpoint that never hits), and the debugger at
+   ``--stats cheap``. The script times its own steps. Goal: debug <= 1.1x record.
+
+Every figure is a ratio of wall-clock medians over interleaved rounds (a busy neighbour
+slows all modes alike instead of skewing one), measured side by side in this run, with
+BLAS and PyTorch on one thread. The best round's ratio is shown beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import dyngraph  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+# -- workloads ---------------------------------------------------------------------------
+def mlp_step() -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                          nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+
+    def step() -> None:
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+class Attention(nn.Module):
+    def __init__(self, d: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // self.heads) ** 0.5)
+        att = att.masked_fill(torch.ones(t, t).tril() == 0, float("-inf"))
+        return self.proj((F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(b, t, d))
+
+
+class Block(nn.Module):
+    def __init__(self, d: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = Attention(d, heads)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab: int = 64, d: int = 64, layers: int = 2, block: int = 32) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(block, d)
+        self.blocks = nn.ModuleList([Block(d) for _ in range(layers)])
+        self.norm, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def block_step() -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = Block()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, target = torch.randn(8, 32, 64), torch.randn(8, 32, 64)
+
+    def step() -> None:
+        opt.zero_grad()
+        F.mse_loss(model(x), target).backward()
+        opt.step()
+
+    return step
+
+
+def gpt_step() -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids, targets = torch.randint(0, 64, (8, 32)), torch.randint(0, 64, (8, 32))
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        logits = model(ids)
+        F.cross_entropy(logits.view(-1, 64), targets.view(-1)).backward()
+        opt.step()
+
+    return step
+
+
+# -- in process ----------------------------------------------------------------------------
+def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str
+               ) -> dict[str, list[float]]:
+    def run() -> float:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return (time.perf_counter() - t0) / steps
+
+    def traced(stats: str) -> Callable[[], float]:
+        def go() -> float:
+            with dyngraph.trace(stats=stats, backend="torch"):
+                return run()
+        return go
+
+    def recorded() -> float:
+        with dyngraph.record(os.path.join(tmp, "bench.dgtrace"), stats="cheap", backend="torch"):
+            return run()
+
+    modes: dict[str, Callable[[], float]] = {
+        "plain": run, "trace:none": traced("none"), "trace:cheap": traced("cheap"),
+        "trace:full": traced("full"), "record:cheap": recorded,
+    }
+    for go in modes.values():  # warm up every path once
+        go()
+    times: dict[str, list[float]] = {name: [] for name in modes}
+    for _ in range(rounds):
+        for name, go in modes.items():
+            gc.collect()
+            times[name].append(go())
+    return times
+
+
+def report(name: str, times: dict[str, list[float]]) -> None:
+    base = statistics.median(times["plain"])
+    print(f"\n{name}: plain step {base * 1e3:.3f} ms (median of {len(times['plain'])} rounds)")
+    goals = {"trace:none": 1.3, "trace:cheap": 2.0}
+    for mode, values in times.items():
+        if mode == "plain":
+            continue
+        ratio = statistics.median(values) / base
+        best = min(values) / min(times["plain"])
+        goal = f"(goal <= {goals[mode]})" if mode in goals else ""
+        print(f"  {mode:<13} {ratio:6.2f}x   best-of {best:5.2f}x  {goal}")
+
+
+# -- through the debug runtime ----------------------------------------------------------------
+SCRIPT = textwrap.dedent("""
+    import statistics, sys, time
+    import torch
+    sys.path.insert(0, {bench!r})
+    from torch_overhead import gpt_step
+    torch.set_num_threads(1)
+    step = gpt_step()
+    for _ in range(3):
+        step()
+    times = []
+    for _ in range({steps}):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    print("STEP", statistics.median(times))
+""")
+
+
+def runtime_modes(rounds: int, steps: int, tmp: str) -> dict[str, list[float]]:
+    from dyngraph.debug import Breakpoint, Session
+
+    script = os.path.join(tmp, "gpt_script.py")
+    with open(script, "w") as f:
+        f.write(SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), steps=steps))
+    settings = {
+        "record": dict(stats="cheap", pause_at_start=False, post_mortem=False,
+                       keep_values=False, script_breakpoints=False),
+        "debug": dict(stats="full", pause_at_start=False, breakpoints=[Breakpoint.nan()]),
+        "debug --stats cheap": dict(stats="cheap", pause_at_start=False,
+                                    breakpoints=[Breakpoint.nan()]),
+    }
+
+    def run(options: dict[str, object]) -> float:
+        session = Session.start(script, (), backend="torch", **options)  # type: ignore[arg-type]
+        out = []
+        try:
+            while not session.state.finished:
+                for e in session.poll(0.1):
+                    if e.kind == "output":
+                        out.append(e.text)  # type: ignore[attr-defined]
+                if session.state.paused:
+                    raise RuntimeError(f"the benchmark paused: {session.state}")
+            for e in session.poll():
+                if e.kind == "output":
+                    out.append(e.text)  # type: ignore[attr-defined]
+        finally:
+            session.close()
+        line = [x for x in "".join(out).splitlines() if x.startswith("STEP")]
+        return float(line[-1].split()[1])
+
+    times: dict[str, list[float]] = {name: [] for name in settings}
+    for _ in range(rounds):
+        for name, options in settings.items():
+            times[name].append(run(options))
+    return times
+
+
+def report_runtime(times: dict[str, list[float]]) -> None:
+    base = statistics.median(times["record"])
+    print(f"\n2-layer GPT step through the debug runtime: `dyngraph record` "
+          f"{base * 1e3:.2f} ms per step (median of {len(times['record'])} runs)")
+    for mode in ("debug", "debug --stats cheap"):
+        ratio = statistics.median(times[mode]) / base
+        best = min(times[mode]) / min(times["record"])
+        goal = "(goal <= 1.1)" if mode == "debug" else "(same stats as record)"
+        print(f"  {mode:<20} {ratio:5.2f}x record   best-of {best:5.2f}x  {goal}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and steps")
+    args = parser.parse_args()
+    rounds, steps, runs = (3, 5, 1) if args.quick else (9, 20, 3)
+    print(f"dyngraph {dyngraph.__version__}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} torch thread(s), Python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, make in (("MLP 784-256-128-10, batch 64, SGD", mlp_step),
+                           ("attention block (d=64, 4 heads, seq 32, batch 8), SGD", block_step),
+                           ("2-layer GPT (d=64, 4 heads, seq 32, batch 8), AdamW", gpt_step)):
+            report(name, time_modes(make(), rounds, steps, tmp))
+        report_runtime(runtime_modes(runs, steps * 2, tmp))
+
+
+if __name__ == "__main__":
+    main()
