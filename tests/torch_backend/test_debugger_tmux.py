@@ -23,7 +23,9 @@ def test_debug_a_pytorch_script_in_tmux(tmp_path):
     script.write_text(TRAIN.read_text())
     name = f"dyngraph-torch-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m dyngraph debug {script}; sleep 30"
-    env_cmd = f"cd {tmp_path} && TERM=xterm-256color {command}"
+    # unset: pytest loads readline, which exports COLUMNS=80 LINES=24 to children;
+    # Textual would trust them over the real pane size.
+    env_cmd = f"cd {tmp_path} && unset COLUMNS LINES && TERM=xterm-256color {command}"
     assert tmux("new-session", "-d", "-s", name, "-x", "180", "-y", "45", env_cmd).returncode == 0
     try:
         wait_screen(name, "PAUSED", "start", "live", timeout=60)

@@ -60,7 +60,9 @@ def test_debug_in_tmux_steps_stops_at_nan_and_quits_cleanly(tmp_path):
     script.write_text(TINY.read_text())
     name = f"dyngraph-e2e-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m dyngraph debug {script} --nan-at 2; sleep 30"
-    env_cmd = f"cd {tmp_path} && TERM=xterm-256color {command}"
+    # unset: pytest loads readline, which exports COLUMNS=80 LINES=24 to children;
+    # Textual would trust them over the real pane size.
+    env_cmd = f"cd {tmp_path} && unset COLUMNS LINES && TERM=xterm-256color {command}"
     assert tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45", env_cmd).returncode == 0
     try:
         wait_screen(name, "PAUSED", "start", "live")
@@ -98,7 +100,9 @@ def test_variables_console_and_watch_in_tmux(tmp_path):
     script.write_text(frames.read_text())
     name = f"dyngraph-e2e-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m dyngraph debug {script}; sleep 30"
-    env_cmd = f"cd {tmp_path} && TERM=xterm-256color {command}"
+    # unset: pytest loads readline, which exports COLUMNS=80 LINES=24 to children;
+    # Textual would trust them over the real pane size.
+    env_cmd = f"cd {tmp_path} && unset COLUMNS LINES && TERM=xterm-256color {command}"
     assert tmux("new-session", "-d", "-s", name, "-x", "180", "-y", "50", env_cmd).returncode == 0
 
     def keys(*sent: str) -> None:
@@ -148,7 +152,9 @@ def test_debug_like_pdb_source_first_module_breakpoint_jump_restart_quit(tmp_pat
     script.write_text(minibatch.read_text())
     name = f"dyngraph-e2e-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m dyngraph debug {script}; echo EXIT=$?; sleep 30"
-    env_cmd = f"cd {tmp_path} && TERM=xterm-256color {command}"
+    # unset: pytest loads readline, which exports COLUMNS=80 LINES=24 to children;
+    # Textual would trust them over the real pane size.
+    env_cmd = f"cd {tmp_path} && unset COLUMNS LINES && TERM=xterm-256color {command}"
     assert tmux("new-session", "-d", "-s", name, "-x", "160", "-y", "45", env_cmd).returncode == 0
 
     def keys(*sent: str) -> None:
