@@ -25,6 +25,11 @@ from typing import Any
 
 import numpy as np
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # numpy < 2
+    from numpy import byte_bounds  # type: ignore[attr-defined,no-redef]
+
 from . import functions as fn
 from . import functions_shape as fs
 from . import (
@@ -70,10 +75,13 @@ def _in_graph(self: Tensor, *others: Any) -> bool:
     return needs
 
 
-def _check_shape(self: Tensor, *others: Any) -> None:
-    """The result must have ``self``'s shape: operands broadcast to it, never it to them."""
+def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
+    """The result must have ``self``'s shape: operands broadcast to it, never it to them;
+    and (``overlap``) no operand may partly overlap the memory being written."""
     shape = self._array.shape
     for o in others:
+        if overlap and isinstance(o, Tensor):
+            _check_no_partial_overlap(self._array, o._array)
         other = o._array.shape if isinstance(o, Tensor) else np.shape(o)
         if other == shape or not other:
             continue
@@ -85,6 +93,28 @@ def _check_shape(self: Tensor, *others: Any) -> None:
             raise RuntimeError(
                 f"output with shape {list(shape)} doesn't match the broadcast shape {list(full)}"
             )
+
+
+def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray) -> None:
+    """PyTorch's refusal to read memory that the op writes, unless it reads exactly what
+    it writes (``x.add_(x)``). As PyTorch does, only dense operands are judged: for others
+    the answer is "too hard" and the op goes ahead."""
+    if written is read or not np.may_share_memory(written, read):  # bounds only: cheap
+        return
+    if written.size == 0 or read.size == 0:
+        return
+    w_lo, w_hi = byte_bounds(written)
+    r_lo, r_hi = byte_bounds(read)
+    if w_hi - w_lo != written.nbytes or r_hi - r_lo != read.nbytes:
+        return
+    if (w_lo, w_hi) == (r_lo, r_hi) and written.strides == read.strides:
+        return
+    if w_lo < r_hi and r_lo < w_hi:
+        raise RuntimeError(
+            "unsupported operation: some elements of the input tensor and the written-to "
+            "tensor refer to a single memory location. Please clone() the tensor before "
+            "performing the operation."
+        )
 
 
 def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
@@ -289,6 +319,7 @@ def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    _check_shape(self, *(b for b in (min, max) if isinstance(b, Tensor)))
     if _in_graph(self):
         return _commit(self, fn.clamp(_old(self), min, max))
     array = _writable(self)
@@ -321,8 +352,8 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
 def _overwrite(self: Tensor, op: str, values: Any) -> Tensor:
     """zero_/fill_/copy_/normal_ ...: the result no longer depends on the old values, whose
     history stays in the graph with a zero gradient (as in PyTorch)."""
-    _check_shape(self, values)
     same_value = op in ("fill", "zero")
+    _check_shape(self, values, overlap=not same_value)  # fill_ reads one value, first
     if _in_graph(self, values):
         return _commit(self, apply(OPS[op], _old(self, copy=False), values), same_value)
     array = _writable(self, same_value)
@@ -382,6 +413,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
         return
     array = _writable(self, scalar)
+    if isinstance(value, Tensor) and _is_view_index(index):
+        _check_no_partial_overlap(array[index], value._array)
     try:
         array[index] = _array(value)
     except ValueError as e:

@@ -194,8 +194,13 @@ def layer_norm(x, w=None, b=None, normalized_shape=(), eps=1e-5):
     if b is not None:
         out = out + b
     nd = len(normalized_shape)
+    # Without an affine part the output is xhat itself: the backward must not hold it, or
+    # an in-place op on the output (legal in PyTorch, which saves only mean and rstd)
+    # would trip the version counter. It recomputes xhat from the private xc then.
+    kept = None if out is xhat else xhat
 
     def backward(g):
+        xhat = kept if kept is not None else xc * rstd
         gxhat = g * w if w is not None else g
         gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
                      - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))

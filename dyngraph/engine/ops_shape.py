@@ -249,11 +249,15 @@ def index_select(a, dim, index):
     size = a.shape[d] if a.ndim else 1
     if index.size and (index.min() < 0 or index.max() >= size):  # -1 never wraps
         bad = int(index.min() if index.min() < 0 else index.max())
-        if d != 1 or a.ndim < 2:  # PyTorch's kernel for dim 1 words it differently
-            raise IndexError(f"index out of range in self (index_select: index {bad} for "
-                             f"dimension {d} of size {size})")
-        raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds, id={bad} "
-                           f"axis_dim={size}")
+        # PyTorch's kernels word it three ways: an empty tensor of 2+ dims and dim 1 take
+        # another path than the rest, and both raise RuntimeError there.
+        if a.ndim >= 2 and a.size == 0 and size == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        if a.ndim >= 2 and (d == 1 or a.size == 0):
+            raise RuntimeError(f"index_select(): INDICES element is out of DATA bounds, "
+                               f"id={bad} axis_dim={size}")
+        raise IndexError(f"index out of range in self (index_select: index {bad} for "
+                         f"dimension {d} of size {size})")
     out = np.take(a, index.reshape(-1), axis=d)
     shape, dtype = a.shape, a.dtype
 

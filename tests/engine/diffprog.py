@@ -35,7 +35,9 @@ class Program:
     lines: list[str] = field(default_factory=list)
 
     def source(self) -> str:
+        # An empty array's shape is not in its list ([] may be (0, 3)): say it.
         head = [f"A{i} = np.array({a.tolist()!r}, dtype=np.{a.dtype})"
+                + (f".reshape({a.shape})" if a.size == 0 and a.ndim != 1 else "")
                 for i, a in enumerate(self.arrays)]
         return "\n".join(head + self.lines)
 

@@ -469,3 +469,49 @@ def test_inplace_errors_on_bools_and_ints_are_pytorchs():
     empty = dg.zeros(2, 0, dtype=dg.int64)
     empty.add_(empty)  # numpy's 0 strides of an empty array are no overlap
     assert empty.shape == (2, 0)
+
+
+# -- found by 2,000 differential examples ----------------------------------------------------
+def test_index_select_on_an_empty_tensor_raises_pytorchs_runtime_error():
+    index = dg.tensor([0])
+    with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
+        dg.zeros(0, 3).index_select(0, index)
+    with pytest.raises(RuntimeError, match="INDICES element is out of DATA bounds"):
+        dg.zeros(2, 0, 2).index_select(0, dg.tensor([5]))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        dg.zeros(0).index_select(0, index)
+
+
+def test_layer_norm_output_changed_in_place_still_differentiates():
+    """PyTorch's layer norm saves mean and rstd, not its output."""
+    x = dg.tensor([1.0, 2.0, 4.0], requires_grad=True)
+    y = F.layer_norm(x, (3,))
+    y.add_(1)
+    (y * dg.tensor([1.0, 3.0, 2.0])).sum().backward()
+    assert np.allclose(_values(x.grad), [-0.5727, 0.8591, -0.2863], atol=1e-4)
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: x.add_(x[0]),
+    lambda x: x.view(-1)[1:].copy_(x.view(-1)[:5]),
+    lambda x: x.view(-1).__setitem__(slice(1, None), x.view(-1)[:5]),
+    lambda x: x.addcmul_(x[0], x[1]),
+    lambda x: x.clamp_(min=x[0]),
+    lambda x: x.lerp_(x[0], 0.5),
+    lambda x: x.__iadd__(x[1]),
+], ids=["add_", "copy_", "setitem", "addcmul_", "clamp_", "lerp_", "+="])
+def test_inplace_read_of_partly_overlapping_memory_is_refused(write):
+    x = dg.arange(6.0).reshape(2, 3)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        write(x)
+    assert _values(x) == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_inplace_ops_that_pytorch_allows_on_shared_memory_go_ahead():
+    x = dg.arange(6.0).reshape(2, 3)
+    x.add_(x)  # exactly the memory it writes
+    x[0].copy_(x[1])  # disjoint
+    x[0, 0].add_(x[0, 0])
+    x.fill_(x[0, 1])  # one value, read first
+    x.view(-1)[::2].mul_(x.view(-1)[1::2])  # not dense: PyTorch does not judge it
+    assert _values(x) == [[64.0, 8.0, 64.0], [8.0, 64.0, 8.0]]  # PyTorch 2.13's
