@@ -39,7 +39,7 @@ from . import (
 )
 from .autograd import grad_mode
 from .creation import generator
-from .ops import OPS
+from .ops import OPS, check_sub_operands
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
 
@@ -234,6 +234,7 @@ def add_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
 def sub_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
     if legacy:
         other, alpha = fn.legacy_alpha("sub_", other, legacy)
+    check_sub_operands(self._array, _array(other))
     _check_shape(self, other)
     if _in_graph(self, other):
         return _commit(self, fn.sub(_old(self, copy=False), other, alpha=alpha))

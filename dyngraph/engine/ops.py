@@ -116,6 +116,12 @@ def add(a, b):
 
 @register("sub", saves=False, promotes=True)
 def sub(a, b):
+    check_sub_operands(a, b)
+    return a - b, _sub_backward
+
+
+def check_sub_operands(a: Any, b: Any) -> None:
+    """PyTorch refuses ``-`` with a bool operand (also in place, also when empty)."""
     if _is_bool(a) or _is_bool(b):
         if _is_bool(a) and _is_bool(b):
             raise RuntimeError(
@@ -124,7 +130,6 @@ def sub(a, b):
         raise RuntimeError(
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    return a - b, _sub_backward
 
 
 def _integer(x: Any) -> bool:
@@ -485,9 +490,8 @@ def _bitwise(name: str, ufunc: Any) -> None:
             if type(x) is np.ndarray:
                 not_implemented_for(x, f"{name}_cpu", "fc")
         for x in (a, b):
-            if isinstance(x, float):
-                raise TypeError(f"{name}(): argument 'other' must be an int or a bool, not "
-                                f"float ({x})")
+            if isinstance(x, float):  # promotes the result to float32, which has no bits
+                raise NotImplementedError(f'"{name}_cpu" not implemented for \'Float\'')
         return ufunc(a, b), None
 
     register(name, saves=False, promotes=True)(forward)

@@ -515,3 +515,24 @@ def test_inplace_ops_that_pytorch_allows_on_shared_memory_go_ahead():
     x.fill_(x[0, 1])  # one value, read first
     x.view(-1)[::2].mul_(x.view(-1)[1::2])  # not dense: PyTorch does not judge it
     assert _values(x) == [[64.0, 8.0, 64.0], [8.0, 64.0, 8.0]]  # PyTorch 2.13's
+
+
+@pytest.mark.parametrize("op", [
+    lambda: dg.tensor([1]) & 0.5,
+    lambda: dg.tensor([True]) ^ 0.5,
+    lambda: dg.tensor([1]).bitwise_or(1.5),
+], ids=["int & float", "bool ^ float", "bitwise_or float"])
+def test_bitwise_op_with_a_float_scalar_has_no_kernel(op):
+    with pytest.raises(NotImplementedError, match="not implemented for 'Float'"):
+        op()
+
+
+@pytest.mark.parametrize("op", [
+    lambda: dg.tensor([1]).sub_(dg.tensor([True])),
+    lambda: dg.tensor([2]).sub_(True),
+    lambda: dg.tensor([1.0]).__isub__(dg.tensor(True)),
+    lambda: dg.zeros(0, dtype=dg.int64).sub_(dg.tensor(False)),
+], ids=["tensor", "python bool", "-=", "empty"])
+def test_inplace_subtraction_of_a_bool_is_refused_as_out_of_place(op):
+    with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
+        op()
