@@ -95,26 +95,33 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
             )
 
 
+def _overlap(a: np.ndarray, b: np.ndarray) -> str:
+    """PyTorch's memory-overlap status of two arrays: "none", "full" (the same elements
+    in the same layout), "partial", or "too hard" (an operand is not dense, which PyTorch
+    does not judge)."""
+    if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):  # bounds only: cheap
+        return "none"
+    a_lo, a_hi = byte_bounds(a)
+    b_lo, b_hi = byte_bounds(b)
+    if a_hi - a_lo != a.nbytes or b_hi - b_lo != b.nbytes:
+        return "too hard"
+    if (a_lo, a_hi) == (b_lo, b_hi):
+        return "full" if a.strides == b.strides else "partial"
+    return "partial" if a_lo < b_hi and b_lo < a_hi else "none"
+
+
 def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray) -> None:
     """PyTorch's refusal to read memory that the op writes, unless it reads exactly what
-    it writes (``x.add_(x)``). As PyTorch does, only dense operands are judged: for others
-    the answer is "too hard" and the op goes ahead."""
-    if written is read or not np.may_share_memory(written, read):  # bounds only: cheap
-        return
-    if written.size == 0 or read.size == 0:
-        return
-    w_lo, w_hi = byte_bounds(written)
-    r_lo, r_hi = byte_bounds(read)
-    if w_hi - w_lo != written.nbytes or r_hi - r_lo != read.nbytes:
-        return
-    if (w_lo, w_hi) == (r_lo, r_hi) and written.strides == read.strides:
-        return
-    if w_lo < r_hi and r_lo < w_hi:
-        raise RuntimeError(
-            "unsupported operation: some elements of the input tensor and the written-to "
-            "tensor refer to a single memory location. Please clone() the tensor before "
-            "performing the operation."
-        )
+    it writes (``x.add_(x)``)."""
+    if written is not read and _overlap(written, read) == "partial":
+        raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
+_PARTIAL_OVERLAP_MESSAGE = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor "
+    "refer to a single memory location. Please clone() the tensor before performing the "
+    "operation."
+)
 
 
 def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
@@ -398,11 +405,23 @@ def _is_view_index(index: Any) -> bool:
                for p in parts)
 
 
+def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None:
+    """PyTorch's index_put_ refuses values that share any memory with the tensor written
+    (a mask with one value is masked_fill_, which reads it first)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    mask_fill = value._array.ndim == 0 and any(
+        isinstance(p, np.ndarray) and p.dtype == bool for p in parts)
+    if not mask_fill and _overlap(self._array, value._array) in ("full", "partial"):
+        raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``tensor[index] = value``: a copy into the view ``tensor[index]`` (CopySlices), or
     with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
     scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
+    if isinstance(value, Tensor) and not _is_view_index(index):
+        _check_no_index_put_overlap(self, index, value)
     if _in_graph(self, value):
         if _is_view_index(index):
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)

@@ -337,15 +337,18 @@ def clamp(a, min=None, max=None):
 
 @register("maximum", promotes=True)
 def maximum(a, b):
-    # Ties split the gradient evenly, as PyTorch does.
-    out = np.maximum(a, b)
-    return out, lambda g: (g * ((a > b) + 0.5 * (a == b)), g * ((b > a) + 0.5 * (a == b)))
+    return np.maximum(a, b), lambda g: _extremum_grads(g, a == b, a < b, a > b)
 
 
 @register("minimum", promotes=True)
 def minimum(a, b):
-    out = np.minimum(a, b)
-    return out, lambda g: (g * ((a < b) + 0.5 * (a == b)), g * ((b < a) + 0.5 * (a == b)))
+    return np.minimum(a, b), lambda g: _extremum_grads(g, a == b, a > b, a < b)
+
+
+def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, Any]:
+    """PyTorch's rule: ties split the gradient, the loser gets none, and where a NaN makes
+    neither lose (NaN compares false) both sides get all of it."""
+    return (g * np.where(tie, 0.5, ~a_loses), g * np.where(tie, 0.5, ~b_loses))
 
 
 @register("where", saves=False)

@@ -94,6 +94,8 @@ def _even(a: np.ndarray, fn: Any, dim: Any, keepdim: bool, name: str) -> tuple[A
 
     def backward(g):
         hit = a == _keep(out, a.shape, axes, keepdim)
+        if name in ("max", "min") and np.isnan(out).any():  # max() is nan: nans share
+            hit = np.isnan(a)
         share = hit / hit.sum(axis=axes, keepdims=True)
         g = _keep(g, a.shape, axes, keepdim)
         if name in ("max", "min"):  # PyTorch's max() selects, so a nan grad stays put ...

@@ -536,3 +536,37 @@ def test_bitwise_op_with_a_float_scalar_has_no_kernel(op):
 def test_inplace_subtraction_of_a_bool_is_refused_as_out_of_place(op):
     with pytest.raises(RuntimeError, match="with a bool tensor is not supported"):
         op()
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: x.__setitem__(dg.tensor([1]), x[:1]),
+    lambda x: x.__setitem__(dg.tensor([1]), x[0]),
+    lambda x: x.__setitem__(dg.tensor([], dtype=dg.int64), x),
+    lambda x: x.__setitem__(dg.tensor([0, 1, 2, 3]), x),
+], ids=["slice", "0-d", "empty index", "itself"])
+def test_index_put_of_values_sharing_memory_is_refused(write):
+    x = dg.arange(4.0)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        write(x)
+
+
+def test_index_put_of_disjoint_memory_and_a_masked_fill_go_ahead():
+    x = dg.arange(4.0)
+    x[:2][dg.tensor([1])] = x[3]
+    assert _values(x) == [0.0, 3.0, 2.0, 3.0]
+    x[x > 2] = x[0]
+    assert _values(x) == [0.0, 0.0, 2.0, 0.0]
+
+
+def test_nan_wins_maximum_and_minimum_and_both_sides_get_its_gradient():
+    a = dg.tensor([float("nan"), 1.0, 2.0, 3.0], requires_grad=True)
+    b = dg.tensor([1.0, 1.0, 3.0, 2.0], requires_grad=True)
+    (dg.maximum(a, b) * dg.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert _values(a.grad) == [1.0, 1.0, 0.0, 4.0]
+    assert _values(b.grad) == [1.0, 1.0, 3.0, 0.0]
+
+
+def test_a_nan_max_shares_its_gradient_among_the_nans():
+    a = dg.tensor([float("nan"), 1.0, float("nan")], requires_grad=True)
+    a.max().backward()
+    assert _values(a.grad) == [0.5, 0.0, 0.5]
