@@ -411,7 +411,8 @@ def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None
     parts = index if isinstance(index, tuple) else (index,)
     mask_fill = value._array.ndim == 0 and any(
         isinstance(p, np.ndarray) and p.dtype == bool for p in parts)
-    if not mask_fill and _overlap(self._array, value._array) in ("full", "partial"):
+    same = value._array is self._array  # PyTorch refuses it even when empty
+    if not mask_fill and (same or _overlap(self._array, value._array) in ("full", "partial")):
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
 
 

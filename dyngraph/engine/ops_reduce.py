@@ -299,8 +299,14 @@ def argmin(a, dim=None, keepdim=False):
 def argsort(a, dim=-1, descending=False):
     if a.ndim == 0:
         return np.zeros((), np.int64), None
-    key = -a if descending and a.dtype != np.bool_ else (~a if descending else a)
-    return np.argsort(key, axis=dim, kind="stable").astype(np.int64), None
+    if not descending:
+        return np.argsort(a, axis=dim, kind="stable").astype(np.int64), None
+    if a.dtype.kind in "biu":  # ~a reverses the order exactly, with no overflow
+        return np.argsort(~a, axis=dim, kind="stable").astype(np.int64), None
+    # Floats: NaN counts as the largest value (first when descending), as in PyTorch.
+    nan = np.isnan(a)
+    order = np.lexsort((np.where(nan, 0, -a), ~nan), axis=dim)
+    return order.astype(np.int64), None
 
 
 @register("any", saves=False)

@@ -570,3 +570,17 @@ def test_a_nan_max_shares_its_gradient_among_the_nans():
     a = dg.tensor([float("nan"), 1.0, float("nan")], requires_grad=True)
     a.max().backward()
     assert _values(a.grad) == [0.5, 0.0, 0.5]
+
+
+def test_descending_sort_puts_nan_first_as_the_largest_value():
+    nan, inf = float("nan"), float("inf")
+    x = dg.tensor([1.0, nan, 3.0, -inf, inf, nan, 3.0, 0.0])
+    assert x.sort(descending=True, stable=True).indices.tolist() == [1, 5, 4, 2, 6, 0, 7, 3]
+    assert x.topk(3).indices.tolist() == [1, 5, 4]
+    assert x.sort(stable=True).indices.tolist() == [3, 7, 0, 2, 6, 4, 1, 5]
+
+
+def test_index_put_of_a_tensor_into_itself_is_refused_even_when_empty():
+    x = dg.tensor([], dtype=dg.int64)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        x[dg.tensor([], dtype=dg.int64)] = x
