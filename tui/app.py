@@ -138,6 +138,8 @@ class DebuggerApp(DebuggerActions):
         self.main.query_one("#output").border_title = "output"
         if not self.source.live:
             self.main.query_one(VariablesPane).add_class("replay")
+            # A trace names its files: show only Python sources from it, never /etc/shadow.
+            self.main.query_one(SourceView).python_only = True
         self._fit_panes(self.size.width, self.size.height)
         self._tick()
         self.refresh_view()
