@@ -44,11 +44,11 @@ def read_source(path: str, *, python_only: bool = False) -> list[str]:
     a FIFO blocks), and again on the open descriptor (the path may have been swapped in
     between); the read is bounded however large the file has grown since.
     """
-    if python_only and not path.lower().endswith(PYTHON_SUFFIXES):
-        raise SourceNotShown(f"{path} is not a Python file (a recorded trace may name "
-                             "any file; only *.py files are shown)")
     try:
         _check_regular(path, os.stat(path))
+        if python_only and not path.lower().endswith(PYTHON_SUFFIXES):
+            raise SourceNotShown(f"{path} is not a Python file (a recorded trace may name "
+                                 "any file; only *.py files are shown)")
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
         try:
             _check_regular(path, os.fstat(fd))
