@@ -46,7 +46,7 @@ def files(tmp_path: Path) -> dict[str, str]:
     binary = tmp_path / "blob.py"
     binary.write_bytes(b"x = 1\n\0\0\0")
     good = tmp_path / "good.py"
-    good.write_text("y = (x * 2).sum()  # good\n")
+    good.write_text("y = (x * 2).sum()  # good \x1b]0;pwned\x07\n")  # a raw ESC in source
     return {"fifo": str(fifo), "zero": "/dev/zero", "secret": str(secret), "big": str(big),
             "binary": str(binary), "dir": str(tmp_path), "good": str(good)}
 
@@ -103,7 +103,8 @@ def test_other_files_that_are_no_source_are_refused(files: dict[str, str], kind:
 def test_a_replay_reads_only_python_files(files: dict[str, str]) -> None:
     with pytest.raises(SourceNotShown, match="not a Python file"):
         read_source(files["secret"], python_only=True)
-    assert read_source(files["good"], python_only=True) == ["y = (x * 2).sum()  # good"]
+    assert read_source(files["good"], python_only=True) == [
+        "y = (x * 2).sum()  # good \x1b]0;pwned\x07"]
     # A live run's files are the user's own script's: any regular file will do.
     assert read_source(files["secret"])[0].startswith("root:")
 
@@ -152,7 +153,8 @@ def test_view_of_a_trace_naming_devices_fifos_and_secrets(files: dict[str, str],
     assert "not a Python file" in by_file["secret"][1]
     assert "larger than 4 MB" in by_file["big"][1]
     assert "SECRET" not in repr(seen)
-    assert by_file["good"][0] == "good.py" and "# good" in by_file["good"][1]
+    assert by_file["good"][0] == "good.py"
+    assert by_file["good"][1].endswith("# good \\x1b]0;pwned\\x07")  # shown, not obeyed
     assert by_file["zero"][0] == "source: zero (not shown)"
 
 
