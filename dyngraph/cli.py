@@ -42,7 +42,9 @@ class _RichParser(argparse.ArgumentParser):
         from rich.console import Console
         from rich.text import Text
 
-        text = Text(message)
+        from .textsafe import shown
+
+        text = Text(shown(message, multiline=True))  # it may quote what the user typed
         text.highlight_regex(r"(?m)^[a-z][a-z ]*:$", "bold")  # section headings
         text.highlight_regex(r"(?<![\w-])--?[a-zA-Z][\w-]*", "cyan")  # options
         text.highlight_regex(r"(?m)^usage:", "bold")

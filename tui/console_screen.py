@@ -256,7 +256,7 @@ class ConsoleScreen(ModalScreen[None]):
     def _show_status(self, text: str = "") -> None:
         if not text and self.state.busy:
             text = "evaluating in the script … ctrl+c interrupts"
-        self.query_one("#console-status", Static).update(Text(text, "dim"))
+        self.query_one("#console-status", Static).update(literal(text, "dim"))
 
     # -- actions -----------------------------------------------------------------------------
     def action_interrupt(self) -> None:

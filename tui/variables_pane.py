@@ -127,7 +127,7 @@ class VariablesPane(Vertical):
         stack, table = self.query_one("#vars-stack", Static), self.query_one(DataTable)
         stack.update("")
         stack.display = table.display = False
-        self.query_one("#vars-note", Static).update(Text(note, "dim"))
+        self.query_one("#vars-note", Static).update(literal(note, "dim"))  # may quote errors
         table.clear()
         self._rows = []
 
