@@ -12,6 +12,7 @@ import asyncio
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.find_screen import FindScreen
 from dyngraph.tui.model import Model
 from dyngraph.tui.output_pane import OutputPane
-from dyngraph.tui.sources import ReplaySource
+from dyngraph.tui.sources import LiveSource, ReplaySource
 from textual.geometry import Region
 
 import dyngraph
@@ -139,3 +140,42 @@ def test_find_screen_lists_hostile_names(trace_path: Path) -> None:
     text = asyncio.run(run())
     assert_safe(text)
     assert "[/enc].weight" in text and "[/enc]" in text
+
+
+async def wait_until(pilot, condition, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not condition():
+        await pilot.pause(0.05)
+    return bool(condition())
+
+
+def test_live_debugger_pauses_post_mortem_on_a_markup_exception() -> None:
+    """The live path: the "script raised" notice, the post-mortem status, the variables
+    pane (the script's globals hold the hostile strings) and the output, all literal."""
+    async def run() -> list[str]:
+        source = LiveSource.start(Model(), str(SCRIPT), ["[/]", "--raise", "markup"])
+        app = DebuggerApp(source)
+        screens = []
+        try:
+            async with app.run_test(size=SIZE, notifications=True) as pilot:
+                assert await wait_until(pilot, lambda: source.state.status == "paused")
+                await pilot.press("c")
+                assert await wait_until(pilot, lambda: source.state.reason == "exception")
+                await pilot.pause(0.5)  # the frame's variables arrive from the child
+                screens.append(screen_text(app))
+                await pilot.press("o")
+                await pilot.press("c")
+                assert await wait_until(pilot, lambda: source.state.status == "finished")
+                await pilot.pause(0.3)
+                screens.append(screen_text(app))
+        finally:
+            source.close()
+        return screens
+
+    paused, finished = asyncio.run(run())
+    for text in (paused, finished):
+        assert_safe(text)
+    assert "KeyError: '[/]'" in paused  # the notice and the status line
+    assert "MARKUP" in paused and "'[/enc]'" in paused  # the variables pane
+    assert ESCAPED in paused  # ESCAPE's value, escaped
+    assert "expected shape [batch, seq]" in finished  # the output pane
