@@ -37,6 +37,11 @@ def _check_regular(path: str, st: os.stat_result) -> None:
         raise SourceNotShown(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MB")
 
 
+def _is_python(path: str) -> bool:
+    """Named like Python source, and so is what it links to (``evil.py -> /etc/shadow``)."""
+    return all(p.lower().endswith(PYTHON_SUFFIXES) for p in (path, os.path.realpath(path)))
+
+
 def read_source(path: str, *, python_only: bool = False) -> list[str]:
     """The lines of the text file ``path``; SourceNotShown says why not.
 
@@ -46,7 +51,7 @@ def read_source(path: str, *, python_only: bool = False) -> list[str]:
     """
     try:
         _check_regular(path, os.stat(path))
-        if python_only and not path.lower().endswith(PYTHON_SUFFIXES):
+        if python_only and not _is_python(path):
             raise SourceNotShown(f"{path} is not a Python file (a recorded trace may name "
                                  "any file; only *.py files are shown)")
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
@@ -56,21 +61,14 @@ def read_source(path: str, *, python_only: bool = False) -> list[str]:
                 data = f.read(MAX_SOURCE_BYTES + 1)
         finally:
             os.close(fd)
-    except OSError as exc:
-        raise SourceNotShown(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise SourceNotShown(f"cannot read {path}: {getattr(exc, 'strerror', '') or exc}"
+                             ) from None
     if len(data) > MAX_SOURCE_BYTES:
         raise SourceNotShown(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MB")
     if b"\0" in data:
         raise SourceNotShown(f"{path} is a binary file")
     return data.decode("utf-8", errors="replace").expandtabs(4).splitlines()
-
-
-def read_lines(path: str, *, python_only: bool = False) -> list[str]:
-    """``read_source``, or no lines when the file is not shown."""
-    try:
-        return read_source(path, python_only=python_only)
-    except SourceNotShown:
-        return []
 
 
 def first_code_line(lines: list[str]) -> int:

@@ -109,6 +109,20 @@ def test_a_replay_reads_only_python_files(files: dict[str, str]) -> None:
     assert read_source(files["secret"])[0].startswith("root:")
 
 
+def test_a_python_name_linking_to_a_secret_is_refused(files: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    link = tmp_path / "innocent.py"
+    link.symlink_to(files["secret"])
+    with pytest.raises(SourceNotShown, match="not a Python file"):
+        read_source(str(link), python_only=True)
+
+
+@pytest.mark.parametrize("name", ["nul\0in-the-name.py", "/no/such/file.py", ""])
+def test_names_that_cannot_be_opened_say_so(name: str) -> None:
+    with pytest.raises(SourceNotShown, match="cannot read"):
+        read_source(name, python_only=True)
+
+
 def source_pane(app: DebuggerApp) -> tuple[str, str]:
     """(the source pane's title, its first row) as text."""
     view = app.main.query_one(SourceView)
