@@ -76,6 +76,15 @@ def test_check_with_markup_in_names_arguments_and_the_exception() -> None:
     assert "dyngraph check: the script raised KeyError: '[/]'" in ours(raised.stderr)
 
 
+def test_check_failure_names_the_markup_module() -> None:
+    result = dyngraph("check", str(SCRIPT), "--nan")
+    assert_no_crash(result)
+    assert result.returncode == 1  # CHECK_FAILED
+    line = ours(result.stderr)
+    assert "FAILED, NaN/Inf found" in line
+    assert "parameter [/enc].weight" in line and "in module [/enc]" in line
+
+
 def test_summary_shows_markup_names_literally(traces: dict[str, Path]) -> None:
     result = dyngraph("summary", str(traces["clean"]))
     assert_no_crash(result)

@@ -3,7 +3,8 @@
 A submodule and a parameter are named as Rich markup (``[/enc]``), another module as a
 terminal escape that would set the window title (ESC ] 0 ; pwned BEL). The script prints
 both kinds to stdout. ``--raise markup|shape|escape`` ends it with an exception whose message
-is markup (``KeyError('[/]')``), square brackets meant literally, or escapes.
+is markup (``KeyError('[/]')``), square brackets meant literally, or escapes. ``--nan``
+makes the first NaN appear inside the module named ``[/enc]``.
 """
 
 import sys
@@ -30,6 +31,8 @@ class Net(nn.Module):
 
 
 net = Net()
+if "--nan" in sys.argv:
+    getattr(net, MARKUP).weight.data.fill_(float("nan"))
 x = torch.tensor(np.ones((2, 4), dtype=np.float32))
 loss = net(x).sum()
 loss.backward()
