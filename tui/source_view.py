@@ -134,7 +134,7 @@ class SourceView(LineList):
             lines = self.lines_of(file)
             self._lines = lines
             self._note = self._not_shown.get(file, "") if not lines else ""
-            width = max((len(s) for s in lines), default=len(self._note)) + 8
+            width = max((len(shown(s)) for s in lines), default=len(self._note)) + 8
             self.set_rows(len(lines) or (1 if self._note else 0), width)
             # A Text title: a str one would be read as markup, and file names are data.
             if not file:
