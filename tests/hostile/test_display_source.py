@@ -204,3 +204,24 @@ def test_live_debugger_refuses_a_fifo_and_a_device(files: dict[str, str]) -> Non
     assert "source not shown: /dev/zero is not a regular file" in rows
     # The user's own run may show any regular file it ran code from.
     assert any(row.endswith("root:SECRET-HASH:19000:0:99999:7:::") for row in rows), rows
+
+
+def bounded_memory() -> None:
+    """In the child: 2 GB of address space, so a regression that reads /dev/zero fails
+    there rather than filling the machine."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2**31, 2**31))
+
+
+@pytest.mark.parametrize("command", ["check", "debug"])
+def test_a_script_that_is_a_fifo_or_a_device_is_refused_in_one_line(files: dict[str, str],
+                                                                     command: str) -> None:
+    unblock_later(files["fifo"])
+    for path in (files["fifo"], "/dev/zero"):
+        result = subprocess.run([sys.executable, "-m", "dyngraph", command, path],
+                                capture_output=True, text=True, timeout=30,
+                                preexec_fn=bounded_memory)
+        assert result.returncode == 2
+        assert result.stderr == (f"dyngraph {command}: error: {path} is not a regular file: "
+                                 "give a Python script\n")
