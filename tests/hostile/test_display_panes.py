@@ -168,14 +168,17 @@ def test_live_debugger_pauses_post_mortem_on_a_markup_exception() -> None:
                 assert await wait_until(pilot, lambda: source.state.status == "finished")
                 await pilot.pause(0.3)
                 screens.append(screen_text(app))
+                # The pane scrolls to its end: read all of its lines, not just the rows seen.
+                screens.append("\n".join(app.main.query_one(OutputPane).lines))
         finally:
             source.close()
         return screens
 
-    paused, finished = asyncio.run(run())
-    for text in (paused, finished):
+    paused, finished, output = asyncio.run(run())
+    for text in (paused, finished, output):
         assert_safe(text)
     assert "KeyError: '[/]'" in paused  # the notice and the status line
     assert "MARKUP" in paused and "'[/enc]'" in paused  # the variables pane
     assert ESCAPED in paused  # ESCAPE's value, escaped
-    assert "expected shape [batch, seq]" in finished  # the output pane
+    assert f"expected shape [batch, seq] {ESCAPED}" in output
+    assert "FINISHED" in finished
