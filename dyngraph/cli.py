@@ -42,7 +42,9 @@ class _RichParser(argparse.ArgumentParser):
         from rich.console import Console
         from rich.text import Text
 
-        text = Text(message)
+        from .textsafe import shown
+
+        text = Text(shown(message, multiline=True))  # it may quote what the user typed
         text.highlight_regex(r"(?m)^[a-z][a-z ]*:$", "bold")  # section headings
         text.highlight_regex(r"(?<![\w-])--?[a-zA-Z][\w-]*", "cyan")  # options
         text.highlight_regex(r"(?m)^usage:", "bold")
@@ -61,11 +63,13 @@ def _script_arguments(
 
 def _error(command: str, message: str) -> None:
     from rich.console import Console
-    from rich.markup import escape
+    from rich.text import Text
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(
-        f"dyngraph {command}: [bold red]error:[/] {escape(message)}"
-    )
+    from .textsafe import shown
+
+    # The message names the user's files and values: shown as written, never as markup.
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(
+        f"dyngraph {command}: ", ("error:", "bold red"), f" {shown(message)}"))
 
 
 def _break_option(p: argparse.ArgumentParser) -> None:

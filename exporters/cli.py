@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dyngraph.capture import backends
 from dyngraph.errors import UserError
+from dyngraph.textsafe import shown
 
 from .batch import FORMATS, ExportResult, export_iterations
 
@@ -52,7 +53,7 @@ def recorded(script: Path, script_args: Sequence[str], backend: str = "auto"
             raise UserError(f"recording {script} failed (exit status {proc.returncode}); "
                             "nothing to export")
         if proc.returncode != 0:
-            print(f"dyngraph export: {script.name} exited with status {proc.returncode}; "
+            print(f"dyngraph export: {shown(script.name)} exited with status {proc.returncode}; "
                   "exporting what it recorded", file=sys.stderr)
         yield trace
 
@@ -126,9 +127,10 @@ def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
             break
     for it in its:
         if it.layout_note:
-            print(f"note: iteration {it.index}: {it.layout_note}", file=sys.stderr)
+            # The layout program's own words, which may quote the user's names.
+            print(f"note: iteration {it.index}: {shown(it.layout_note)}", file=sys.stderr)
             break
     layouts = f", {result.layouts} layout{'s' * (result.layouts != 1)}" if "svg" in formats \
         else ""
     where = os.path.join(str(result.out_dir), "index.html")
-    print(f"exported {len(its)} iteration{'s' * (len(its) != 1)}{layouts}: {where}")
+    print(f"exported {len(its)} iteration{'s' * (len(its) != 1)}{layouts}: {shown(where)}")

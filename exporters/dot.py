@@ -25,7 +25,7 @@ from dyngraph.capture.graph import Graph, GraphNode, backward_graph
 
 from . import colors
 from .colors import GradScale
-from .escape import dot_lines, dot_multiline, dot_quote, html_text, xml_text
+from .escape import clean, dot_lines, dot_multiline, dot_quote, html_text, xml_text
 from .view import OP_KINDS, VCluster, VEdge, ViewCache, VNode, _Shape, build_view, fmt_shape
 
 GRAPH_KINDS = ("forward", "backward", "both")
@@ -447,7 +447,7 @@ def _tooltip(v: VNode) -> tuple[str, str]:
     """(the lines that stay the same across iterations, this iteration's numbers)."""
     if v.path:  # a collapsed module (or the ghost of one)
         ops = sum(1 for m in v.members if m.kind in OP_KINDS)
-        static = f"module: {v.path}\n{len(v.members)} nodes, {ops} ops"
+        static = f"module: {clean(v.path)}\n{len(v.members)} nodes, {ops} ops"
     else:
         n = v.members[0]
         static = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,
@@ -487,7 +487,11 @@ def tip_values(members: list[GraphNode], module: bool) -> str:
 def _static_tooltip(kind: str, op: str, label: str, name: str, shape: tuple[int, ...],
                     dtype: str, module: str, file: str, line: int, function: str,
                     grad_fn: str) -> str:
-    """The lines of a node's tooltip that do not change from one iteration to the next."""
+    """The lines of a node's tooltip that do not change from one iteration to the next.
+
+    Each line is made one line with ``clean``: a name holding a newline must not add a
+    line of its own ("grad: all fine") to the tooltip.
+    """
     lines = [op if kind in OP_KINDS else label]
     if kind == "accumulate" and name:
         lines.append(f"accumulates into: {name}")
@@ -498,7 +502,7 @@ def _static_tooltip(kind: str, op: str, label: str, name: str, shape: tuple[int,
         lines.append(f"at: {file}:{line}" + (f" in {function}" if function else ""))
     if kind == "op" and grad_fn:
         lines.append(f"grad_fn: {grad_fn}")
-    return "\n".join(lines)
+    return "\n".join(clean(line) for line in lines)
 
 
 def _legend(scale: GradScale | None, diff: bool) -> str:

@@ -7,7 +7,9 @@ every string that reaches an output goes through one of these functions. The rul
   Graphviz decodes HTML entities inside ordinary labels and tooltips (a literal ``&lt;``
   in a name would otherwise show as ``<``).
 - Control characters are not allowed in XML 1.0 and would make the SVG invalid; they are
-  shown as ``\\xNN``. Lone surrogates become U+FFFD.
+  shown as visible escapes (``\\x1b``, ``\\n``) by ``dyngraph.textsafe.shown``, the same
+  helper the terminal uses. A name is one line: its newline shows as ``\\n`` and cannot
+  start a spoofed line of a tooltip. Only our own tooltips keep their line breaks.
 
 >>> dot_quote('say "hi"')
 '"say \\\\"hi\\\\""'
@@ -19,28 +21,16 @@ from __future__ import annotations
 
 import re
 
-# Characters XML 1.0 forbids (tab, LF and CR are allowed but we show them too: a name
-# with a newline would otherwise break a label across lines), plus lone surrogates.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    ch = match.group()
-    if "\ud800" <= ch <= "\udfff":
-        return "\ufffd"
-    return f"\\x{ord(ch):02x}"
+from dyngraph.textsafe import shown
 
 
 def clean(text: str) -> str:
-    """Replace characters no output format can carry with visible escapes."""
-    if _CONTROL.search(text) is None:
-        return text
-    return _CONTROL.sub(_visible, text)
+    """One line of user text with every control character (newlines too) made visible."""
+    return shown(text)
 
 
-def _dot_escape(text: str, control: re.Pattern[str]) -> str:
-    if control.search(text) is not None:
-        text = control.sub(_visible, text)
+def _dot_escape(text: str, multiline: bool) -> str:
+    text = shown(text, multiline=multiline)
     if "\\" in text:
         text = text.replace("\\", "\\\\")
     if '"' in text:
@@ -52,15 +42,13 @@ def _dot_escape(text: str, control: re.Pattern[str]) -> str:
 
 def dot_text(text: str) -> str:
     """Escape ``text`` for the inside of a DOT double-quoted label/tooltip (no quotes added)."""
-    return _dot_escape(text, _CONTROL)
-
-
-_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\ud800-\udfff]")
+    return _dot_escape(text, multiline=False)
 
 
 def dot_multiline(text: str) -> str:
-    """A quoted DOT string of ``text`` whose newlines become Graphviz line breaks."""
-    return '"' + _dot_escape(text, _CONTROL_BUT_NEWLINE).replace("\n", "\\n") + '"'
+    """A quoted DOT string of ``text`` whose newlines become Graphviz line breaks (for our
+    own multi-line text: build it from ``clean``ed user parts)."""
+    return '"' + _dot_escape(text, multiline=True).replace("\n", "\\n") + '"'
 
 
 def dot_quote(text: str) -> str:
@@ -80,14 +68,10 @@ def html_text(text: str) -> str:
             .replace('"', "&quot;"))
 
 
-# XML 1.0 allows tab, LF and CR in text; everything else below 0x20 must go.
-_XML_INVALID = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-
-
 def xml_text(text: str) -> str:
-    """Escape for XML text or a double-quoted attribute; newlines are kept (tooltips)."""
-    if _XML_INVALID.search(text) is not None:
-        text = _XML_INVALID.sub(_visible, text)
+    """Escape for XML text or a double-quoted attribute; newlines and tabs are kept (our
+    tooltips; a user's name in one goes through ``clean`` first)."""
+    text = shown(text, multiline=True)
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:

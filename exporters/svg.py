@@ -255,7 +255,7 @@ class SvgTemplate:
                 + _static(obj.get("_ldraw_", []), label, scale))
         label = label if label is not None else obj.get("label", name)
         return (f'<g id="{xml_text(obj.get("id", name))}" class="cluster">\n'
-                f"<title>{xml_text(label)}</title>\n{body}</g>\n")
+                f"<title>{xml_text(clean(label))}</title>\n{body}</g>\n")
 
     def render(self, doc: DotDoc, title: str = "") -> str:
         """The SVG of ``doc`` (whose ``layout_key()`` must equal this template's)."""

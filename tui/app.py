@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from dyngraph.capture.graph import Graph
+from dyngraph.textsafe import shown
 
 from . import messages as msg
 from .app_actions import DebuggerActions
@@ -72,8 +73,9 @@ class GraphList(Static):
         text = Text(f"{mode} graph: {len(nodes)} nodes, {len(graph.edges)} edges\n", "dim")
         for node in nodes[max(at - 12, 0): at + 6]:
             style = "bold reverse" if node.id == current else ("red" if node.has_nonfinite else "")
-            text.append(f"{'▶' if node.id == current else ' '} t{node.id:<6} {node.label:<12} "
-                        f"{tuple(node.shape)!s:<14} {node.module}\n", style)
+            text.append(f"{'▶' if node.id == current else ' '} t{node.id:<6} "
+                        f"{shown(node.label):<12} {tuple(node.shape)!s:<14} "
+                        f"{shown(node.module)}\n", style)
         self.update(text)
 
 
@@ -138,6 +140,8 @@ class DebuggerApp(DebuggerActions):
         self.main.query_one("#output").border_title = "output"
         if not self.source.live:
             self.main.query_one(VariablesPane).add_class("replay")
+            # A trace names its files: show only Python sources from it, never /etc/shadow.
+            self.main.query_one(SourceView).python_only = True
         self._fit_panes(self.size.width, self.size.height)
         self._tick()
         self.refresh_view()

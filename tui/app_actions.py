@@ -17,9 +17,11 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from dyngraph.capture.graph import Graph
+from dyngraph.textsafe import shown
 
 from .breakpoints import Breakpoint
 from .breakpoints_dialog import BreakpointsDialog
@@ -91,6 +93,13 @@ class DebuggerActions(App[int]):
 
     def selected_node(self) -> Any:
         return self.graph.nodes.get(self.selected) if self.graph and self.selected else None
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notice, from any screen, shown literally: they quote names, paths and the
+        script's exceptions (``KeyError: '[/]'``), which Textual would read as markup."""
+        super().notify(shown(message, multiline=True), title=shown(title), severity=severity,
+                       timeout=timeout, markup=False)
 
     # -- stepping ------------------------------------------------------------------------
     def _command(self, name: str, *args: Any) -> None:

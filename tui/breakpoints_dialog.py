@@ -17,6 +17,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select
 from textual.widgets.option_list import Option
 
+from dyngraph.textsafe import literal, shown
+
 from .breakpoints import KIND_HELP, KINDS, from_dialog
 
 
@@ -88,21 +90,21 @@ class BreakpointsDialog(ModalScreen[bool]):
         try:
             spec = from_dialog(kind, field.value, self.file)
         except ValueError as exc:
-            error.update(Text(str(exc)))
+            error.update(literal(exc))
             return
         if spec in self.source.breakpoints.values():
-            error.update(Text(f"already set: {spec}"))
+            error.update(literal(f"already set: {spec}"))
             return
         try:
             self.source.add_breakpoint(spec)
         except Exception as exc:  # the child may refuse it; say why and stay open
-            error.update(Text(f"could not add: {exc}"))
+            error.update(literal(f"could not add: {exc}"))
             return
         error.update("")
         field.value = ""
         self.changed = True
         self._refresh_list()
-        self.query_one("#bp-help", Label).update(Text(f"added {spec}"))
+        self.query_one("#bp-help", Label).update(literal(f"added {spec}"))
 
     def action_remove(self) -> None:
         options = self.query_one("#bp-list", OptionList)
@@ -121,7 +123,7 @@ class BreakpointsDialog(ModalScreen[bool]):
 
 def _describe(bp_id: int, bp: Any) -> Text:
     """A list row: the breakpoint in the text form the parser reads, and what it does."""
-    text = Text.assemble((f"#{bp_id:<3} ", "dim"), (str(bp), "bold"))
+    text = Text.assemble((f"#{bp_id:<3} ", "dim"), (shown(bp), "bold"))
     what = _MEANING.get(bp.kind, "")
     if what:
         text.append(f"  {what}", "dim")

@@ -29,9 +29,9 @@ from textual.widgets import Input, RichLog, Static
 
 from dyngraph.debug.evaluation import OUTPUT_LIMIT
 from dyngraph.debug.inspection import EvalResult
+from dyngraph.textsafe import literal, shown
 
 from .inspector import preview_text, summary_text
-from .variables_pane import clean
 
 MAX_TRANSCRIPT = 2_000  # entries kept; the oldest go first
 HELP = (
@@ -63,7 +63,7 @@ class ConsoleState:
 
 def clean_block(text: str) -> str:
     """Several lines of user text, control characters (but newlines and tabs) escaped."""
-    return "\n".join(clean(line.replace("\t", "    ")) for line in text.split("\n"))
+    return shown(text.expandtabs(4), multiline=True)
 
 
 def result_renderables(result: EvalResult) -> list[RenderableType]:
@@ -152,7 +152,7 @@ class ConsoleScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical() as box:
-            box.border_title = clean(self._title)
+            box.border_title = literal(self._title)  # a str title would be read as markup
             box.border_subtitle = "esc closes · ctrl+c interrupts"
             yield RichLog(id="console-log", markup=False, highlight=False, wrap=True,
                           max_lines=20_000)
@@ -193,7 +193,7 @@ class ConsoleScreen(ModalScreen[None]):
             return
         # A pasted block runs as one input (several statements are fine in the child).
         for line in event.lines:
-            self._echo(Text(("... " if self._lines else ">>> ") + clean(line), "dim"))
+            self._echo(Text(("... " if self._lines else ">>> ") + shown(line), "dim"))
             self._lines.append(line)
             if line.strip():
                 self.state.history.append(line)
@@ -205,7 +205,7 @@ class ConsoleScreen(ModalScreen[None]):
 
     def enter(self, line: str) -> None:
         """One line of input, as if typed and followed by enter."""
-        self._echo(Text(("... " if self._lines else ">>> ") + clean(line), "dim"))
+        self._echo(Text(("... " if self._lines else ">>> ") + shown(line), "dim"))
         if line.strip():
             self.state.history.append(line)
         self._history_at = len(self.state.history)
@@ -256,7 +256,7 @@ class ConsoleScreen(ModalScreen[None]):
     def _show_status(self, text: str = "") -> None:
         if not text and self.state.busy:
             text = "evaluating in the script … ctrl+c interrupts"
-        self.query_one("#console-status", Static).update(Text(text, "dim"))
+        self.query_one("#console-status", Static).update(literal(text, "dim"))
 
     # -- actions -----------------------------------------------------------------------------
     def action_interrupt(self) -> None:

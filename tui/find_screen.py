@@ -12,6 +12,7 @@ from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from dyngraph.capture.graph import Graph, GraphNode
+from dyngraph.textsafe import literal
 
 MAX_SHOWN = 200
 
@@ -19,7 +20,7 @@ MAX_SHOWN = 200
 def node_line(node: GraphNode) -> Text:
     """One result row; a Text, so names are never read as markup."""
     module = f"  [{node.module}]" if node.module else ""
-    return Text(f"{node.label:<14} {tuple(node.shape)!s:<14} t{node.id}{module}")
+    return literal(f"{node.label:<14} {tuple(node.shape)!s:<14} t{node.id}{module}")
 
 
 def search(graph: Graph, query: str, limit: int = MAX_SHOWN) -> list[GraphNode]:

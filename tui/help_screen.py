@@ -66,7 +66,8 @@ def help_body() -> Group:
         table.add_column(style="bold cyan", no_wrap=True, min_width=5)
         table.add_column()
         for key in (k for k in KEYS if k.group == group):
-            table.add_row(key.display or key.key, key.help)
+            # Text cells: a str cell is markup, and the keys include "[" and "]".
+            table.add_row(Text(key.display or key.key), Text(key.help))
         parts += [Text(title, "bold underline"), table, Text("")]
     for title, text in NOTES:
         parts += [Text(title, "bold underline"), Text(text + "\n")]

@@ -24,6 +24,7 @@ from textual.widgets import Static
 
 from dyngraph.capture import events as ev
 from dyngraph.capture.graph import GraphNode
+from dyngraph.textsafe import literal, shown
 
 from .numbers import fmt, norm_of, plural
 
@@ -104,34 +105,36 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
     if node is None:
         return Text("no node selected\n\nstep with n, or pick a node in the graph or timeline",
                     "dim")
-    title = Text(node.label, "bold")
+    title = literal(node.label, "bold")
     if node.kind != node.label:
-        title.append(f"  {node.kind}", "dim")
+        title.append(f"  {shown(node.kind)}", "dim")
     if node.grad_fn:
-        title.append(f"  {node.grad_fn}", "magenta")
+        title.append(f"  {shown(node.grad_fn)}", "magenta")
     table = Table.grid(padding=(0, 1))
     table.add_column(style="dim", no_wrap=True)
     table.add_column()
+    # Every cell is a Text: a table reads str cells as markup, and these are user names.
     if node.kind == "op":
-        table.add_row("module", node.module or "(top level)")
+        table.add_row("module", literal(node.module or "(top level)"))
         where = f"{os.path.basename(node.file)}:{node.line}" if node.file else "?"
-        table.add_row("at", f"{where} in {node.function}" if node.function else where)
+        table.add_row("at", literal(f"{where} in {node.function}" if node.function else where))
     elif node.name:
-        table.add_row("name", node.name)
+        table.add_row("name", literal(node.name))
     numel = 1
     for d in node.shape:
         numel *= d
-    shape = f"{tuple(node.shape)}  {node.dtype}"
+    shape = f"{tuple(node.shape)}  {shown(node.dtype)}"
     count = plural(numel, "element")
     if len(shape) + len(count) + 2 <= width - LABEL_ROOM:
-        table.add_row("shape", f"{shape}  {count}")
+        table.add_row("shape", Text(f"{shape}  {count}"))
     else:  # a narrow pane: the count on its own row rather than wrapped mid-phrase
-        table.add_row("shape", shape)
-        table.add_row("", count)
+        table.add_row("shape", Text(shape))
+        table.add_row("", Text(count))
     if node.attrs:
-        table.add_row("attrs", ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())[:200])
+        table.add_row("attrs", literal(
+            ", ".join(f"{k}={v!r}" for k, v in node.attrs.items())[:200]))
     if inputs:
-        table.add_row("inputs", ", ".join(inputs))
+        table.add_row("inputs", literal(", ".join(inputs)))
     s = node.summary
     if s is not None and node.kind not in ("backward", "accumulate"):
         table.add_row("value", summary_text(s))
@@ -202,8 +205,9 @@ class Inspector(VerticalScroll):
 def values_text(array: np.ndarray | None, title: str, width: int = 160,
                 why_none: str = "") -> Text:
     """Every value of ``array`` (numpy's layout, elided past 20,000), ``width`` cells wide."""
+    title = shown(title)
     if array is None:
-        return Text(f"{title}\n\n{why_none or NO_VALUES}", "dim")
+        return Text(f"{title}\n\n{shown(why_none or NO_VALUES, multiline=True)}", "dim")
     array = np.asarray(array)
     body = np.array2string(array, threshold=20_000, edgeitems=50,
                            max_line_width=max(width, 20), precision=5)

@@ -21,6 +21,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from dyngraph.capture.graph import Graph, GraphDiff
+from dyngraph.textsafe import shown
 
 from .model import IterationInfo
 
@@ -177,7 +178,7 @@ def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph 
     def label(graph: Graph, node_id: int) -> str:
         node = graph.nodes[node_id]
         where = f"  {node.module}" if node.module else ""
-        return f"{node.label} {tuple(node.shape)}{where}"
+        return shown(f"{node.label} {tuple(node.shape)}{where}")
 
     for title, ids, graph, style in (("added", diff.added, new, "green"),
                                      ("removed", diff.removed, old, "red")):
@@ -188,7 +189,7 @@ def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph 
             text.append(f"  … {len(ids) - 500} more\n", "dim")
     text.append(f"reshaped ({len(diff.reshaped)})\n", "bold yellow")
     for old_id, new_id in diff.reshaped[:500]:
-        text.append(f"  ~ {old.nodes[old_id].label} {tuple(old.nodes[old_id].shape)} → "
+        text.append(f"  ~ {shown(old.nodes[old_id].label)} {tuple(old.nodes[old_id].shape)} → "
                     f"{tuple(new.nodes[new_id].shape)}\n", "yellow")
     if diff.rewired:
         text.append(f"rewired ({len(diff.rewired)}): other inputs, dtype, grad mode or axes\n",

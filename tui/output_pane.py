@@ -1,8 +1,15 @@
-"""The script's stdout and stderr, as the child wrote them (toggle with ``o``)."""
+"""The script's stdout and stderr, as the child wrote them (toggle with ``o``).
+
+Control characters are shown escaped (``\\x1b[31m``, ``\\r``), not obeyed: the output may
+come from a stranger's trace, and Log lets ESC through to the terminal. A script's colours
+therefore show as escapes too; that is the price of a pane nothing can take over.
+"""
 
 from __future__ import annotations
 
 from textual.widgets import Log
+
+from dyngraph.textsafe import shown
 
 
 class OutputPane(Log):
@@ -22,13 +29,13 @@ class OutputPane(Log):
         lines = text.split("\n")
         self._partial = lines.pop()
         if lines:
-            self.write_lines(lines)
+            self.write_lines([shown(line, multiline=True) for line in lines])
             if not self.display:
                 self.unseen += len(lines)
 
     def flush_partial(self) -> None:
         if self._partial:
-            self.write_line(self._partial)
+            self.write_line(shown(self._partial, multiline=True))
             self._partial = ""
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 from rich.cells import get_character_cell_size
 
+from dyngraph.textsafe import shown
+
 # One terminal cell is about twice as tall as wide: the DOT we lay out measures nodes in
 # cells of 0.1 x 0.2 inches (7.2 x 14.4 points), so a layout maps 1:1 onto the grid.
 COL_PT = 7.2
@@ -99,14 +101,15 @@ class ViewGraph:
 def sanitize(text: str) -> str:
     """Make user text (tensor and module names) safe to put in cells, one glyph per cell.
 
-    Control characters become ``?`` (a name must not move the cursor or inject escapes),
-    combining marks are folded in by NFC or dropped, so every character spans 1 or 2 cells.
+    Control characters are shown escaped (``dyngraph.textsafe.shown``: a name must not move
+    the cursor or inject escapes), other non-printing characters become ``?``, combining
+    marks are folded in by NFC or dropped, so every character spans 1 or 2 cells.
 
     >>> sanitize("a\\x1b[31mb\\n")
-    'a?[31mb?'
+    'a\\\\x1b[31mb\\\\n'
     """
     out = []
-    for ch in unicodedata.normalize("NFC", text):
+    for ch in unicodedata.normalize("NFC", shown(text)):
         cat = unicodedata.category(ch)
         if cat in ("Cc", "Cs", "Co", "Zl", "Zp") or ch == "\t":
             out.append("?")

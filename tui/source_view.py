@@ -2,25 +2,73 @@
 
 Files are read once and cached (``linecache`` would also work but keeps no per-file
 line list we can share). The keyboard cursor (when focused) picks a line for ``b``.
+
+The file to show is named by the events, and a recorded trace may come from a stranger:
+``/dev/zero`` must not fill memory, a FIFO must not hang the UI and ``/etc/shadow`` must not
+be put on screen. So only regular files up to ``MAX_SOURCE_BYTES`` are read, and a replay
+reads only Python files (``*.py``); otherwise the pane says why it shows nothing.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import stat
 
 from rich.text import Text
 from textual.message import Message
 
+from dyngraph.textsafe import literal, shown
+
 from .linelist import LineList
 
+MAX_SOURCE_BYTES = 4 * 1024 * 1024  # a 100,000-line script; anything bigger is not source
+PYTHON_SUFFIXES = (".py", ".pyw")
 
-def read_lines(path: str) -> list[str]:
+
+class SourceNotShown(Exception):
+    """Why a file is not shown (the message completes "source not shown: ...")."""
+
+
+def _check_regular(path: str, st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        raise SourceNotShown(f"{path} is not a regular file")
+    if st.st_size > MAX_SOURCE_BYTES:
+        raise SourceNotShown(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MB")
+
+
+def _is_python(path: str) -> bool:
+    """Named like Python source, and so is what it links to (``evil.py -> /etc/shadow``)."""
+    return all(p.lower().endswith(PYTHON_SUFFIXES) for p in (path, os.path.realpath(path)))
+
+
+def read_source(path: str, *, python_only: bool = False) -> list[str]:
+    """The lines of the text file ``path``; SourceNotShown says why not.
+
+    Checked with ``stat`` before opening (opening a device can itself have effects, and
+    a FIFO blocks), and again on the open descriptor (the path may have been swapped in
+    between); the read is bounded however large the file has grown since.
+    """
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().expandtabs(4).splitlines()
-    except OSError:
-        return []
+        _check_regular(path, os.stat(path))
+        if python_only and not _is_python(path):
+            raise SourceNotShown(f"{path} is not a Python file (a recorded trace may name "
+                                 "any file; only *.py files are shown)")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        try:
+            _check_regular(path, os.fstat(fd))
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(MAX_SOURCE_BYTES + 1)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise SourceNotShown(f"cannot read {path}: {getattr(exc, 'strerror', '') or exc}"
+                             ) from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise SourceNotShown(f"{path} is larger than {MAX_SOURCE_BYTES // 2**20} MB")
+    if b"\0" in data:
+        raise SourceNotShown(f"{path} is a binary file")
+    return data.decode("utf-8", errors="replace").expandtabs(4).splitlines()
 
 
 def first_code_line(lines: list[str]) -> int:
@@ -55,15 +103,23 @@ class SourceView(LineList):
         super().__init__(id=id, classes=classes)
         self.file = ""
         self.line = 0
+        # A replay shows only *.py files: its file names come from the trace, not the user.
+        self.python_only = False
         self._lines: list[str] = []
         self._cache: dict[str, list[str]] = {}
+        self._not_shown: dict[str, str] = {}  # file -> why it is not shown
+        self._note = ""
         self.breakpoint_lines: set[int] = set()
 
     def lines_of(self, file: str) -> list[str]:
-        """``file``'s lines, read once."""
+        """``file``'s lines, read once (none when it is not shown)."""
         lines = self._cache.get(file)
         if lines is None:
-            lines = self._cache[file] = read_lines(file) if file else []
+            try:
+                lines = read_source(file, python_only=self.python_only) if file else []
+            except SourceNotShown as exc:
+                lines, self._not_shown[file] = [], str(exc)
+            self._cache[file] = lines
         return lines
 
     def show(self, file: str, line: int, breakpoints: set[int] | None = None) -> None:
@@ -77,14 +133,16 @@ class SourceView(LineList):
             self.file = file
             lines = self.lines_of(file)
             self._lines = lines
-            width = max((len(s) for s in lines), default=0) + 8
-            self.set_rows(len(lines), width)
+            self._note = self._not_shown.get(file, "") if not lines else ""
+            width = max((len(shown(s)) for s in lines), default=len(self._note)) + 8
+            self.set_rows(len(lines) or (1 if self._note else 0), width)
+            # A Text title: a str one would be read as markup, and file names are data.
             if not file:
-                self.border_title = "source"
+                self.border_title = Text("source")
             elif not lines:
-                self.border_title = f"source: {os.path.basename(file)} (not readable)"
+                self.border_title = literal(f"source: {os.path.basename(file)} (not shown)")
             else:
-                self.border_title = os.path.basename(file)
+                self.border_title = literal(os.path.basename(file))
         self.line = line
         self.set_mark(line - 1 if line > 0 else -1)
 
@@ -94,11 +152,16 @@ class SourceView(LineList):
         return self.cursor_row + 1
 
     def row_text(self, row: int) -> Text:
+        if self._note:
+            return literal(f"source not shown: {self._note}", "dim")
         number = row + 1
         marker = "▶" if number == self.line else ("●" if number in self.breakpoint_lines else " ")
         style = "bold yellow" if marker == "▶" else "bold red"
-        return Text.assemble((f"{marker}", style), (f"{number:>5} ", "dim"), self._lines[row])
+        return Text.assemble((f"{marker}", style), (f"{number:>5} ", "dim"),
+                             shown(self._lines[row]))
 
     def on_line_list_chosen(self, message: LineList.Chosen) -> None:
         message.stop()
+        if self._note:  # the note is not a line of the file
+            return
         self.post_message(self.LineChosen(self.file, message.row + 1))

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from dyngraph.capture import events as ev
+from dyngraph.textsafe import shown
 
 STATUS_STYLE = {
     "running": "bold black on green",
@@ -38,18 +39,18 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
     text.append(f" {label} ", STATUS_STYLE.get(status, "reverse"))
     # Short facts first, the (possibly long) description last: a narrow terminal cuts it.
     if status == "paused" and reason:
-        text.append(" ").append(reason, "bold yellow")
+        text.append(" ").append(shown(reason), "bold yellow")
     if event is not None:
         what = getattr(event, "op", "") or event.kind
         if isinstance(event, ev.BackwardStep):
             what = event.grad_fn
-        text.append("  │ ", "dim").append(what, "bold")
+        text.append("  │ ", "dim").append(shown(what), "bold")
         file, line = getattr(event, "file", ""), getattr(event, "line", 0)
         if file:
-            text.append(f" {os.path.basename(file)}:{line}", "cyan")
+            text.append(shown(f" {os.path.basename(file)}:{line}"), "cyan")
         module = getattr(event, "module", "")
         if module:
-            text.append(f" in {module}", "cyan")
+            text.append(f" in {shown(module)}", "cyan")
         text.append("  │ ", "dim").append(f"iter {iteration}/{iterations}")
     if behind:
         text.append("  │ ", "dim").append(
@@ -63,13 +64,14 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
     if nan_break:
         text.append(" · break on NaN", "red")
     for note in notes:  # from the capture: "torch.compile runs eagerly while captured"
-        text.append(f" · {note}", "bold magenta")
+        text.append(f" · {shown(note)}", "bold magenta")
     if event is not None:  # the least needed fact last: a narrow line cuts it first
         text.append("  │ ", "dim").append(f"seq {event.seq}", "dim")
+    # The description quotes the script ("raised KeyError: '[/]'"): a Text, escaped.
     if status == "paused" and description:
-        tail = Text(_compact(description, reason, event))
+        tail = Text(shown(_compact(description, reason, event)))
     elif status == "finished":
-        tail = Text(description or "the run is over", "bold")
+        tail = Text(shown(description or "the run is over"), "bold")
     elif status == "running":
         tail = Text("running until a breakpoint · n: stop at the next op", "dim")
     else:

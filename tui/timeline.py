@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.message import Message
 
 from dyngraph.capture import events as ev
+from dyngraph.textsafe import shown
 
 from .linelist import LineList
 from .numbers import fmt, norm_of
@@ -41,17 +42,20 @@ def describe_event(event: ev.Event, narrow: bool = False) -> Text:
     shape, so the line an op ran on stays in view.
     """
     seq = "" if narrow else f"{event.seq:>7} "
+    # Names, paths and messages are the user's: every one goes through shown() (a Text is
+    # never read as markup, but control characters in it would reach the terminal).
     if isinstance(event, ev.Op):
         bad = event.summary is not None and not event.summary.finite
-        where = f"{os.path.basename(event.file)}:{event.line}" if event.file else ""
-        op = (f"{event.op:<12}", "bold red" if bad else "bold")
+        where = shown(f"{os.path.basename(event.file)}:{event.line}") if event.file else ""
+        op = (f"{shown(event.op):<12}", "bold red" if bad else "bold")
+        module = f" {shown(event.module)}" if event.module else ""
         if narrow:
             text = Text.assemble(op, (f" {where}", "dim"), f" {_shape(event.shape)}",
-                                 (f" {event.module}" if event.module else "", "cyan"))
+                                 (module, "cyan"))
         else:
             text = Text.assemble(
                 (seq, "dim"), op, f" {_shape(event.shape):<14}", (f" {where}", "dim"),
-                (f" {event.module}" if event.module else "", "cyan"),
+                (module, "cyan"),
             )
         if bad:
             text.append("  NaN/Inf", "bold red")
@@ -59,36 +63,38 @@ def describe_event(event: ev.Event, narrow: bool = False) -> Text:
     if isinstance(event, ev.BackwardStep):
         bad = any(s is not None and not s.finite for s in (event.grad_output, *event.grad_inputs))
         return Text.assemble((seq, "dim"), ("← ", "magenta"),
-                             (f"{event.grad_fn:<16}", "bold red" if bad else "magenta"),
+                             (f"{shown(event.grad_fn):<16}", "bold red" if bad else "magenta"),
                              f" {_norm(event.grad_output)}")
     if isinstance(event, ev.TensorCreated):
         what = "param" if event.is_param else "leaf"
         return Text.assemble((seq, "dim"), ("○ ", "green"), (f"{what} ", "green"),
-                             (event.name or f"t{event.tensor}", "bold green"),
+                             (shown(event.name or f"t{event.tensor}"), "bold green"),
                              f" {_shape(event.shape)}")
     if isinstance(event, ev.GradAccumulated):
         bad = event.summary is not None and not event.summary.finite
         return Text.assemble((seq, "dim"), ("⇐ .grad ", "magenta"),
-                             (event.name or f"t{event.tensor}", "bold red" if bad else "magenta"),
+                             (shown(event.name or f"t{event.tensor}"),
+                              "bold red" if bad else "magenta"),
                              f" {_norm(event.summary)}")
     if isinstance(event, ev.BackwardStart):
         return Text.assemble((seq, "dim"), ("── backward ──", "magenta"))
     if isinstance(event, ev.BackwardEnd):
         return Text.assemble((seq, "dim"), ("── backward done ──", "magenta"))
     if isinstance(event, ev.OptimizerStep):
-        return Text.assemble((seq, "dim"), (f"optimizer {event.optimizer} lr={event.lr:g}",
+        return Text.assemble((seq, "dim"), (f"optimizer {shown(event.optimizer)} lr={event.lr:g}",
                                             "yellow"))
     if isinstance(event, ev.IterationEnd):
         return Text.assemble((seq, "dim"), (f"── end of iteration {event.iteration} "
                                             f"({event.node_count} nodes) ──", "bold cyan"))
     if isinstance(event, ev.BreakpointHit):
-        return Text.assemble((seq, "dim"), (f"■ paused: {event.reason} {event.description}",
+        return Text.assemble((seq, "dim"), (shown(f"■ paused: {event.reason} {event.description}"),
                                             "bold yellow"))
     if event.kind == "dropped":
         return Text("      … let go to keep memory bounded (see the iteration bar)", "dim")
     if isinstance(event, ev.ExceptionRaised):
-        return Text.assemble((seq, "dim"), (f"✖ {event.type}: {event.message}", "bold red"))
-    return Text.assemble((seq, "dim"), event.kind)
+        return Text.assemble((seq, "dim"), (shown(f"✖ {event.type}: {event.message}"),
+                                            "bold red"))
+    return Text.assemble((seq, "dim"), shown(event.kind))
 
 
 class Timeline(LineList):

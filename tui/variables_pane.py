@@ -20,17 +20,11 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from dyngraph.debug.inspection import FrameView, TensorInfo, WatchValue
+from dyngraph.textsafe import literal, shown
 
 from .inspector import fmt
 
 MAX_STACK_LINES = 6  # frames listed; deeper stacks show the ones around the selected frame
-
-
-def clean(text: str) -> str:
-    """User data made safe for one terminal line: control characters shown escaped."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def tensor_cell(info: TensorInfo, in_graph: bool) -> Text:
@@ -58,9 +52,9 @@ def stack_text(view: FrameView, width: int = 60) -> Text:
         text.append(f"  … {start} inner frame(s)\n", "dim")
     for f in frames[start:start + MAX_STACK_LINES]:
         mark = "▶" if f.index == view.frame else " "
-        where = f"{f.file.rsplit('/', 1)[-1]}:{f.line}"
+        where = shown(f"{f.file.rsplit('/', 1)[-1]}:{f.line}")
         line = Text(f"{mark} {f.index} ", "bold" if f.index == view.frame else "")
-        line.append(clean(f.function), "bold yellow" if f.index == view.frame else "yellow")
+        line.append(shown(f.function), "bold yellow" if f.index == view.frame else "yellow")
         line.append(f"  {where}", "dim")
         text.append_text(line)
         text.append("\n")
@@ -133,7 +127,7 @@ class VariablesPane(Vertical):
         stack, table = self.query_one("#vars-stack", Static), self.query_one(DataTable)
         stack.update("")
         stack.display = table.display = False
-        self.query_one("#vars-note", Static).update(Text(note, "dim"))
+        self.query_one("#vars-note", Static).update(literal(note, "dim"))  # may quote errors
         table.clear()
         self._rows = []
 
@@ -156,7 +150,7 @@ class VariablesPane(Vertical):
         self.query_one("#vars-note", Static).update(Text(extra, "dim"))
         self._fill(view, in_graph)
         frame = view.frames[view.frame]
-        self.border_title = f"variables · {clean(frame.function)} · frame {view.frame}"
+        self.border_title = literal(f"variables · {frame.function} · frame {view.frame}")
 
     def _fill(self, view: FrameView, in_graph: Container[int]) -> None:
         table = self.query_one(DataTable)
@@ -164,7 +158,7 @@ class VariablesPane(Vertical):
         table.clear()
         rows: list[tuple[str, int | None]] = []
         for w in view.watches:
-            table.add_row(Text(clean(w.expression), "bold green"), Text("watch", "green"),
+            table.add_row(Text(shown(w.expression), "bold green"), Text("watch", "green"),
                           watch_cell(w, in_graph))
             rows.append(("watch", w.id))
         for v in view.variables:
@@ -172,8 +166,8 @@ class VariablesPane(Vertical):
                 value = tensor_cell(v.tensor, v.tensor.node in in_graph)
                 node = v.tensor.node if v.tensor.node in in_graph else None
             else:
-                value, node = Text(clean(v.text)), None
-            table.add_row(Text(clean(v.name), "bold"), Text(clean(v.type), "cyan"), value)
+                value, node = Text(shown(v.text)), None
+            table.add_row(Text(shown(v.name), "bold"), Text(shown(v.type), "cyan"), value)
             rows.append(("var", node))
         self._rows = rows
         if rows:
@@ -201,10 +195,10 @@ class VariablesPane(Vertical):
 
 def watch_cell(w: WatchValue, in_graph: Container[int]) -> Text:
     if w.error is not None:
-        return Text(clean(w.error), "red")
+        return Text(shown(w.error), "red")
     if w.tensor is not None:
         return tensor_cell(w.tensor, w.tensor.node in in_graph)
-    return Text(clean(w.value or ""))
+    return Text(shown(w.value or ""))
 
 
 def _nodes(view: FrameView) -> list[int]:

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from ..capture import events as ev
 from ..errors import UserError
+from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
 from .session import Session, shell_status
 
@@ -30,8 +31,14 @@ CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gr
 
 
 # -- shared ------------------------------------------------------------------------------
+def _console(**kwargs: Any) -> Console:
+    """A console that prints strings as they are: names, messages and paths are the
+    user's (``[/]`` is not markup, ``:fire:`` not an emoji); our own colours go in Text."""
+    return Console(highlight=False, markup=False, emoji=False, **kwargs)
+
+
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return _console(stderr=True, soft_wrap=True)
 
 
 class _PassThrough:
@@ -86,7 +93,7 @@ def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
 def _print_notes(command: str, session: Session, console: Console, ops: int) -> None:
     """What the capture said about the run, and a word when it captured no op at all."""
     for note in session.notes:
-        console.print(f"dyngraph {command}: note: {note}")
+        console.print(f"dyngraph {command}: note: {shown(note)}")
     if ops == 0 and session.state.exit_status == 0:
         console.print(f"dyngraph {command}: note: no op was captured (the script ran no "
                       "dyngraph or PyTorch op on its main thread; see --backend)")
@@ -97,7 +104,7 @@ def _exception_paragraph(command: str, session: Session) -> str | None:
     if exc is None:
         return None
     text = session.exception_description or f"{exc.type}: {exc.message}"
-    return f"dyngraph {command}: the script raised {text}."
+    return f"dyngraph {command}: the script raised {shown(text)}."
 
 
 # -- record ------------------------------------------------------------------------------
@@ -149,13 +156,14 @@ def run_record(args: argparse.Namespace) -> int:
         return False
 
     def line() -> Text:
-        return Text.assemble(("recording ", "dim"), (name, "bold"),
+        return Text.assemble(("recording ", "dim"), (shown(name), "bold"),
                              f"  iteration {session.iteration}  ·  {counts['ops']:,} ops  ·  "
-                             f"{time.monotonic() - started:.1f} s  ·  ", (output, "cyan"))
+                             f"{time.monotonic() - started:.1f} s  ·  ",
+                             (shown(output), "cyan"))
 
     try:
         if live_wanted:
-            console = Console(file=out)
+            console = _console(file=out)
             with Live(line(), console=console, refresh_per_second=8, transient=True,
                       redirect_stdout=True, redirect_stderr=True) as live:
                 _drive(session, on_events, lambda: live.update(line()))
@@ -174,11 +182,12 @@ def run_record(args: argparse.Namespace) -> int:
     if writer is None:
         raise UserError(f"the script ended before recording began: {state.description}")
     if live_wanted:
-        console.print(f"[dim]dyngraph record:[/] {writer.events_written:,} events, "
-                      f"{session.iteration} iteration(s) "
-                      f"-> [cyan]{output}[/] ({state.description})")
+        console.print(Text.assemble(
+            ("dyngraph record:", "dim"), f" {writer.events_written:,} events, "
+            f"{session.iteration} iteration(s) -> ", (shown(output), "cyan"),
+            f" ({shown(state.description)})"))
     elif state.exit_status is not None and state.exit_status < 0:
-        console.print(f"dyngraph record: the script was {state.description}.")
+        console.print(f"dyngraph record: the script was {shown(state.description)}.")
     return shell_status(state.exit_status)
 
 
@@ -225,7 +234,7 @@ def run_check(args: argparse.Namespace) -> int:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
         console.print(f"dyngraph check: FAILED, {what} in iteration {hit.iteration}: "
-                      f"{hit.description}. The run was stopped there.")
+                      f"{shown(hit.description)}. The run was stopped there.")
         return CHECK_FAILED
     state = session.state
     paragraph = _exception_paragraph("check", session)
@@ -233,7 +242,7 @@ def run_check(args: argparse.Namespace) -> int:
         console.print(paragraph)
     elif state.exit_status:
         verb = "was " if state.exit_status is not None and state.exit_status < 0 else ""
-        console.print(f"dyngraph check: the script {verb}{state.description}.")
+        console.print(f"dyngraph check: the script {verb}{shown(state.description)}.")
     if state.exit_status == 0:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])
@@ -259,13 +268,14 @@ def run_summary(args: argparse.Namespace) -> int:
         raise UserError(f"{path} is a directory, not a trace file")
     trace = read_trace(path)
     rows, totals = summarize_trace(trace.events)
-    console = Console(highlight=False)
+    console = _console()
     header = trace.header
     if header is not None:
         argv = " ".join(header.argv)
-        console.print(f"[bold]{os.path.basename(header.script) or path}[/] {argv}  "
-                      f"[dim]stats={header.stats} values={header.values} "
-                      f"dyngraph {header.dyngraph_version}[/]")
+        console.print(Text.assemble(
+            (shown(os.path.basename(header.script) or path), "bold"), f" {shown(argv)}  ",
+            (shown(f"stats={header.stats} values={header.values} "
+                   f"dyngraph {header.dyngraph_version}"), "dim")))
     console.print(_table(rows))
     console.print(_totals_text(totals))
     return 0
@@ -385,12 +395,12 @@ def _table(rows: list[dict[str, Any]]) -> Table:
 
 
 def _cells(r: dict[str, Any]) -> list[Text]:
-    structure = Text(r["key"][:8] if r["key"] else "(unfinished)")
+    structure = Text(shown(r["key"][:8]) if r["key"] else "(unfinished)")
     if r["changed"]:
         structure.append(" ◆").stylize("yellow")
     nonfinite = Text.assemble((str(r["nan"]), "red" if r["nan"] else ""), " / ",
                               (str(r["inf"]), "yellow" if r["inf"] else ""))
-    grad = Text(f"{r['grad'][0]:.4g} {r['grad'][1]}" if r["grad"] else "-")
+    grad = Text(f"{r['grad'][0]:.4g} {shown(r['grad'][1])}" if r["grad"] else "-")
     return [Text(str(r["iteration"])), _loss(r["loss"]), Text(f"{r['ops']:,}"),
             Text(f"{r['nodes']:,}"), structure, Text(_ms(r["ns"])), nonfinite, grad]
 
@@ -407,22 +417,23 @@ def _ms(ns: int) -> str:
     return f"{ns / 1e6:.2f} ms" if ns < 10**10 else f"{ns / 1e9:.1f} s"
 
 
-def _totals_text(t: dict[str, Any]) -> str:
-    lines = [f"{t['iterations']} iteration(s), {t['ops']:,} ops, {t['structures']} distinct "
-             f"graph structure(s), {t['events']:,} events; ◆: the graph's structure changed "
-             f"from the previous iteration; loss: the value backward() was called on; time: "
-             f"the engine's time in ops and backward steps"]
+def _totals_text(t: dict[str, Any]) -> Text:
+    lines: list[str | Text] = [
+        f"{t['iterations']} iteration(s), {t['ops']:,} ops, {t['structures']} distinct "
+        f"graph structure(s), {t['events']:,} events; ◆: the graph's structure changed "
+        f"from the previous iteration; loss: the value backward() was called on; time: "
+        f"the engine's time in ops and backward steps"]
     if t["nan"] or t["inf"]:
         lines.append(f"events with NaN: {t['nan']}, with Inf: {t['inf']} (an Inf may be meant: "
                      f"-inf attention masks)")
     if t["grads"]:
-        top = ", ".join(f"{n:.4g} ({name}, iter {i})" for n, name, i in t["grads"][:5])
+        top = ", ".join(f"{n:.4g} ({shown(name)}, iter {i})" for n, name, i in t["grads"][:5])
         lines.append(f"largest gradient norms: {top}")
     exc = t["exception"]
     if exc is not None:
-        lines.append(f"[red]the script raised {exc.type}: {exc.message}[/]")
+        lines.append(literal(f"the script raised {exc.type}: {exc.message}", "red"))
     if t["status"] is not None:
-        lines.append(f"exit status {t['status']} ({t['reason']})")
+        lines.append(f"exit status {t['status']} ({shown(t['reason'])})")
     else:
-        lines.append("[yellow]the trace has no end: the recording was cut short[/]")
-    return "\n".join(lines)
+        lines.append(Text("the trace has no end: the recording was cut short", "yellow"))
+    return Text("\n").join(Text(line) if isinstance(line, str) else line for line in lines)

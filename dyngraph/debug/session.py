@@ -20,6 +20,7 @@ import itertools
 import os
 import queue
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,8 @@ def check_script(script: str | os.PathLike[str]) -> str:
         raise UserError(f"no such script: {path}")
     if os.path.isdir(path):
         raise UserError(f"{path} is a directory, not a Python script")
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block, /dev/zero never end
+        raise UserError(f"{path} is not a regular file: give a Python script")
     try:
         with tokenize.open(path) as f:
             source = f.read()

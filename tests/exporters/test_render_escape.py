@@ -41,7 +41,7 @@ def hostile() -> tuple[GraphMaker, dict[str, str]]:
         HOSTILE: HOSTILE,
         "back\\slash \\N \\n": "back\\slash \\N \\n",
         "amp &amp; &lt;b&gt; &#60;": "amp &amp; &lt;b&gt; &#60;",
-        "new\nline\x01\ttab": "new\\x0aline\\x01\\x09tab",
+        "new\nline\x01\ttab": "new\\nline\\x01\\ttab",
         "ünïcödé ✓": "ünïcödé ✓",
     }
     module = f"enc.{HOSTILE}"
