@@ -182,8 +182,13 @@ SUMMARIZERS: dict[str, Callable[[Sequence[torch.Tensor | None]], list[Summary | 
 
 def cheap_one(t: torch.Tensor) -> Summary | None:
     """``cheap([t])[0]``, without the lists (the forward hot path: one output per op)."""
-    if not t.numel():
+    n = t.numel()
+    if not n:
         return _empty(t)
+    if n == 1 and not t.is_complex():
+        # A one-element tensor (a loss, a metric) gets its value, as the numpy engine's
+        # cheap summaries do: `summary` shows it as the iteration's loss.
+        return full([t])[0]
     norm = _vector_norm(_as_float(t)).item()
     if _isfinite(norm):
         return _cheap_summary(shape_of(t), dtype_name(t.dtype), norm, 0, 0, False)

@@ -140,3 +140,18 @@ def test_a_pytorch_examples_style_script_runs_as_its_user_expects(tmp_path):
     checked = dyngraph_cli("check", str(SCRIPTS / "word_lm_style.py"), timeout=180)
     assert checked.returncode == 0 and "ok, no NaN/Inf" in checked.stderr, checked.stderr
     assert checked.stdout.count("| batch") == 6
+
+
+def test_summary_of_a_pytorch_trace_shows_each_iterations_loss(tmp_path):
+    """The loss column: the value backward() was called on, as the script printed it."""
+    trace = tmp_path / "run.dgtrace"
+    recorded = dyngraph_cli("record", "-o", str(trace), TRAIN, timeout=120)
+    assert recorded.returncode == 0, recorded.stderr
+    printed = [line.split()[-1] for line in recorded.stdout.splitlines() if " loss " in line]
+    summary = dyngraph_cli("summary", str(trace))
+    assert summary.returncode == 0, summary.stderr
+    rows = [line.split() for line in summary.stdout.splitlines()
+            if line.strip()[:1].isdigit()]
+    assert len(printed) == 3 and len(rows) >= 3
+    for row, value in zip(rows, printed, strict=False):
+        assert abs(float(row[1]) - float(value)) <= 1e-3 * abs(float(value)), (row, value)
