@@ -22,6 +22,8 @@ import binascii
 import gc
 import json
 import os
+import secrets
+import stat
 import struct
 import warnings
 import zlib
@@ -484,6 +486,16 @@ class TraceWriter:
     iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
     the unwritten tail, and the file still loads up to its last whole frame.
 
+    The frames go to a temporary file beside the target (``.NAME.XXXXXXXX.partial``), renamed
+    onto it by ``close()``: an existing trace is replaced only once the new one is complete,
+    never left half-overwritten. ``close(keep_existing=True)`` keeps a trace that was already
+    there (a run that failed before recording anything). The target must not be anything but
+    a trace or an empty file (``check_target``): a script or a document is never overwritten.
+
+    A write that fails (a full disk) raises the OSError once; the frames written before it
+    stay whole (a partly written frame is cut off again) and ``close()`` still renames them
+    into place, so a readable prefix survives.
+
     >>> from dyngraph.capture.tracing import make_header    # doctest: +SKIP
     >>> with TraceWriter("run.dgtrace", make_header()) as w:    # doctest: +SKIP
     ...     w.write(events)
@@ -492,28 +504,131 @@ class TraceWriter:
     def __init__(self, path: str | os.PathLike[str], header: ev.Header,
                  batch: int = BATCH_EVENTS) -> None:
         self.path = os.fspath(path)
+        self._target = self.check_target(self.path)
+        self.replaces = os.path.exists(self._target)  # a trace was there before
+        self.kept_existing = False  # close() left that old trace in place
+        self.error: OSError | None = None  # the write that failed, if one did
         # Unbuffered: each frame reaches the OS whole at once, so a killed process leaves
         # every frame it finished.
-        try:
-            self._file: BinaryIO | None = open(self.path, "wb", buffering=0)  # noqa: SIM115
-        except OSError as exc:
-            raise UserError(f"{self.path}: cannot write a trace here "
-                            f"({exc.strerror or exc})") from None
+        self.partial_path, self._file = self._open_partial(self._target)
         self._pending: list[ev.Event] = []
         self._batch = batch
         self.events_written = 0
         self.bytes_written = 0
-        self._write_frame([header])
-        self._file.flush()
+        try:
+            self._write_frame([header])
+        except OSError as exc:
+            self.discard()
+            raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
+    # -- where it writes -----------------------------------------------------------------
+    @staticmethod
+    def check_target(path: str | os.PathLike[str], script: str | None = None) -> str:
+        """The real path a trace for ``path`` will be written to; UserError (one line) if
+        writing there could destroy something other than a dyngraph trace.
+
+        Refused: an empty name, a directory, anything but a regular file (a FIFO, a
+        device), the running ``script`` itself (also through a symlink or a hard link), and
+        any non-empty file that does not begin with a trace's signature. A symlink to a
+        trace is followed: the trace it points to is replaced, the link stays.
+        """
+        name = os.fspath(path)
+        if not name:
+            raise UserError("no trace file name given")
+        real = os.path.realpath(name)
+        parent = os.path.dirname(real)
+        if not os.path.isdir(parent):
+            raise UserError(f"cannot write {name}: directory {parent} does not exist")
+        max_name = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+        if len(os.fsencode(os.path.basename(real))) > max_name:
+            raise UserError(f"cannot write {name[:60]}...: the file name is longer than "
+                            f"{max_name} bytes")
+        try:
+            st = os.stat(real)
+        except FileNotFoundError:
+            return real
+        except OSError as exc:
+            raise UserError(f"cannot write {name}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{name} is a directory: give a trace file name")
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{name} is not a regular file: refusing to write a trace to it")
+        if script is not None and TraceWriter._same_file(st, script):
+            raise UserError(f"{name} is the script itself: refusing to overwrite it "
+                            "with its trace")
+        if st.st_size and not TraceWriter._is_trace(real):
+            raise UserError(f"{name} exists and is not a dyngraph trace: refusing to "
+                            "overwrite it (remove it or choose another name)")
+        return real
+
+    @staticmethod
+    def _is_trace(path: str) -> bool:
+        """Does the file begin with a trace's signature (a frame header's first bytes)?"""
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError:
+            return False
+        return head[:2] == MAGIC and len(head) >= 4 and head[2] == EVENTS
+
+    @staticmethod
+    def _open_partial(target: str) -> tuple[str, BinaryIO]:
+        """A new temporary file beside ``target`` (same directory: the rename stays on one
+        file system and is atomic), with the mode open() would give a new file."""
+        folder, base = os.path.split(target)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(100):
+            # base cut short: the target's name may be as long as the system allows
+            partial = os.path.join(folder, f".{base[:100]}.{secrets.token_hex(4)}.partial")
+            try:
+                fd = os.open(partial, flags, 0o666)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UserError(f"{target}: cannot write a trace here "
+                                f"({exc.strerror or exc})") from None
+            return partial, open(fd, "wb", buffering=0)  # noqa: SIM115
+        raise UserError(f"{target}: cannot create a temporary file beside it")
+
+    @staticmethod
+    def _same_file(st: os.stat_result, script: str) -> bool:
+        try:
+            other = os.stat(script)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
+
+    @staticmethod
+    def _remove(path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    # -- writing -------------------------------------------------------------------------
     def _write_frame(self, events: Sequence[ev.Event]) -> None:
         assert self._file is not None
+        if self.error is not None:
+            return  # the disk refused a frame: later ones would make a gap, not a trace
         data = encode_events(events)
         view = memoryview(data)
-        while view:  # a raw write may take only part of it
-            view = view[self._file.write(view) or 0:]
+        try:
+            while view:  # a raw write may take only part of it
+                view = view[self._file.write(view) or 0:]
+        except OSError as exc:
+            self._failed(exc)
+            raise
         self.events_written += len(events)
         self.bytes_written += len(data)
+
+    def _failed(self, exc: OSError) -> None:
+        """Cut a partly written frame off again, so the file ends at its last whole frame."""
+        self.error = exc
+        try:
+            assert self._file is not None
+            os.ftruncate(self._file.fileno(), self.bytes_written)
+        except OSError:
+            pass  # a reader stops at the partial frame anyway
 
     def write(self, events: Iterable[ev.Event]) -> None:
         """Queue events; full batches and finished iterations are written out."""
@@ -534,20 +649,57 @@ class TraceWriter:
             self._write_frame(pending)
             pending.clear()
 
+    @property
+    def event_count(self) -> int:
+        """Events given so far, the header included (written or still queued)."""
+        return self.events_written + len(self._pending)
+
     def flush(self) -> None:
         if self._file is None:
             return
         if self._pending:
-            self._write_frame(self._pending)
-            self._pending.clear()
+            pending = list(self._pending)
+            self._pending.clear()  # cleared first: a failing write is not retried
+            self._write_frame(pending)
         self._file.flush()
 
-    def close(self) -> None:
+    def close(self, keep_existing: bool = False) -> None:
+        """Write what is queued and rename the file onto the target.
+
+        ``keep_existing``: if a trace was there before, leave it and discard this one.
+        A failed write is not raised again here: what was written before it is kept.
+        """
         if self._file is None:
             return
-        self.flush()
-        self._file.close()
-        self._file = None
+        try:
+            try:
+                self.flush()
+            except OSError:
+                pass  # already recorded in self.error, and the prefix is whole
+        finally:
+            self._file.close()
+            self._file = None
+            if keep_existing and os.path.exists(self._target):
+                self.kept_existing = True
+                self._remove(self.partial_path)
+            else:
+                self._commit()
+
+    def _commit(self) -> None:
+        try:
+            if self.replaces:  # the old trace's permissions, not the umask's
+                os.chmod(self.partial_path, stat.S_IMODE(os.stat(self._target).st_mode))
+            os.replace(self.partial_path, self._target)
+        except OSError as exc:
+            self._remove(self.partial_path)
+            raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def discard(self) -> None:
+        """Stop without touching the target: the temporary file is removed."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._remove(self.partial_path)
 
     def __enter__(self) -> TraceWriter:
         return self

@@ -397,8 +397,11 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     """Write every event to the trace file ``path`` as it happens (``backend`` as for
     ``trace``).
 
-    Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
-    killed midway leaves a file that loads up to its last whole frame.
+    Frames are written at every iteration end (and every ``BATCH_EVENTS`` events) to a
+    temporary file beside ``path``, renamed onto it when the block ends: an existing trace
+    is replaced only by a complete one. A block that raises keeps what it recorded, except
+    that one that raised before recording any event leaves an existing trace as it was.
+    ``path`` must be a new file, an empty one or a trace: anything else is refused.
 
     >>> with dyngraph.record("run.dgtrace"):       # doctest: +SKIP
     ...     train()
@@ -412,13 +415,17 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
         capture.remove()
         raise
     sub = tracer.subscribe(writer.add, stats, values)
+    failed = False
     try:
         yield writer
+    except BaseException:
+        failed = True
+        raise
     finally:
         _finish(len(tracer._subscribers) == 1)
         sub.remove()
         capture.remove()
-        writer.close()
+        writer.close(keep_existing=failed and writer.event_count <= 1)
 
 
 def encode_trace(t: Trace) -> bytes:

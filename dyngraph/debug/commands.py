@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -25,6 +29,9 @@ from ..capture import events as ev
 from ..errors import UserError
 from .breakpoints import Breakpoint
 from .session import Session, shell_status
+
+if TYPE_CHECKING:
+    from ..capture.tracefile import TraceWriter
 
 CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
 
@@ -51,9 +58,25 @@ class _PassThrough:
     def flush(self) -> None:
         if self.parts:
             target: TextIO = sys.stderr if self.stream == "stderr" else sys.stdout
-            target.write("".join(self.parts))
-            target.flush()
+            text = "".join(self.parts)
             self.parts = []
+            try:
+                target.write(text)
+                target.flush()
+            except BrokenPipeError:
+                _stop_showing(target)
+
+
+def _stop_showing(stream: TextIO) -> None:
+    """The reader of ``stream`` went away (``dyngraph record ... | head -1``): show nothing
+    more there, quietly, and let the run go on to its end so the trace stays whole. The
+    Python docs' recipe: point the file descriptor at /dev/null, so neither later writes
+    nor the flush at exit raise BrokenPipeError again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
@@ -101,39 +124,86 @@ def _exception_paragraph(command: str, session: Session) -> str | None:
 
 
 # -- record ------------------------------------------------------------------------------
-def _check_output_path(path: str) -> str:
-    if os.path.isdir(path):
-        raise UserError(f"{path} is a directory: give a trace file name with -o")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UserError(f"cannot write {path}: directory {parent} does not exist")
-    return path
+class _Recording:
+    """The trace file of one ``dyngraph record`` run, opened when the child's header
+    arrives. A write that fails (a full disk) stops the run: ``failure`` says why."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.writer: TraceWriter | None = None
+        self.failure = ""
+
+    def write(self, session: Session, events: list[ev.Event]) -> bool:
+        """Write ``events``; True when the run must stop (the trace cannot be written)."""
+        from ..capture.tracefile import TraceWriter
+
+        if self.writer is None and type(events[0]) is ev.Header:
+            try:
+                self.writer = TraceWriter(self.output, events[0])  # type: ignore[arg-type]
+            except UserError as exc:
+                self.failure = str(exc)
+                return True
+            events = events[1:]
+        if self.writer is None or not events:
+            return False
+        try:
+            self.writer.write(events)
+        except OSError as exc:
+            self.failure = (f"cannot write {self.output}: {exc.strerror or exc}; the script "
+                            f"was stopped, the {self.writer.events_written:,} events written "
+                            "before are kept")
+            return True
+        return False
+
+    def close(self, session: Session, ops: int) -> None:
+        """Rename the trace into place. A run that failed before its first op leaves a
+        trace that was already there untouched (its own would hold nothing but the
+        failure, which was printed anyway)."""
+        if self.writer is None:
+            return
+        status = session.state.exit_status
+        failed_early = ops == 0 and (status != 0 or bool(self.failure))
+        self.writer.close(keep_existing=failed_early)
+
+
+@contextmanager
+def _terminate_on_signals() -> Iterator[None]:
+    """SIGTERM/SIGHUP end ``record`` the way Ctrl-C twice does: the script is killed and the
+    trace so far is still renamed into place (the default action would leave it in its
+    temporary file)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def run_record(args: argparse.Namespace) -> int:
     """Run the script headless and write its trace; exit status is the script's."""
     from ..capture.tracefile import TraceWriter
 
-    output = _check_output_path(args.output)
+    output = args.output
+    # Before the script runs: a bad -o costs nothing and never touches an unrelated file.
+    TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
-    writer: TraceWriter | None = None
+    recording = _Recording(output)
     counts = {"ops": 0}
     started = time.monotonic()
     name = os.path.basename(session.script)
 
     def on_events(events: list[ev.Event]) -> bool:
-        nonlocal writer
-        if writer is None and type(events[0]) is ev.Header:
-            try:
-                writer = TraceWriter(output, events[0])  # type: ignore[arg-type]
-            except OSError as exc:
-                session.abort()
-                raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
-            events = events[1:]
         ops = 0
         passthrough = _PassThrough()
         for e in events:
@@ -144,8 +214,9 @@ def run_record(args: argparse.Namespace) -> int:
                 passthrough.add(e)  # type: ignore[arg-type]
         passthrough.flush()
         counts["ops"] += ops
-        if writer is not None and events:
-            writer.write(events)
+        if recording.write(session, events):
+            session.abort()
+            return True
         return False
 
     def line() -> Text:
@@ -153,30 +224,42 @@ def run_record(args: argparse.Namespace) -> int:
                              f"  iteration {session.iteration}  ·  {counts['ops']:,} ops  ·  "
                              f"{time.monotonic() - started:.1f} s  ·  ", (output, "cyan"))
 
-    try:
-        if live_wanted:
-            console = Console(file=out)
-            with Live(line(), console=console, refresh_per_second=8, transient=True,
-                      redirect_stdout=True, redirect_stderr=True) as live:
-                _drive(session, on_events, lambda: live.update(line()))
-        else:
-            _drive(session, on_events)
-    finally:
-        if writer is not None:
-            writer.close()
-        session.close()
+    with _terminate_on_signals():
+        try:
+            if live_wanted:
+                console = Console(file=out)
+                with Live(line(), console=console, refresh_per_second=8, transient=True,
+                          redirect_stdout=True, redirect_stderr=True) as live:
+                    _drive(session, on_events, lambda: live.update(line()))
+            else:
+                _drive(session, on_events)
+        finally:
+            try:
+                session.close()  # first: the run is over whatever happens to the file
+            finally:
+                recording.close(session, counts["ops"])
+    return _report_record(session, recording, counts["ops"], live_wanted)
+
+
+def _report_record(session: Session, recording: _Recording, ops: int, live: bool) -> int:
     state = session.state
+    writer, output = recording.writer, recording.output
+    if recording.failure:
+        raise UserError(recording.failure)
     console = _stderr()
-    _print_notes("record", session, console, counts["ops"])
+    _print_notes("record", session, console, ops)
     paragraph = _exception_paragraph("record", session)
     if paragraph:
         console.print(paragraph)
     if writer is None:
         raise UserError(f"the script ended before recording began: {state.description}")
-    if live_wanted:
+    if writer.kept_existing:
+        console.print(f"dyngraph record: the script failed before its first op; "
+                      f"{escape(output)} still holds the trace recorded before")
+    elif live:
         console.print(f"[dim]dyngraph record:[/] {writer.events_written:,} events, "
                       f"{session.iteration} iteration(s) "
-                      f"-> [cyan]{output}[/] ({state.description})")
+                      f"-> [cyan]{escape(output)}[/] ({state.description})")
     elif state.exit_status is not None and state.exit_status < 0:
         console.print(f"dyngraph record: the script was {state.description}.")
     return shell_status(state.exit_status)
