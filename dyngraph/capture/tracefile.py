@@ -486,20 +486,29 @@ class TraceWriter:
     iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
     the unwritten tail, and the file still loads up to its last whole frame.
 
-    The frames go to a temporary file beside the target (``.NAME.XXXXXXXX.partial``), renamed
-    onto it by ``close()``: an existing trace is replaced only once the new one is complete,
-    never left half-overwritten. ``close(keep_existing=True)`` keeps a trace that was already
-    there (a run that failed before recording anything). The target must not be anything but
-    a trace or an empty file (``check_target``): a script or a document is never overwritten.
+    The file starts as a temporary one beside the target (``.NAME.XXXXXXXX.partial``). It is
+    renamed onto the target, whole (the header and at least one frame), as soon as a frame
+    holds something recorded: an op, a tensor, a backward step ... (output, an exception and
+    the run's end alone do not count); from then on frames are appended to the target itself,
+    so a process killed later leaves the target loadable up to its last whole frame. An
+    existing trace is thus replaced only by a run that recorded something, never by a run
+    that failed at its import: ``close(keep_existing=True)`` then keeps the old one (and
+    without it, the new file still replaces it at ``close()``). The target must be a new
+    file, an empty one or a trace (``check_target``): a script or a document is never
+    overwritten.
 
     A write that fails (a full disk) raises the OSError once; the frames written before it
-    stay whole (a partly written frame is cut off again) and ``close()`` still renames them
-    into place, so a readable prefix survives.
+    stay whole (a partly written frame is cut off again) and ``close()`` keeps them, so a
+    readable prefix survives.
 
     >>> from dyngraph.capture.tracing import make_header    # doctest: +SKIP
     >>> with TraceWriter("run.dgtrace", make_header()) as w:    # doctest: +SKIP
     ...     w.write(events)
     """
+
+    # Events that alone do not make a recording worth replacing an earlier trace with.
+    _NOT_RECORDED = frozenset((ev.Header, ev.ScriptOutput, ev.ExceptionRaised, ev.RunEnd,
+                               ev.BreakpointHit))
 
     def __init__(self, path: str | os.PathLike[str], header: ev.Header,
                  batch: int = BATCH_EVENTS) -> None:
@@ -507,6 +516,7 @@ class TraceWriter:
         self._target = self.check_target(self.path)
         self.replaces = os.path.exists(self._target)  # a trace was there before
         self.kept_existing = False  # close() left that old trace in place
+        self.in_place = False  # renamed onto the target: frames now go to it directly
         self.error: OSError | None = None  # the write that failed, if one did
         # Unbuffered: each frame reaches the OS whole at once, so a killed process leaves
         # every frame it finished.
@@ -528,9 +538,10 @@ class TraceWriter:
         writing there could destroy something other than a dyngraph trace.
 
         Refused: an empty name, a directory, anything but a regular file (a FIFO, a
-        device), the running ``script`` itself (also through a symlink or a hard link), and
-        any non-empty file that does not begin with a trace's signature. A symlink to a
-        trace is followed: the trace it points to is replaced, the link stays.
+        device; ``/dev/null`` is written to as such), the running ``script`` itself (also
+        through a symlink or a hard link), and any non-empty file that does not begin with
+        a trace's signature. A symlink to a trace is followed: the trace it points to is
+        replaced, the link stays.
         """
         name = os.fspath(path)
         if not name:
@@ -551,6 +562,8 @@ class TraceWriter:
             raise UserError(f"cannot write {name}: {exc.strerror or exc}") from None
         if stat.S_ISDIR(st.st_mode):
             raise UserError(f"{name} is a directory: give a trace file name")
+        if real == os.devnull:
+            return real  # a run whose trace nobody wants
         if not stat.S_ISREG(st.st_mode):
             raise UserError(f"{name} is not a regular file: refusing to write a trace to it")
         if script is not None and TraceWriter._same_file(st, script):
@@ -575,6 +588,8 @@ class TraceWriter:
     def _open_partial(target: str) -> tuple[str, BinaryIO]:
         """A new temporary file beside ``target`` (same directory: the rename stays on one
         file system and is atomic), with the mode open() would give a new file."""
+        if target == os.devnull:
+            return target, open(target, "wb", buffering=0)  # noqa: SIM115
         folder, base = os.path.split(target)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
         for _ in range(100):
@@ -620,6 +635,21 @@ class TraceWriter:
             raise
         self.events_written += len(events)
         self.bytes_written += len(data)
+        if not self.in_place and self.events_written > 1 and self._records(events):
+            self._move_in_place()
+
+    @staticmethod
+    def _records(events: Sequence[ev.Event]) -> bool:
+        """Does the frame hold anything recorded, more than output and how the run ended?"""
+        return any(type(e) not in TraceWriter._NOT_RECORDED for e in events)
+
+    def _move_in_place(self) -> None:
+        """Rename the file (still open, still written to) onto the target."""
+        try:
+            self._commit(last_try=False)
+        except UserError:
+            return  # close() tries again, and says why it cannot
+        self.in_place = True
 
     def _failed(self, exc: OSError) -> None:
         """Cut a partly written frame off again, so the file ends at its last whole frame."""
@@ -679,19 +709,29 @@ class TraceWriter:
         finally:
             self._file.close()
             self._file = None
-            if keep_existing and os.path.exists(self._target):
+            if self.in_place:
+                pass
+            elif keep_existing and self.replaces and self.partial_path != self._target:
                 self.kept_existing = True
                 self._remove(self.partial_path)
             else:
                 self._commit()
 
-    def _commit(self) -> None:
+    def _commit(self, last_try: bool = True) -> None:
+        """Rename the temporary file onto the target; UserError if that fails (and, on the
+        ``last_try``, the temporary file is removed: nothing will write to it again)."""
+        if self.partial_path == self._target:
+            return  # /dev/null, written to directly
         try:
             if self.replaces:  # the old trace's permissions, not the umask's
-                os.chmod(self.partial_path, stat.S_IMODE(os.stat(self._target).st_mode))
+                try:
+                    os.chmod(self.partial_path, stat.S_IMODE(os.stat(self._target).st_mode))
+                except FileNotFoundError:
+                    pass  # removed meanwhile: the umask's, then
             os.replace(self.partial_path, self._target)
         except OSError as exc:
-            self._remove(self.partial_path)
+            if last_try:
+                self._remove(self.partial_path)
             raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def discard(self) -> None:
@@ -699,7 +739,8 @@ class TraceWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
-            self._remove(self.partial_path)
+            if self.partial_path != self._target and not self.in_place:
+                self._remove(self.partial_path)
 
     def __enter__(self) -> TraceWriter:
         return self

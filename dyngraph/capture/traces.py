@@ -397,11 +397,12 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     """Write every event to the trace file ``path`` as it happens (``backend`` as for
     ``trace``).
 
-    Frames are written at every iteration end (and every ``BATCH_EVENTS`` events) to a
-    temporary file beside ``path``, renamed onto it when the block ends: an existing trace
-    is replaced only by a complete one. A block that raises keeps what it recorded, except
-    that one that raised before recording any event leaves an existing trace as it was.
-    ``path`` must be a new file, an empty one or a trace: anything else is refused.
+    Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
+    killed midway leaves a file that loads up to its last whole frame. The file starts beside
+    ``path`` under a temporary name and takes its place with its first recorded frame: a
+    block that raises before recording anything leaves an existing trace as it was; one
+    that raises later keeps what it recorded. ``path`` must be a new file, an empty one or a
+    trace: anything else (a script, a document) is refused with a UserError.
 
     >>> with dyngraph.record("run.dgtrace"):       # doctest: +SKIP
     ...     train()
@@ -425,7 +426,7 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
         _finish(len(tracer._subscribers) == 1)
         sub.remove()
         capture.remove()
-        writer.close(keep_existing=failed and writer.event_count <= 1)
+        writer.close(keep_existing=failed)  # (only if it recorded nothing: see TraceWriter)
 
 
 def encode_trace(t: Trace) -> bytes:

@@ -155,15 +155,14 @@ class _Recording:
             return True
         return False
 
-    def close(self, session: Session, ops: int) -> None:
-        """Rename the trace into place. A run that failed before its first op leaves a
-        trace that was already there untouched (its own would hold nothing but the
-        failure, which was printed anyway)."""
+    def close(self, session: Session) -> None:
+        """Finish the trace. A run that failed before recording anything (its import
+        failed) leaves a trace that was already there untouched: its own would hold
+        nothing but the failure, which was printed anyway (see TraceWriter)."""
         if self.writer is None:
             return
-        status = session.state.exit_status
-        failed_early = ops == 0 and (status != 0 or bool(self.failure))
-        self.writer.close(keep_existing=failed_early)
+        failed = session.state.exit_status != 0 or bool(self.failure)
+        self.writer.close(keep_existing=failed)
 
 
 @contextmanager
@@ -237,7 +236,7 @@ def run_record(args: argparse.Namespace) -> int:
             try:
                 session.close()  # first: the run is over whatever happens to the file
             finally:
-                recording.close(session, counts["ops"])
+                recording.close(session)
     return _report_record(session, recording, counts["ops"], live_wanted)
 
 
@@ -254,7 +253,7 @@ def _report_record(session: Session, recording: _Recording, ops: int, live: bool
     if writer is None:
         raise UserError(f"the script ended before recording began: {state.description}")
     if writer.kept_existing:
-        console.print(f"dyngraph record: the script failed before its first op; "
+        console.print(f"dyngraph record: the script failed before recording anything; "
                       f"{escape(output)} still holds the trace recorded before")
     elif live:
         console.print(f"[dim]dyngraph record:[/] {writer.events_written:,} events, "

@@ -204,8 +204,7 @@ def test_ctrl_c_during_record_interrupts_the_script_and_keeps_the_trace(tmp_path
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 20
-        # the run is under way: its frames go to a temporary file beside the target
-        while not any(p.stat().st_size > 10_000 for p in tmp_path.glob(".i.dgtrace.*.partial")):
+        while not (out.exists() and out.stat().st_size > 10_000):  # the run is under way
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C at the terminal sends
@@ -218,7 +217,6 @@ def test_ctrl_c_during_record_interrupts_the_script_and_keeps_the_trace(tmp_path
     assert "KeyboardInterrupt" in stderr
     trace = dyngraph.read_trace(out)
     assert type(trace.events[-1]) is ev.RunEnd and trace.events[-1].status == -2
-    assert [p.name for p in tmp_path.iterdir()] == ["i.dgtrace"]  # renamed into place
 
 
 def test_summary_counts_nan_and_inf_events_apart(tmp_path):
