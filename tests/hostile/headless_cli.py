@@ -12,8 +12,9 @@ import asyncio
 import os
 import sys
 
-from dyngraph.cli import main
 from dyngraph.tui.app import DebuggerApp
+
+from dyngraph.cli import main
 
 _run = DebuggerApp.run
 
@@ -26,7 +27,10 @@ async def _pilot(pilot) -> None:  # type: ignore[no-untyped-def]
             raise RuntimeError("a pane failed")
 
         app.call_later(fail)
-        await asyncio.sleep(5)  # the app exits on the exception meanwhile
+        for _ in range(100):  # the app exits on the exception meanwhile
+            if app.return_code is not None:
+                return
+            await asyncio.sleep(0.05)
     session = getattr(app.source, "session", None)
     for _ in range(400):  # 20 s at most
         if session is None or app.model.run_end is not None:
