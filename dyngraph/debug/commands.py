@@ -133,7 +133,7 @@ class _Recording:
         self.writer: TraceWriter | None = None
         self.failure = ""
 
-    def write(self, session: Session, events: list[ev.Event]) -> bool:
+    def write(self, events: list[ev.Event]) -> bool:
         """Write ``events``; True when the run must stop (the trace cannot be written)."""
         from ..capture.tracefile import TraceWriter
 
@@ -167,9 +167,9 @@ class _Recording:
 
 @contextmanager
 def _terminate_on_signals() -> Iterator[None]:
-    """SIGTERM/SIGHUP end ``record`` the way Ctrl-C twice does: the script is killed and the
-    trace so far is still renamed into place (the default action would leave it in its
-    temporary file)."""
+    """SIGTERM/SIGHUP end ``record`` the way Ctrl-C twice does: the script is killed (in its
+    own process group, it would run on unseen) and the trace is finished, its last frame
+    written and, for a run that recorded nothing yet, moved out of its temporary file."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -213,7 +213,7 @@ def run_record(args: argparse.Namespace) -> int:
                 passthrough.add(e)  # type: ignore[arg-type]
         passthrough.flush()
         counts["ops"] += ops
-        if recording.write(session, events):
+        if recording.write(events):
             session.abort()
             return True
         return False

@@ -26,8 +26,12 @@ import warnings
 from types import FrameType
 from typing import Any, TextIO
 
+import numpy as np
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep  # shipped inside the package, yet user code
+# numpy's own Python code warns too ("Mean of empty slice", from an op's np.mean)
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _MAX_SHOWN = 10_000  # places remembered; past this they are forgotten (shown again)
 
 _shown: set[tuple[str, int, str]] = set()
@@ -46,7 +50,7 @@ def install() -> None:
 
     def showwarning(message: Warning | str, category: type[Warning], filename: str,
                     lineno: int, file: TextIO | None = None, line: str | None = None) -> None:
-        if issubclass(category, RuntimeWarning) and _inside(filename):
+        if issubclass(category, RuntimeWarning) and _library(filename):
             moved = _at_user_line(str(message))
             if moved is None:
                 return  # shown at this user line before
@@ -62,17 +66,25 @@ def _inside(filename: str) -> bool:
     return filename.startswith(_PACKAGE_DIR) and not filename.startswith(_DEMOS_DIR)
 
 
+def _library(filename: str) -> bool:
+    return _inside(filename) or filename.startswith(_NUMPY_DIR)
+
+
 def _at_user_line(text: str) -> tuple[str, int, str] | tuple[()] | None:
-    """(file, line, text naming the op) of the user's frame; () when there is none (the
-    warning stays where it was); None when this place already showed this warning."""
+    """(file, line, text naming the op) of the user's frame; () when the warning is not
+    dyngraph's (numpy used directly) or there is no user frame (it stays where it was);
+    None when this place already showed this warning."""
     frame: FrameType | None = sys._getframe(2)
     op = ""
-    while frame is not None and not _inside(frame.f_code.co_filename):
+    ours = False
+    while frame is not None and not _library(frame.f_code.co_filename):
         frame = frame.f_back  # the warnings machinery's own frames
-    while frame is not None and _inside(frame.f_code.co_filename):
-        op = op or _op_of(frame)
+    while frame is not None and _library(frame.f_code.co_filename):
+        if _inside(frame.f_code.co_filename):
+            ours = True
+            op = op or _op_of(frame)
         frame = frame.f_back
-    if frame is None:
+    if frame is None or not ours:
         return ()
     # The op is part of the text: an op and its backward on one line warn apart.
     place = (frame.f_code.co_filename, frame.f_lineno, f"{text} ({op})" if op else text)

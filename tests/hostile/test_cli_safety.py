@@ -320,6 +320,7 @@ for i in range(3):
     y = torch.tensor([1.0, 1.0]) / x
 big = torch.exp(torch.tensor([1000.0]))
 (torch.tensor([1.0, 2.0]) / x).sum().backward()
+empty = torch.tensor([]).var()
 print("done")
 """
 
@@ -341,6 +342,9 @@ def test_numpy_warnings_point_at_the_users_line_and_op(tmp_path, how):
     assert f"{script}:6: RuntimeWarning: divide by zero encountered in divide (op div)" in err
     assert "warns.py:6: RuntimeWarning: divide by zero encountered in divide " \
            "(backward of op div)" in err
+    # raised in numpy's own Python code, called by an op
+    assert f"{script}:7: RuntimeWarning: Mean of empty slice (op var)" in err
+    assert "numpy" + os.sep not in err, err
 
 
 def test_the_users_warning_filters_still_win(tmp_path):
