@@ -166,20 +166,22 @@ class _Recording:
 
 
 @contextmanager
-def _terminate_on_signals() -> Iterator[None]:
-    """SIGTERM/SIGHUP end ``record`` the way Ctrl-C twice does: the script is killed (in its
-    own process group, it would run on unseen) and the trace is finished, its last frame
-    written and, for a run that recorded nothing yet, moved out of its temporary file."""
+def _terminate_on_signals(session: Session) -> Iterator[list[int]]:
+    """SIGTERM/SIGHUP end ``record`` the way a second Ctrl-C does: the script is killed (in
+    its own process group, it would run on unseen) and the run is driven to its end, so the
+    trace gets its last frames and the run's end. Yields the list the signal lands in."""
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
 
     def stop(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
+        received.append(signum)
+        session.abort()
 
     before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        yield
+        yield received
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
@@ -223,7 +225,7 @@ def run_record(args: argparse.Namespace) -> int:
                              f"  iteration {session.iteration}  ·  {counts['ops']:,} ops  ·  "
                              f"{time.monotonic() - started:.1f} s  ·  ", (output, "cyan"))
 
-    with _terminate_on_signals():
+    with _terminate_on_signals(session) as terminated:
         try:
             if live_wanted:
                 console = Console(file=out)
@@ -237,6 +239,8 @@ def run_record(args: argparse.Namespace) -> int:
                 session.close()  # first: the run is over whatever happens to the file
             finally:
                 recording.close(session)
+    if terminated:
+        return 128 + terminated[0]  # as a shell reports a tool ended by that signal
     return _report_record(session, recording, counts["ops"], live_wanted)
 
 

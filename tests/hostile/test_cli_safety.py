@@ -141,6 +141,38 @@ def test_a_run_failing_before_its_first_op_keeps_the_earlier_trace(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_sigterm_ends_record_with_the_trace_kept_and_the_script_ended(tmp_path):
+    script = write(tmp_path, "forever.py", """\
+        import os, time
+        import dyngraph as torch
+        print(os.getpid(), flush=True)
+        x = torch.ones(2, requires_grad=True)
+        while True:
+            (x * 2).sum().backward()
+            time.sleep(0.001)
+        """)
+    trace = tmp_path / "run.dgtrace"
+    proc = subprocess.Popen([sys.executable, "-m", "dyngraph", "record", "-o", str(trace),
+                             str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        while not (trace.exists() and trace.stat().st_size > 5_000):  # recording
+            assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+    recorded = dyngraph.read_trace(trace)  # whole frames only, and the run's end
+    assert len(recorded.iterations) > 1 and type(recorded.events[-1]) is ev.RunEnd
+    assert leftovers(tmp_path) == []
+
+
 def test_dyngraph_record_in_python_keeps_the_earlier_trace_on_an_early_failure(tmp_path):
     trace = tmp_path / "run.dgtrace"
     program = write(tmp_path, "prog.py", f"""\
