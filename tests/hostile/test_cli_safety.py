@@ -234,6 +234,19 @@ def test_export_never_overwrites_a_file_dyngraph_did_not_write(tmp_path):
     assert sorted(p.name for p in site.iterdir()) == ["index.html"]
 
 
+def test_debug_export_dir_never_overwrites_a_file_dyngraph_did_not_write(tmp_path):
+    out = tmp_path / "graphs"
+    out.mkdir()
+    mine = write(out, "iter-0001.dot", "my own graph\n")
+    done = subprocess.run([sys.executable, str(HERE / "headless_cli.py"), "debug",
+                           "--export-dir", str(out), str(train_script(tmp_path))],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert mine.read_text() == "my own graph\n"  # and iteration 1's .svg was not written
+    assert sorted(p.name for p in out.iterdir()) == [
+        "iter-0001.dot", "iter-0002.dot", "iter-0002.svg", "iter-0003.dot", "iter-0003.svg"]
+
+
 # -- 4. a full disk ------------------------------------------------------------------------------
 def _file_size_limit(limit: int):
     def apply() -> None:
