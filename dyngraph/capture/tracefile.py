@@ -514,7 +514,8 @@ class TraceWriter:
                  batch: int = BATCH_EVENTS) -> None:
         self.path = os.fspath(path)
         self._target = self.check_target(self.path)
-        self.replaces = os.path.exists(self._target)  # a trace was there before
+        # a trace was there before (an empty file holds nothing worth keeping)
+        self.replaces = os.path.isfile(self._target) and os.path.getsize(self._target) > 0
         self.kept_existing = False  # close() left that old trace in place
         self.in_place = False  # renamed onto the target: frames now go to it directly
         self.error: OSError | None = None  # the write that failed, if one did
@@ -678,11 +679,6 @@ class TraceWriter:
         if type(event) is ev.IterationEnd or len(pending) >= self._batch:
             self._write_frame(pending)
             pending.clear()
-
-    @property
-    def event_count(self) -> int:
-        """Events given so far, the header included (written or still queued)."""
-        return self.events_written + len(self._pending)
 
     def flush(self) -> None:
         if self._file is None:
