@@ -521,7 +521,8 @@ class TraceWriter:
         self.error: OSError | None = None  # the write that failed, if one did
         # Unbuffered: each frame reaches the OS whole at once, so a killed process leaves
         # every frame it finished.
-        self.partial_path, self._file = self._open_partial(self._target)
+        self.partial_path, file = self._open_partial(self._target)
+        self._file: BinaryIO | None = file
         self._pending: list[ev.Event] = []
         self._batch = batch
         self.events_written = 0
