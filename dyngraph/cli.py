@@ -198,6 +198,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         _error(args.command, str(exc))
         return 2
+    except OSError as exc:
+        if exc.filename is None:  # not about a file the user named: a bug, show it all
+            raise
+        # A path the file system refused (a name too long, a loop of symlinks ...) that no
+        # check before caught: still one line, not a traceback.
+        _error(args.command, f"{str(exc.filename)[:120]}: {exc.strerror or exc}")
+        return 2
     except KeyboardInterrupt:
         print(f"dyngraph {args.command}: interrupted", file=sys.stderr)
         return 130

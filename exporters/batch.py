@@ -8,9 +8,11 @@ graph too deep for Graphviz, or whose Graphviz layout fails or runs past ``budge
 seconds, is drawn by dyngraph's own layered layout (``pipeline.svg_template``), and the
 picture says so.
 
-Every file is written to a temporary name and renamed into place; if the export fails
-(Graphviz missing or failing), the files it already wrote are removed again, so a failed
-export leaves nothing half-written.
+Every file is written whole to a temporary name first, and all of them are renamed into
+place together once every one is written; if the export fails (Graphviz missing or failing,
+the disk), the temporary files are removed and the folder keeps what it held before (an
+earlier export's ``index.html`` and every page it links). Files there that dyngraph did
+not write are never overwritten.
 
 ``IterationExporter`` writes one iteration per call with the same caches (a debugger
 exporting each iteration as it completes); both draw through one ``Drawer``.
@@ -23,8 +25,9 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import stat
 import tempfile
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -191,61 +194,114 @@ def choose_depth(graph: Graph, depth: int | None, max_nodes: int) -> int | None:
 
 
 class _Writer:
-    """Atomic file writes into one directory, undone together if the export fails.
+    """File writes into one directory that land together or not at all.
 
-    Files are written by one background thread (the next iteration is built meanwhile; the
-    OS write releases the GIL); at most ``_AHEAD`` writes wait, so memory stays bounded.
+    Each file is first written whole to a temporary name beside its target, by one
+    background thread (the next iteration is built meanwhile; the OS write releases the
+    GIL; at most ``_AHEAD`` writes wait, so memory stays bounded). ``commit()`` renames
+    them onto their names once every one is written; ``undo()`` removes the temporary
+    files. Until ``commit()``, the directory's existing files are untouched: a failed
+    export leaves the previous one (its ``index.html`` and every page it links) as it was.
     """
 
     _AHEAD = 4
 
     def __init__(self, out_dir: Path) -> None:
         self.out_dir = out_dir
-        self.written: list[Path] = []
+        self.written: list[Path] = []  # the targets, in the order they were written
+        self._staged: list[Future[str]] = []  # their temporary files, aligned
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dyngraph-export")
-        self._pending: deque[Future[None]] = deque()
 
     def write(self, name: str, text: str) -> Path:
         path = self.out_dir / name
-        self.written.append(path)  # before it exists, so an undo cannot miss it
-        while len(self._pending) >= self._AHEAD:
-            self._pending.popleft().result()
-        self._pending.append(self._pool.submit(self._write_now, path, text))
+        unfinished = [f for f in self._staged[-self._AHEAD:] if not f.done()]
+        if len(unfinished) >= self._AHEAD:
+            unfinished[0].result()
+        self.written.append(path)
+        self._staged.append(self._pool.submit(_stage, path, text))
         return path
 
-    @staticmethod
-    def _write_now(path: Path, text: str) -> None:
-        tmp = None
+    def commit(self) -> None:
+        """Wait for every write, then rename them all into place (UserError if one failed
+        or a target may not be replaced: then nothing was)."""
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "wb") as f:  # bytes: no newline translation on any OS
-                f.write(text.encode("utf-8", "surrogateescape"))
-            # mkstemp makes the file private (0600); an export is meant to be shared.
-            os.chmod(tmp, _FILE_MODE)
-            os.replace(tmp, path)
-        except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-    def flush(self) -> None:
-        """Wait for every write; raise the first one's error."""
-        while self._pending:
-            self._pending.popleft().result()
+            staged = [(f.result(), path) for f, path in zip(self._staged, self.written,
+                                                           strict=True)]
+        except BaseException:
+            self.undo()
+            raise
+        self._staged.clear()
+        _commit(staged)
 
     def close(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True)
 
     def undo(self) -> None:
-        for future in self._pending:
-            future.exception()  # wait, ignoring its error: we are removing it anyway
-        self._pending.clear()
-        for path in self.written:
-            path.unlink(missing_ok=True)
+        for future in self._staged:
+            if future.exception() is None:  # waits; a failed write left no file
+                Path(future.result()).unlink(missing_ok=True)
+        self._staged.clear()
         self.written.clear()
+
+
+def _stage(path: Path, text: str) -> str:
+    """Write ``text`` to a new temporary file beside ``path``; its name."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp",
+                                   dir=path.parent)
+        with os.fdopen(fd, "wb") as f:  # bytes: no newline translation on any OS
+            f.write(text.encode("utf-8", "surrogateescape"))
+        # mkstemp makes the file private (0600); an export is meant to be shared.
+        os.chmod(tmp, _FILE_MODE)
+        return tmp
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _commit(staged: Sequence[tuple[str, Path]]) -> None:
+    """Rename temporary files onto their targets; every target is checked first, so a
+    refusal (a directory, a file dyngraph did not write) leaves all of them as they were."""
+    try:
+        for _, path in staged:
+            _check_replaceable(path)
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)  # those not renamed, after a failure
+
+
+def _check_replaceable(path: Path) -> None:
+    """UserError unless ``path`` is free or a file of an earlier export (never overwrite a
+    user's own ``index.html``)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError(f"cannot write {path}: it exists and is not a regular file; "
+                        "nothing was exported")
+    if st.st_size and not _written_by_dyngraph(path):
+        raise UserError(f"{path} exists and was not written by dyngraph: refusing to "
+                        "overwrite it; nothing was exported (choose another -o folder)")
+
+
+def _written_by_dyngraph(path: Path) -> bool:
+    """Does the file begin as dyngraph's DOT, SVG and HTML do?"""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return False
+    return head.startswith(b"digraph dyngraph") or b"<title>dyngraph" in head
 
 
 def export_iterations(
@@ -277,12 +333,7 @@ def export_iterations(
     chosen = select(iterations, items)
     if "svg" in formats:
         find_dot(dot)  # a missing binary fails here, before anything is written
-    out = Path(out_dir)
-    created = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create {out}: {exc.strerror or exc}") from None
+    out, created = _make_folder(out_dir)
     result = None
     try:
         scale = GradScale.from_graphs(items[i].get() for i in chosen)
@@ -299,6 +350,22 @@ def export_iterations(
                 out.rmdir()  # only if still empty: we leave no trace of a failed export
             except OSError:
                 pass
+
+
+def _make_folder(out_dir: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """The output folder, made if needed, and whether it was; UserError (one line) for an
+    empty name (which would mean the current folder), a name too long, or a file there."""
+    if not os.fspath(out_dir):
+        raise UserError("no output folder given: name one with -o DIR")
+    out = Path(out_dir)
+    try:
+        created = not out.is_dir()
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"cannot create {out}: a file of that name exists") from None
+    except OSError as exc:
+        raise UserError(f"cannot create {str(out)[:80]}: {exc.strerror or exc}") from None
+    return out, created
 
 
 def _check(formats: Sequence[str], graph_kind: str, depth: int | None) -> tuple[str, ...]:
@@ -368,17 +435,18 @@ class IterationExporter:
         except OSError as exc:
             raise UserError(f"cannot create {self.out_dir}: {exc.strerror or exc}") from None
         name = f"iter-{graph.iteration:04d}{self.suffix}"
-        written: list[Path] = []
+        staged: list[tuple[str, Path]] = []
         try:
             for ext, text in _texts(self.formats, dot_text, svg_text):
                 path = self.out_dir / f"{name}.{ext}"
-                _Writer._write_now(path, text)
-                written.append(path)
-                info.files.append(path.name)
+                staged.append((_stage(path, text), path))
         except BaseException:
-            for path in written:  # the .dot of an iteration whose .svg failed: not half of it
-                path.unlink(missing_ok=True)
+            for tmp, _ in staged:  # the .dot of an iteration whose .svg failed: not half of it
+                Path(tmp).unlink(missing_ok=True)
             raise
+        _commit(staged)  # both files, or (an earlier export's stay) neither
+        written = [path for _, path in staged]
+        info.files.extend(path.name for path in written)
         self._last_key, self.last = key, info
         return written
 
@@ -431,7 +499,7 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             from .html import index_html
 
             writer.write("index.html", index_html(result.iterations, graph_kind=graph_kind))
-        writer.flush()
+        writer.commit()
     except BaseException:
         writer.undo()
         raise

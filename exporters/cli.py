@@ -82,6 +82,8 @@ def run_export(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise UserError(f"no such file: {source}")
     formats = parse_formats(args.format)
+    if not args.output:  # before a script is recorded: '' would mean the current folder
+        raise UserError("no output folder given: name one with -o DIR")
     script_args = list(getattr(args, "args", None) or [])
     if script_args[:1] == ["--"]:
         script_args = script_args[1:]

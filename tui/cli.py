@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dyngraph.debug.breakpoints import Breakpoint
+from dyngraph.debug.session import shell_status
 from dyngraph.errors import UserError
 
 
@@ -70,7 +71,18 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
     finally:
         source.close()
         end_children()
-    return int(status or 0)
+    return exit_status(app.return_code, status)
+
+
+def exit_status(app_code: int | None, script_status: int | None = None) -> int:
+    """What ``debug``/``view`` exit with: 1 (or Textual's code) when the app itself ended
+    by an exception, else the script's status as a shell reports it (128 + n after signal
+    n: 139 for a segfault, where the raw -11 would reach the shell as 245)."""
+    if app_code:
+        return app_code
+    if script_status is None:
+        return 0
+    return shell_status(script_status)
 
 
 def run_debug(args: argparse.Namespace) -> int:
@@ -112,7 +124,7 @@ def run_view(args: argparse.Namespace) -> int:
         app.run()
     finally:
         end_children()
-    return 0
+    return exit_status(app.return_code)
 
 
 def run_demo(args: argparse.Namespace) -> int:

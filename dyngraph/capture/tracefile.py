@@ -22,6 +22,8 @@ import binascii
 import gc
 import json
 import os
+import secrets
+import stat
 import struct
 import warnings
 import zlib
@@ -484,36 +486,181 @@ class TraceWriter:
     iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
     the unwritten tail, and the file still loads up to its last whole frame.
 
+    The file starts as a temporary one beside the target (``.NAME.XXXXXXXX.partial``). It is
+    renamed onto the target, whole (the header and at least one frame), as soon as a frame
+    holds something recorded: an op, a tensor, a backward step ... (output, an exception and
+    the run's end alone do not count); from then on frames are appended to the target itself,
+    so a process killed later leaves the target loadable up to its last whole frame. An
+    existing trace is thus replaced only by a run that recorded something, never by a run
+    that failed at its import: ``close(keep_existing=True)`` then keeps the old one (and
+    without it, the new file still replaces it at ``close()``). The target must be a new
+    file, an empty one or a trace (``check_target``): a script or a document is never
+    overwritten.
+
+    A write that fails (a full disk) raises the OSError once; the frames written before it
+    stay whole (a partly written frame is cut off again) and ``close()`` keeps them, so a
+    readable prefix survives.
+
     >>> from dyngraph.capture.tracing import make_header    # doctest: +SKIP
     >>> with TraceWriter("run.dgtrace", make_header()) as w:    # doctest: +SKIP
     ...     w.write(events)
     """
 
+    # Events that alone do not make a recording worth replacing an earlier trace with.
+    _NOT_RECORDED = frozenset((ev.Header, ev.ScriptOutput, ev.ExceptionRaised, ev.RunEnd,
+                               ev.BreakpointHit))
+
     def __init__(self, path: str | os.PathLike[str], header: ev.Header,
                  batch: int = BATCH_EVENTS) -> None:
         self.path = os.fspath(path)
+        self._target = self.check_target(self.path)
+        # a trace was there before (an empty file holds nothing worth keeping)
+        self.replaces = os.path.isfile(self._target) and os.path.getsize(self._target) > 0
+        self.kept_existing = False  # close() left that old trace in place
+        self.in_place = False  # renamed onto the target: frames now go to it directly
+        self.error: OSError | None = None  # the write that failed, if one did
         # Unbuffered: each frame reaches the OS whole at once, so a killed process leaves
         # every frame it finished.
-        try:
-            self._file: BinaryIO | None = open(self.path, "wb", buffering=0)  # noqa: SIM115
-        except OSError as exc:
-            raise UserError(f"{self.path}: cannot write a trace here "
-                            f"({exc.strerror or exc})") from None
+        self.partial_path, file = self._open_partial(self._target)
+        self._file: BinaryIO | None = file
         self._pending: list[ev.Event] = []
         self._batch = batch
         self.events_written = 0
         self.bytes_written = 0
-        self._write_frame([header])
-        self._file.flush()
+        try:
+            self._write_frame([header])
+        except OSError as exc:
+            self.discard()
+            raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
+    # -- where it writes -----------------------------------------------------------------
+    @staticmethod
+    def check_target(path: str | os.PathLike[str], script: str | None = None) -> str:
+        """The real path a trace for ``path`` will be written to; UserError (one line) if
+        writing there could destroy something other than a dyngraph trace.
+
+        Refused: an empty name, a directory, anything but a regular file (a FIFO, a
+        device; ``/dev/null`` is written to as such), the running ``script`` itself (also
+        through a symlink or a hard link), and any non-empty file that does not begin with
+        a trace's signature. A symlink to a trace is followed: the trace it points to is
+        replaced, the link stays.
+        """
+        name = os.fspath(path)
+        if not name:
+            raise UserError("no trace file name given")
+        real = os.path.realpath(name)
+        parent = os.path.dirname(real)
+        if not os.path.isdir(parent):
+            raise UserError(f"cannot write {name}: directory {parent} does not exist")
+        max_name = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+        if len(os.fsencode(os.path.basename(real))) > max_name:
+            raise UserError(f"cannot write {name[:60]}...: the file name is longer than "
+                            f"{max_name} bytes")
+        try:
+            st = os.stat(real)
+        except FileNotFoundError:
+            return real
+        except OSError as exc:
+            raise UserError(f"cannot write {name}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            raise UserError(f"{name} is a directory: give a trace file name")
+        if real == os.devnull:
+            return real  # a run whose trace nobody wants
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{name} is not a regular file: refusing to write a trace to it")
+        if script is not None and TraceWriter._same_file(st, script):
+            raise UserError(f"{name} is the script itself: refusing to overwrite it "
+                            "with its trace")
+        if st.st_size and not TraceWriter._is_trace(real):
+            raise UserError(f"{name} exists and is not a dyngraph trace: refusing to "
+                            "overwrite it (remove it or choose another name)")
+        return real
+
+    @staticmethod
+    def _is_trace(path: str) -> bool:
+        """Does the file begin with a trace's signature (a frame header's first bytes)?"""
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4)
+        except OSError:
+            return False
+        return head[:2] == MAGIC and len(head) >= 4 and head[2] == EVENTS
+
+    @staticmethod
+    def _open_partial(target: str) -> tuple[str, BinaryIO]:
+        """A new temporary file beside ``target`` (same directory: the rename stays on one
+        file system and is atomic), with the mode open() would give a new file."""
+        if target == os.devnull:
+            return target, open(target, "wb", buffering=0)  # noqa: SIM115
+        folder, base = os.path.split(target)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(100):
+            # base cut short: the target's name may be as long as the system allows
+            partial = os.path.join(folder, f".{base[:100]}.{secrets.token_hex(4)}.partial")
+            try:
+                fd = os.open(partial, flags, 0o666)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise UserError(f"{target}: cannot write a trace here "
+                                f"({exc.strerror or exc})") from None
+            return partial, open(fd, "wb", buffering=0)  # noqa: SIM115
+        raise UserError(f"{target}: cannot create a temporary file beside it")
+
+    @staticmethod
+    def _same_file(st: os.stat_result, script: str) -> bool:
+        try:
+            other = os.stat(script)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
+
+    @staticmethod
+    def _remove(path: str) -> None:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    # -- writing -------------------------------------------------------------------------
     def _write_frame(self, events: Sequence[ev.Event]) -> None:
         assert self._file is not None
+        if self.error is not None:
+            return  # the disk refused a frame: later ones would make a gap, not a trace
         data = encode_events(events)
         view = memoryview(data)
-        while view:  # a raw write may take only part of it
-            view = view[self._file.write(view) or 0:]
+        try:
+            while view:  # a raw write may take only part of it
+                view = view[self._file.write(view) or 0:]
+        except OSError as exc:
+            self._failed(exc)
+            raise
         self.events_written += len(events)
         self.bytes_written += len(data)
+        if not self.in_place and self.events_written > 1 and self._records(events):
+            self._move_in_place()
+
+    @staticmethod
+    def _records(events: Sequence[ev.Event]) -> bool:
+        """Does the frame hold anything recorded, more than output and how the run ended?"""
+        return any(type(e) not in TraceWriter._NOT_RECORDED for e in events)
+
+    def _move_in_place(self) -> None:
+        """Rename the file (still open, still written to) onto the target."""
+        try:
+            self._commit(last_try=False)
+        except UserError:
+            return  # close() tries again, and says why it cannot
+        self.in_place = True
+
+    def _failed(self, exc: OSError) -> None:
+        """Cut a partly written frame off again, so the file ends at its last whole frame."""
+        self.error = exc
+        try:
+            assert self._file is not None
+            os.ftruncate(self._file.fileno(), self.bytes_written)
+        except OSError:
+            pass  # a reader stops at the partial frame anyway
 
     def write(self, events: Iterable[ev.Event]) -> None:
         """Queue events; full batches and finished iterations are written out."""
@@ -538,16 +685,59 @@ class TraceWriter:
         if self._file is None:
             return
         if self._pending:
-            self._write_frame(self._pending)
-            self._pending.clear()
+            pending = list(self._pending)
+            self._pending.clear()  # cleared first: a failing write is not retried
+            self._write_frame(pending)
         self._file.flush()
 
-    def close(self) -> None:
+    def close(self, keep_existing: bool = False) -> None:
+        """Write what is queued and rename the file onto the target.
+
+        ``keep_existing``: if a trace was there before, leave it and discard this one.
+        A failed write is not raised again here: what was written before it is kept.
+        """
         if self._file is None:
             return
-        self.flush()
-        self._file.close()
-        self._file = None
+        try:
+            try:
+                self.flush()
+            except OSError:
+                pass  # already recorded in self.error, and the prefix is whole
+        finally:
+            self._file.close()
+            self._file = None
+            if self.in_place:
+                pass
+            elif keep_existing and self.replaces and self.partial_path != self._target:
+                self.kept_existing = True
+                self._remove(self.partial_path)
+            else:
+                self._commit()
+
+    def _commit(self, last_try: bool = True) -> None:
+        """Rename the temporary file onto the target; UserError if that fails (and, on the
+        ``last_try``, the temporary file is removed: nothing will write to it again)."""
+        if self.partial_path == self._target:
+            return  # /dev/null, written to directly
+        try:
+            if self.replaces:  # the old trace's permissions, not the umask's
+                try:
+                    os.chmod(self.partial_path, stat.S_IMODE(os.stat(self._target).st_mode))
+                except FileNotFoundError:
+                    pass  # removed meanwhile: the umask's, then
+            os.replace(self.partial_path, self._target)
+        except OSError as exc:
+            if last_try:
+                self._remove(self.partial_path)
+            raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def discard(self) -> None:
+        """Stop without touching the target: the temporary file is removed."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            if self.partial_path != self._target and not self.in_place:
+                self._remove(self.partial_path)
 
     def __enter__(self) -> TraceWriter:
         return self

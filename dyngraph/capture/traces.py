@@ -398,7 +398,11 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     ``trace``).
 
     Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
-    killed midway leaves a file that loads up to its last whole frame.
+    killed midway leaves a file that loads up to its last whole frame. The file starts beside
+    ``path`` under a temporary name and takes its place with its first recorded frame: a
+    block that raises before recording anything leaves an existing trace as it was; one
+    that raises later keeps what it recorded. ``path`` must be a new file, an empty one or a
+    trace: anything else (a script, a document) is refused with a UserError.
 
     >>> with dyngraph.record("run.dgtrace"):       # doctest: +SKIP
     ...     train()
@@ -412,13 +416,17 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
         capture.remove()
         raise
     sub = tracer.subscribe(writer.add, stats, values)
+    failed = False
     try:
         yield writer
+    except BaseException:
+        failed = True
+        raise
     finally:
         _finish(len(tracer._subscribers) == 1)
         sub.remove()
         capture.remove()
-        writer.close()
+        writer.close(keep_existing=failed)  # (only if it recorded nothing: see TraceWriter)
 
 
 def encode_trace(t: Trace) -> bytes:

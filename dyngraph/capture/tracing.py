@@ -11,6 +11,12 @@ are only passed on (see ``Tracer``).
 Numbering: ``seq`` and ``iteration`` restart (at 1) whenever listening starts from nobody,
 so every recording is numbered from its own beginning; a second subscriber joining later
 shares the running numbers.
+
+Threads: a recording captures one thread, the one that started it (the first subscriber's;
+under ``dyngraph record``/``check``/``debug`` the script's main thread). Ops, module calls,
+backward passes and optimizer steps of other threads run normally but emit nothing: their
+events would otherwise share, and scramble, one iteration numbering and module stack. The
+first such op of a recording makes one note (``backends.note``) saying so.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -43,6 +50,7 @@ _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 _NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
 _getframe = sys._getframe
+_get_ident = threading.get_ident
 _make_op = ev.fast_constructor(ev.Op)
 _make_tensor = ev.fast_constructor(ev.TensorCreated)
 _make_grad = ev.fast_constructor(ev.GradAccumulated)
@@ -134,6 +142,8 @@ class Tracer:
 
     def __init__(self) -> None:
         self.listening = False
+        self.thread = 0  # the ident of the one thread a recording captures (see above)
+        self._foreign_noted = False
         self.stats = "none"
         self.values = "none"
         self._subscribers: list[tuple[Subscriber, str, str]] = []
@@ -178,6 +188,7 @@ class Tracer:
             raise ValueError(f"values must be one of {VALUES_MODES}, got {values!r}")
         if not self._subscribers:
             self.restart()
+            self.thread = _get_ident()
         entry = (callback, stats, values)
         self._subscribers.append(entry)
         self._refresh()
@@ -206,6 +217,20 @@ class Tracer:
         self.known.clear()
         self._op_inputs = {}
         self._announced = 1
+        self._foreign_noted = False
+
+    def other_thread(self) -> bool:
+        """Is the calling thread one the recording does not capture? (Noted once.)"""
+        if _get_ident() == self.thread:
+            return False
+        if not self._foreign_noted:
+            self._foreign_noted = True
+            from . import backends  # (it imports this module)
+
+            name = threading.current_thread().name
+            backends.note(f"ops on thread {name!r} were not captured: a recording captures "
+                          "only the thread that started it (the script's main thread)")
+        return True
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -257,12 +282,16 @@ class Tracer:
         Each call gets its own id, so the ops of two calls of one module (a loop over a
         shared block, a Tree-RNN's ``combine``) can be told apart and drawn apart.
         """
+        if _get_ident() != self.thread:
+            return  # another thread's module: not captured, and not on this stack
         self.module_stack.append(path)
         self._calls += 1
         self.call_stack.append(self._calls)
 
     def exit_module(self) -> None:
         """The innermost module call returned (or raised)."""
+        if _get_ident() != self.thread:
+            return
         self.module_stack.pop()
         calls = self.call_stack
         calls.pop()
@@ -311,6 +340,8 @@ class Tracer:
         op's raw arguments, aligned with ``inputs`` (for ``array_hook``). The source line
         is looked up here: the first frame outside dyngraph and the backends' libraries.
         """
+        if _get_ident() != self.thread and self.other_thread():
+            return
         if self._pending_end:
             self.end_iteration()
         if self._announced < len(self.call_stack):
@@ -345,6 +376,8 @@ class Tracer:
         enter every iteration and are the largest tensors, and a NaN among them shows in the
         first op that uses them anyway.
         """
+        if _get_ident() != self.thread and self.other_thread():
+            return
         if self._pending_end:
             self.end_iteration()
         self.known.add(tensor)
@@ -387,6 +420,8 @@ class Tracer:
         return shared
 
     def backward_start(self, root: int, retain_graph: bool) -> None:
+        if _get_ident() != self.thread and self.other_thread():
+            return
         self.seq += 1
         self.emit(_make_bstart(self.seq, self.iteration, root, retain_graph))
 
@@ -398,6 +433,8 @@ class Tracer:
         (-1: none known); ``inputs`` the ids its gradients flow to, aligned with
         ``grad_inputs`` (None where no gradient flows); the two values are the raw
         gradients, for ``array_hook``."""
+        if _get_ident() != self.thread and self.other_thread():
+            return
         self.seq += 1
         same = self._op_inputs.get(node)
         if same is not None and same == inputs:
@@ -412,6 +449,8 @@ class Tracer:
     def grad_accumulated(self, tensor: int, name: str, summary: ev.Summary | None,
                          value: Any) -> None:
         """A gradient was accumulated into leaf ``tensor``; ``value`` is its new ``.grad``."""
+        if _get_ident() != self.thread and self.other_thread():
+            return
         if self.array_hook is not None:
             self.array_hook("grad", tensor, value)
         self.seq += 1
@@ -420,6 +459,8 @@ class Tracer:
             callback(event)
 
     def backward_end(self, root: int, duration_ns: int) -> None:
+        if _get_ident() != self.thread and self.other_thread():
+            return
         self.seq += 1
         self.emit(_make_bend(self.seq, self.iteration, root, duration_ns))
         # The optimizer step that follows still belongs to this iteration, so the
@@ -432,6 +473,8 @@ class Tracer:
     def optimizer_step(self, optimizer: str, lr: float,
                        updates: tuple[tuple[int, float], ...]) -> None:
         """``updates`` pairs each parameter's tensor id with the L2 norm of its update."""
+        if _get_ident() != self.thread and self.other_thread():
+            return
         self.seq += 1
         self.emit(_make_ostep(self.seq, self.iteration, optimizer, float(lr),
                               tuple([(int(t), float(n)) for t, n in updates])))
@@ -502,12 +545,13 @@ def iteration() -> Iterator[None]:
     >>> with dyngraph.iteration():
     ...     pass
     """
-    if tracer.listening:
+    mine = tracer.listening and not tracer.other_thread()  # another thread's: not captured
+    if mine:
         tracer.flush_iteration()
     try:
         yield
     finally:
-        if tracer.listening:
+        if mine and tracer.listening:
             tracer.end_iteration()
 
 

@@ -10,10 +10,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich import box
 from rich.console import Console
@@ -26,6 +29,9 @@ from ..errors import UserError
 from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
 from .session import Session, shell_status
+
+if TYPE_CHECKING:
+    from ..capture.tracefile import TraceWriter
 
 CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
 
@@ -58,9 +64,25 @@ class _PassThrough:
     def flush(self) -> None:
         if self.parts:
             target: TextIO = sys.stderr if self.stream == "stderr" else sys.stdout
-            target.write("".join(self.parts))
-            target.flush()
+            text = "".join(self.parts)
             self.parts = []
+            try:
+                target.write(text)
+                target.flush()
+            except BrokenPipeError:
+                _stop_showing(target)
+
+
+def _stop_showing(stream: TextIO) -> None:
+    """The reader of ``stream`` went away (``dyngraph record ... | head -1``): show nothing
+    more there, quietly, and let the run go on to its end so the trace stays whole. The
+    Python docs' recipe: point the file descriptor at /dev/null, so neither later writes
+    nor the flush at exit raise BrokenPipeError again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
@@ -108,39 +130,87 @@ def _exception_paragraph(command: str, session: Session) -> str | None:
 
 
 # -- record ------------------------------------------------------------------------------
-def _check_output_path(path: str) -> str:
-    if os.path.isdir(path):
-        raise UserError(f"{path} is a directory: give a trace file name with -o")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UserError(f"cannot write {path}: directory {parent} does not exist")
-    return path
+class _Recording:
+    """The trace file of one ``dyngraph record`` run, opened when the child's header
+    arrives. A write that fails (a full disk) stops the run: ``failure`` says why."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.writer: TraceWriter | None = None
+        self.failure = ""
+
+    def write(self, events: list[ev.Event]) -> bool:
+        """Write ``events``; True when the run must stop (the trace cannot be written)."""
+        from ..capture.tracefile import TraceWriter
+
+        if self.writer is None and type(events[0]) is ev.Header:
+            try:
+                self.writer = TraceWriter(self.output, events[0])  # type: ignore[arg-type]
+            except UserError as exc:
+                self.failure = str(exc)
+                return True
+            events = events[1:]
+        if self.writer is None or not events:
+            return False
+        try:
+            self.writer.write(events)
+        except OSError as exc:
+            self.failure = (f"cannot write {self.output}: {exc.strerror or exc}; the script "
+                            f"was stopped, the {self.writer.events_written:,} events written "
+                            "before are kept")
+            return True
+        return False
+
+    def close(self, session: Session) -> None:
+        """Finish the trace. A run that failed before recording anything (its import
+        failed) leaves a trace that was already there untouched: its own would hold
+        nothing but the failure, which was printed anyway (see TraceWriter)."""
+        if self.writer is None:
+            return
+        failed = session.state.exit_status != 0 or bool(self.failure)
+        self.writer.close(keep_existing=failed)
+
+
+@contextmanager
+def _terminate_on_signals(session: Session) -> Iterator[list[int]]:
+    """SIGTERM/SIGHUP end ``record`` the way a second Ctrl-C does: the script is killed (in
+    its own process group, it would run on unseen) and the run is driven to its end, so the
+    trace gets its last frames and the run's end. Yields the list the signal lands in."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        session.abort()
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield received
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def run_record(args: argparse.Namespace) -> int:
     """Run the script headless and write its trace; exit status is the script's."""
     from ..capture.tracefile import TraceWriter
 
-    output = _check_output_path(args.output)
+    output = args.output
+    # Before the script runs: a bad -o costs nothing and never touches an unrelated file.
+    TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
-    writer: TraceWriter | None = None
+    recording = _Recording(output)
     counts = {"ops": 0}
     started = time.monotonic()
     name = os.path.basename(session.script)
 
     def on_events(events: list[ev.Event]) -> bool:
-        nonlocal writer
-        if writer is None and type(events[0]) is ev.Header:
-            try:
-                writer = TraceWriter(output, events[0])  # type: ignore[arg-type]
-            except OSError as exc:
-                session.abort()
-                raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
-            events = events[1:]
         ops = 0
         passthrough = _PassThrough()
         for e in events:
@@ -151,8 +221,9 @@ def run_record(args: argparse.Namespace) -> int:
                 passthrough.add(e)  # type: ignore[arg-type]
         passthrough.flush()
         counts["ops"] += ops
-        if writer is not None and events:
-            writer.write(events)
+        if recording.write(events):
+            session.abort()
+            return True
         return False
 
     def line() -> Text:
@@ -161,27 +232,42 @@ def run_record(args: argparse.Namespace) -> int:
                              f"{time.monotonic() - started:.1f} s  ·  ",
                              (shown(output), "cyan"))
 
-    try:
-        if live_wanted:
-            console = _console(file=out)
-            with Live(line(), console=console, refresh_per_second=8, transient=True,
-                      redirect_stdout=True, redirect_stderr=True) as live:
-                _drive(session, on_events, lambda: live.update(line()))
-        else:
-            _drive(session, on_events)
-    finally:
-        if writer is not None:
-            writer.close()
-        session.close()
+    with _terminate_on_signals(session) as terminated:
+        try:
+            if live_wanted:
+                console = _console(file=out)
+                with Live(line(), console=console, refresh_per_second=8, transient=True,
+                          redirect_stdout=True, redirect_stderr=True) as live:
+                    _drive(session, on_events, lambda: live.update(line()))
+            else:
+                _drive(session, on_events)
+        finally:
+            try:
+                session.close()  # first: the run is over whatever happens to the file
+            finally:
+                recording.close(session)
+    if terminated:
+        return 128 + terminated[0]  # as a shell reports a tool ended by that signal
+    return _report_record(session, recording, counts["ops"], live_wanted)
+
+
+def _report_record(session: Session, recording: _Recording, ops: int, live: bool) -> int:
     state = session.state
+    writer, output = recording.writer, recording.output
+    if recording.failure:
+        raise UserError(recording.failure)
     console = _stderr()
-    _print_notes("record", session, console, counts["ops"])
+    _print_notes("record", session, console, ops)
     paragraph = _exception_paragraph("record", session)
     if paragraph:
         console.print(paragraph)
     if writer is None:
         raise UserError(f"the script ended before recording began: {state.description}")
-    if live_wanted:
+    if writer.kept_existing:
+        console.print(Text.assemble(
+            "dyngraph record: the script failed before recording anything; ",
+            (shown(output), "cyan"), " still holds the trace recorded before"))
+    elif live:
         console.print(Text.assemble(
             ("dyngraph record:", "dim"), f" {writer.events_written:,} events, "
             f"{session.iteration} iteration(s) -> ", (shown(output), "cyan"),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
-from . import autograd, versions
+from . import autograd, numpy_warnings, versions
 from .autograd import Node, grad_mode
 from .dtypes import zero_dim_promotion
 from .errors import TorchValueError, translate
@@ -486,6 +486,8 @@ def _wrap(array: np.ndarray, requires_grad: bool = False) -> Tensor:
 
 
 autograd.wrap = _wrap
+# numpy's RuntimeWarnings (x / 0) point at the user's line, not the engine's; see the module.
+numpy_warnings.install()
 
 
 def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
