@@ -245,7 +245,7 @@ def rsqrt(a):
 @register("abs")
 def abs_(a):
     not_implemented_for(a, "abs_cpu", "b")
-    return np.abs(a), lambda g: (g * np.sign(a),)
+    return np.abs(a), lambda g: (g * sgn(a),)
 
 
 @register("log1p")
@@ -537,9 +537,14 @@ for _name, _fn in {"floor": np.floor, "ceil": np.ceil, "round": np.round,
 def sign(a):
     if a.dtype.kind == "b":
         return a.copy(), _zero_grad_backward
-    if a.dtype.kind == "f":  # PyTorch's sign(nan) is 0 (numpy's is nan)
-        return (a > 0).astype(a.dtype) - (a < 0), _zero_grad_backward
-    return np.sign(a), _zero_grad_backward
+    return sgn(a), _zero_grad_backward
+
+
+def sgn(a: np.ndarray) -> np.ndarray:
+    """PyTorch's sign: of NaN it is 0 (numpy's is NaN), also inside abs' and l1's grads."""
+    if type(a) is np.ndarray and a.dtype.kind == "f":
+        return (a > 0).astype(a.dtype) - (a < 0)
+    return np.sign(a)
 
 
 def _integer_division(a: Any, b: Any, ufunc: Any, kernel: str) -> np.ndarray:

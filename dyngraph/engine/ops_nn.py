@@ -20,7 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import creation
 from .errors import not_implemented_for
-from .ops import OPS, Forward, OpDef, register
+from .ops import OPS, Forward, OpDef, register, sgn
 
 NN_OPS: dict[str, OpDef] = {}
 
@@ -445,7 +445,7 @@ def l1_loss(a, b, reduction="mean"):
     loss, scale = _reduce(np.abs(diff), reduction, diff.size, diff.shape)
 
     def backward(g):
-        ga = np.sign(diff) * (g if scale is None else g * scale)
+        ga = sgn(diff) * (g if scale is None else g * scale)
         return ga, -ga
 
     return np.asarray(loss, dtype=diff.dtype), backward
@@ -472,7 +472,7 @@ def smooth_l1_loss(a, b, reduction="mean", beta=1.0, huber=False):
         if huber:
             d = np.where(small, diff, beta * np.sign(diff))
         elif beta == 0:
-            d = np.sign(diff)
+            d = sgn(diff)
         else:
             d = np.where(small, diff / beta, np.sign(diff))
         ga = (gs * d).astype(diff.dtype, copy=False)

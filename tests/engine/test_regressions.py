@@ -584,3 +584,14 @@ def test_index_put_of_a_tensor_into_itself_is_refused_even_when_empty():
     x = dg.tensor([], dtype=dg.int64)
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         x[dg.tensor([], dtype=dg.int64)] = x
+
+
+@pytest.mark.parametrize("loss", [
+    lambda x: x.abs(),
+    lambda x: F.l1_loss(x, dg.zeros(2)),
+    lambda x: F.smooth_l1_loss(x, dg.zeros(2), beta=0.0),
+], ids=["abs", "l1_loss", "smooth_l1 beta=0"])
+def test_the_sign_in_a_gradient_of_nan_is_zero_as_in_pytorch(loss):
+    x = dg.tensor([float("nan"), -2.0], requires_grad=True)
+    loss(x).sum().backward()
+    assert _values(x.grad)[0] == 0.0 and _values(x.grad)[1] < 0
