@@ -313,7 +313,15 @@ def relu(a):
     if a.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
     out = np.asarray(np.maximum(a, 0))
-    return out, lambda g: (g * (out > 0),)
+    return out, lambda g: (g * _not_at_most_zero(out),)
+
+
+def _not_at_most_zero(out: np.ndarray) -> np.ndarray:
+    """PyTorch's relu mask: ``not out <= 0``, so a NaN passes its gradient (``out > 0``
+    would stop it)."""
+    mask = out <= 0
+    np.logical_not(mask, out=mask)
+    return mask
 
 
 @register("leaky_relu")
@@ -542,7 +550,8 @@ def sign(a):
 
 def sgn(a: np.ndarray) -> np.ndarray:
     """PyTorch's sign: of NaN it is 0 (numpy's is NaN), also inside abs' and l1's grads."""
-    if type(a) is np.ndarray and a.dtype.kind == "f":
+    a = np.asarray(a)  # 0-d arithmetic gives numpy scalars
+    if a.dtype.kind == "f":
         return (a > 0).astype(a.dtype) - (a < 0)
     return np.sign(a)
 

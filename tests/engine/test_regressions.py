@@ -595,3 +595,12 @@ def test_the_sign_in_a_gradient_of_nan_is_zero_as_in_pytorch(loss):
     x = dg.tensor([float("nan"), -2.0], requires_grad=True)
     loss(x).sum().backward()
     assert _values(x.grad)[0] == 0.0 and _values(x.grad)[1] < 0
+
+
+def test_relu_of_nan_passes_its_gradient_and_zero_d_l1_of_nan_gives_zero():
+    x = dg.tensor([float("nan"), -1.0, 2.0], requires_grad=True)
+    x.relu().sum().backward()
+    assert _values(x.grad) == [1.0, 0.0, 1.0]
+    a, b = dg.tensor(0.25, requires_grad=True), dg.tensor(float("nan"), requires_grad=True)
+    F.l1_loss(a, b).backward()
+    assert a.grad.item() == 0.0 and b.grad.item() == 0.0
