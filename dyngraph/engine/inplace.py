@@ -416,13 +416,26 @@ def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
 
 
+def _without_leading_ones(value: Tensor) -> Tensor:
+    """PyTorch's setitem drops a value's leading size-1 dims (``x[0] = v`` of shape
+    (1,) into a 0-d element)."""
+    shape = value._array.shape
+    k = 0
+    while k < len(shape) and shape[k] == 1:
+        k += 1
+    return value.reshape(shape[k:]) if k else value
+
+
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``tensor[index] = value``: a copy into the view ``tensor[index]`` (CopySlices), or
     with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
     scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
-    if isinstance(value, Tensor) and not _is_view_index(index):
-        _check_no_index_put_overlap(self, index, value)
+    if isinstance(value, Tensor):
+        if not _is_view_index(index):
+            _check_no_index_put_overlap(self, index, value)
+        elif value._array.ndim > self._array[index].ndim:
+            value = _without_leading_ones(value)
     if _in_graph(self, value):
         if _is_view_index(index):
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)

@@ -319,7 +319,7 @@ def relu(a):
 def _not_at_most_zero(out: np.ndarray) -> np.ndarray:
     """PyTorch's relu mask: ``not out <= 0``, so a NaN passes its gradient (``out > 0``
     would stop it)."""
-    mask = out <= 0
+    mask = np.asarray(out <= 0)  # 0-d comparisons give numpy scalars
     np.logical_not(mask, out=mask)
     return mask
 

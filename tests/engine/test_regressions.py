@@ -604,3 +604,20 @@ def test_relu_of_nan_passes_its_gradient_and_zero_d_l1_of_nan_gives_zero():
     a, b = dg.tensor(0.25, requires_grad=True), dg.tensor(float("nan"), requires_grad=True)
     F.l1_loss(a, b).backward()
     assert a.grad.item() == 0.0 and b.grad.item() == 0.0
+
+
+def test_setitem_drops_the_values_leading_ones_as_pytorch():
+    x = dg.tensor([4])
+    x[0] = x
+    assert _values(x) == [4]
+    w = dg.tensor(2.0, requires_grad=True)
+    z = dg.zeros(2)
+    z[1] = (w * 3).reshape(1, 1)
+    z.sum().backward()
+    assert _values(z) == [0.0, 6.0] and w.grad.item() == 3.0
+
+
+def test_relu_of_a_zero_d_tensor_differentiates():
+    x = dg.tensor(-1.0, requires_grad=True)
+    x.relu().backward()
+    assert x.grad.item() == 0.0
