@@ -45,7 +45,6 @@ _MAX_ATTR_DEPTH = 8  # attrs are plain data: tuples of tuples at most a few deep
 # the preview, as little-endian doubles (see tracefile._pack_full).
 FULL_HEAD = struct.Struct("<BBqq5d")
 WHOLE = [struct.Struct(f"<BBqq5d{n}d") for n in range(256)]
-_MASK_BITS = 0x9F  # bits 5 and 6 mean nothing: a mask with them is not ours
 
 
 class _Bad(ValueError):
@@ -110,11 +109,10 @@ def _new_shape(v: Any) -> tuple[int, ...]:
 
 
 def _ids(v: Any) -> tuple[int, ...]:
-    if type(v) is not list:
+    """Tensor ids: integers. Their sum is one C loop that fails (or turns float) on
+    anything else; a bool is taken as the 0 or 1 it is."""
+    if type(v) is not list or type(sum(v)) is not int:
         raise _BAD
-    for x in v:
-        if type(x) is not int or not -_INT64 <= x < _INT64:
-            raise _BAD
     return tuple(v)
 
 
@@ -140,15 +138,17 @@ def _updates(v: Any) -> tuple[tuple[int, float], ...]:
     return tuple(out)
 
 
+# Scalars an attribute may be as it is. (Any size of integer is harmless here: attributes
+# are shown and hashed, never packed or turned into floats.)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _plain(x: Any, depth: int) -> Any:
     """An attribute value as recorded: a scalar, or lists (tuples once read) of them."""
     t = type(x)
-    if t is str or t is float or t is bool or x is None:
+    if t in _SCALARS:
         return x
-    if t is int:
-        if -_INT64 <= x < _INT64:
-            return x
-    elif t is list and depth < _MAX_ATTR_DEPTH:
+    if t is list and depth < _MAX_ATTR_DEPTH:
         return tuple([_plain(y, depth + 1) for y in x])
     raise _BAD
 
@@ -156,7 +156,9 @@ def _plain(x: Any, depth: int) -> Any:
 def _attrs(v: Any) -> dict[str, Any]:
     if type(v) is not dict:
         raise _BAD
-    return {k: _plain(x, 1) for k, x in v.items()}  # (JSON keys are always strings)
+    scalars = _SCALARS
+    return {k: x if type(x) in scalars else _plain(x, 1)  # (JSON keys are always strings)
+            for k, x in v.items()}
 
 
 _NO_ATTRS: dict[str, Any] = {}
@@ -174,12 +176,16 @@ _a2b_base64 = binascii.a2b_base64
 
 def _summaries() -> Callable[[Any], ev.Summary | None]:
     """The summary decoder of one frame: it resolves back-references (see
-    ``tracefile._encoder``) and checks every part of a summary."""
+    ``tracefile._encoder``) and checks every part of a summary.
+
+    The hottest code of decoding (about one summary per event): names are local, and the
+    shape cache is looked up inline. A value that is not a list fails on its own: a dict
+    or a string unpacks into strings, which are no shape."""
     seen: list[ev.Summary] = []
     append = seen.append
-    a2b, whole, new, cheap, full, shape_of = _a2b_base64, WHOLE, _new, _BuildCheap, \
-        _BuildFull, _shape
-    M = _INT64
+    a2b, whole, new, cheap, full, shapes, new_shape = _a2b_base64, WHOLE, _new, _BuildCheap, \
+        _BuildFull, _SHAPES, _new_shape
+    BAD, Cheap, Full = _BAD, _Summary, _FullSummary
 
     def summary(v: Any) -> ev.Summary | None:
         if v is None:
@@ -189,42 +195,43 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
                 raise IndexError(f"summary reference {v}")
             return seen[v]
         n = len(v)
-        if n == 3 and type(v) is list:  # packed (see tracefile._pack_full)
+        if n == 3:  # packed (see tracefile._pack_full)
             shape, dtype, text = v
-            if type(dtype) is not str or type(text) is not str:
-                raise _BAD
-            data = a2b(text, strict_mode=True)
+            data = a2b(text, strict_mode=True)  # (TypeError unless a string)
             vals = whole[data[1]].unpack(data)  # struct.error unless the sizes agree
             mask, _, nan, inf = vals[:4]
-            if mask & ~_MASK_BITS or not 0 <= nan < M or not 0 <= inf < M:
-                raise _BAD
+            # (bits 5 and 6 of the mask mean nothing; counts are never negative)
+            if mask & 0x60 or (nan | inf) < 0 or type(dtype) is not str:
+                raise BAD
             s: Any = new(full)
-            s.shape = shape_of(shape)
+            t = shapes.get(tuple(shape)) if type(shape) is list else None
+            s.shape = new_shape(shape) if t is None else t
             s.dtype = dtype
             s.nan, s.inf, s.min, s.max, s.mean, s.std, s.norm = vals[2:9]
             s.preview = vals[9:]
             s.sampled = mask > 127
-            s.__class__ = _FullSummary
+            s.__class__ = Full
             if mask & 31:
                 s = _masked(s, mask)
-        elif n == 6 and type(v) is list:
+        elif n == 6:
             shape, dtype, norm, nan, inf, sampled = v
-            if not (type(dtype) is str and (norm is None or type(norm) is float)
-                    and type(nan) is int and 0 <= nan < M and type(inf) is int
-                    and 0 <= inf < M and type(sampled) is bool):
-                raise _BAD
+            if not (type(dtype) is str and (type(norm) is float or norm is None)
+                    and type(nan) is int and type(inf) is int and (nan | inf) >= 0
+                    and type(sampled) is bool):
+                raise BAD
             s = new(cheap)
-            s.shape = shape_of(shape)
+            t = shapes.get(tuple(shape)) if type(shape) is list else None
+            s.shape = new_shape(shape) if t is None else t
             s.dtype = dtype
             s.norm = norm
             s.nan = nan
             s.inf = inf
             s.sampled = sampled
-            s.__class__ = _Summary
-        elif n == 11 and type(v) is list:
+            s.__class__ = Cheap
+        elif n == 11:
             s = _long_summary(v)
         else:
-            raise _BAD
+            raise BAD
         append(s)
         return s
 
@@ -257,15 +264,20 @@ def _masked(s: ev.Summary, mask: int) -> ev.Summary:
 # the words an error message uses.
 _TESTS: dict[str, tuple[str, str]] = {
     "count": ("type({0}) is int and 0 <= {0} < M", "a non-negative 64-bit integer"),
-    "int": ("type({0}) is int and -M <= {0} < M", "a 64-bit integer"),
+    "index": ("type({0}) is int and {0} >= 0", "a non-negative integer"),
+    "int": ("type({0}) is int", "an integer"),
     "iteration": ("type({0}) is int and lo <= {0} <= hi", "an iteration in the frame's range"),
     "bool": ("type({0}) is bool", "true or false"),
     "str": ("type({0}) is str", "a string"),
     "number": ("(type({0}) is float or (type({0}) is int and -M <= {0} < M))", "a number"),
 }
+# An upper bound only where a value is packed into 64 bits (a seq, when a trace is saved
+# again) or turned into a float (a duration, by every display of it): ids, lines and counts
+# of any size are only compared, hashed and printed. (Each test costs decoding speed.)
 _FIELD_TESTS = {
-    "seq": "count", "at_seq": "count", "line": "count", "duration_ns": "count",
-    "node_count": "count", "call": "count", "parent": "count", "iteration": "iteration",
+    "seq": "count", "duration_ns": "count", "iteration": "iteration",
+    "at_seq": "index", "line": "index", "node_count": "index", "call": "index",
+    "parent": "index",
     "tensor": "int", "output": "int", "node": "int", "root": "int", "status": "int",
     "schema_version": "int",
     "requires_grad": "bool", "is_param": "bool", "is_leaf": "bool", "grad_enabled": "bool",
@@ -279,12 +291,12 @@ _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
 # summary decoder.
 _CONVERT: dict[str, str] = {
-    "shape": "_shape({})",
+    "shape": "_shape({})",  # (inlined by _make_decoder)
     "inputs": "_ids({})",
     "argv": "_strings({})",
     "summary": "S({})",
     "grad_output": "S({})",
-    "grad_inputs": "_grads(S, {})",
+    "grad_inputs": "tuple(map(S, {}))",  # (the test makes it a list)
     "updates": "_updates({})",
     # most ops have none: they share one empty dict
     "attrs": "_NO_ATTRS if type({0}) is dict and not {0} else _attrs({0})",
@@ -292,15 +304,10 @@ _CONVERT: dict[str, str] = {
 }
 
 
-def _grads(S: Callable[[Any], Any], v: Any) -> tuple[ev.Summary | None, ...]:
-    if type(v) is not list:
-        raise _BAD
-    return tuple(map(S, v))
-
-
 _NAMESPACE: dict[str, Any] = {
-    "M": _INT64, "_new": _new, "_shape": _shape, "_ids": _ids, "_strings": _strings,
-    "_grads": _grads, "_updates": _updates, "_attrs": _attrs, "_NO_ATTRS": _NO_ATTRS,
+    "M": _INT64, "_new": _new, "_shape": _shape, "_SHAPES_get": _SHAPES.get,
+    "_new_shape": _new_shape, "_ids": _ids, "_strings": _strings,
+    "_updates": _updates, "_attrs": _attrs, "_NO_ATTRS": _NO_ATTRS,
     "decode_array": decode_array, "_BAD": _BAD,
 }
 
@@ -312,11 +319,16 @@ def _make_decoder(cls: type[ev.Event]) -> Any:
     for name in names:
         assert name in _FIELD_TESTS or name in _CONVERT, f"{cls.__name__}.{name} has no test"
     tests = [_TESTS[_FIELD_TESTS[n]][0].format(n) for n in names if n in _FIELD_TESTS]
+    tests += [f"type({n}) is list" for n in names if n == "grad_inputs"]
     lines = [f"    _, {', '.join(names)}, = r",
              f"    if not ({' and '.join(tests)}):",
              "        raise _BAD",
              "    o = _new(B)"]
     for name in names:
+        if name == "shape":  # the hottest converter: its cache looked up right here
+            lines += ["    t = _SHAPES_get(tuple(shape)) if type(shape) is list else None",
+                      "    o.shape = _new_shape(shape) if t is None else t"]
+            continue
         value = _CONVERT.get(name, "{}").format(name)
         lines.append(f"    o.{name} = {value}")
     lines += ["    o.__class__ = cls", "    return o"]
@@ -359,16 +371,13 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
         if position is STREAM:
             decoders = _DECODERS
             return [decoders[r[0]](r, S, lo, hi) for r in rows]
-        out = []
-        if position == FIRST_FRAME:
-            if not rows or type(rows[0]) is not list or rows[0][:1] != ["header"]:
-                raise TraceFileError("damaged trace (it does not begin with a header)")
-            out.append(_DECODERS["header"](rows[0], S, lo, hi))
-            rest = islice(rows, 1, None)
-        else:
-            rest = iter(rows)
         decoders = _BODY_DECODERS
-        out += [decoders[r[0]](r, S, lo, hi) for r in rest]
+        if position != FIRST_FRAME:
+            return [decoders[r[0]](r, S, lo, hi) for r in rows]
+        if not rows or type(rows[0]) is not list or rows[0][:1] != ["header"]:
+            raise TraceFileError("damaged trace (it does not begin with a header)")
+        out = [_DECODERS["header"](rows[0], S, lo, hi)]
+        out += [decoders[r[0]](r, S, lo, hi) for r in islice(rows, 1, None)]
         return out
     except RecursionError:
         raise TraceFileError("malformed event (nested too deep)") from None
@@ -439,9 +448,26 @@ def _what_field(row: list[Any], lo: int, hi: int, exc: Exception) -> str:
                 eval(_CONVERT[name].format("v"), dict(_NAMESPACE), {"v": value})  # noqa: S307
             except (*_MALFORMED, RecursionError):
                 return f"{name} is {_show(value)}, not a valid {name}"
-    if isinstance(exc, _Bad):
-        return "a summary field is not a valid summary"
+    for name, value in zip(names, row[1:], strict=True):
+        if name in ("summary", "grad_output", "grad_inputs") and not _is_summary(
+                name, value):
+            return f"{name} is {_show(value)}, not a valid summary"
     return f"{type(exc).__name__}: {exc}"[:160]
+
+
+def _is_summary(name: str, value: Any) -> bool:
+    """Could ``value`` be field ``name``'s summary (or list of them)? A reference to an
+    earlier summary of the frame counts as one."""
+    values = value if name == "grad_inputs" and type(value) is list else [value]
+    if name == "grad_inputs" and type(value) is not list:
+        return False
+    for v in values:
+        try:
+            if type(v) is not int:
+                _summaries()(v)
+        except (*_MALFORMED, RecursionError):
+            return False
+    return True
 
 
 def _text(body: bytes | memoryview) -> str:
@@ -457,6 +483,8 @@ def _text(body: bytes | memoryview) -> str:
 def _check_surrogates(text: str, rows: Any) -> None:
     """Refuse half a UTF-16 pair escaped in JSON (``"\\ud800"``): only frames with such
     escapes at all (JSON writes emoji as pairs of them) pay for the check."""
+    if "\\u" not in text:  # (one scan; most frames have no escape at all)
+        return
     if "\\ud" not in text and "\\uD" not in text:
         return
     try:
