@@ -235,6 +235,7 @@ def _summaries() -> Callable[[Any], ev.Summary | None]:
         append(s)
         return s
 
+    summary.seen = seen  # type: ignore[attr-defined]  # (for error messages)
     return summary
 
 
@@ -318,18 +319,19 @@ def _make_decoder(cls: type[ev.Event]) -> Any:
     names = [f.name for f in fields(cls)]
     for name in names:
         assert name in _FIELD_TESTS or name in _CONVERT, f"{cls.__name__}.{name} has no test"
-    tests = [_TESTS[_FIELD_TESTS[n]][0].format(n) for n in names if n in _FIELD_TESTS]
-    tests += [f"type({n}) is list" for n in names if n == "grad_inputs"]
-    lines = [f"    _, {', '.join(names)}, = r",
+    # Locals are named v_<field>: a field may be called "type" (ExceptionRaised's is).
+    tests = [_TESTS[_FIELD_TESTS[n]][0].format(f"v_{n}") for n in names if n in _FIELD_TESTS]
+    tests += ["type(v_grad_inputs) is list" for n in names if n == "grad_inputs"]
+    lines = [f"    _, {', '.join('v_' + n for n in names)}, = r",
              f"    if not ({' and '.join(tests)}):",
              "        raise _BAD",
              "    o = _new(B)"]
     for name in names:
         if name == "shape":  # the hottest converter: its cache looked up right here
-            lines += ["    t = _SHAPES_get(tuple(shape)) if type(shape) is list else None",
-                      "    o.shape = _new_shape(shape) if t is None else t"]
+            lines += ["    t = _SHAPES_get(tuple(v_shape)) if type(v_shape) is list else None",
+                      "    o.shape = _new_shape(v_shape) if t is None else t"]
             continue
-        value = _CONVERT.get(name, "{}").format(name)
+        value = _CONVERT.get(name, "{}").format(f"v_{name}")
         lines.append(f"    o.{name} = {value}")
     lines += ["    o.__class__ = cls", "    return o"]
     src = "def decode(r, S, lo, hi):\n" + "\n".join(lines) + "\n"
@@ -423,16 +425,18 @@ def _malformed(rows: list[Any], lo: int, hi: int, position: int | None,
         if len(r) != dec.width:
             return TraceFileError(f"{kind} event with {len(r) - 1} fields, expected "
                                   f"{dec.width - 1} (event {i})")
+        count = len(S.seen)  # type: ignore[attr-defined]
         try:
             dec(r, S, lo, hi)
         except RecursionError:
             return TraceFileError(f"malformed {kind} event {i} (nested too deep)")
         except _MALFORMED as row_exc:
-            return TraceFileError(f"malformed {kind} event {i}: {_what_field(r, lo, hi, row_exc)}")
+            what = _what_field(r, lo, hi, count, row_exc)
+            return TraceFileError(f"malformed {kind} event {i}: {what}")
     return TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200])
 
 
-def _what_field(row: list[Any], lo: int, hi: int, exc: Exception) -> str:
+def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) -> str:
     """Which field of a row that failed to decode is wrong, and what it holds."""
     names = _DECODERS[row[0]].names
     for name, value in zip(names, row[1:], strict=True):
@@ -448,26 +452,37 @@ def _what_field(row: list[Any], lo: int, hi: int, exc: Exception) -> str:
                 eval(_CONVERT[name].format("v"), dict(_NAMESPACE), {"v": value})  # noqa: S307
             except (*_MALFORMED, RecursionError):
                 return f"{name} is {_show(value)}, not a valid {name}"
-    for name, value in zip(names, row[1:], strict=True):
-        if name in ("summary", "grad_output", "grad_inputs") and not _is_summary(
-                name, value):
-            return f"{name} is {_show(value)}, not a valid summary"
+    bad = _bad_summary_field(names, row, count)
+    if bad is not None:
+        return f"{bad[0]} is {_show(bad[1])}, not a valid summary (nor a reference to one)"
     return f"{type(exc).__name__}: {exc}"[:160]
 
 
-def _is_summary(name: str, value: Any) -> bool:
-    """Could ``value`` be field ``name``'s summary (or list of them)? A reference to an
-    earlier summary of the frame counts as one."""
-    values = value if name == "grad_inputs" and type(value) is list else [value]
-    if name == "grad_inputs" and type(value) is not list:
-        return False
-    for v in values:
-        try:
-            if type(v) is not int:
+_SUMMARY_FIELDS = ("summary", "grad_output", "grad_inputs")
+
+
+def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[str, Any] | None:
+    """The first summary field of a row that is not a summary, given ``count`` summaries
+    earlier in the frame (a reference must point at one of those or at one before it in
+    the row)."""
+    for name, value in zip(names, row[1:], strict=True):
+        if name not in _SUMMARY_FIELDS:
+            continue
+        if name == "grad_inputs" and type(value) is not list:
+            return name, value
+        for v in value if name == "grad_inputs" else [value]:
+            if v is None:
+                continue
+            if type(v) is int:
+                if not 0 <= v < count:
+                    return name, value
+                continue
+            try:
                 _summaries()(v)
-        except (*_MALFORMED, RecursionError):
-            return False
-    return True
+            except (*_MALFORMED, RecursionError):
+                return name, value
+            count += 1
+    return None
 
 
 def _text(body: bytes | memoryview) -> str:

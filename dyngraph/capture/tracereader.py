@@ -76,7 +76,7 @@ def _open(name: str, buffering: int = CHUNK) -> BinaryIO:
 def warn(message: str) -> None:
     """A TraceFileWarning attributed to the first caller outside dyngraph (the user's
     ``read_trace`` line, not one of ours)."""
-    level, frame = 1, sys._getframe(1)
+    level, frame = 2, sys._getframe(1)  # (stacklevel 2: warn's caller)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, TraceFileWarning, stacklevel=level)

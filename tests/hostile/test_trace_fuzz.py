@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import resource
 import shutil
-from pathlib import Path
 
 import pytest
 import tracefuzz as fz

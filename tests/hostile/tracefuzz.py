@@ -26,14 +26,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dyngraph.exporters.batch import export_iterations
+from dyngraph.tui.model import Model
+from dyngraph.tui.sources import ReplaySource
+
 import dyngraph as dg
 from dyngraph.capture import events as ev
 from dyngraph.capture import tracefile as tf
 from dyngraph.debug.commands import run_summary
 from dyngraph.errors import TraceFileError, TraceFileWarning
-from dyngraph.exporters.batch import export_iterations
-from dyngraph.tui.model import Model
-from dyngraph.tui.sources import ReplaySource
 
 HEADER = tf.FRAME_HEADER
 META = tf.EVENTS_META
@@ -389,4 +390,17 @@ def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3) ->
             opt.zero_grad()
             loss.backward()
             opt.step()
+    # The kinds a training loop without a debugger does not record, appended as a run
+    # that printed, paused and raised would have them.
+    events = list(dg.read_trace(path).events)
+    seq, it = events[-1].seq, events[-1].iteration + 1
+    events += [
+        ev.ScriptOutput(seq=seq + 1, iteration=it, stream="stdout", text="step 3\n"),
+        ev.BreakpointHit(seq=seq + 2, iteration=it, reason="nan", description="t3",
+                         at_seq=seq),
+        ev.ExceptionRaised(seq=seq + 3, iteration=it, type="KeyError", message="'k'",
+                           traceback="Traceback ...", at_seq=seq, file="train.py", line=7),
+        ev.RunEnd(seq=seq + 4, iteration=it, status=1, reason="exception"),
+    ]
+    dg.Trace(events).save(path)
     return path
