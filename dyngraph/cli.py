@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, cast
 
@@ -70,6 +71,22 @@ def _error(command: str, message: str) -> None:
     # The message names the user's files and values: shown as written, never as markup.
     Console(stderr=True, highlight=False, soft_wrap=True).print(Text.assemble(
         f"dyngraph {command}: ", ("error:", "bold red"), f" {shown(message)}"))
+
+
+def _warn_in_one_line(command: str) -> None:
+    """Print a trace file's warnings ("cut short ...; kept N events") as one line of ours:
+    the default form would show a source line of dyngraph's, not anything of the user's."""
+    from .errors import TraceFileWarning
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if issubclass(category, TraceFileWarning):
+            print(f"dyngraph {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
 
 
 def _break_option(p: argparse.ArgumentParser) -> None:
@@ -194,7 +211,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, function = COMMANDS[args.command]
     try:
         run = getattr(importlib.import_module(module_name), function)
-        return int(run(args) or 0)
+        with warnings.catch_warnings():  # (restores showwarning after)
+            _warn_in_one_line(args.command)
+            return int(run(args) or 0)
     except UserError as exc:
         _error(args.command, str(exc))
         return 2

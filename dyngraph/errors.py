@@ -7,3 +7,7 @@ class UserError(Exception):
 
 class TraceFileError(UserError):
     """A trace file that is damaged, foreign, or from a newer dyngraph."""
+
+
+class TraceFileWarning(UserWarning):
+    """A trace file that loads, but not whole: cut short, or with a corrupt frame."""

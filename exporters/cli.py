@@ -76,11 +76,25 @@ def _progress() -> tuple[Callable[[int, int], None] | None, Callable[[], None]]:
     return update, bar.stop
 
 
+def _check_source(source: Path) -> None:
+    """One line for a source that is missing or not a regular file (a FIFO would block the
+    reader; "no such file" would be wrong for a directory)."""
+    from dyngraph.capture.tracereader import not_regular
+
+    try:
+        what = not_regular(source.stat().st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        raise UserError(f"no such file: {source}") from None
+    except OSError as exc:
+        raise UserError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    if what is not None:
+        raise UserError(f"{source}: is {what}, not a trace file or a script")
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Entry point of ``dyngraph export`` (see dyngraph/cli.py for the options)."""
     source = Path(args.source)
-    if not source.is_file():
-        raise UserError(f"no such file: {source}")
+    _check_source(source)
     formats = parse_formats(args.format)
     if not args.output:  # before a script is recorded: '' would mean the current folder
         raise UserError("no output folder given: name one with -o DIR")

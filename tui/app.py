@@ -247,7 +247,11 @@ class DebuggerApp(DebuggerActions):
         self.refresh_view()
 
     def on_source_failed(self, message: msg.SourceFailed) -> None:
-        self.notify(f"lost the script: {message.error}", severity="error", timeout=10)
+        if self.source.live:
+            self.notify(f"lost the script: {message.error}", severity="error", timeout=10)
+        else:  # a replay's trace was damaged past what loaded (the error names the file)
+            self.notify(f"{message.error}; showing what loaded before it",
+                        title="damaged trace", severity="error", timeout=30, markup=False)
         self.refresh_view()
 
     # -- drawing -------------------------------------------------------------------------

@@ -13,21 +13,21 @@ field order (``events.FIELD_NAMES``); summaries are arrays of their fields; arra
 ``TensorValues`` are ``{"__ndarray__": base64, "dtype", "shape"}``. A control frame's payload
 is one JSON object. JSON keeps decoding in C (``json.loads``) and never runs code: no pickle
 anywhere. The full description is in ``docs/trace-format.md``.
+
+Decoding (with every field checked) is in ``decoding.py``; reading files (``read_frames``,
+``iter_events``, still importable from here) in ``tracereader.py``.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-import gc
 import json
 import os
 import secrets
 import stat
 import struct
-import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from operator import attrgetter
 from types import TracebackType
@@ -37,21 +37,28 @@ import numpy as np
 
 from ..errors import TraceFileError, UserError
 from . import events as ev
+from .decoding import (  # decoding lives there; these names are still found here
+    _ARRAY_KINDS,  # noqa: F401
+    EVENTS_META,
+    FULL_HEAD,
+    WHOLE,
+    decode_array,
+    decode_events_payload,  # noqa: F401
+    decode_message_payload,
+)
 
 MAGIC = b"DG"
 FORMAT_VERSION = 1
 EVENTS = ord("E")
 CONTROL = ord("C")
 FRAME_HEADER = struct.Struct("<2sBBII")
-EVENTS_META = struct.Struct("<IIIIQ")  # count, first iteration, last iteration, flags, first seq
 FLAG_VALUES = 1  # the frame holds TensorValues events
 MAX_FRAME = 1 << 30  # a length above this is garbage, not a frame
 BATCH_EVENTS = 1024  # TraceWriter writes a frame at least this often (and at iteration ends)
-_ARRAY_KINDS = "biuf"  # numeric and bool dtypes only: an object array could carry code
 
 __all__ = [
     "FrameDecoder", "TraceWriter", "decode_array", "encode_array", "encode_events",
-    "encode_message", "iter_events", "read_frames",
+    "encode_message",
 ]
 
 
@@ -71,21 +78,6 @@ def encode_array(a: np.ndarray) -> dict[str, Any]:
     data = a.astype(dtype, copy=False).tobytes()
     return {"__ndarray__": base64.b64encode(data).decode("ascii"), "dtype": dtype.str,
             "shape": list(a.shape)}
-
-
-def decode_array(d: dict[str, Any]) -> np.ndarray:
-    """The array ``encode_array`` stored; TraceFileError if ``d`` is not one."""
-    try:
-        dtype = np.dtype(d["dtype"])
-        shape = tuple(int(n) for n in d["shape"])
-        raw = base64.b64decode(d["__ndarray__"], validate=True)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TraceFileError(f"malformed array ({exc})") from None
-    if dtype.kind not in _ARRAY_KINDS or dtype.hasobject:
-        raise TraceFileError(f"array of unsupported dtype {dtype}")
-    if any(n < 0 for n in shape) or len(raw) != dtype.itemsize * int(np.prod(shape)):
-        raise TraceFileError(f"array of shape {shape} does not match its {len(raw)} bytes")
-    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
 # -- encoding ------------------------------------------------------------------------------
@@ -112,12 +104,12 @@ def _plain_default(o: Any) -> Any:
 # mean, std, norm is None; bit 7: sampled), preview length, nan, inf, the five stats, then
 # the preview, as little-endian doubles. Exact, and formatting 13 floats as JSON text costs
 # about fifteen times more than packing them.
-_FULL_HEAD = struct.Struct("<BBqq5d")
+_FULL_HEAD = FULL_HEAD
 _PREVIEWS = [struct.Struct(f"<{n}d") for n in range(256)]
 _b64encode = base64.b64encode
 
 
-_WHOLE = [struct.Struct(f"<BBqq5d{n}d") for n in range(256)]
+_WHOLE = WHOLE
 
 
 def _pack_full(o: ev.Summary) -> tuple[Any, ...]:
@@ -200,230 +192,21 @@ def encode_message(message: dict[str, Any]) -> bytes:
     return _frame(CONTROL, _dumps(message).encode())
 
 
-# -- decoding ------------------------------------------------------------------------------
-# Decoding builds every event and summary of a file, so it is where reading spends its time.
-# Objects are built as ``events.builder`` subclasses, one specialised slot store per field,
-# then given their real class.
-_new = object.__new__
-_builder = ev.builder
-
-
-# Any: the decoders below build summaries slot by slot, a step the type checker cannot follow.
-_Summary: Any = ev.Summary
-_FullSummary = type(ev.Summary((), "", min=0.0))
-_BuildCheap = _builder(_Summary)
-_BuildFull = _builder(_FullSummary)
-_a2b_base64 = binascii.a2b_base64
-
-
-def _summaries() -> Callable[[Any], ev.Summary | None]:
-    """The summary decoder of one frame: it resolves back-references (see ``_encoder``)."""
-    seen: list[ev.Summary] = []
-    append = seen.append
-    a2b, whole, new, cheap, full = _a2b_base64, _WHOLE, _new, _BuildCheap, _BuildFull
-
-    def summary(v: Any) -> ev.Summary | None:
-        if v is None:
-            return None
-        if type(v) is int:
-            if v < 0:
-                raise IndexError(f"summary reference {v}")
-            return seen[v]
-        n = len(v)
-        if n == 3:  # packed (see _pack_full); unpack raises struct.error unless sizes agree
-            shape, dtype, text = v
-            data = a2b(text, strict_mode=True)
-            vals = whole[data[1]].unpack(data)
-            s: Any = new(full)
-            s.shape = tuple(shape)
-            s.dtype = dtype
-            mask, _, s.nan, s.inf, s.min, s.max, s.mean, s.std, s.norm = vals[:9]
-            s.preview = vals[9:]
-            s.sampled = mask > 127
-            s.__class__ = _FullSummary
-            if mask & 31:
-                s = _masked(s, mask)
-        elif n == 6:
-            shape, dtype, norm, nan, inf, sampled = v
-            s = new(cheap)
-            s.shape = tuple(shape)
-            s.dtype = dtype
-            s.norm = norm
-            s.nan = nan
-            s.inf = inf
-            s.sampled = sampled
-            s.__class__ = _Summary
-        else:
-            shape, dtype, mn, mx, mean, std, norm, nan, inf, preview, sampled = v
-            s = _Summary(tuple(shape), dtype, mn, mx, mean, std, norm, nan, inf,
-                         tuple(preview), sampled)
-        append(s)
-        return s
-
-    return summary
-
-
-def _masked(s: ev.Summary, mask: int) -> ev.Summary:
-    """``s`` with the statistics flagged as None in ``mask`` set so (rare: NaN-free data has
-    them all); a summary left with no min/max/mean/std/preview is a cheap one."""
-    stats = [None if mask & (1 << i) else v
-             for i, v in enumerate((s.min, s.max, s.mean, s.std, s.norm))]
-    return _Summary(s.shape, s.dtype, *stats, s.nan, s.inf, s.preview, s.sampled)
-
-
-def _tuples(v: Any) -> Any:
-    if type(v) is list:
-        return tuple(_tuples(x) for x in v)
-    return v
-
-
-def _attrs(v: dict[str, Any]) -> dict[str, Any]:
-    return {k: _tuples(x) if type(x) is list else x for k, x in v.items()}
-
-
-def _updates(v: Any) -> tuple[tuple[int, float], ...]:
-    return tuple(tuple(p) for p in v)
-
-
-_NO_ATTRS: dict[str, Any] = {}
-# How a field's JSON value becomes the recorded value (a field not listed is taken as is);
-# "{}" stands for the value. S is the frame's summary decoder.
-_CONVERT: dict[str, str] = {
-    "shape": "tuple({})",
-    "inputs": "tuple({})",
-    "argv": "tuple({})",
-    "summary": "S({})",
-    "grad_output": "S({})",
-    "grad_inputs": "tuple(map(S, {}))",
-    "updates": "_updates({})",
-    "attrs": "_attrs({0}) if {0} else _NO_ATTRS",  # most ops have none: share one empty dict
-    "array": "decode_array({})",
-}
-
-
-def _make_decoder(cls: type[ev.Event]) -> Any:
-    """A function building ``cls`` from its JSON row (``[kind, field, ...]``), converting
-    only the fields that need it."""
-    names = [f.name for f in fields(cls)]
-    lines = [f"    _, {', '.join(names)}, = r", "    o = _new(B)"]
-    for name in names:
-        value = _CONVERT.get(name, "{}").format(name)
-        lines.append(f"    o.{name} = {value}")
-    lines += ["    o.__class__ = cls", "    return o"]
-    src = "def decode(r, S):\n" + "\n".join(lines) + "\n"
-    namespace: dict[str, Any] = {
-        "_new": _new, "B": _builder(cls), "cls": cls, "_updates": _updates, "_attrs": _attrs,
-        "_NO_ATTRS": _NO_ATTRS, "decode_array": decode_array,
-    }
-    exec(src, namespace)  # built from our own field names only, never from file content
-    decode = namespace["decode"]
-    decode.width = len(names) + 1
-    return decode
-
-
-_DECODERS = {kind: _make_decoder(cls) for kind, cls in ev.EVENT_TYPES.items()}
-
-
-_MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, struct.error,
-              binascii.Error)
-
-
-def decode_rows(rows: Any) -> list[ev.Event]:
-    """Events from a decoded JSON array of rows; TraceFileError if they are not events."""
-    if type(rows) is not list:
-        raise TraceFileError("events frame does not hold a list")
-    decoders = _DECODERS
-    S = _summaries()
-    try:
-        # The decoders check nothing themselves (a wrong row width fails their unpacking):
-        # what went wrong is worked out only once something did.
-        return [decoders[r[0]](r, S) for r in rows]
-    except _MALFORMED as exc:
-        if _upgrade(rows):
-            return decode_rows(rows)
-        raise _malformed(rows, exc) from None
-
-
-# Fields added since schema 1, at the end of their event's row, with the value an older
-# stream means: its rows are padded with them (a schema-1 op ran in no known call).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,)}
-
-
-def _upgrade(rows: list[Any]) -> bool:
-    """Pad the rows an older schema wrote short; True if any was."""
-    padded = False
-    for r in rows:
-        if type(r) is list and r and type(r[0]) is str:
-            added = _ADDED_FIELDS.get(r[0])
-            dec = _DECODERS.get(r[0])
-            if added and dec is not None and len(r) == dec.width - len(added):
-                r.extend(added)
-                padded = True
-    return padded
-
-
-def _malformed(rows: list[Any], exc: Exception) -> TraceFileError:
-    """The error for the first row of ``rows`` that is not an event."""
-    for r in rows:
-        if type(r) is not list or not r:
-            return TraceFileError(f"malformed event ({str(r)[:40]!r} is not a row)")
-        dec = _DECODERS.get(r[0]) if type(r[0]) is str else None
-        if dec is None:
-            return TraceFileError(f"unknown event kind {str(r[0])[:40]!r}")
-        if len(r) != dec.width:
-            return TraceFileError(f"{r[0]} event with {len(r) - 1} fields, expected "
-                                  f"{dec.width - 1}")
-    return TraceFileError(f"malformed event ({type(exc).__name__}: {exc})"[:200])
-
-
-def decode_events_payload(payload: bytes | memoryview) -> list[ev.Event]:
-    """The events of an events frame's payload (metadata included)."""
-    if len(payload) < EVENTS_META.size:
-        raise TraceFileError("events frame too short")
-    count = EVENTS_META.unpack_from(payload)[0]
-    # A frame makes thousands of lists and objects that all live on (the rows until they are
-    # events, the events in the caller's hands): the cyclic collector would walk them over
-    # and over while they are built, for nothing, since they hold no cycles. It runs again
-    # after the frame. (Several threads may do this at once: one that found it enabled
-    # enables it again.)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        try:
-            rows = json.loads(bytes(payload[EVENTS_META.size:]))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise TraceFileError(f"undecodable events frame ({exc})"[:200]) from None
-        events = decode_rows(rows)
-    finally:
-        if enabled:
-            gc.enable()
-    if len(events) != count:
-        raise TraceFileError(f"events frame says {count} events but holds {len(events)}")
-    return events
-
-
-def decode_message_payload(payload: bytes | memoryview) -> dict[str, Any]:
-    try:
-        message = json.loads(bytes(payload))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise TraceFileError(f"undecodable control frame ({exc})"[:200]) from None
-    if type(message) is not dict:
-        raise TraceFileError("control frame does not hold an object")
-    return message
-
-
-def _check_header(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """(type, length) of the frame at ``pos``; TraceFileError if it is not one of ours."""
+def check_header(buf: bytes | bytearray | memoryview, pos: int = 0,
+                 at: int | None = None) -> tuple[int, int]:
+    """(type, length) of the frame header at ``buf[pos:]``; TraceFileError if it is not one
+    of ours. Messages give ``at``, where it is in the stream (by default ``pos``)."""
+    at = pos if at is None else at
     magic, ftype, version, length, _crc = FRAME_HEADER.unpack_from(buf, pos)
     if magic != MAGIC:
-        raise TraceFileError(f"not a dyngraph frame at byte {pos}")
+        raise TraceFileError(f"not a dyngraph frame at byte {at}")
     if version > FORMAT_VERSION:
         raise TraceFileError(
             f"frame format {version} is from a newer dyngraph (this one reads up to "
             f"{FORMAT_VERSION}); upgrade dyngraph"
         )
     if version < 1 or ftype not in (EVENTS, CONTROL) or length > MAX_FRAME:
-        raise TraceFileError(f"damaged frame header at byte {pos}")
+        raise TraceFileError(f"damaged frame header at byte {at}")
     return ftype, length
 
 
@@ -454,11 +237,7 @@ class FrameDecoder:
         hsize = FRAME_HEADER.size
         try:
             while size - pos >= hsize:
-                try:
-                    ftype, length = _check_header(buf, pos)
-                except TraceFileError as exc:
-                    raise TraceFileError(f"{exc} of the stream (offset {self.offset + pos})"
-                                         ) from None
+                ftype, length = check_header(buf, pos, at=self.offset + pos)
                 end = pos + hsize + length
                 if end > size:
                     break
@@ -466,7 +245,8 @@ class FrameDecoder:
                 crc = FRAME_HEADER.unpack_from(buf, pos)[4]
                 if zlib.crc32(payload) != crc:
                     raise TraceFileError(
-                        f"damaged frame at offset {self.offset + pos} (checksum mismatch)")
+                        f"damaged frame at byte {self.offset + pos} of the stream "
+                        "(checksum mismatch)")
                 if ftype == EVENTS:
                     out.append(decode_events_payload(payload))
                 else:
@@ -478,7 +258,7 @@ class FrameDecoder:
         return out
 
 
-# -- files -------------------------------------------------------------------------------
+# -- files ---------------------------------------------------------------------------
 class TraceWriter:
     """Writes a trace file: the header frame at once, then frames of events as they come.
 
@@ -747,170 +527,11 @@ class TraceWriter:
         self.close()
 
 
-class FrameRef:
-    """An events frame of a file, indexed but not decoded."""
+def __getattr__(name: str) -> Any:
+    # The file readers live in tracereader.py, which imports this module; they are still
+    # reachable here, where they always were.
+    if name in ("FrameRef", "read_frames", "iter_events"):
+        from . import tracereader
 
-    __slots__ = ("count", "first_iteration", "last_iteration", "flags", "first_seq",
-                 "payload")
-
-    def __init__(self, payload: memoryview | bytes) -> None:
-        (self.count, self.first_iteration, self.last_iteration, self.flags,
-         self.first_seq) = EVENTS_META.unpack_from(payload)
-        self.payload = payload
-
-    def decode(self) -> list[ev.Event]:
-        return decode_events_payload(self.payload)
-
-
-def _open_error(path: str, problem: str) -> TraceFileError:
-    return TraceFileError(f"{path}: {problem}")
-
-
-def read_frames(path: str | os.PathLike[str]) -> tuple[ev.Header, list[FrameRef]]:
-    """Index a whole trace file: its header and its events frames (payloads not decoded).
-
-    Holds the file's bytes once. A file cut short yields its whole frames with a warning;
-    anything else wrong raises TraceFileError naming the file and the problem.
-    """
-    name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise _open_error(name, "no such file") from None
-    except IsADirectoryError:
-        raise _open_error(name, "is a directory, not a trace file") from None
-    except OSError as exc:
-        raise _open_error(name, f"cannot read ({exc.strerror or exc})") from None
-    view = memoryview(data)
-    frames, end = _index(name, view)
-    header = _first_header(name, frames)
-    if end < len(data):
-        warnings.warn(
-            f"{name}: trace cut short ({len(data) - end} bytes of an incomplete frame at the "
-            f"end); loaded the {sum(f.count for f in frames)} events before it",
-            stacklevel=3,
-        )
-    return header, frames
-
-
-def _index(name: str, view: memoryview) -> tuple[list[FrameRef], int]:
-    size = len(view)
-    if size == 0:
-        raise _open_error(name, "empty file, not a dyngraph trace")
-    if size >= 2 and bytes(view[:2]) != MAGIC:
-        raise _open_error(name, "not a dyngraph trace (unknown file signature)")
-    frames: list[FrameRef] = []
-    pos = 0
-    hsize = FRAME_HEADER.size
-    unpack = FRAME_HEADER.unpack_from
-    crc32 = zlib.crc32
-    while size - pos >= hsize:
-        try:
-            ftype, length = _check_header(view, pos)
-        except TraceFileError as exc:
-            raise _open_error(name, str(exc)) from None
-        end = pos + hsize + length
-        if end > size:
-            break
-        payload = view[pos + hsize:end]
-        if crc32(payload) != unpack(view, pos)[4]:
-            raise _open_error(name, f"damaged frame at byte {pos} (checksum mismatch)")
-        if ftype != EVENTS or length < EVENTS_META.size:
-            raise _open_error(name, f"damaged frame at byte {pos} (not an events frame)")
-        frames.append(FrameRef(payload))
-        pos = end
-    if not frames:
-        raise _open_error(name, "trace cut short before its first complete frame")
-    return frames, pos
-
-
-def _first_header(name: str, frames: list[FrameRef]) -> ev.Header:
-    try:
-        first = frames[0].decode()
-    except TraceFileError as exc:
-        raise _open_error(name, str(exc)) from None
-    return _header_of(name, first)
-
-
-def _header_of(name: str, first: list[ev.Event]) -> ev.Header:
-    if not first or type(first[0]) is not ev.Header:
-        raise _open_error(name, "damaged trace (it does not begin with a header)")
-    header = first[0]
-    if not isinstance(header.schema_version, int) or header.schema_version < 1:
-        raise _open_error(name, f"damaged header (schema version {header.schema_version!r})")
-    if header.schema_version > ev.SCHEMA_VERSION:
-        raise _open_error(
-            name,
-            f"written by a newer dyngraph ({header.dyngraph_version or '?'}, trace schema "
-            f"{header.schema_version}; this dyngraph reads up to schema {ev.SCHEMA_VERSION}); "
-            "upgrade dyngraph to open it",
-        )
-    return header
-
-
-def iter_events(path: str | os.PathLike[str], chunk_size: int = 1 << 20) -> Iterator[ev.Event]:
-    """Stream the events of a trace file, header first, reading ``chunk_size`` bytes at a time.
-
-    Memory stays at about one chunk plus one frame. Problems are reported as by
-    ``read_trace``: TraceFileError naming the file, or a warning for a file cut short.
-    """
-    name = os.fspath(path)
-    try:
-        f = open(name, "rb", buffering=max(chunk_size, 1))  # noqa: SIM115
-    except FileNotFoundError:
-        raise _open_error(name, "no such file") from None
-    except OSError as exc:
-        raise _open_error(name, f"cannot read ({exc.strerror or exc})") from None
-    with f:
-        # Frame by frame straight from the buffered file: no reassembly buffer to copy
-        # through, and the size is checked before a frame's payload is read, so a damaged
-        # length never asks for a gigabyte.
-        read = f.read
-        hsize = FRAME_HEADER.size
-        size = os.fstat(f.fileno()).st_size
-        pos = total = pending = 0
-        while True:
-            head = read(hsize)
-            if not head:
-                break
-            if pos == 0 and head[:2] != MAGIC[:len(head)]:
-                raise _open_error(name, "not a dyngraph trace (unknown file signature)")
-            if len(head) < hsize:
-                pending = len(head)
-                break
-            try:
-                ftype, length = _check_header(head, 0)
-            except TraceFileError as exc:
-                raise _open_error(name, f"{exc} (byte {pos})") from None
-            if pos + hsize + length > size:
-                size = os.fstat(f.fileno()).st_size  # a file still being written grows
-                if pos + hsize + length > size:
-                    pending = size - pos
-                    break
-            payload = read(length)
-            if len(payload) < length:  # (the file shrank meanwhile)
-                pending = hsize + len(payload)
-                break
-            if zlib.crc32(payload) != FRAME_HEADER.unpack(head)[4]:
-                raise _open_error(name, f"damaged frame at byte {pos} (checksum mismatch)")
-            if ftype != EVENTS:
-                raise _open_error(name, "damaged trace (control frame in a file)")
-            try:
-                events = decode_events_payload(payload)
-            except TraceFileError as exc:
-                raise _open_error(name, f"{exc} (frame at byte {pos})") from None
-            del payload
-            if pos == 0:
-                _header_of(name, events)
-            pos += hsize + length
-            total += len(events)
-            yield from events
-            del events  # before the next frame is decoded
-        if pos == 0:
-            if pending:
-                raise _open_error(name, "trace cut short before its first complete frame")
-            raise _open_error(name, "empty file, not a dyngraph trace")
-        if pending:
-            warnings.warn(f"{name}: trace cut short ({pending} bytes of an incomplete "
-                          f"frame at the end); read the {total} events before it", stacklevel=2)
+        return getattr(tracereader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,7 +26,8 @@ import numpy as np
 from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
-from .tracefile import FLAG_VALUES, FrameRef, TraceWriter, encode_events, read_frames
+from .tracefile import FLAG_VALUES, TraceWriter, encode_events
+from .tracereader import FrameRef, read_frames
 from .tracing import tracer
 
 # Decoded frames kept for looking again. Not more: every decoded object kept alive is one
@@ -205,9 +206,8 @@ class Trace:
         trace = cls(LazyEvents(frames), header=header, path=path)  # type: ignore[arg-type]
         spans: dict[int, list[int]] = {}
         for i, f in enumerate(frames):
-            if i == 0 and f.count == 1:
-                continue  # the header alone
-            for it in range(f.first_iteration, f.last_iteration + 1):
+            # (never a range from the metadata: it may claim four billion iterations)
+            for it in f.iterations():
                 spans.setdefault(it, []).append(i)
         trace._frame_spans = spans
         return trace
