@@ -44,6 +44,7 @@ HOLE = "\x00hole\x00"  # stands for raw JSON text spliced in after encoding
 HOSTILE: list[Any] = [
     None, -1, 0, 1, 2**31, 2**32, 2**63, 2**64, -(2**64), 10**30, 1.5, -0.0, math.nan,
     math.inf, -math.inf, True, False, "", "x", "\ud800", "a\nb\x1b[2J", "../../x",
+    "[/]", "[/enc]",
     [], [1], [-1, 2], ["a"], [[1]], [None], [1.5], [2**64], {}, {"a": 1}, {"": []},
     {"__ndarray__": "AAAA", "dtype": "<f8", "shape": [1]}, "x" * 5000,
 ]
