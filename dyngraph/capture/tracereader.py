@@ -89,7 +89,7 @@ class _File:
     def __init__(self, name: str, f: BinaryIO) -> None:
         self.name = name
         self.fd = os.dup(f.fileno())
-        weakref.finalize(self, os.close, self.fd)
+        self.close = weakref.finalize(self, os.close, self.fd)
 
     def read(self, offset: int, length: int) -> bytes:
         data = b""
@@ -347,9 +347,16 @@ def read_frames(path: str | os.PathLike[str]) -> tuple[ev.Header, list[FrameRef]
     name = os.fspath(path)
     with _open(name) as f:
         file = _File(name, f)
-        walk = _Walk(name, f, keep=False, file=file)
-        frames = [ref for ref, _ in _reading(name, walk)]
-    header = header_of(name, frames[0].decode())
+        try:
+            walk = _Walk(name, f, keep=False, file=file)
+            frames = [ref for ref, _ in _reading(name, walk)]
+            header = header_of(name, frames[0].decode())
+        except BaseException:
+            # Now, not when the garbage collector gets to it: a refused file's traceback
+            # keeps the frames (and so this descriptor) alive, and a process that opens
+            # many bad files would run out of descriptors.
+            file.close()
+            raise
     _warn_ending(walk)
     return header, frames
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import select
 import sys
 import threading
 import time
@@ -38,7 +37,7 @@ from .breakpoints import (
     nonfinite_counts,
     same_file,
 )
-from .channel import Channel, ChannelClosed
+from .channel import Channel, ChannelClosed, readable
 from .describe import ModuleStack, counts, describe_op, locate_exception, where
 from .evaluation import FrameEvaluator
 from .inspection import InspectError, result_to_wire, view_to_wire
@@ -654,8 +653,8 @@ class Agent:
             fds = self._capture.fds if self._capture is not None else ()
             if fds:
                 try:
-                    ready, _, _ = select.select(fds, (), (), FLUSH_INTERVAL)
-                except (OSError, ValueError):
+                    ready = readable(fds, FLUSH_INTERVAL)
+                except OSError:
                     ready = []
                 if ready:
                     self._capture.drain()

@@ -13,10 +13,11 @@ import codecs
 import fcntl
 import io
 import os
-import select
 import sys
 import threading
 from collections.abc import Callable
+
+from .channel import readable
 
 Emit = Callable[[str, str], None]  # (stream, text)
 
@@ -90,7 +91,7 @@ class OutputCapture:
     """Redirect fds 1 and 2 into pipes and ``sys.stdout``/``sys.stderr`` into ``emit``.
 
     ``emit(stream, text)`` is called with the capture lock held, in the order the script
-    wrote. ``fds`` are the pipes' read ends for a ``select`` in the pump thread, which calls
+    wrote. ``fds`` are the pipes' read ends for a ``poll`` in the pump thread, which calls
     ``drain()``.
     """
 
@@ -131,8 +132,8 @@ class OutputCapture:
 
     def _drain_locked(self) -> None:
         try:  # one cheap syscall when, as usual, nothing is waiting
-            ready, _, _ = select.select(self.fds, (), (), 0)
-        except (OSError, ValueError):
+            ready = readable(self.fds, 0)
+        except OSError:
             return
         for r in ready:
             name = self._pipes[r][0]

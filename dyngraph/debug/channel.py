@@ -11,11 +11,25 @@ from __future__ import annotations
 import select
 import socket
 import threading
+from collections.abc import Sequence
 
 # Big kernel buffers: the child writes batches of events while the parent may be busy.
 _BUFFER = 4 * 1024 * 1024
 _READ = 1024 * 1024
 
+
+
+def readable(fds: Sequence[int], timeout: float) -> list[int]:
+    """The fds of ``fds`` ready to read within ``timeout`` seconds. ``poll``, not
+    ``select``: select refuses fds past 1023, which a script with many files open (or a
+    process that read many traces) easily has."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    try:
+        return [fd for fd, _ in poller.poll(max(timeout, 0.0) * 1000)]
+    except InterruptedError:
+        return []
 
 class ChannelClosed(Exception):
     """The other end went away."""
@@ -46,15 +60,13 @@ class Channel:
     def recv(self, timeout: float | None = None) -> bytes | None:
         """Up to 1 MiB of bytes; ``None`` on timeout; ``b""`` once the other end closed.
 
-        The wait is a ``select``, not a socket timeout: a timeout on the socket would also
+        The wait is a ``poll``, not a socket timeout: a timeout on the socket would also
         bound ``sendall`` in the other thread, and a slow reader must only slow the writer
         down, never break the channel.
         """
         try:
-            if timeout is not None:
-                ready, _, _ = select.select((self.sock,), (), (), timeout)
-                if not ready:
-                    return None
+            if timeout is not None and not readable((self.sock.fileno(),), timeout):
+                return None
             data = self.sock.recv(_READ)
         except (BlockingIOError, InterruptedError):
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -271,3 +272,16 @@ def test_nan_breakpoint_still_finds_real_non_finite_values_next_to_masks(arg, op
     pause = run.pauses[0]
     assert pause.at.op == op and pause.at.line == line_of("masks.py", marker)
     assert what in pause.hit.description
+
+
+def test_breakpoints_hit_when_the_debugger_has_over_a_thousand_files_open():
+    """Waits are poll()s: select() refuses descriptors past 1023 (the channel then read
+    as closed and no pause ever came)."""
+
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        run = drive("simple.py", breakpoints=[Breakpoint.op("relu")])
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert [p.hit.reason for p in run.pauses] == ["op", "op"]
