@@ -125,6 +125,7 @@ def test_small_terminal(snap_compare, nan_trace_path, size):
 
 def test_help_screen(snap_compare, nan_trace_path):
     async def run_before(pilot) -> None:
+        await pilot.press("f")  # as the main screen's snapshot: a settled screen behind
         await settle(pilot)
         await pilot.press("question_mark")
         await pilot.pause()
