@@ -86,3 +86,15 @@ def test_l2_norm_is_exact_then_bounded():
     with np.errstate(over="ignore"):  # float32 overflows: the float64 fallback answers
         assert S.l2_norm(np.array([1e30, 1e30], np.float32)) == pytest.approx(2 ** 0.5 * 1e30)
     assert np.isnan(S.l2_norm(np.array([np.nan, 1.0])))
+
+
+def test_update_norm_is_exact_then_a_bounded_estimate():
+    small = np.arange(100, dtype=np.float32)
+    assert S.update_norm(small) == pytest.approx(np.linalg.norm(small.astype(np.float64)))
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((784, 256)).astype(np.float32)
+    exact = float(np.linalg.norm(big.astype(np.float64)))
+    assert S.update_norm(big) == pytest.approx(exact, rel=0.05)
+    assert S.update_norm(big.T) == pytest.approx(exact, rel=0.05)
+    big[::7, ::3] = np.nan  # a sample that sees NaN says so
+    assert np.isnan(S.update_norm(big))
