@@ -114,6 +114,80 @@ def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
+class StructureKeys:
+    """``structure_key`` of an iteration's events, remembered by a cheaper fingerprint.
+
+    Training repeats one structure, so the key is almost always one computed before. The
+    fingerprint holds everything the key depends on, in the plain objects the events
+    already carry: per Op its op, module, file, line, shape, dtype, grad mode, attribute
+    items and the positions (in this iteration) of the events that made its inputs; per
+    TensorCreated its name, kind, shape, dtype and ``requires_grad``. Equal fingerprints
+    give equal keys (``structure.structure_key`` reads nothing else); an iteration whose
+    ids repeat or whose inputs come from nowhere is keyed directly, without the memo.
+    """
+
+    __slots__ = ("_memo", "_last", "_last_key")
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[Any, ...], str] = {}
+        self._last: tuple[Any, ...] | None = None
+        self._last_key = ""
+
+    def key(self, events: list[ev.Event]) -> str:
+        fingerprint = _fingerprint(events)
+        if fingerprint is None:
+            return structure_key(events)
+        if fingerprint == self._last:  # the usual case: compared, not hashed
+            return self._last_key
+        try:
+            known = self._memo.get(fingerprint)
+        except TypeError:  # an unhashable attribute value
+            return structure_key(events)
+        if known is None:
+            if len(self._memo) >= self.LIMIT:
+                self._memo.clear()
+            known = self._memo[fingerprint] = structure_key(events)
+        self._last, self._last_key = fingerprint, known
+        return known
+
+
+_Op, _TensorCreated = ev.Op, ev.TensorCreated
+
+
+def _fingerprint(events: list[ev.Event]) -> tuple[Any, ...] | None:
+    position: dict[int, int] = {}
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    get = position.get
+    for i, e in enumerate(events):
+        t = type(e)
+        if t is _Op:
+            wired = []
+            for src in e.inputs:  # type: ignore[attr-defined]
+                if src >= 0:
+                    where = get(src)
+                    if where is None:
+                        return None
+                    wired.append(where)
+                else:
+                    wired.append(-1)
+            tid = e.output  # type: ignore[attr-defined]
+            attrs = e.attrs  # type: ignore[attr-defined]
+            append((e.op, e.module, e.file, e.line, e.shape, e.dtype,  # type: ignore[attr-defined]
+                    e.grad_enabled, tuple(attrs.items()) if attrs else (),  # type: ignore[attr-defined]
+                    tuple(wired)))
+        elif t is _TensorCreated:
+            tid = e.tensor  # type: ignore[attr-defined]
+            append((e.name, e.is_param, e.shape, e.dtype, e.requires_grad))  # type: ignore[attr-defined]
+        else:
+            return None  # the tracer keeps only these two kinds; anything else: no memo
+        if tid in position:
+            return None
+        position[tid] = i
+    return tuple(out)
+
+
 class Tracer:
     """The one emitter of events. Backends report what happened through its recording API.
 
@@ -165,6 +239,7 @@ class Tracer:
         # output id -> its Op event's inputs, this iteration (BackwardStep shares the tuple)
         self._op_inputs: dict[int, tuple[int, ...]] = {}
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._keys = StructureKeys()
         # The numpy summariser of the current stats mode, for backends that hold ndarrays.
         self.summarize_array: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
 
@@ -283,7 +358,7 @@ class Tracer:
         self._pending_end = False
         self.seq += 1
         self.emit(_make_end(self.seq, self.iteration, count,
-                            structure_key(self._iteration_events)))
+                            self._keys.key(self._iteration_events)))
         self.iteration += 1
         self._iteration_events = []
         self.known.clear()
