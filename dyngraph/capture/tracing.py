@@ -314,12 +314,14 @@ class Tracer:
             name = code.co_filename
             inside = internal.get(name)
             if inside is None:
-                inside = internal[name] = (name.startswith(self._internal_dirs)
-                                           and not name.startswith(_DEMOS_DIR))
+                inside = internal[name] = self._is_internal(name)
             if not inside:
                 return name, frame.f_lineno, code.co_name
             frame = frame.f_back  # type: ignore[assignment]
         return "", 0, ""
+
+    def _is_internal(self, name: str) -> bool:
+        return name.startswith(self._internal_dirs) and not name.startswith(_DEMOS_DIR)
 
     @property
     def module(self) -> str:
@@ -388,16 +390,32 @@ class Tracer:
         """
         if self._pending_end:
             self.end_iteration()
-        if self._announced < len(self.call_stack):
+        calls = self.call_stack
+        if self._announced < len(calls):
             self._announce_calls()
-        file, line, function = self.source(2)
+        # ``source(2)``, inlined: the first frame outside the libraries.
+        frame = _getframe(1)
+        internal = self._internal_files
+        while frame is not None:
+            code = frame.f_code
+            file = code.co_filename
+            inside = internal.get(file)
+            if inside is None:
+                inside = internal[file] = self._is_internal(file)
+            if not inside:
+                line = frame.f_lineno
+                function = code.co_name
+                break
+            frame = frame.f_back  # type: ignore[assignment]
+        else:
+            file, line, function = "", 0, ""
         shape = self._shapes.setdefault(shape, shape)
         seq = self.seq = self.seq + 1
         # Positional, in field order: this is the hottest line of a recording.
         event = _make_op(
             seq, self.iteration, name, inputs, output, shape, dtype, requires_grad,
             self._attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
-            function, grad_enabled, duration_ns, summary, self.call_stack[-1],
+            function, grad_enabled, duration_ns, summary, calls[-1],
         )
         self.known.add(output)
         self._iteration_events.append(event)
