@@ -171,12 +171,56 @@ def diff_graphs(old: Graph, new: Graph) -> GraphDiff:
     return GraphDiff(added, removed, tuple(reshaped), tuple(rewired))
 
 
+_new = object.__new__
+# A node is built by storing each slot (``_node``: every field of GraphNode, checked by
+# tests/events/test_graph_builder.py), a few times quicker than the dataclass ``__init__``
+# with keywords.
+_make_edge = ev.fast_constructor(GraphEdge)
+
+
+def _node(node_id: int, kind: str, op: str, name: str, shape: tuple[int, ...], dtype: str,
+          module: str, file: str, line: int, function: str, seq: int, requires_grad: bool,
+          grad_enabled: bool, attrs: dict[str, Any], summary: ev.Summary | None, grad_fn: str,
+          occurrence: int, carried: bool, call: int) -> GraphNode:
+    n = _new(GraphNode)
+    n.id = node_id
+    n.kind = kind
+    n.op = op
+    n.name = name
+    n.shape = shape
+    n.dtype = dtype
+    n.module = module
+    n.file = file
+    n.line = line
+    n.function = function
+    n.seq = seq
+    n.requires_grad = requires_grad
+    n.grad_enabled = grad_enabled
+    n.attrs = attrs
+    n.summary = summary
+    n.grad = None
+    n.grad_fn = grad_fn
+    n.backward_seq = 0
+    n.occurrence = occurrence
+    n.carried = carried
+    n.call = call
+    return n
+
+
+def _ignore(graph: Graph, event: ev.Event) -> None:
+    return None
+
+
 class GraphBuilder:
     """Feeds on events; holds the graph of the iteration in progress and the finished ones.
 
     >>> builder = GraphBuilder()
     >>> for event in events: builder.add(event)    # doctest: +SKIP
     >>> builder.current.nodes                      # doctest: +SKIP
+
+    ``add`` dispatches on the event's exact type (one dict lookup; a subclass of an event
+    type takes the slower ``isinstance`` path), since view and export feed it every event of
+    a trace.
     """
 
     def __init__(self) -> None:
@@ -184,46 +228,83 @@ class GraphBuilder:
         self.current = Graph(iteration=1)
         self._occurrences: dict[tuple[str, str, str, int], int] = {}
         self._stepped: set[int] = set()  # op nodes already reached by this backward pass
+        self._handlers: dict[type, Any] = {
+            ev.Op: self._add_op, ev.TensorCreated: self._add_leaf,
+            ev.ModuleCall: self._add_call, ev.BackwardStep: self._add_step,
+            ev.BackwardStart: self._start_backward, ev.GradAccumulated: self._add_grad,
+            ev.IterationEnd: self._end,
+        }
+        for cls in ev.EVENT_TYPES.values():  # the rest change no graph
+            self._handlers.setdefault(cls, _ignore)
 
     def add(self, event: ev.Event) -> Graph | None:
         """Apply one event; returns the graph it completed, if it ended an iteration."""
         graph = self.current
         if event.iteration != graph.iteration and not graph.nodes:
             graph.iteration = event.iteration
-        if isinstance(event, ev.Op):
-            self._add_op(graph, event)
-        elif isinstance(event, ev.TensorCreated):
-            self._add_leaf(graph, event)
-        elif isinstance(event, ev.ModuleCall):
-            graph.calls[event.call] = (event.module, event.parent)
-        elif isinstance(event, ev.BackwardStep):
-            node = graph.nodes.get(event.node)
-            # One forward op may own several backward nodes (PyTorch's F.linear: AddmmBackward0,
-            # then TBackward0); the first to run is the op's own output's, whose incoming
-            # gradient is the one flowing into the op's output.
-            if node is not None and node.id not in self._stepped:
-                self._stepped.add(node.id)
-                node.grad = event.grad_output
-                node.grad_fn = event.grad_fn
-                node.backward_seq = event.seq
-                graph.backward_order.append(node.id)
-        elif isinstance(event, ev.BackwardStart):
-            self._stepped = set()
-        elif isinstance(event, ev.GradAccumulated):
-            node = graph.nodes.get(event.tensor)
-            if node is not None:
-                node.grad = event.summary
-                node.grad_fn = "AccumulateGrad"
-                node.backward_seq = event.seq
-                graph.backward_order.append(node.id)
-        elif isinstance(event, ev.IterationEnd):
-            graph._structure_key = event.structure_key
-            graph.complete = True
-            self.finished.append(graph)
-            self.current = Graph(iteration=event.iteration + 1)
-            self._occurrences = {}
-            return graph
+        handler = self._handlers.get(type(event))
+        if handler is None:
+            handler = self._handler_of(event)
+            if handler is None:
+                return None
+        return handler(graph, event)  # type: ignore[no-any-return]
+
+    def add_all(self, events: Iterable[ev.Event]) -> Graph | None:
+        """``add`` every event in turn (the same, with less overhead per event); returns
+        the last graph completed, if any."""
+        handlers = self._handlers
+        done = None
+        for event in events:
+            graph = self.current
+            if event.iteration != graph.iteration and not graph.nodes:
+                graph.iteration = event.iteration
+            handler = handlers.get(type(event))
+            if handler is None:
+                handler = self._handler_of(event)
+                if handler is None:
+                    continue
+            done = handler(graph, event) or done
+        return done
+
+    def _handler_of(self, event: ev.Event) -> Any:
+        for cls, handler in self._handlers.items():
+            if isinstance(event, cls):
+                return handler
         return None
+
+    def _add_call(self, graph: Graph, e: ev.ModuleCall) -> None:
+        graph.calls[e.call] = (e.module, e.parent)
+
+    def _add_step(self, graph: Graph, e: ev.BackwardStep) -> None:
+        node = graph.nodes.get(e.node)
+        # One forward op may own several backward nodes (PyTorch's F.linear: AddmmBackward0,
+        # then TBackward0); the first to run is the op's own output's, whose incoming
+        # gradient is the one flowing into the op's output.
+        if node is not None and node.id not in self._stepped:
+            self._stepped.add(node.id)
+            node.grad = e.grad_output
+            node.grad_fn = e.grad_fn
+            node.backward_seq = e.seq
+            graph.backward_order.append(node.id)
+
+    def _start_backward(self, graph: Graph, e: ev.BackwardStart) -> None:
+        self._stepped = set()
+
+    def _add_grad(self, graph: Graph, e: ev.GradAccumulated) -> None:
+        node = graph.nodes.get(e.tensor)
+        if node is not None:
+            node.grad = e.summary
+            node.grad_fn = "AccumulateGrad"
+            node.backward_seq = e.seq
+            graph.backward_order.append(node.id)
+
+    def _end(self, graph: Graph, e: ev.IterationEnd) -> Graph:
+        graph._structure_key = e.structure_key
+        graph.complete = True
+        self.finished.append(graph)
+        self.current = Graph(iteration=e.iteration + 1)
+        self._occurrences = {}
+        return graph
 
     def _occurrence(self, module: str, what: str, file: str, line: int) -> int:
         k = (module, what, file, line)
@@ -232,51 +313,55 @@ class GraphBuilder:
         return n
 
     def _add_leaf(self, graph: Graph, e: ev.TensorCreated) -> None:
-        graph.nodes[e.tensor] = GraphNode(
-            id=e.tensor,
-            kind="param" if e.is_param else "leaf",
-            name=e.name,
-            shape=tuple(e.shape),
-            dtype=e.dtype,
-            seq=e.seq,
-            requires_grad=e.requires_grad,
-            summary=e.summary,
-            grad_fn=e.grad_fn,
-            occurrence=self._occurrence("", structure.leaf_label(e.name, e.is_param), "", 0),
-            carried=not e.is_leaf,
-        )
+        shape = e.shape
+        k = ("", structure.leaf_label(e.name, e.is_param), "", 0)
+        occurrences = self._occurrences
+        n = occurrences.get(k, 0)
+        occurrences[k] = n + 1
+        graph.nodes[e.tensor] = _node(
+            e.tensor, "param" if e.is_param else "leaf", "", e.name,
+            shape if type(shape) is tuple else tuple(shape), e.dtype, "", "", 0, "", e.seq,
+            e.requires_grad, True, {}, e.summary, e.grad_fn, n, not e.is_leaf, 0)
 
     def _add_op(self, graph: Graph, e: ev.Op) -> None:
-        graph.nodes[e.output] = GraphNode(
-            id=e.output,
-            kind="op",
-            op=e.op,
-            shape=tuple(e.shape),
-            dtype=e.dtype,
-            module=e.module,
-            file=e.file,
-            line=e.line,
-            function=e.function,
-            seq=e.seq,
-            requires_grad=e.requires_grad,
-            grad_enabled=e.grad_enabled,
-            attrs=e.attrs,
-            summary=e.summary,
-            occurrence=self._occurrence(e.module, e.op, e.file, e.line),
-            call=e.call if e.call in graph.calls else 0,
-        )
-        for index, src in enumerate(e.inputs):
-            if src >= 0 and src in graph.nodes:
-                graph.edges.append(GraphEdge(src, e.output, index))
+        shape = e.shape
+        module, file, line, output = e.module, e.file, e.line, e.output
+        k = (module, e.op, file, line)
+        occurrences = self._occurrences
+        n = occurrences.get(k, 0)
+        occurrences[k] = n + 1
+        call = e.call
+        nodes = graph.nodes
+        nodes[output] = _node(
+            output, "op", e.op, "", shape if type(shape) is tuple else tuple(shape), e.dtype,
+            module, file, line, e.function, e.seq, e.requires_grad, e.grad_enabled, e.attrs,
+            e.summary, "", n, False, call if call in graph.calls else 0)
+        index = 0
+        edges = graph.edges
+        for src in e.inputs:
+            if src >= 0 and src in nodes:
+                edges.append(_make_edge(src, output, index))
+            index += 1
 
 
 def build_graphs(events: Iterable[ev.Event]) -> Iterator[Graph]:
     """Yield each finished iteration's graph, then the unfinished one if it has nodes."""
     builder = GraphBuilder()
+    handlers = builder._handlers
+    end = handlers[ev.IterationEnd]
     for event in events:
-        done = builder.add(event)
-        if done is not None:
-            yield done
+        handler = handlers.get(type(event))
+        if handler is _ignore:
+            continue
+        if handler is end or handler is None:
+            done = builder.add(event)
+            if done is not None:
+                yield done
+            continue
+        graph = builder.current
+        if event.iteration != graph.iteration and not graph.nodes:
+            graph.iteration = event.iteration
+        handler(graph, event)
     if builder.current.nodes:
         yield builder.current
 

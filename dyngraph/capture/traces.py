@@ -131,9 +131,7 @@ class Iteration:
         if self._graph is None or self._graph_stamp != stamp:
             builder = GraphBuilder()
             builder.current.iteration = self.index
-            done = None
-            for e in self.events:
-                done = builder.add(e) or done
+            done = builder.add_all(self.events)
             self._graph = done if done is not None else builder.current
             self._graph_stamp = stamp
             self._backward = None

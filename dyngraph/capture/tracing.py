@@ -122,6 +122,80 @@ def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
+class StructureKeys:
+    """``structure_key`` of an iteration's events, remembered by a cheaper fingerprint.
+
+    Training repeats one structure, so the key is almost always one computed before. The
+    fingerprint holds everything the key depends on, in the plain objects the events
+    already carry: per Op its op, module, file, line, shape, dtype, grad mode, attribute
+    items and the positions (in this iteration) of the events that made its inputs; per
+    TensorCreated its name, kind, shape, dtype and ``requires_grad``. Equal fingerprints
+    give equal keys (``structure.structure_key`` reads nothing else); an iteration whose
+    ids repeat or whose inputs come from nowhere is keyed directly, without the memo.
+    """
+
+    __slots__ = ("_memo", "_last", "_last_key")
+    LIMIT = 256
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[Any, ...], str] = {}
+        self._last: tuple[Any, ...] | None = None
+        self._last_key = ""
+
+    def key(self, events: list[ev.Event]) -> str:
+        fingerprint = _fingerprint(events)
+        if fingerprint is None:
+            return structure_key(events)
+        if fingerprint == self._last:  # the usual case: compared, not hashed
+            return self._last_key
+        try:
+            known = self._memo.get(fingerprint)
+        except TypeError:  # an unhashable attribute value
+            return structure_key(events)
+        if known is None:
+            if len(self._memo) >= self.LIMIT:
+                self._memo.clear()
+            known = self._memo[fingerprint] = structure_key(events)
+        self._last, self._last_key = fingerprint, known
+        return known
+
+
+_Op, _TensorCreated = ev.Op, ev.TensorCreated
+
+
+def _fingerprint(events: list[ev.Event]) -> tuple[Any, ...] | None:
+    position: dict[int, int] = {}
+    out: list[tuple[Any, ...]] = []
+    append = out.append
+    get = position.get
+    for i, e in enumerate(events):
+        t = type(e)
+        if t is _Op:
+            wired = []
+            for src in e.inputs:  # type: ignore[attr-defined]
+                if src >= 0:
+                    where = get(src)
+                    if where is None:
+                        return None
+                    wired.append(where)
+                else:
+                    wired.append(-1)
+            tid = e.output  # type: ignore[attr-defined]
+            attrs = e.attrs  # type: ignore[attr-defined]
+            append((e.op, e.module, e.file, e.line, e.shape, e.dtype,  # type: ignore[attr-defined]
+                    e.grad_enabled, tuple(attrs.items()) if attrs else (),  # type: ignore[attr-defined]
+                    tuple(wired)))
+        elif t is _TensorCreated:
+            tid = e.tensor  # type: ignore[attr-defined]
+            append((e.name, e.is_param, e.shape, e.dtype, e.requires_grad))  # type: ignore[attr-defined]
+        else:
+            return None  # the tracer keeps only these two kinds; anything else: no memo
+        if tid in position:
+            return None
+        position[tid] = i
+    return tuple(out)
+
+
 class Tracer:
     """The one emitter of events. Backends report what happened through its recording API.
 
@@ -175,6 +249,7 @@ class Tracer:
         # output id -> its Op event's inputs, this iteration (BackwardStep shares the tuple)
         self._op_inputs: dict[int, tuple[int, ...]] = {}
         self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._keys = StructureKeys()
         # The numpy summariser of the current stats mode, for backends that hold ndarrays.
         self.summarize_array: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
 
@@ -264,12 +339,14 @@ class Tracer:
             name = code.co_filename
             inside = internal.get(name)
             if inside is None:
-                inside = internal[name] = (name.startswith(self._internal_dirs)
-                                           and not name.startswith(_DEMOS_DIR))
+                inside = internal[name] = self._is_internal(name)
             if not inside:
                 return name, frame.f_lineno, code.co_name
             frame = frame.f_back  # type: ignore[assignment]
         return "", 0, ""
+
+    def _is_internal(self, name: str) -> bool:
+        return name.startswith(self._internal_dirs) and not name.startswith(_DEMOS_DIR)
 
     @property
     def module(self) -> str:
@@ -312,7 +389,7 @@ class Tracer:
         self._pending_end = False
         self.seq += 1
         self.emit(_make_end(self.seq, self.iteration, count,
-                            structure_key(self._iteration_events)))
+                            self._keys.key(self._iteration_events)))
         self.iteration += 1
         self._iteration_events = []
         self.known.clear()
@@ -344,16 +421,32 @@ class Tracer:
             return
         if self._pending_end:
             self.end_iteration()
-        if self._announced < len(self.call_stack):
+        calls = self.call_stack
+        if self._announced < len(calls):
             self._announce_calls()
-        file, line, function = self.source(2)
+        # ``source(2)``, inlined: the first frame outside the libraries.
+        frame = _getframe(1)
+        internal = self._internal_files
+        while frame is not None:
+            code = frame.f_code
+            file = code.co_filename
+            inside = internal.get(file)
+            if inside is None:
+                inside = internal[file] = self._is_internal(file)
+            if not inside:
+                line = frame.f_lineno
+                function = code.co_name
+                break
+            frame = frame.f_back  # type: ignore[assignment]
+        else:
+            file, line, function = "", 0, ""
         shape = self._shapes.setdefault(shape, shape)
         seq = self.seq = self.seq + 1
         # Positional, in field order: this is the hottest line of a recording.
         event = _make_op(
             seq, self.iteration, name, inputs, output, shape, dtype, requires_grad,
             self._attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
-            function, grad_enabled, duration_ns, summary, self.call_stack[-1],
+            function, grad_enabled, duration_ns, summary, calls[-1],
         )
         self.known.add(output)
         self._iteration_events.append(event)

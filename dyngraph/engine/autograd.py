@@ -205,6 +205,9 @@ class Node:
         return f"<{self.name()} object at {id(self):#x}>"
 
 
+recording.Node = Node  # recording tells nodes from leaves by type, without importing us
+
+
 class AccumulateGrad:
     """Stands for a leaf in ``next_functions``, as in PyTorch."""
 
@@ -359,14 +362,7 @@ def run_backward(
             node.backward_fn = None
         inputs = node.inputs
         if listening:
-            recording.backward_step(
-                tid, node.op.name, node.op.grad_fn_name,
-                tuple(-1 if t is None else (t.out_id if type(t) is Node else t._id)
-                      for t in inputs),
-                grad, tuple(None if t is None else g
-                            for t, g in zip(inputs, in_grads, strict=False)),
-                now_ns() - t0,
-            )
+            recording.node_ran(tid, node, grad, in_grads, now_ns() - t0)
         for t, g in zip(inputs, in_grads, strict=False):
             if t is None or g is None:
                 continue

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd, numpy_warnings, versions
+from . import recording as _recording
 from .autograd import Node, grad_mode
 from .dtypes import zero_dim_promotion
 from .errors import TorchValueError, translate
@@ -488,6 +489,7 @@ def _wrap(array: np.ndarray, requires_grad: bool = False) -> Tensor:
 autograd.wrap = _wrap
 # numpy's RuntimeWarnings (x / 0) point at the user's line, not the engine's; see the module.
 numpy_warnings.install()
+_recording.Tensor = Tensor
 
 
 def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:

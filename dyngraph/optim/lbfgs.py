@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..capture.summaries import l2_norm
+from ..capture.summaries import update_norm
 from ..capture.tracing import tracer
 from ..engine.autograd import enable_grad, no_grad
 from .optimizer import Optimizer, _check
@@ -167,7 +167,7 @@ class LBFGS(Optimizer):
         with no_grad():
             loss = self._run(closure)
         if tracer.listening:
-            updates = tuple((p._id, l2_norm(p._array - s))
+            updates = tuple((p._id, update_norm(p._array - s))
                             for p, s in zip(self._params, start, strict=True))
             tracer.optimizer_step("LBFGS", float(self.param_groups[0]["lr"]), updates)
         return loss

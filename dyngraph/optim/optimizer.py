@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..capture.summaries import l2_norm
+from ..capture.summaries import update_norm
 from ..capture.tracing import tracer
 from ..engine.tensor import Tensor
 from ..missing import name_unexpected_keywords
@@ -105,7 +105,7 @@ class Optimizer:
                 delta = self._update(p._array, grad, state, group)
                 p._array += delta  # in place: views of the array (state dicts) see it
                 if listening:
-                    updates.append((p._id, l2_norm(delta)))
+                    updates.append((p._id, update_norm(delta)))
         if listening:
             tracer.optimizer_step(type(self).__name__, float(self.param_groups[0]["lr"]),
                                      tuple(updates))

@@ -115,3 +115,31 @@ def test_a_minibatch_loop_keeps_one_structure_until_the_l2_term_arrives():
     assert len(keys) == 12 and changes == [9]  # epoch 3 starts at iteration 9
     d = trace.iterations[8].diff(trace.iterations[7])
     assert d.added and not d.removed and not d.reshaped
+
+
+def test_the_tracers_remembered_keys_are_the_keys_of_the_events():
+    """IterationEnd's key comes from a memo keyed by a fingerprint: it must be the key
+    ``structure.structure_key`` gives the iteration's events, through repeats, changes
+    (a shape, an attribute, a wiring, a grad mode) and alternations."""
+    w = dg.tensor(np.ones((3, 3), np.float32), requires_grad=True)
+    plans = [(4, 0, False, True), (4, 0, False, True), (5, 0, False, True),
+             (4, 1, False, True), (4, 0, True, True), (4, 0, False, False),
+             (4, 0, False, True), (5, 0, False, True)]
+    with dg.trace(stats="none") as trace:
+        for rows, dim, swap, grad in plans:
+            with dg.iteration():
+                x = dg.tensor(np.ones((rows, 3), np.float32))
+                with dg.set_grad_enabled(grad):
+                    h = x @ w
+                    y = (w.sum(dim) * h) if swap else (h * w.sum(dim))
+                    y.sum()
+    its = trace.iterations
+    assert len(its) == len(plans)
+    for it in its:
+        ops = [e for e in it.events if e.kind in ("op", "tensor")]
+        end = it.events[-1]
+        assert end.kind == "iteration_end"
+        assert end.structure_key == structure.structure_key(ops)
+    keys = [it.events[-1].structure_key for it in its]
+    assert keys[0] == keys[1] == keys[6] and keys[2] == keys[7]
+    assert len(set(keys[1:6])) == 5

@@ -86,3 +86,47 @@ def test_l2_norm_is_exact_then_bounded():
     with np.errstate(over="ignore"):  # float32 overflows: the float64 fallback answers
         assert S.l2_norm(np.array([1e30, 1e30], np.float32)) == pytest.approx(2 ** 0.5 * 1e30)
     assert np.isnan(S.l2_norm(np.array([np.nan, 1.0])))
+
+
+def test_update_norm_is_exact_then_a_bounded_estimate():
+    small = np.arange(100, dtype=np.float32)
+    assert S.update_norm(small) == pytest.approx(np.linalg.norm(small.astype(np.float64)))
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((784, 256)).astype(np.float32)
+    exact = float(np.linalg.norm(big.astype(np.float64)))
+    assert S.update_norm(big) == pytest.approx(exact, rel=0.05)
+    assert S.update_norm(big.T) == pytest.approx(exact, rel=0.05)
+    big[::7, ::3] = np.nan  # a sample that sees NaN says so
+    assert np.isnan(S.update_norm(big))
+
+
+def test_a_permuted_view_is_summarised_on_its_owner_without_a_copy():
+    rng = np.random.default_rng(1)
+    owner = rng.standard_normal((8, 32, 4, 16)).astype(np.float32)
+    view = owner.transpose(0, 2, 1, 3)
+    assert S._dense_owner(view) is owner
+    for mode in ("cheap", "full"):
+        got, want = S.summarize(view, mode), S.summarize(np.ascontiguousarray(view), mode)
+        assert got.preview == want.preview and got.sampled == want.sampled
+        for f in ("min", "max", "mean", "std", "norm"):
+            assert getattr(got, f) == pytest.approx(getattr(want, f), rel=1e-5, abs=1e-6)
+    view[1, 2, 3, 4] = np.nan
+    assert S.cheap(view).nan == 1
+    # not a permutation of the whole owner: a slice, a flip, overlapping strides
+    assert S._dense_owner(owner[:, :16]) is None
+    assert S._dense_owner(owner[::-1]) is None
+    flat = owner.reshape(-1)[:4]
+    assert S._dense_owner(np.lib.stride_tricks.as_strided(flat, (2, 2), (4, 4))) is None
+
+
+@pytest.mark.parametrize("values", [[2.5], [1.0, -3.0, 7.0], [1.0, np.nan, np.inf, -np.inf, 2.0],
+                                    [np.nan], [0, 1, 2]])
+def test_tiny_full_summaries_match_the_numpy_path(values):
+    a = np.array(values, np.float32 if isinstance(values[0], float) else np.int64)
+    got = S._small_full(a, a.shape, str(a.dtype))
+    want = S._full(a, a.shape, str(a.dtype), a.size)
+    assert (got.nan, got.inf, repr(got.preview), got.sampled) == (
+        want.nan, want.inf, repr(want.preview), want.sampled)
+    for f in ("min", "max", "mean", "std", "norm"):
+        g, w = getattr(got, f), getattr(want, f)
+        assert (g is None and w is None) or g == pytest.approx(w, rel=1e-6, abs=1e-9)
