@@ -216,6 +216,8 @@ def prod(a, dim=None, keepdim=False):
     out = np.prod(a, axis=axis, keepdims=keepdim, dtype=_int64_for_ints(a))
 
     def backward(g):
+        if a.size == 0:  # nothing received a product: every gradient is empty or zero
+            return (np.zeros(a.shape, dtype=g.dtype),)
         rev = np.flip(a, axis)
         others = _exclusive_cumprod(a, axis) * np.flip(_exclusive_cumprod(rev, axis), axis)
         return (_keep(g, a.shape, (axis,), keepdim) * others,)

@@ -52,7 +52,7 @@ def transpose(a, dim0, dim1):
     n = max(a.ndim, 1)
     d0, d1 = _dim(dim0, n), _dim(dim1, n)
     if a.ndim == 0:
-        return a.copy(), lambda g: (g,)
+        return a.view(), lambda g: (g,)  # a view, as PyTorch's (it shares memory)
     return np.swapaxes(a, d0, d1), lambda g: (np.swapaxes(g, d0, d1),)
 
 

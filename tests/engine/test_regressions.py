@@ -621,3 +621,19 @@ def test_relu_of_a_zero_d_tensor_differentiates():
     x = dg.tensor(-1.0, requires_grad=True)
     x.relu().backward()
     assert x.grad.item() == 0.0
+
+
+def test_t_of_a_zero_d_leaf_is_a_view_of_it():
+    x = dg.tensor(0.25, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable"):
+        x.t().add_(1)
+    y = dg.tensor(3.0)
+    y.t().add_(1)
+    assert y.item() == 4.0
+
+
+def test_prod_over_an_empty_dim_differentiates():
+    x = dg.zeros(0, requires_grad=True)
+    p = x.prod(dim=-1, keepdim=True)
+    (p * dg.tensor([0.25])).sum().backward()
+    assert _values(p) == [1.0] and x.grad.shape == (0,)
