@@ -53,6 +53,7 @@ def test_breakpoints_dialog(snap_compare, nan_trace_path):
     app.source.add_breakpoint(Breakpoint.op("matmul", "max > 10"))
 
     async def run_before(pilot) -> None:
+        await pilot.press("f")  # as the main screen's snapshot: a settled screen behind
         await settle(pilot)
         await pilot.press("B")
         await pilot.pause()
