@@ -56,8 +56,8 @@ def _array(x: Any) -> Any:
 # -- the checks ----------------------------------------------------------------------------
 def _in_graph(self: Tensor, *others: Any) -> bool:
     """Must this in-place op be recorded? Raises PyTorch's refusals first."""
-    if not grad_mode.enabled:
-        return False
+    if not grad_mode.enabled or self._array.dtype.kind not in "fc":
+        return False  # an integer or bool result never requires grad (copy_ of a float)
     needs = self.requires_grad
     if not needs:
         for o in others:
@@ -280,6 +280,8 @@ def sqrt_(self: Tensor) -> Tensor:
 
 
 def neg_(self: Tensor) -> Tensor:
+    if self._array.dtype == np.bool_:
+        fn.neg(self)  # raises PyTorch's refusal of - on bools
     if _in_graph(self):
         return _commit(self, fn.neg(_old(self, copy=False)))
     array = _writable(self)

@@ -637,3 +637,14 @@ def test_prod_over_an_empty_dim_differentiates():
     p = x.prod(dim=-1, keepdim=True)
     (p * dg.tensor([0.25])).sum().backward()
     assert _values(p) == [1.0] and x.grad.shape == (0,)
+
+
+def test_copy_of_a_grad_float_into_an_int_tensor_does_not_require_grad():
+    x = dg.tensor(4)
+    x.copy_(dg.tensor(0.25, requires_grad=True))
+    assert x.item() == 0 and not x.requires_grad
+
+
+def test_inplace_negation_of_a_bool_is_pytorchs_runtime_error():
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool"):
+        dg.tensor([True]).neg_()
