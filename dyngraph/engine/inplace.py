@@ -433,13 +433,16 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
     scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
+    view_index = _is_view_index(index)
+    if view_index:  # PyTorch takes the view first: a bad index is an IndexError, even on
+        target = OPS["getitem"].forward(self._array, index)[0]  # a leaf requiring grad
     if isinstance(value, Tensor):
-        if not _is_view_index(index):
+        if not view_index:
             _check_no_index_put_overlap(self, index, value)
-        elif value._array.ndim > self._array[index].ndim:
+        elif value._array.ndim > target.ndim:
             value = _without_leading_ones(value)
     if _in_graph(self, value):
-        if _is_view_index(index):
+        if view_index:
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)
             if scalar:
                 fill_(view, value)
@@ -449,8 +452,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
         return
     array = _writable(self, scalar)
-    if isinstance(value, Tensor) and _is_view_index(index):
-        _check_no_partial_overlap(array[index], value._array)
+    if isinstance(value, Tensor) and view_index:
+        _check_no_partial_overlap(target, value._array)
     try:
         array[index] = _array(value)
     except ValueError as e:

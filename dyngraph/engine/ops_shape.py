@@ -161,7 +161,9 @@ def getitem(a, index):
     try:
         out = _take(a, index)
     except IndexError as e:
-        raise IndexError(f"getitem: {e} (indexing a tensor of shape {tuple(shape)})") from None
+        reason = str(e).replace(" for axis ", " for dimension ")  # PyTorch's word
+        raise IndexError(f"getitem: {reason} (indexing a tensor of shape {tuple(shape)})"
+                         ) from None
     basic = _is_basic(index)
 
     def backward(g):

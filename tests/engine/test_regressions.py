@@ -648,3 +648,15 @@ def test_copy_of_a_grad_float_into_an_int_tensor_does_not_require_grad():
 def test_inplace_negation_of_a_bool_is_pytorchs_runtime_error():
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool"):
         dg.tensor([True]).neg_()
+
+
+def test_setitem_out_of_bounds_on_a_grad_leaf_is_an_index_error_first():
+    # PyTorch takes the view x[..., :, 0] before its leaf check, so the bad index wins.
+    x = dg.zeros(0, 1, 0, requires_grad=True)
+    with pytest.raises(IndexError, match="out of bounds for dimension 2 with size 0"):
+        x[..., :, 0] = 0.5
+    y = dg.zeros(2, 3, requires_grad=True)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0"):
+        y[5] = 0.5
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        y[1] = 0.5
