@@ -231,16 +231,20 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
+_add_reduce = np.add.reduce
+
+
 def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Sum ``grad`` down to ``shape``, undoing numpy broadcasting."""
     if grad.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
-    if extra > 0:
-        grad = grad.sum(axis=tuple(range(extra)))
-    axes = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
+    if extra > 0:  # np.add.reduce: np.sum without its Python wrapper (a bias's every step)
+        grad = _add_reduce(grad, axis=0 if extra == 1 else tuple(range(extra)))
+    if grad.shape != shape:
+        axes = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
+        if axes:
+            grad = _add_reduce(grad, axis=axes, keepdims=True)
     if grad.shape != shape:
         grad = np.broadcast_to(grad, shape)  # a gradient of a broadcast scalar constant
     return grad

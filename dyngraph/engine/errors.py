@@ -94,7 +94,7 @@ def index_out_of_bounds(index: np.ndarray, size: int, dim: int, name: str,
     indices never wrap around in gather, scatter and friends."""
     if index.size == 0:
         return
-    low, high = index.min(), index.max()
+    low, high = np.minimum.reduce(index, axis=None), np.maximum.reduce(index, axis=None)
     if low < 0 or high >= size:
         bad = int(low if low < 0 else high)
         raise kind(f"{name}(): index {bad} is out of bounds for dimension {dim} with size "

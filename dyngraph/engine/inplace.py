@@ -228,10 +228,34 @@ def _scaled(other: Any, alpha: Any) -> Any:
     return other if alpha == 1 else (other * alpha)
 
 
+def _plain_update(self: Tensor, other: Any, ufunc: Any, alpha: Any) -> bool:
+    """An optimizer's update, ``p.sub_(p.grad, alpha=lr)`` outside the graph: the same
+    float dtype and shape, ``self`` dense and its own base, separate memory. None of the
+    general path's refusals can apply, so numpy writes straight into ``p`` (this runs for
+    every parameter of every step). False when the general path must decide."""
+    if type(other) is not Tensor or self._view_info is not None or type(alpha) not in _REAL:
+        return False
+    if grad_mode.enabled and (self.requires_grad or other.requires_grad):
+        return False
+    a: np.ndarray = self._array
+    b: np.ndarray = other._array
+    if (a.dtype is not b.dtype or a.dtype.kind != "f" or a.shape != b.shape
+            or not a.flags.c_contiguous or not a.flags.writeable or np.may_share_memory(a, b)):
+        return False
+    ufunc(a, b if alpha == 1 else b * alpha, out=a)
+    _bumped(self)
+    return True
+
+
+_REAL = (int, float)
+
+
 # -- arithmetic ----------------------------------------------------------------------------
 def add_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
     if legacy:  # the deprecated add_(Number alpha, Tensor other): p.data.add_(-lr, p.grad)
         other, alpha = fn.legacy_alpha("add_", other, legacy)
+    if _plain_update(self, other, np.add, alpha):
+        return self
     _check_shape(self, other)
     if _in_graph(self, other):
         return _commit(self, fn.add(_old(self, copy=False), other, alpha=alpha))
@@ -241,6 +265,8 @@ def add_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
 def sub_(self: Tensor, other: Any, *legacy: Any, alpha: Any = 1) -> Tensor:
     if legacy:
         other, alpha = fn.legacy_alpha("sub_", other, legacy)
+    if _plain_update(self, other, np.subtract, alpha):
+        return self
     check_sub_operands(self._array, _array(other))
     _check_shape(self, other)
     if _in_graph(self, other):

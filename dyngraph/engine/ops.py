@@ -313,15 +313,9 @@ def relu(a):
     if a.dtype.kind == "b":
         raise RuntimeError("Boolean inputs not supported for relu")
     out = np.asarray(np.maximum(a, 0))
-    return out, lambda g: (g * _not_at_most_zero(out),)
-
-
-def _not_at_most_zero(out: np.ndarray) -> np.ndarray:
-    """PyTorch's relu mask: ``not out <= 0``, so a NaN passes its gradient (``out > 0``
-    would stop it)."""
-    mask = np.asarray(out <= 0)  # 0-d comparisons give numpy scalars
-    np.logical_not(mask, out=mask)
-    return mask
+    # PyTorch's threshold_backward: a select, not a product, so a NaN input passes its
+    # gradient (NaN <= 0 is false) and a NaN gradient is stopped where the output is 0.
+    return out, lambda g: (np.where(out <= 0, 0, g),)
 
 
 @register("leaky_relu")
@@ -340,7 +334,7 @@ def clamp(a, min=None, max=None):
         inside &= a >= min
     if max is not None:
         inside &= a <= max
-    return out, lambda g: (g * inside,)
+    return out, lambda g: (np.where(inside, g, 0),)  # a select: a NaN gradient stops too
 
 
 @register("maximum", promotes=True)
@@ -354,9 +348,11 @@ def minimum(a, b):
 
 
 def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, Any]:
-    """PyTorch's rule: ties split the gradient, the loser gets none, and where a NaN makes
-    neither lose (NaN compares false) both sides get all of it."""
-    return (g * np.where(tie, 0.5, ~a_loses), g * np.where(tie, 0.5, ~b_loses))
+    """PyTorch's rule: ties split the gradient, the loser gets none (masked to 0, so not
+    even a NaN gradient), and where a NaN makes neither lose (NaN compares false) both
+    sides get all of it."""
+    shared = np.where(tie, g * 0.5, g)
+    return np.where(a_loses, 0, shared), np.where(b_loses, 0, shared)
 
 
 @register("where", saves=False)
@@ -414,11 +410,11 @@ def matmul(a, b, needs_input_grad=(True, True)):
             g2 = np.expand_dims(g2, -1)
         ga = gb = None
         if need_a:
-            ga = g2 @ np.swapaxes(b2, -1, -2)
+            ga = g2 @ b2.swapaxes(-1, -2)
             if a.ndim == 1:
                 ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
         if need_b:
-            gb = np.swapaxes(a2, -1, -2) @ g2
+            gb = a2.swapaxes(-1, -2) @ g2
             if b.ndim == 1:
                 gb = gb.reshape(gb.shape[:-1])
         return ga, gb

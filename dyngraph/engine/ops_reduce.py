@@ -33,7 +33,7 @@ def _int64_for_ints(a: np.ndarray) -> Any:
 def _sum(a: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> Any:
     """A sum as PyTorch's: float16 accumulates in float32 and rounds back at the end."""
     acc = _F32 if a.dtype == _F16 else _int64_for_ints(a)
-    out = np.sum(a, axis=axes, keepdims=keepdim, dtype=acc)
+    out = _add_reduce(a, axis=axes, keepdims=keepdim, dtype=acc)  # np.sum, minus a wrapper
     return out.astype(np.float16) if a.dtype == _F16 else out
 
 
@@ -56,6 +56,29 @@ def _keep(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdim:
     return np.expand_dims(g, axes)
 
 
+def _spread(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool
+            ) -> np.ndarray:
+    """A sum's gradient: ``g`` repeated over the summed axes. A small one is filled into a
+    fresh array (np.broadcast_to's Python wrapper costs more than that); a large one is a
+    read-only broadcast, which costs no memory."""
+    if not keepdim and axes and g.ndim != len(shape):
+        g = g.reshape(tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    if g.shape == shape:
+        return g
+    size = 1
+    for n in shape:
+        size *= n
+    if size > _SPREAD_COPY_LIMIT:
+        return np.broadcast_to(g, shape)
+    out = np.empty(shape, g.dtype)
+    np.copyto(out, g)
+    return out
+
+
+_SPREAD_COPY_LIMIT = 4096
+_add_reduce = np.add.reduce
+
+
 def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
     n = 1
     for d in axes:
@@ -65,21 +88,24 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 @register("sum", saves=False)
 def sum_(a, dim=None, keepdim=False):
-    shape = np.shape(a)
+    shape = a.shape
     axes = _axes(dim, len(shape))
     out = _sum(a, axes, keepdim)
-    return out, lambda g: (np.broadcast_to(_keep(g, shape, axes, keepdim), shape),)
+    return out, lambda g: (_spread(g, shape, axes, keepdim),)
 
 
 @register("mean", saves=False)
 def mean(a, dim=None, keepdim=False):
-    shape = np.shape(a)
+    shape = a.shape
     axes = _axes(dim, len(shape))
     n = _count(shape, axes)
-    with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, silently
+    if n:
         out = _sum(a, axes, keepdim) / a.dtype.type(n)
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):  # an empty mean is nan, silently
+            out = _sum(a, axes, keepdim) / a.dtype.type(n)
     n = max(n, 1)
-    return out, lambda g: (np.broadcast_to(_keep(g, shape, axes, keepdim) / n, shape),)
+    return out, lambda g: (_spread(g / n, shape, axes, keepdim),)
 
 
 def _even(a: np.ndarray, fn: Any, dim: Any, keepdim: bool, name: str) -> tuple[Any, Any]:

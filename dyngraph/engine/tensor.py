@@ -507,7 +507,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
     n = len(inputs)
     edges: tuple[Any, ...] | None
     try:  # free unless raised: numpy's errors become PyTorch's
-        if n == 2 and not op.needs_input_grad:
+        if n == 2:
             x, y = inputs
             if isinstance(x, Tensor):
                 ex = x.grad_fn or x if x.requires_grad and enabled else None
@@ -521,7 +521,13 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
                     x, y = zero_dim_promotion(x, y)
             else:
                 ey = None
-            out_data, backward_fn = op.forward(x, y, **attrs) if attrs else op.forward(x, y)
+            if op.needs_input_grad:  # matmul, linear ...: backward only what is needed
+                out_data, backward_fn = op.forward(
+                    x, y, needs_input_grad=(ex is not None, ey is not None), **attrs)
+            elif attrs:
+                out_data, backward_fn = op.forward(x, y, **attrs)
+            else:
+                out_data, backward_fn = op.forward(x, y)
             edges = (ex, ey) if ex is not None or ey is not None else None
         elif n == 1 and not op.needs_input_grad:
             (x,) = inputs

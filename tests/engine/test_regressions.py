@@ -660,3 +660,21 @@ def test_setitem_out_of_bounds_on_a_grad_leaf_is_an_index_error_first():
         y[5] = 0.5
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         y[1] = 0.5
+
+
+def test_nan_gradients_are_selected_away_where_pytorch_masks_them():
+    # relu, clamp and maximum/minimum backward select (PyTorch's where/masked_fill), so a NaN
+    # gradient reaching a zeroed position stops there instead of poisoning the input's grad.
+    # Found by the differential test: v0.clamp(-1, -1).var() (a 1-element var is NaN).
+    nan = float("nan")
+    v = dg.tensor(0.25, requires_grad=True)
+    (v * 2 + v.clamp(-1.0, -1.0).var(dim=None, keepdim=True).sum()).backward()
+    assert v.grad.item() == 2.0
+    for f in (lambda x: x.relu(), lambda x: dg.maximum(x, dg.tensor([0.5, -3.0])),
+              lambda x: dg.minimum(x, dg.tensor([-3.0, 3.0]))):
+        x = dg.tensor([-2.0, 0.25], requires_grad=True)  # the first is zeroed / loses
+        (f(x) * dg.tensor([nan, 1.0])).sum().backward()
+        assert x.grad.tolist() == [0.0, 1.0]
+    x = dg.tensor([nan, -1.0], requires_grad=True)
+    x.relu().sum().backward()  # NaN <= 0 is false: the NaN input passes its gradient
+    assert x.grad.tolist() == [1.0, 0.0]
