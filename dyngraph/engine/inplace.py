@@ -21,6 +21,7 @@ changed in a graph; a result whose shape or dtype does not fit the tensor; writi
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -477,7 +478,9 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         else:
             _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
         return
-    array = _writable(self, scalar)
+    if not view_index:
+        _index_put_checks(self, index)
+    array = _writable(self, scalar or not view_index)
     if isinstance(value, Tensor) and view_index:
         _check_no_partial_overlap(target, value._array)
     try:
@@ -485,6 +488,24 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     except ValueError as e:
         raise RuntimeError(f"setitem: {e}") from None
     _bumped(self)
+
+
+def _index_put_checks(self: Tensor, index: Any) -> None:
+    """PyTorch's index_put_ outside the graph: indices out of range are an IndexError; on
+    an ``expand``-ed tensor it writes, with a deprecation warning, rather than refusing."""
+    try:
+        picked = self._array[index]
+    except IndexError as e:
+        raise IndexError(str(e).replace(" for axis ", " for dimension ")) from None
+    if picked.size and views.overlapping_write(self):
+        warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=3)
+
+
+_EXPANDED_INDEX_PUT_WARNING = (
+    "Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. "
+    "tensor[indices] = tensor"
+)
 
 
 def iadd(self: Tensor, other: Any) -> Tensor:

@@ -145,19 +145,24 @@ def elu(a, alpha=1.0):
     return out, lambda g: (g * np.where(neg, alpha * (em1 + 1), 1.0).astype(a.dtype),)
 
 
+# The ufuncs' reductions: ndarray.max and .sum, minus their Python wrappers (hot: every
+# classifier's loss runs these each step).
+_max, _sum = np.maximum.reduce, np.add.reduce
+
+
 @_define("softmax", "SoftmaxBackward0")
 def softmax(a, dim):
     not_implemented_for(a, "softmax_lastdim_kernel_impl", "biu")
     if a.size == 0:
         return a.copy(), lambda g: (g,)
-    e = np.exp(a - a.max(axis=dim, keepdims=True))
-    out = e / e.sum(axis=dim, keepdims=True)
-    return out, lambda g: (out * (g - (g * out).sum(axis=dim, keepdims=True)),)
+    e = np.exp(a - _max(a, axis=dim, keepdims=True))
+    out = e / _sum(e, axis=dim, keepdims=True)
+    return out, lambda g: (out * (g - _sum(g * out, axis=dim, keepdims=True)),)
 
 
 def _log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
-    shifted = a - a.max(axis=dim, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted = a - _max(a, axis=dim, keepdims=True)
+    return shifted - np.log(_sum(np.exp(shifted), axis=dim, keepdims=True))
 
 
 @_define("log_softmax", "LogSoftmaxBackward0")
@@ -166,7 +171,7 @@ def log_softmax(a, dim):
     if a.size == 0:
         return a.copy(), lambda g: (g,)
     out = _log_softmax(a, dim)
-    return out, lambda g: (g - np.exp(out) * g.sum(axis=dim, keepdims=True),)
+    return out, lambda g: (g - np.exp(out) * _sum(g, axis=dim, keepdims=True),)
 
 
 @_define("dropout", "NativeDropoutBackward0")

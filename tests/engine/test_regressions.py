@@ -678,3 +678,15 @@ def test_nan_gradients_are_selected_away_where_pytorch_masks_them():
     x = dg.tensor([nan, -1.0], requires_grad=True)
     x.relu().sum().backward()  # NaN <= 0 is false: the NaN input passes its gradient
     assert x.grad.tolist() == [1.0, 0.0]
+
+
+def test_index_put_on_an_expanded_tensor_checks_indices_then_warns_as_pytorch():
+    # Found by the differential test: PyTorch's index_put_ refuses a bad index first, and
+    # on an expand-ed tensor writes with a deprecation warning instead of refusing.
+    v = dg.tensor(4).expand(2)
+    v[dg.tensor([], dtype=dg.int64)] = dg.tensor(4)  # writes nothing: no warning either
+    with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 0"):
+        v[dg.tensor([2])] = dg.tensor(4)
+    with pytest.warns(UserWarning, match="index_put_ on expanded tensors is deprecated"):
+        v[dg.tensor([0])] = dg.tensor(7)
+    assert v.tolist() == [7, 7]
