@@ -45,6 +45,8 @@ _ONES: dict[np.dtype, np.ndarray] = {}
 _isfinite = math.isfinite
 _sqrt = math.sqrt
 _dot = np.dot
+_min = np.minimum.reduce
+_max = np.maximum.reduce
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -200,6 +202,8 @@ def cheap(a: np.ndarray) -> Summary:
     """
     size = a.size
     dt = a.dtype
+    if size == 1 and (dt is _F32 or dt is _F64):
+        return _one(a, "float32" if dt is _F32 else "float64")
     if (dt is _F32 or dt is _F64) and 1 < size <= EXACT_LIMIT:
         if size <= TINY:  # plain floats beat numpy's fixed cost per call (and are float64)
             sq = 0.0
@@ -226,8 +230,54 @@ def cheap(a: np.ndarray) -> Summary:
     return summarize(a, "cheap")  # type: ignore[return-value]
 
 
+def _one(a: np.ndarray, dtype: str) -> Summary:
+    """The full summary of a one-element float array (a loss, a metric: one per step in
+    every mode), straight from its value; what ``_small_full`` gives, without its loops."""
+    v = a.item() if a.ndim == 0 else a.reshape(-1)[0].item()
+    if v - v != 0.0:  # NaN or ±Inf: counted by the general path
+        return _small_full(a, *_names(a))
+    shape = a.shape
+    return _make_full(_shape_cache.setdefault(shape, shape), dtype, v, v, v, 0.0, _sqrt(v * v),
+                      0, 0, (v,), False)
+
+
 def full(a: np.ndarray) -> Summary:
-    """``summarize(a, "full")`` for an ndarray."""
+    """``summarize(a, "full")`` for an ndarray, with a fast path for the common case.
+
+    A float32/float64 array of up to ``EXACT_LIMIT`` elements that is contiguous (or a
+    permutation of a contiguous one) and finite costs two dot products and two reductions,
+    called directly: numpy's fixed cost per call is most of a summary's below ~10,000
+    elements, so every wrapper skipped counts (``a.min()`` costs twice
+    ``np.minimum.reduce(a)`` on 640 elements).
+    """
+    size = a.size
+    dt = a.dtype
+    if size == 1 and (dt is _F32 or dt is _F64):
+        return _one(a, "float32" if dt is _F32 else "float64")
+    if (dt is _F32 or dt is _F64) and SMALL < size <= EXACT_LIMIT:
+        if a.flags.c_contiguous:
+            flat = a.reshape(-1)
+            preview = flat[:PREVIEW].tolist()
+        else:
+            owner = _dense_owner(a)
+            if owner is None:
+                return summarize(a, "full")  # type: ignore[return-value]
+            flat = owner.reshape(-1)  # the same elements in another order
+            preview = a.flat[:PREVIEW].tolist()
+        sq = float(_dot(flat, flat))
+        total = float(_dot(flat, _ONES32[:size] if dt is _F32 else _ONES64[:size]))
+        if _isfinite(sq) and _isfinite(total):
+            mean = total / size
+            var = sq / size - mean * mean
+            if var < 1e-4 * mean * mean:  # cancellation: see ``_full``
+                d = flat.astype(np.float64) - mean
+                var = float(_dot(d, d)) / size
+            shape = a.shape
+            return _make_full(_shape_cache.setdefault(shape, shape),
+                              "float32" if dt is _F32 else "float64",
+                              float(_min(flat)), float(_max(flat)), mean,
+                              _sqrt(max(var, 0.0) * size / (size - 1)), _sqrt(sq), 0, 0,
+                              tuple(preview), False)
     return summarize(a, "full")  # type: ignore[return-value]
 
 
@@ -350,5 +400,5 @@ def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summa
     std = _sqrt(max(var, 0.0) * n / (n - 1)) if n > 1 else 0.0
     # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
     norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
-    return Summary(shape, dtype, float(s.min()), float(s.max()), mean, std, norm, nan, inf,
+    return Summary(shape, dtype, float(_min(s)), float(_max(s)), mean, std, norm, nan, inf,
                    preview, sampled)
