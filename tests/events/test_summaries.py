@@ -130,3 +130,37 @@ def test_tiny_full_summaries_match_the_numpy_path(values):
     for f in ("min", "max", "mean", "std", "norm"):
         g, w = getattr(got, f), getattr(want, f)
         assert (g is None and w is None) or g == pytest.approx(w, rel=1e-6, abs=1e-9)
+
+
+def _fast_path_cases():
+    rng = np.random.default_rng(4)
+    cases = [np.ones((), np.float32) * 2.5, np.full((1, 1), -3.0), np.array([np.nan], np.float32),
+             np.array(np.inf, np.float32)]
+    for shape in [(17,), (64, 256), (130, 126), (5, 7), (3, 4, 5)]:
+        for dt in (np.float32, np.float64):
+            a = (rng.standard_normal(shape) * 3 + 1).astype(dt)
+            cases += [a, a.T, np.full(shape, 1000.0, dt) + a * 1e-5]  # (the last: two-pass std)
+    holed = rng.standard_normal((40, 40)).astype(np.float32)
+    holed[3, 4] = np.nan
+    return [*cases, holed, holed.T, holed[::2]]
+
+
+@pytest.mark.parametrize("mode", ["cheap", "full"])
+def test_the_fast_paths_give_what_the_general_path_gives(mode):
+    fast = getattr(S, mode)  # what the tracer calls (SUMMARIZERS)
+    for a in _fast_path_cases():
+        # repr: a NaN in a preview never equals itself
+        assert repr(fast(a)) == repr(S.summarize(a, mode)), (a.shape, a.dtype)
+
+
+def test_a_nan_outside_a_sampled_summarys_sample_is_still_found():
+    from dyngraph.debug.breakpoints import all_finite
+
+    big = np.ones((784, 256), np.float32)
+    step = S._step(big.size, S.CHEAP_SAMPLE)
+    big.reshape(-1)[1] = np.nan  # between the sample's first two elements
+    assert step > 1
+    for mode in ("cheap", "full"):
+        s = S.SUMMARIZERS[mode](big)
+        assert s.sampled and s.nan == 0  # the estimate did not see it ...
+        assert not all_finite(big, s)  # ... and the NaN check does not trust it
