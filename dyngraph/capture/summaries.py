@@ -44,6 +44,7 @@ TINY = 8  # ... and a cheap one
 _ONES: dict[np.dtype, np.ndarray] = {}
 _isfinite = math.isfinite
 _sqrt = math.sqrt
+_hypot = math.hypot
 _dot = np.dot
 _min = np.minimum.reduce
 _max = np.maximum.reduce
@@ -206,13 +207,13 @@ def cheap(a: np.ndarray) -> Summary:
         return _one(a, "float32" if dt is _F32 else "float64")
     if (dt is _F32 or dt is _F64) and 1 < size <= EXACT_LIMIT:
         if size <= TINY:  # plain floats beat numpy's fixed cost per call (and are float64)
-            sq = 0.0
-            for v in (a.tolist() if a.ndim == 1 else a.reshape(-1).tolist()):
-                sq += v * v
-            if _isfinite(sq):
+            # hypot: the norm in one C call (no Python loop), and non-finite exactly when
+            # a value is NaN or ±Inf (it scales, so finite values never overflow).
+            norm = _hypot(*(a.tolist() if a.ndim == 1 else a.reshape(-1).tolist()))
+            if _isfinite(norm):
                 shape = a.shape
                 return _cheap_summary(_shape_cache.setdefault(shape, shape),
-                                      "float32" if dt is _F32 else "float64", _sqrt(sq), 0, 0,
+                                      "float32" if dt is _F32 else "float64", norm, 0, 0,
                                       False)
             return summarize(a, "cheap")  # type: ignore[return-value]
         if a.flags.c_contiguous:
