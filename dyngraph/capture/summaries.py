@@ -54,8 +54,6 @@ _max = np.maximum.reduce
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
-_ONES32 = np.ones(EXACT_LIMIT, np.float32)
-_ONES64 = np.ones(EXACT_LIMIT, np.float64)
 _shape_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
 _dtype_names: dict[np.dtype, str] = {}
 
@@ -253,40 +251,42 @@ def _one(a: np.ndarray, dtype: str) -> Summary:
 def full(a: np.ndarray) -> Summary:
     """``summarize(a, "full")`` for an ndarray, with a fast path for the common case.
 
-    A float32/float64 array of up to ``EXACT_LIMIT`` elements that is contiguous (or a
-    permutation of a contiguous one) and finite costs two dot products and two reductions,
-    called directly: numpy's fixed cost per call is most of a summary's below ~10,000
-    elements, so every wrapper skipped counts (``a.min()`` costs twice
-    ``np.minimum.reduce(a)`` on 640 elements).
+    A finite float32/float64 array that is contiguous (or, up to ``EXACT_LIMIT`` elements,
+    a permutation of a contiguous one) costs two dot products and two reductions, called
+    directly, on the array or on its strided sample: numpy's fixed cost per call is most of
+    a summary's below ~10,000 elements, so every wrapper skipped counts (``a.min()`` costs
+    twice ``np.minimum.reduce(a)`` on 640 elements).
     """
     size = a.size
     dt = a.dtype
     if size == 1 and (dt is _F32 or dt is _F64):
         return _one(a, "float32" if dt is _F32 else "float64")
-    if (dt is _F32 or dt is _F64) and SMALL < size <= EXACT_LIMIT:
+    if (dt is _F32 or dt is _F64) and size > SMALL:
         if a.flags.c_contiguous:
             flat = a.reshape(-1)
             preview = flat[:PREVIEW].tolist()
-        else:
-            owner = _dense_owner(a)
-            if owner is None:
-                return summarize(a, "full")  # type: ignore[return-value]
+            if size > FULL_SAMPLE:  # what ``_flat`` samples, copied once as ``_full`` does
+                flat = np.ascontiguousarray(flat[:: _step(size, FULL_SAMPLE)])
+        elif size <= EXACT_LIMIT and (owner := _dense_owner(a)) is not None:
             flat = owner.reshape(-1)  # the same elements in another order
             preview = a.flat[:PREVIEW].tolist()
+        else:
+            return summarize(a, "full")  # type: ignore[return-value]
+        n = flat.size
         sq = float(_dot(flat, flat))
-        total = float(_dot(flat, _ONES32[:size] if dt is _F32 else _ONES64[:size]))
+        total = float(_dot(flat, _ones(dt, n)))
         if _isfinite(sq) and _isfinite(total):
-            mean = total / size
-            var = sq / size - mean * mean
+            mean = total / n
+            var = sq / n - mean * mean
             if var < 1e-4 * mean * mean:  # cancellation: see ``_full``
                 d = flat.astype(np.float64) - mean
-                var = float(_dot(d, d)) / size
+                var = float(_dot(d, d)) / n
             shape = a.shape
             return _make_full(_shape_cache.setdefault(shape, shape),
                               "float32" if dt is _F32 else "float64",
                               float(_min(flat)), float(_max(flat)), mean,
-                              _sqrt(max(var, 0.0) * size / (size - 1)), _sqrt(sq), 0, 0,
-                              tuple(preview), False)
+                              _sqrt(max(var, 0.0) * n / (n - 1)), _sqrt(sq * (size / n)),
+                              0, 0, tuple(preview), n < size)
     return summarize(a, "full")  # type: ignore[return-value]
 
 

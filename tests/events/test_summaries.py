@@ -136,7 +136,7 @@ def _fast_path_cases():
     rng = np.random.default_rng(4)
     cases = [np.ones((), np.float32) * 2.5, np.full((1, 1), -3.0), np.array([np.nan], np.float32),
              np.array(np.inf, np.float32)]
-    for shape in [(17,), (64, 256), (130, 126), (5, 7), (3, 4, 5)]:
+    for shape in [(17,), (64, 256), (130, 126), (5, 7), (3, 4, 5), (300, 200)]:
         for dt in (np.float32, np.float64):
             a = (rng.standard_normal(shape) * 3 + 1).astype(dt)
             cases += [a, a.T, np.full(shape, 1000.0, dt) + a * 1e-5]  # (the last: two-pass std)
