@@ -237,8 +237,9 @@ def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str,
 
 def report_overhead(name: str, timings: dict[str, Timing], goals: dict[str, float]) -> None:
     base = timings["off"]
+    # The load as the rounds ended: the machine is shared, and a busy neighbour shows here.
     print(f"\n{name}: unrecorded step {base.wall_median * 1e3:.3f} ms wall median, "
-          f"{base.cpu_min * 1e3:.3f} ms CPU min")
+          f"{base.cpu_min * 1e3:.3f} ms CPU min (load average {os.getloadavg()[0]:.2f})")
     print(f"  {'mode':<14} {'wall median':>12} {'CPU min':>9}   goal (on the wall median)")
     for mode, t in timings.items():
         if mode == "off":

@@ -409,13 +409,16 @@ class Tracer:
     # -- the recording API (every backend) ------------------------------------------------
     def op(self, name: str, inputs: tuple[int, ...], output: int, shape: tuple[int, ...],
            dtype: str, requires_grad: bool, attrs: dict[str, Any], grad_enabled: bool,
-           duration_ns: int, summary: ev.Summary | None, value: Any, args: Any) -> None:
+           duration_ns: int, summary: ev.Summary | None, value: Any, args: Any,
+           skip: int = 1) -> None:
         """A forward op ran: ``output = name(*inputs, **attrs)``.
 
         ``inputs`` are tensor ids (-1 for a constant), each already ``known`` (report new
         ones with ``tensor`` first); ``value`` is the output's raw value and ``args`` the
         op's raw arguments, aligned with ``inputs`` (for ``array_hook``). The source line
-        is looked up here: the first frame outside dyngraph and the backends' libraries.
+        is looked up here: the first frame outside dyngraph and the backends' libraries,
+        from ``skip`` frames up (a backend that knows its own first frames are library code
+        says so: each frame walked over is a frame object Python builds for the walk).
         """
         if _get_ident() != self.thread and self.other_thread():
             return
@@ -424,8 +427,8 @@ class Tracer:
         calls = self.call_stack
         if self._announced < len(calls):
             self._announce_calls()
-        # ``source(2)``, inlined: the first frame outside the libraries.
-        frame = _getframe(1)
+        # ``source(skip + 1)``, inlined: the first frame outside the libraries.
+        frame = _getframe(skip)
         internal = self._internal_files
         while frame is not None:
             code = frame.f_code

@@ -68,7 +68,7 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
     dt = data.dtype
     tracer.op(name, ids, out._id, data.shape, _dtype_names.get(dt) or _dtype_name(dt),
               out.requires_grad, attrs, grad_enabled, duration_ns, tracer.summarize_array(data),
-              data, inputs)
+              data, inputs, 3)  # 3: the source lookup starts above us and apply()
 
 
 def announce(tensor: Any) -> None:
@@ -107,11 +107,18 @@ def backward_step(node_id: int, op: str, grad_fn: str, input_ids: tuple[int, ...
                              duration_ns, grad_output, grad_inputs)
         return
     summ = _grad_summary
-    tracer.backward_step(
-        node_id, op, grad_fn, input_ids, summ(grad_output),
-        tuple([None if g is None else summ(g) for g in grad_inputs]), duration_ns,
-        grad_output, grad_inputs,
-    )
+    go = summ(grad_output)
+    if len(grad_inputs) == 2:  # most nodes: unrolled (a comprehension is a call in 3.11)
+        gx, gy = grad_inputs
+        summaries: tuple[ev.Summary | None, ...] = (
+            None if gx is None else summ(gx), None if gy is None else summ(gy))
+    elif len(grad_inputs) == 1:
+        (gx,) = grad_inputs
+        summaries = (None if gx is None else summ(gx),)
+    else:
+        summaries = tuple([None if g is None else summ(g) for g in grad_inputs])
+    tracer.backward_step(node_id, op, grad_fn, input_ids, go, summaries,
+                         duration_ns, grad_output, grad_inputs)
 
 
 def node_ran(node_id: int, node: Any, grad_output: np.ndarray, in_grads: Any,

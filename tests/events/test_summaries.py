@@ -130,3 +130,56 @@ def test_tiny_full_summaries_match_the_numpy_path(values):
     for f in ("min", "max", "mean", "std", "norm"):
         g, w = getattr(got, f), getattr(want, f)
         assert (g is None and w is None) or g == pytest.approx(w, rel=1e-6, abs=1e-9)
+
+
+def _fast_path_cases():
+    rng = np.random.default_rng(4)
+    cases = [np.ones((), np.float32) * 2.5, np.full((1, 1), -3.0), np.array([np.nan], np.float32),
+             np.array(np.inf, np.float32)]
+    for shape in [(17,), (64, 256), (130, 126), (5, 7), (3, 4, 5), (300, 200)]:
+        for dt in (np.float32, np.float64):
+            a = (rng.standard_normal(shape) * 3 + 1).astype(dt)
+            cases += [a, a.T, np.full(shape, 1000.0, dt) + a * 1e-5]  # (the last: two-pass std)
+    holed = rng.standard_normal((40, 40)).astype(np.float32)
+    holed[3, 4] = np.nan
+    return [*cases, holed, holed.T, holed[::2]]
+
+
+@pytest.mark.parametrize("mode", ["cheap", "full"])
+def test_the_fast_paths_give_what_the_general_path_gives(mode):
+    fast = getattr(S, mode)  # what the tracer calls (SUMMARIZERS)
+    for a in _fast_path_cases():
+        got, want = fast(a), S.summarize(a, mode)
+        if mode == "cheap" and not a.flags.c_contiguous and S._dense_owner(a) is None:
+            # summed in place by einsum (see the next test): the same up to rounding
+            assert got.replace(norm=want.norm) == want
+            assert got.norm == pytest.approx(want.norm, rel=1e-6)
+            continue
+        # repr: a NaN in a preview never equals itself
+        assert repr(got) == repr(want), (a.shape, a.dtype)
+
+
+def test_a_nan_outside_a_sampled_summarys_sample_is_still_found():
+    from dyngraph.debug.breakpoints import all_finite
+
+    big = np.ones((784, 256), np.float32)
+    step = S._step(big.size, S.CHEAP_SAMPLE)
+    big.reshape(-1)[1] = np.nan  # between the sample's first two elements
+    assert step > 1
+    for mode in ("cheap", "full"):
+        s = S.SUMMARIZERS[mode](big)
+        assert s.sampled and s.nan == 0  # the estimate did not see it ...
+        assert not all_finite(big, s)  # ... and the NaN check does not trust it
+
+
+def test_a_strided_slice_is_summarised_in_place_and_still_counts_nan():
+    owner = np.random.default_rng(5).standard_normal((8, 32, 3, 4, 16)).astype(np.float32)
+    q = owner.transpose(2, 0, 3, 1, 4)[0]  # attention's q: strided, not a permutation
+    assert S._dense_owner(q) is None and not q.flags.c_contiguous
+    got, want = S.cheap(q), S.summarize(np.ascontiguousarray(q), "cheap")
+    assert (got.shape, got.nan, got.inf, got.sampled) == (want.shape, 0, 0, False)
+    assert got.norm == pytest.approx(want.norm, rel=1e-5)
+    q[1, 2, 3, 4] = np.nan
+    q[0, 0, 0, 0] = -np.inf
+    holed = S.cheap(q)
+    assert (holed.nan, holed.inf) == (1, 1) and holed.norm is not None
