@@ -293,6 +293,7 @@ class GraphBuilder:
         graph = self.current
         nodes, edges, calls = graph.nodes, graph.edges, graph.calls
         occurrences, stepped, known = self._occurrences, self._stepped, _KNOWN
+        e: Any  # (each branch below knows its event's type; mypy cannot follow ``t``)
         for e in events:
             t = known.get(type(e)) or _base_of(type(e))
             if e.iteration != graph.iteration and not nodes:
