@@ -266,7 +266,7 @@ class GraphBuilder:
 
     def add(self, event: ev.Event) -> Graph | None:
         """Apply one event; returns the graph it completed, if it ended an iteration."""
-        done = self._feed(iter((event,)))
+        done = self._feed((event,))
         if done is not None:
             self.finished.append(done)
         return done
@@ -281,14 +281,15 @@ class GraphBuilder:
             last = done
         return last
 
-    def _feed(self, events: Iterator[ev.Event]) -> Graph | None:
+    def _feed(self, events: Iterable[ev.Event]) -> Graph | None:
         """Apply events from ``events`` until one ends an iteration, and return that
-        iteration's graph; None once ``events`` runs out first.
+        iteration's graph; None once ``events`` runs out first (given an iterator, the
+        next call goes on where this one stopped).
 
-        One loop over the event's exact type, the handlers inline and the graph's parts in
-        locals: a call per event and an attribute lookup per field were most of the cost.
-        The state that outlives the loop (current graph, occurrences, backward's visited
-        set) is kept on ``self`` as it changes, so a caller may stop at any graph.
+        One loop over the event's exact type with the handlers inline and the graph's
+        parts in locals, so an event costs no call of its own. What outlives the loop (the
+        current graph, occurrences, backward's visited set) is kept on ``self`` as it
+        changes.
         """
         graph = self.current
         nodes, edges, calls = graph.nodes, graph.edges, graph.calls
