@@ -20,7 +20,8 @@ the live stream, in one run.
    of a trace read back from its file.
 3. One million events: write them to a file, open with ``read_trace``, stream them with
    ``iter_events``, and build every iteration's graph (``GraphBuilder``, as ``view`` and
-   ``export`` do): events/s of the builder alone and end to end from the file.
+   ``export`` do): events/s of the builder alone (each graph dropped after use, then every
+   graph kept) and end to end from the file; wall median of the rounds, CPU min beside it.
 4. The live stream (bench/runtime.py's measurements): ops/s reaching the parent from a tight
    loop under ``dyngraph debug``'s runtime with no breakpoint hit, and a debug session's wall
    time against ``dyngraph record``.
