@@ -172,43 +172,78 @@ def diff_graphs(old: Graph, new: Graph) -> GraphDiff:
 
 
 _new = object.__new__
-# A node is built by storing each slot (``_node``: every field of GraphNode, checked by
-# tests/events/test_graph_builder.py), a few times quicker than the dataclass ``__init__``
-# with keywords.
 _make_edge = ev.fast_constructor(GraphEdge)
+_Op, _Leaf, _Call, _Step, _Grad, _Start, _End = (
+    ev.Op, ev.TensorCreated, ev.ModuleCall, ev.BackwardStep, ev.GradAccumulated,
+    ev.BackwardStart, ev.IterationEnd)
+# Event classes the builder knows by their exact type; a subclass of one is looked up once
+# (``_base_of``) and remembered here.
+_KNOWN: dict[type, type] = {cls: cls for cls in ev.EVENT_TYPES.values()}
 
 
-def _node(node_id: int, kind: str, op: str, name: str, shape: tuple[int, ...], dtype: str,
-          module: str, file: str, line: int, function: str, seq: int, requires_grad: bool,
-          grad_enabled: bool, attrs: dict[str, Any], summary: ev.Summary | None, grad_fn: str,
-          occurrence: int, carried: bool, call: int) -> GraphNode:
+# A node is built by storing each slot (every field of GraphNode, checked by
+# tests/events/test_graph_builder.py): a few times quicker than the dataclass ``__init__``
+# with keywords, and view and export build one per op and leaf of a trace.
+def _op_node(e: ev.Op, occurrence: int, call: int) -> GraphNode:
     n = _new(GraphNode)
-    n.id = node_id
-    n.kind = kind
-    n.op = op
-    n.name = name
-    n.shape = shape
-    n.dtype = dtype
-    n.module = module
-    n.file = file
-    n.line = line
-    n.function = function
-    n.seq = seq
-    n.requires_grad = requires_grad
-    n.grad_enabled = grad_enabled
-    n.attrs = attrs
-    n.summary = summary
+    n.id = e.output
+    n.kind = "op"
+    n.op = e.op
+    n.name = ""
+    shape = e.shape
+    n.shape = shape if type(shape) is tuple else tuple(shape)
+    n.dtype = e.dtype
+    n.module = e.module
+    n.file = e.file
+    n.line = e.line
+    n.function = e.function
+    n.seq = e.seq
+    n.requires_grad = e.requires_grad
+    n.grad_enabled = e.grad_enabled
+    n.attrs = e.attrs
+    n.summary = e.summary
     n.grad = None
-    n.grad_fn = grad_fn
+    n.grad_fn = ""
     n.backward_seq = 0
     n.occurrence = occurrence
-    n.carried = carried
+    n.carried = False
     n.call = call
     return n
 
 
-def _ignore(graph: Graph, event: ev.Event) -> None:
-    return None
+def _leaf_node(e: ev.TensorCreated, occurrence: int) -> GraphNode:
+    n = _new(GraphNode)
+    n.id = e.tensor
+    n.kind = "param" if e.is_param else "leaf"
+    n.op = ""
+    n.name = e.name
+    shape = e.shape
+    n.shape = shape if type(shape) is tuple else tuple(shape)
+    n.dtype = e.dtype
+    n.module = ""
+    n.file = ""
+    n.line = 0
+    n.function = ""
+    n.seq = e.seq
+    n.requires_grad = e.requires_grad
+    n.grad_enabled = True
+    n.attrs = {}
+    n.summary = e.summary
+    n.grad = None
+    n.grad_fn = e.grad_fn
+    n.backward_seq = 0
+    n.occurrence = occurrence
+    n.carried = not e.is_leaf
+    n.call = 0
+    return n
+
+
+def _base_of(cls: type) -> type:
+    """The event class the builder treats ``cls`` as (itself for a foreign type, which
+    then changes no graph)."""
+    base = next((k for k in ev.EVENT_TYPES.values() if issubclass(cls, k)), cls)
+    _KNOWN[cls] = base
+    return base
 
 
 class GraphBuilder:
@@ -218,150 +253,111 @@ class GraphBuilder:
     >>> for event in events: builder.add(event)    # doctest: +SKIP
     >>> builder.current.nodes                      # doctest: +SKIP
 
-    ``add`` dispatches on the event's exact type (one dict lookup; a subclass of an event
-    type takes the slower ``isinstance`` path), since view and export feed it every event of
-    a trace.
+    ``add``, ``add_all`` and ``build_graphs`` share one loop (``_feed``), written for speed
+    since view and export feed it every event of a trace.
     """
 
     def __init__(self) -> None:
         self.finished: list[Graph] = []
         self.current = Graph(iteration=1)
+        # (module, op or leaf label, file, line) -> nodes of that key so far this iteration
         self._occurrences: dict[tuple[str, str, str, int], int] = {}
         self._stepped: set[int] = set()  # op nodes already reached by this backward pass
-        self._handlers: dict[type, Any] = {
-            ev.Op: self._add_op, ev.TensorCreated: self._add_leaf,
-            ev.ModuleCall: self._add_call, ev.BackwardStep: self._add_step,
-            ev.BackwardStart: self._start_backward, ev.GradAccumulated: self._add_grad,
-            ev.IterationEnd: self._end,
-        }
-        for cls in ev.EVENT_TYPES.values():  # the rest change no graph
-            self._handlers.setdefault(cls, _ignore)
 
     def add(self, event: ev.Event) -> Graph | None:
         """Apply one event; returns the graph it completed, if it ended an iteration."""
-        graph = self.current
-        if event.iteration != graph.iteration and not graph.nodes:
-            graph.iteration = event.iteration
-        handler = self._handlers.get(type(event))
-        if handler is None:
-            handler = self._handler_of(event)
-            if handler is None:
-                return None
-        return handler(graph, event)  # type: ignore[no-any-return]
+        done = self._feed((event,))
+        if done is not None:
+            self.finished.append(done)
+        return done
 
     def add_all(self, events: Iterable[ev.Event]) -> Graph | None:
         """``add`` every event in turn (the same, with less overhead per event); returns
         the last graph completed, if any."""
-        handlers = self._handlers
-        done = None
-        for event in events:
-            graph = self.current
-            if event.iteration != graph.iteration and not graph.nodes:
-                graph.iteration = event.iteration
-            handler = handlers.get(type(event))
-            if handler is None:
-                handler = self._handler_of(event)
-                if handler is None:
-                    continue
-            done = handler(graph, event) or done
-        return done
+        pending = iter(events)
+        last = None
+        while (done := self._feed(pending)) is not None:
+            self.finished.append(done)
+            last = done
+        return last
 
-    def _handler_of(self, event: ev.Event) -> Any:
-        for cls, handler in self._handlers.items():
-            if isinstance(event, cls):
-                return handler
+    def _feed(self, events: Iterable[ev.Event]) -> Graph | None:
+        """Apply events from ``events`` until one ends an iteration, and return that
+        iteration's graph; None once ``events`` runs out first (given an iterator, the
+        next call goes on where this one stopped).
+
+        One loop over the event's exact type with the handlers inline and the graph's
+        parts in locals, so an event costs no call of its own. What outlives the loop (the
+        current graph, occurrences, backward's visited set) is kept on ``self`` as it
+        changes.
+        """
+        graph = self.current
+        nodes, edges, calls = graph.nodes, graph.edges, graph.calls
+        occurrences, stepped, known = self._occurrences, self._stepped, _KNOWN
+        e: Any  # (each branch below knows its event's type; mypy cannot follow ``t``)
+        for e in events:
+            t = known.get(type(e)) or _base_of(type(e))
+            if e.iteration != graph.iteration and not nodes:
+                graph.iteration = e.iteration
+            if t is _Op:
+                k = (e.module, e.op, e.file, e.line)
+                n = occurrences.get(k, 0)
+                occurrences[k] = n + 1
+                call = e.call
+                output = e.output
+                nodes[output] = _op_node(e, n, call if call in calls else 0)
+                index = 0
+                for src in e.inputs:
+                    if src >= 0 and src in nodes:
+                        edges.append(_make_edge(src, output, index))
+                    index += 1
+            elif t is _Step:
+                node = nodes.get(e.node)
+                # One forward op may own several backward nodes (PyTorch's F.linear:
+                # AddmmBackward0, then TBackward0); the first to run is the op's own
+                # output's, whose incoming gradient is the one flowing into the op's output.
+                if node is not None and node.id not in stepped:
+                    stepped.add(node.id)
+                    node.grad = e.grad_output
+                    node.grad_fn = e.grad_fn
+                    node.backward_seq = e.seq
+                    graph.backward_order.append(node.id)
+            elif t is _Grad:
+                node = nodes.get(e.tensor)
+                if node is not None:
+                    node.grad = e.summary
+                    node.grad_fn = "AccumulateGrad"
+                    node.backward_seq = e.seq
+                    graph.backward_order.append(node.id)
+            elif t is _Leaf:
+                k = ("", structure.leaf_label(e.name, e.is_param), "", 0)
+                n = occurrences.get(k, 0)
+                occurrences[k] = n + 1
+                nodes[e.tensor] = _leaf_node(e, n)
+            elif t is _Call:
+                calls[e.call] = (e.module, e.parent)
+            elif t is _Start:
+                stepped = self._stepped = set()
+            elif t is _End:
+                graph._structure_key = e.structure_key
+                graph.complete = True
+                self.current = Graph(iteration=e.iteration + 1)
+                self._occurrences = {}
+                return graph
         return None
-
-    def _add_call(self, graph: Graph, e: ev.ModuleCall) -> None:
-        graph.calls[e.call] = (e.module, e.parent)
-
-    def _add_step(self, graph: Graph, e: ev.BackwardStep) -> None:
-        node = graph.nodes.get(e.node)
-        # One forward op may own several backward nodes (PyTorch's F.linear: AddmmBackward0,
-        # then TBackward0); the first to run is the op's own output's, whose incoming
-        # gradient is the one flowing into the op's output.
-        if node is not None and node.id not in self._stepped:
-            self._stepped.add(node.id)
-            node.grad = e.grad_output
-            node.grad_fn = e.grad_fn
-            node.backward_seq = e.seq
-            graph.backward_order.append(node.id)
-
-    def _start_backward(self, graph: Graph, e: ev.BackwardStart) -> None:
-        self._stepped = set()
-
-    def _add_grad(self, graph: Graph, e: ev.GradAccumulated) -> None:
-        node = graph.nodes.get(e.tensor)
-        if node is not None:
-            node.grad = e.summary
-            node.grad_fn = "AccumulateGrad"
-            node.backward_seq = e.seq
-            graph.backward_order.append(node.id)
-
-    def _end(self, graph: Graph, e: ev.IterationEnd) -> Graph:
-        graph._structure_key = e.structure_key
-        graph.complete = True
-        self.finished.append(graph)
-        self.current = Graph(iteration=e.iteration + 1)
-        self._occurrences = {}
-        return graph
-
-    def _occurrence(self, module: str, what: str, file: str, line: int) -> int:
-        k = (module, what, file, line)
-        n = self._occurrences.get(k, 0)
-        self._occurrences[k] = n + 1
-        return n
-
-    def _add_leaf(self, graph: Graph, e: ev.TensorCreated) -> None:
-        shape = e.shape
-        k = ("", structure.leaf_label(e.name, e.is_param), "", 0)
-        occurrences = self._occurrences
-        n = occurrences.get(k, 0)
-        occurrences[k] = n + 1
-        graph.nodes[e.tensor] = _node(
-            e.tensor, "param" if e.is_param else "leaf", "", e.name,
-            shape if type(shape) is tuple else tuple(shape), e.dtype, "", "", 0, "", e.seq,
-            e.requires_grad, True, {}, e.summary, e.grad_fn, n, not e.is_leaf, 0)
-
-    def _add_op(self, graph: Graph, e: ev.Op) -> None:
-        shape = e.shape
-        module, file, line, output = e.module, e.file, e.line, e.output
-        k = (module, e.op, file, line)
-        occurrences = self._occurrences
-        n = occurrences.get(k, 0)
-        occurrences[k] = n + 1
-        call = e.call
-        nodes = graph.nodes
-        nodes[output] = _node(
-            output, "op", e.op, "", shape if type(shape) is tuple else tuple(shape), e.dtype,
-            module, file, line, e.function, e.seq, e.requires_grad, e.grad_enabled, e.attrs,
-            e.summary, "", n, False, call if call in graph.calls else 0)
-        index = 0
-        edges = graph.edges
-        for src in e.inputs:
-            if src >= 0 and src in nodes:
-                edges.append(_make_edge(src, output, index))
-            index += 1
 
 
 def build_graphs(events: Iterable[ev.Event]) -> Iterator[Graph]:
-    """Yield each finished iteration's graph, then the unfinished one if it has nodes."""
+    """Yield each finished iteration's graph, then the unfinished one if it has nodes.
+
+    The graphs are not kept (``GraphBuilder.finished`` stays empty): a caller that walks a
+    long trace holds only the graphs it keeps itself. Keeping them all made the cyclic
+    collector walk every earlier graph again and again, which cost more than building.
+    """
     builder = GraphBuilder()
-    handlers = builder._handlers
-    end = handlers[ev.IterationEnd]
-    for event in events:
-        handler = handlers.get(type(event))
-        if handler is _ignore:
-            continue
-        if handler is end or handler is None:
-            done = builder.add(event)
-            if done is not None:
-                yield done
-            continue
-        graph = builder.current
-        if event.iteration != graph.iteration and not graph.nodes:
-            graph.iteration = event.iteration
-        handler(graph, event)
+    pending = iter(events)
+    while (done := builder._feed(pending)) is not None:
+        yield done
     if builder.current.nodes:
         yield builder.current
 

@@ -8,7 +8,7 @@ import numpy as np
 
 import dyngraph as dg
 from dyngraph.capture import events as ev
-from dyngraph.capture.graph import GraphBuilder, GraphNode, _node, build_graphs
+from dyngraph.capture.graph import GraphBuilder, GraphNode, _leaf_node, _op_node, build_graphs
 
 
 def _run(stats: str = "cheap") -> list[ev.Event]:
@@ -35,17 +35,54 @@ def _slow(events: list[ev.Event]) -> list:
     return out
 
 
-def test_node_builder_sets_every_field() -> None:
+def test_node_builders_set_every_field() -> None:
     names = [f.name for f in dataclasses.fields(GraphNode)]
-    node = _node(7, "op", "mul", "w", (2,), "float64", "m", "f.py", 3, "fn", 9, True, False,
-                 {"dim": 1}, None, "MulBackward0", 2, True, 5)
-    for name in names:  # no slot left unset
-        getattr(node, name)
-    expected = GraphNode(id=7, kind="op", op="mul", name="w", shape=(2,), dtype="float64",
-                         module="m", file="f.py", line=3, function="fn", seq=9,
-                         requires_grad=True, grad_enabled=False, attrs={"dim": 1},
-                         grad_fn="MulBackward0", occurrence=2, carried=True, call=5)
-    assert node == expected
+    op = ev.Op(seq=9, iteration=1, op="mul", inputs=(1, -1), output=7, shape=[2],
+               dtype="float64", requires_grad=True, attrs={"dim": 1}, module="m", file="f.py",
+               line=3, function="fn", grad_enabled=False, call=5)
+    leaf = ev.TensorCreated(seq=4, iteration=1, tensor=8, name="w", shape=(3,),
+                            requires_grad=True, is_param=True, is_leaf=False, grad_fn="TBackward0")
+    built = [_op_node(op, 2, 5), _leaf_node(leaf, 1)]
+    for node in built:
+        for name in names:  # no slot left unset
+            getattr(node, name)
+    assert built == [
+        GraphNode(id=7, kind="op", op="mul", shape=(2,), dtype="float64", module="m",
+                  file="f.py", line=3, function="fn", seq=9, requires_grad=True,
+                  grad_enabled=False, attrs={"dim": 1}, occurrence=2, call=5),
+        GraphNode(id=8, kind="param", name="w", shape=(3,), seq=4, requires_grad=True,
+                  grad_fn="TBackward0", occurrence=1, carried=True),
+    ]
+
+
+def _keyword_node(e: ev.Event, graph_node: GraphNode) -> GraphNode:
+    """The node of event ``e`` built the plain way, with what only the builder knows
+    (occurrence, call, backward's fields) taken from ``graph_node``."""
+    known = {f: getattr(graph_node, f) for f in
+             ("occurrence", "call", "grad", "grad_fn", "backward_seq")}
+    if type(e) is ev.Op:
+        return GraphNode(id=e.output, kind="op", op=e.op, shape=tuple(e.shape), dtype=e.dtype,
+                         module=e.module, file=e.file, line=e.line, function=e.function,
+                         seq=e.seq, requires_grad=e.requires_grad, grad_enabled=e.grad_enabled,
+                         attrs=e.attrs, summary=e.summary, **known)
+    assert type(e) is ev.TensorCreated
+    return GraphNode(id=e.tensor, kind="param" if e.is_param else "leaf", name=e.name,
+                     shape=tuple(e.shape), dtype=e.dtype, seq=e.seq,
+                     requires_grad=e.requires_grad, summary=e.summary, carried=not e.is_leaf,
+                     **known)
+
+
+def test_built_nodes_equal_keyword_built_ones_on_a_real_trace() -> None:
+    events = _run("full")
+    graphs = list(build_graphs(events))
+    by_output = {(e.iteration, e.output if type(e) is ev.Op else e.tensor): e
+                 for e in events if type(e) in (ev.Op, ev.TensorCreated)}
+    checked = 0
+    for graph in graphs:
+        for node in graph.nodes.values():
+            assert node == _keyword_node(by_output[graph.iteration, node.id], node)
+            checked += 1
+    assert checked > 20 and any(n.grad is not None for n in graphs[0].nodes.values())
 
 
 def test_build_graphs_and_add_all_agree_with_add() -> None:
@@ -69,3 +106,25 @@ def test_subclassed_events_still_dispatch() -> None:
     builder = GraphBuilder()
     builder.add(op)
     assert builder.current.nodes[3].op == "mul"
+
+
+def test_feeding_in_pieces_builds_the_same_graphs() -> None:
+    # The loop keeps the graph's parts in locals: what outlives one call (the current
+    # graph, occurrences, backward's visited nodes) must be on the builder at every split.
+    events = _run()
+    whole = _slow(events)
+    for split in range(0, len(events), 7):
+        builder = GraphBuilder()
+        builder.add_all(events[:split])
+        builder.add_all(iter(events[split:split + 3]))
+        for e in events[split + 3:]:
+            builder.add(e)
+        assert builder.finished == whole[:3] and builder.current == whole[3]
+
+
+def test_build_graphs_keeps_no_graph() -> None:
+    events = _run()
+    graphs = build_graphs(events)
+    first = next(graphs)
+    builder = graphs.gi_frame.f_locals["builder"]
+    assert builder.finished == [] and first.complete
