@@ -4,7 +4,7 @@ the live stream, in one run.
     OPENBLAS_NUM_THREADS=1 python bench/overhead.py            # everything (~5 min)
     OPENBLAS_NUM_THREADS=1 python bench/overhead.py --quick    # smaller, for a smoke run
     python bench/overhead.py --only steps                      # one part (steps, memory,
-                                                               # million, live)
+                                                               # million, live, demos)
 
 1. Step overhead, recorded against unrecorded, on three workloads: an MLP 784-256-128-10 at
    batch 64 with SGD, a small pre-norm attention block, and a chain of 1,000 tiny ops
@@ -23,8 +23,13 @@ the live stream, in one run.
    ``export`` do): events/s of the builder alone (each graph dropped after use, then every
    graph kept) and end to end from the file; wall median of the rounds, CPU min beside it.
 4. The live stream (bench/runtime.py's measurements): ops/s reaching the parent from a tight
-   loop under ``dyngraph debug``'s runtime with no breakpoint hit, and a debug session's wall
-   time against ``dyngraph record``.
+   loop under ``dyngraph debug``'s runtime with no breakpoint hit, and a debug session against
+   ``dyngraph record`` on a training script: the median over interleaved rounds (the two side
+   by side in each, in alternating order) of the per-round ratio, wall clock and the child's
+   CPU time (the wall figure is the goal; the CPU one is what another process's load disturbs
+   least).
+5. ``--only demos`` (not in the default set: ~10 minutes): the same debug/record ratios on
+   every bundled demo, each run to its end with no breakpoint hit.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import tracemalloc
 import warnings
 from collections.abc import Callable
 from operator import attrgetter
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -399,13 +405,43 @@ def build_graphs_rate(path: str, rounds: int) -> None:
           f"events/s wall median ({cpu:,.0f} events/s CPU min)")
 
 
-def live(ops: int, repeat: int, steps: int) -> None:
-    """The live stream under ``dyngraph debug``'s runtime (bench/runtime.py's measurement):
-    ops/s reaching the parent from a tight loop with no breakpoint hit, and the session's
-    wall time against ``dyngraph record`` on a training script."""
+def _runtime() -> Any:
+    """bench/runtime.py, the debug runtime's own measurements."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import runtime  # bench/runtime.py
+    import runtime
 
+    return runtime
+
+
+def debug_vs_record(runtime: Any, script: str, args: list[str], out: str, rounds: int,
+                    breakpoints: list[Any]) -> tuple[list[float], list[float]]:
+    """Per-round ratios debug / record (wall, child CPU) of ``script``, the two run side by
+    side in each round and in alternating order, so a busy neighbour slows both alike.
+    Debug is a headless session as ``dyngraph debug`` runs it (values kept) with
+    ``breakpoints`` that never hit; record is ``dyngraph record``'s own code."""
+    walls, cpus = [], []
+    for r in range(rounds):
+        costs = {}
+        for mode in (("record", "debug") if r % 2 == 0 else ("debug", "record")):
+            if mode == "record":
+                costs[mode] = runtime.time_record(script, out, args)
+            else:
+                costs[mode] = runtime.time_session(script, breakpoints, args=args,
+                                                   stats="cheap")[0]
+        walls.append(costs["debug"][0] / costs["record"][0])
+        cpus.append(costs["debug"][1] / costs["record"][1])
+    return walls, cpus
+
+
+def _verdict(ratio: float, goal: float) -> str:
+    return f"goal <= {goal}: {'met' if ratio <= goal else 'MISSED'}"
+
+
+def live(ops: int, rounds: int, steps: int) -> None:
+    """The live stream under ``dyngraph debug``'s runtime (bench/runtime.py's measurement):
+    ops/s reaching the parent from a tight loop with no breakpoint hit, and a debug
+    session against ``dyngraph record`` on a training script, in interleaved rounds."""
+    runtime = _runtime()
     with tempfile.TemporaryDirectory() as tmp:
         chain = os.path.join(tmp, "chain.py")
         with open(chain, "w") as f:
@@ -414,27 +450,52 @@ def live(ops: int, repeat: int, steps: int) -> None:
         with open(train, "w") as f:
             f.write(runtime.TRAIN.format(steps=steps))
         out = os.path.join(tmp, "run.dgtrace")
-        rates, record_walls, session_walls = [], [], []
-        for _ in range(repeat):
-            rates.append(runtime.throughput(chain)[0])
-            record_walls.append(runtime.time_record(train, out)[0])
-            session_walls.append(runtime.time_session(
-                train, runtime.never_hit(train), stats="cheap")[0][0])
+        rates = [runtime.throughput(chain)[0] for _ in range(rounds)]
+        walls, cpus = debug_vs_record(runtime, train, [], out, rounds,
+                                      runtime.never_hit(train))
     rate = statistics.median(rates)
-    ratio = statistics.median(session_walls) / statistics.median(record_walls)
-    print(f"\nlive stream: {rate:,.0f} ops/s reach the parent (median of {repeat}; a tight "
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    print(f"\nlive stream: {rate:,.0f} ops/s reach the parent (median of {rounds}; a tight "
           f"loop of {ops:,} small ops, no breakpoint)  (goal >= 100,000: "
           f"{'met' if rate >= 1e5 else 'MISSED'})")
     print(f"dyngraph debug (8 breakpoints that never hit, values kept) vs dyngraph record, "
-          f"{steps} training steps: {ratio:.2f}x wall (goal <= 1.1: "
-          f"{'met' if ratio <= 1.1 else 'MISSED'})")
+          f"{steps} training steps, median of {rounds} interleaved rounds: {wall:.2f}x wall "
+          f"({_verdict(wall, 1.1)}), {cpu:.2f}x the child's CPU; load average "
+          f"{os.getloadavg()[0]:.2f}")
+
+
+def demos(rounds: int, steps: int | None) -> None:
+    """``dyngraph debug`` vs ``dyngraph record`` on every bundled demo that runs here:
+    medians of per-round ratios, the two side by side in each round. Each demo runs to its
+    end with breakpoints of every kind that never hit it (nan_hunt, whose NaN and gradient
+    blow-up are the point, without the NaN and gradient-norm ones)."""
+    from dyngraph import demos as bundled
+
+    runtime = _runtime()
+    args = [] if steps is None else ["--steps", str(steps)]
+    print(f"\ndyngraph debug (values kept) vs dyngraph record on the demos, stats=cheap, "
+          f"{'default steps' if steps is None else f'{steps} steps'}, median of {rounds} "
+          f"interleaved rounds")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "demo.dgtrace")
+        for name in bundled.DEMOS:
+            if name in bundled.NEEDS_TORCH:
+                continue  # the PyTorch backend's costs are bench/torch_overhead.py's
+            script = str(bundled.path(name))
+            bps = [bp for bp in runtime.never_hit(script)
+                   if name != "nan_hunt" or bp.kind not in ("nan", "grad_norm")]
+            walls, cpus = debug_vs_record(runtime, script, args, out, rounds, bps)
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
+            print(f"  {name:<16} {wall:5.2f}x wall ({_verdict(wall, 1.1)}), {cpu:5.2f}x "
+                  f"child CPU; load average {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and events")
     parser.add_argument("--only", default="steps,memory,million,live",
-                        help="comma-separated parts to run (steps, memory, million, live)")
+                        help="comma-separated parts to run (steps, memory, million, live, "
+                             "demos: not run by default, ~10 min)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
     rounds, steps, total = (3, 5, 100_000) if args.quick else (9, 20, 1_000_000)
@@ -464,8 +525,10 @@ def main() -> None:
         if "million" in parts:
             million(mlp_step(), total, tmp, rounds)
     if "live" in parts:
-        live(30_000 if args.quick else 300_000, 1 if args.quick else 3,
+        live(30_000 if args.quick else 300_000, 3 if args.quick else 5,
              100 if args.quick else 1000)
+    if "demos" in parts:
+        demos(1 if args.quick else 3, 20 if args.quick else None)
     _ = ev  # the schema is what all of the above measures
 
 

@@ -21,6 +21,7 @@ import statistics
 import tempfile
 import textwrap
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -94,10 +95,10 @@ class Cost:
                 time.process_time() - self.parent)
 
 
-def time_record(script: str, out: str) -> tuple[float, float, float]:
+def time_record(script: str, out: str, args: Sequence[str] = ()) -> tuple[float, float, float]:
     """``dyngraph record`` run in this process (so both sides pay the same start-up)."""
-    ns = argparse.Namespace(output=out, stats="cheap", values="none", script=script, args=[],
-                            backend="auto")
+    ns = argparse.Namespace(output=out, stats="cheap", values="none", script=script,
+                            args=list(args), backend="auto")
     cost = Cost()
     with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull):
         status = run_record(ns)
@@ -106,10 +107,10 @@ def time_record(script: str, out: str) -> tuple[float, float, float]:
     return cost.done()
 
 
-def time_session(script: str, breakpoints: list[Breakpoint], **options: object
-                 ) -> tuple[tuple[float, float, float], int]:
+def time_session(script: str, breakpoints: list[Breakpoint], args: Sequence[str] = (),
+                 **options: object) -> tuple[tuple[float, float, float], int]:
     cost = Cost()
-    session = Session.start(script, breakpoints=breakpoints, pause_at_start=False,
+    session = Session.start(script, args, breakpoints=breakpoints, pause_at_start=False,
                             **options)  # type: ignore[arg-type]
     n = 0
     try:

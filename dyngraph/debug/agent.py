@@ -149,12 +149,14 @@ class Agent:
             self._pause("start", "paused before the script's first line", 0)
 
     def _install_hook(self) -> None:
-        """Raw arrays cost a call per op: take them only when something needs them."""
+        """Raw arrays cost a call per op: take them only when something needs them, through
+        the hook that does no more than that (keeping values, or only the newest ones)."""
         m = self._matcher
-        wanted = (self.store is not None or m.nan is not None or bool(m.conditions)
-                  or bool(m.node_norm) or bool(m.global_norm))
+        checks = (m.nan is not None or bool(m.conditions) or bool(m.node_norm)
+                  or bool(m.global_norm))
         if self._handle is not None:
-            tracer.array_hook = self.on_array if wanted else None
+            tracer.array_hook = (self.on_array if self.store is not None
+                                 else self._see_array if checks else None)
 
     def finish(self, status: int, reason: str) -> None:
         """Close the last iteration, send RunEnd and everything still queued."""
@@ -185,25 +187,37 @@ class Agent:
 
     # -- the hot path --------------------------------------------------------------------
     def on_array(self, kind: str, tensor_id: int, payload: Any) -> None:
-        """Tracer hook: raw arrays, called right before the event that describes them."""
+        """Tracer hook: raw arrays, called right before the event that describes them.
+        Keeps each in the store (for value requests at a pause) and the newest ones for the
+        breakpoint checks (``_see_array``)."""
         if kind == "op":  # an op's output, with the op's arguments (tensors and constants)
             self._value_id = tensor_id
-            self._value, self._args = payload
-            if self.store is not None:
-                self.store.put(tensor_id, payload[0])
+            value, self._args = payload
+            self._value = value
+            self.store.put(tensor_id, value)  # type: ignore[union-attr]
         elif kind == "value":  # a tensor entering the iteration (a leaf, a parameter)
             self._value_id = tensor_id
             self._value = payload
-            if self.store is not None:
-                self.store.put(tensor_id, payload)
+            self.store.put(tensor_id, payload)  # type: ignore[union-attr]
         elif kind == "grads":
             self._grads = (tensor_id, payload[0], payload[1])
-            if self.store is not None:
-                self.store.put_grad(tensor_id, payload[0])
+            self.store.put_grad(tensor_id, payload[0])  # type: ignore[union-attr]
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
-            if self.store is not None:
-                self.store.put_grad(tensor_id, payload)
+            self.store.put_grad(tensor_id, payload)  # type: ignore[union-attr]
+
+    def _see_array(self, kind: str, tensor_id: int, payload: Any) -> None:
+        """``on_array`` without a store (``keep_values=False``): only what checks read."""
+        if kind == "op":
+            self._value_id = tensor_id
+            self._value, self._args = payload
+        elif kind == "value":
+            self._value_id = tensor_id
+            self._value = payload
+        elif kind == "grads":
+            self._grads = (tensor_id, payload[0], payload[1])
+        elif kind == "grad":
+            self._leaf_grad = (tensor_id, payload)
 
     def on_event(self, event: ev.Event) -> None:
         queue = self._queue

@@ -50,6 +50,8 @@ from .inspection import (
 
 # After the child closed the channel it is about to exit; past this, it is killed.
 EXIT_GRACE = 5.0
+# The events the reader thread looks at (the rest only pass through to ``poll``).
+_NOTABLE = frozenset({ev.BreakpointHit, ev.Header, ev.ExceptionRaised, ev.RunEnd})
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,8 +448,11 @@ class Session:
         self._finish(problem)
 
     def _on_events(self, events: list[ev.Event]) -> None:
+        notable = _NOTABLE
         for e in events:
             t = type(e)
+            if t not in notable:  # ops and backward steps, nearly every event: one lookup
+                continue
             if t is ev.BreakpointHit:
                 hit: ev.BreakpointHit = e  # type: ignore[assignment]
                 self._state = SessionState("paused", hit.reason, hit.description, hit.at_seq,

@@ -70,7 +70,18 @@ class ValueStore:
             self._evict()
 
     def put_grad(self, tensor_id: int, array: np.ndarray) -> None:
-        self._put(self.current.grads, tensor_id, array)
+        # Called for every backward step: inline like ``put``.
+        cur = self.current
+        table = cur.grads
+        if tensor_id in table:
+            self._put(table, tensor_id, array)
+            return
+        table[tensor_id] = array
+        size = array.nbytes
+        cur.nbytes += size
+        self.nbytes += size
+        if self.nbytes > self.max_bytes:
+            self._evict()
 
     def _put(self, table: dict[int, np.ndarray], tensor_id: int, array: np.ndarray) -> None:
         size = array.nbytes

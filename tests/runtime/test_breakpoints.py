@@ -119,6 +119,18 @@ def test_conditions_and_exact_finiteness():
     assert all_finite(np.full(10, 3e38, np.float32))
 
 
+@pytest.mark.parametrize("size", [1, 7, 2048, 2049, 16_384, 16_385])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_all_finite_is_exact_on_either_side_of_each_size_threshold(size, dtype):
+    a = np.linspace(-1, 1, size).astype(dtype)
+    assert all_finite(a) and all_finite(a.reshape(1, -1)[:, ::-1])
+    for bad in (np.nan, np.inf, -np.inf):
+        b = a.copy()
+        b[size // 2] = bad
+        assert not all_finite(b), (size, dtype, bad)
+    assert not all_finite(np.array(np.nan, dtype)) and all_finite(np.array(2.0, dtype))
+
+
 def test_matcher_indexes_by_kind():
     m = Matcher.build([Breakpoint.op("relu").with_id(1), Breakpoint.op("mat*").with_id(2),
                        Breakpoint.at_line("a.py", 3).with_id(3)])
@@ -225,6 +237,41 @@ def test_conditional_breakpoints_look_at_the_output_values():
     assert never.pauses == []
     hits = drive("simple.py", breakpoints=[Breakpoint.op("matmul", "max > 0.5")])
     assert [p.at.op for p in hits.pauses] == ["matmul", "matmul"]
+
+
+@pytest.mark.parametrize("name, bp", [
+    ("nan_forward.py", Breakpoint.nan()),
+    ("nan_backward.py", Breakpoint.nan()),
+    ("grads.py", Breakpoint.grad_norm(1000.0)),
+    ("grads.py", Breakpoint.grad_norm(1e5, scope="global")),
+    ("simple.py", Breakpoint.op("matmul", "max > 0.5")),
+    ("net.py", Breakpoint.module("encoder.*.fc", "absmax > 0")),
+])
+def test_checks_on_values_stop_at_the_same_event_whether_values_are_kept_or_not(name, bp):
+    """With values kept the hook fills the store; without, it keeps only the newest arrays
+    for the checks: both must stop at exactly the same events, for the same reasons."""
+    def stops(run):
+        return [(p.hit.reason, p.hit.at_seq, p.hit.description) for p in run.pauses]
+
+    kept = drive(name, breakpoints=[bp])
+    assert kept.pauses, f"{bp} never hit in {name}"
+    assert stops(drive(name, breakpoints=[bp], keep_values=False)) == stops(kept)
+
+
+def test_breakpoints_that_never_hit_lose_nothing_from_the_stream():
+    """A run with a breakpoint of every kind set (none hitting) streams the very events of
+    a run without any: same kinds, same seq numbers, nothing dropped or reordered."""
+    never = [Breakpoint.op("conv2d"), Breakpoint.module("decoder.*"),
+             Breakpoint.at_line(script("net.py"), 10_000), Breakpoint.at_iteration(10**9),
+             Breakpoint.nan(), Breakpoint.grad_norm(1e30),
+             Breakpoint.grad_norm(1e30, scope="global"),
+             Breakpoint.op("matmul", condition="max > 1e30")]
+    plain = drive("net.py", keep_values=False)
+    watched = drive("net.py", breakpoints=never)
+    assert watched.pauses == []
+    assert [(type(e), e.seq) for e in watched.events] == [(type(e), e.seq)
+                                                          for e in plain.events]
+    assert [e.seq for e in watched.events] == list(range(len(watched.events)))  # header: 0
 
 
 def test_breakpoints_added_and_removed_while_paused():
