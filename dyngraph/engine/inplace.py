@@ -192,7 +192,10 @@ def _commit(self: Tensor, out: Tensor, same_value: bool = False) -> Tensor:
         np.copyto(target, out._array)
         views.take_place(self, out)
         views.refresh(self)
-    return _bumped(self)
+    _bumped(self)
+    if out.grad_fn is not None and out._array.dtype == target.dtype:
+        versions.written_into(out._array, target)
+    return self
 
 
 def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:

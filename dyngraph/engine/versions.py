@@ -110,6 +110,19 @@ def version(array: np.ndarray) -> int:
     return 0 if record is None else record.count
 
 
+def written_into(saved: np.ndarray, memory: np.ndarray) -> None:
+    """An in-place op computed ``saved`` out of place, copied it into ``memory`` and just
+    bumped its version: a backward that saved ``saved`` (sqrt_'s output) saved, as in
+    PyTorch, the tensor itself, so later in-place changes of ``memory`` count against it."""
+    key = id(saved)
+    ref = weakref.ref(saved, lambda r: _written_into.pop(key, None)
+                      if _written_into.get(key, (None,))[0] is r else None)
+    _written_into[key] = (ref, root(memory), newest)
+
+
+_written_into: dict[int, tuple[weakref.ref[np.ndarray], np.ndarray, int]] = {}
+
+
 # -- the backward check ---------------------------------------------------------------
 def check_saved(node: Any, tid: int) -> None:
     """Raise PyTorch's error if ``node`` (made at ``tid``) saved memory changed since."""
@@ -121,10 +134,14 @@ def check_saved(node: Any, tid: int) -> None:
         if only_for and name in only_for and node.inputs[only_for[name]] is None:
             continue  # kept for an input that needs no gradient: PyTorch would not save it
         owner = root(array)
+        since = tid
+        link = _written_into.get(id(array))
+        if link is not None and link[0]() is array:
+            owner, since = link[1], link[2]  # saved an in-place op's result: its memory
         record = _records.get(id(owner))
-        if record is None or record.stamps[-1] < tid:
+        if record is None or record.stamps[-1] <= since:
             continue
-        expected = record.count - sum(1 for s in record.stamps if s > tid)
+        expected = record.count - sum(1 for s in record.stamps if s > since)
         raise RuntimeError(MODIFIED_MESSAGE.format(
             kind=type_name(array.dtype),
             shape=list(array.shape), source=_source(node, name, array is owner, record),

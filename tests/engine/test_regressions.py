@@ -690,3 +690,19 @@ def test_index_put_on_an_expanded_tensor_checks_indices_then_warns_as_pytorch():
     with pytest.warns(UserWarning, match="index_put_ on expanded tensors is deprecated"):
         v[dg.tensor([0])] = dg.tensor(7)
     assert v.tolist() == [7, 7]
+
+
+def test_an_inplace_result_saved_for_backward_is_the_tensor_itself():
+    # Found by the differential test: sqrt_ saves its result; a later add_ on it must make
+    # backward raise PyTorch's version error (the saved copy hid the change).
+    v = dg.tensor(2.0, requires_grad=True)
+    y = v * 1
+    y.sqrt_()
+    y.add_(v)
+    with pytest.raises(RuntimeError, match="is at version 2; expected version 1"):
+        y.backward()
+    w = dg.tensor(4.0, requires_grad=True)
+    z = w * 1
+    z.sqrt_()
+    (z * 3).backward()  # nothing changed it since: fine
+    assert w.grad.item() == 0.75
