@@ -186,7 +186,7 @@ def neg(a):
     return -a, _neg_backward
 
 
-@register("pow", saved_for={"out": 1}, promotes=True)
+@register("pow", promotes=True)
 def pow_(a, b):
     if _is_bool(a) and _is_bool(b):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
@@ -195,13 +195,16 @@ def pow_(a, b):
     # An array even for 0-d input: the output tensor's own.
     out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
                      else a**b)
+    # PyTorch's PowBackward1 (a tensor exponent) saves the result even when the exponent
+    # needs no gradient; PowBackward0 (a number) never does.
+    result = out if type(b) is np.ndarray else None
 
     def backward(g):
         if _arr(b):
             with np.errstate(divide="ignore", invalid="ignore"):
                 ga = g * b * a ** (b - 1) if _arr(a) else None
                 # d(a**b)/db = a**b * log(a); PyTorch gives 0 where a == 0 (and b >= 0).
-                gb = g * np.where(a == 0, 0, out * np.log(np.where(a == 0, 1, a)))
+                gb = g * np.where(a == 0, 0, result * np.log(np.where(a == 0, 1, a)))
             return ga, gb
         if b == 0:
             return np.zeros_like(g), None

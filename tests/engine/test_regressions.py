@@ -706,3 +706,17 @@ def test_an_inplace_result_saved_for_backward_is_the_tensor_itself():
     z.sqrt_()
     (z * 3).backward()  # nothing changed it since: fine
     assert w.grad.item() == 0.75
+
+
+def test_pow_with_a_tensor_exponent_saves_its_result_as_pytorch():
+    # PowBackward1 saves the result even when the exponent needs no gradient (found by the
+    # differential test); PowBackward0 (a number exponent) does not.
+    x = dg.tensor([0.5, 2.0], requires_grad=True)
+    z = (x * 1).pow(dg.tensor(0.25))
+    z.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+    y = (x * 1) ** 2
+    y.add_(1)
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 4.0]
