@@ -106,9 +106,15 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> str:
     b_lo, b_hi = byte_bounds(b)
     if a_hi - a_lo != a.nbytes or b_hi - b_lo != b.nbytes:
         return "too hard"
-    if (a_lo, a_hi) == (b_lo, b_hi):
-        return "full" if a.strides == b.strides else "partial"
+    if (a_lo, a_hi) == (b_lo, b_hi):  # the same elements in the same order: full
+        return "full" if _layout(a) == _layout(b) else "partial"
     return "partial" if a_lo < b_hi and b_lo < a_hi else "none"
+
+
+def _layout(a: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """Sizes and strides without the size-1 dims, whose strides place nothing:
+    ``x[None]`` lays out its elements exactly as ``x`` does."""
+    return tuple((n, s) for n, s in zip(a.shape, a.strides, strict=True) if n != 1)
 
 
 def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray) -> None:

@@ -720,3 +720,14 @@ def test_pow_with_a_tensor_exponent_saves_its_result_as_pytorch():
     y.add_(1)
     y.sum().backward()
     assert x.grad.tolist() == [1.0, 4.0]
+
+
+def test_setitem_of_a_tensor_into_its_own_unsqueezed_view_is_a_full_overlap():
+    # Found by the differential test: x[None, ...] = x writes each element onto itself
+    # (PyTorch accepts it); the size-1 dim's stride places nothing.
+    x = dg.tensor([4, 2])
+    x[None, ...] = x
+    assert x.tolist() == [4, 2]
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        y = dg.tensor([4, 2, 3])
+        y[1:] = y[:2]  # a real partial overlap still refused
