@@ -445,10 +445,10 @@ def _is_view_index(index: Any) -> bool:
 
 def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None:
     """PyTorch's index_put_ refuses values that share any memory with the tensor written
-    (a mask with one value is masked_fill_, which reads it first)."""
+    (one mask and a one-element value is masked_fill_, which reads the value first)."""
     parts = index if isinstance(index, tuple) else (index,)
-    mask_fill = value._array.ndim == 0 and any(
-        isinstance(p, np.ndarray) and p.dtype == bool for p in parts)
+    masks = sum(1 for p in parts if isinstance(p, np.ndarray) and p.dtype == bool)
+    mask_fill = value._array.size == 1 and masks == 1
     same = value._array is self._array  # PyTorch refuses it even when empty
     if not mask_fill and (same or _overlap(self._array, value._array) in ("full", "partial")):
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)

@@ -557,6 +557,7 @@ def sgn(a: np.ndarray) -> np.ndarray:
 
 def _integer_division(a: Any, b: Any, ufunc: Any, kernel: str) -> np.ndarray:
     """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0)."""
+    np.broadcast_shapes(np.shape(a), np.shape(b))  # shapes first, as PyTorch (ValueError)
     if _is_bool(a) and _is_bool(b):
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -731,3 +731,20 @@ def test_setitem_of_a_tensor_into_its_own_unsqueezed_view_is_a_full_overlap():
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         y = dg.tensor([4, 2, 3])
         y[1:] = y[:2]  # a real partial overlap still refused
+
+
+def test_floor_division_checks_shapes_before_bool_support():
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match"):
+        dg.tensor([False, True, True]) // dg.tensor(np.array([], bool))
+
+
+def test_mask_setitem_of_a_one_element_tensor_is_masked_fill_even_from_itself():
+    # PyTorch's index_put_ with one mask and a one-element value dispatches to masked_fill_
+    # (it reads the value first), so the value may share the target's memory.
+    v = dg.tensor([4])
+    v[dg.tensor([False])] = v
+    w = dg.tensor([4, 5])
+    w[dg.tensor([False, True])] = w[:1]
+    assert v.tolist() == [4] and w.tolist() == [4, 4]
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        w[dg.tensor([0])] = w[:1]
