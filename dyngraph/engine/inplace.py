@@ -96,7 +96,7 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
             )
 
 
-def _overlap(a: np.ndarray, b: np.ndarray) -> str:
+def _overlap(a: np.ndarray, b: np.ndarray, layout: bool = False) -> str:
     """PyTorch's memory-overlap status of two arrays: "none", "full" (the same elements
     in the same layout), "partial", or "too hard" (an operand is not dense, which PyTorch
     does not judge)."""
@@ -106,21 +106,25 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> str:
     b_lo, b_hi = byte_bounds(b)
     if a_hi - a_lo != a.nbytes or b_hi - b_lo != b.nbytes:
         return "too hard"
-    if (a_lo, a_hi) == (b_lo, b_hi):  # the same elements in the same order: full
-        return "full" if _layout(a) == _layout(b) else "partial"
+    if (a_lo, a_hi) == (b_lo, b_hi):
+        same = _layout(a) == _layout(b) if layout else a.strides == b.strides
+        return "full" if same else "partial"
     return "partial" if a_lo < b_hi and b_lo < a_hi else "none"
 
 
 def _layout(a: np.ndarray) -> tuple[tuple[int, int], ...]:
     """Sizes and strides without the size-1 dims, whose strides place nothing:
-    ``x[None]`` lays out its elements exactly as ``x`` does."""
+    ``x[None]`` lays out its elements exactly as ``x`` does. (PyTorch's setitem expands
+    the value to the target's shape before its copy_, so there only the layout counts; an
+    elementwise op such as ``x[None].add_(x)`` compares the strides as they are.)"""
     return tuple((n, s) for n, s in zip(a.shape, a.strides, strict=True) if n != 1)
 
 
-def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray) -> None:
+def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray,
+                              layout: bool = False) -> None:
     """PyTorch's refusal to read memory that the op writes, unless it reads exactly what
     it writes (``x.add_(x)``)."""
-    if written is not read and _overlap(written, read) == "partial":
+    if written is not read and _overlap(written, read, layout) == "partial":
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
 
 
@@ -491,7 +495,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         _index_put_checks(self, index)
     array = _writable(self, scalar or not view_index)
     if isinstance(value, Tensor) and view_index:
-        _check_no_partial_overlap(target, value._array)
+        _check_no_partial_overlap(target, value._array, layout=True)
     try:
         array[index] = _array(value)
     except ValueError as e:

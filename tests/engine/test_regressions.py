@@ -748,3 +748,10 @@ def test_mask_setitem_of_a_one_element_tensor_is_masked_fill_even_from_itself():
     assert v.tolist() == [4] and w.tolist() == [4, 4]
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         w[dg.tensor([0])] = w[:1]
+
+
+def test_an_elementwise_inplace_op_on_an_unsqueezed_view_of_its_operand_is_refused():
+    # Unlike setitem (above), PyTorch's add_ compares strides as they are: partial overlap.
+    v = dg.tensor([4])
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        v[None].add_(v)
