@@ -56,23 +56,15 @@ class ValueStore:
             self.nbytes -= self.previous.popleft().nbytes
 
     def put(self, tensor_id: int, array: np.ndarray) -> None:
-        # Called for every op output: the common case (a new id, under the cap) stays inline.
-        cur = self.current
-        table = cur.values
-        if tensor_id in table:
-            self._put(table, tensor_id, array)
-            return
-        table[tensor_id] = array
-        size = array.nbytes
-        cur.nbytes += size
-        self.nbytes += size
-        if self.nbytes > self.max_bytes:
-            self._evict()
+        self._add(self.current.values, tensor_id, array)
 
     def put_grad(self, tensor_id: int, array: np.ndarray) -> None:
-        # Called for every backward step: inline like ``put``.
+        self._add(self.current.grads, tensor_id, array)
+
+    def _add(self, table: dict[int, np.ndarray], tensor_id: int, array: np.ndarray) -> None:
+        # Called for every op output and backward step: the common case (a new id, under
+        # the cap) stays inline.
         cur = self.current
-        table = cur.grads
         if tensor_id in table:
             self._put(table, tensor_id, array)
             return

@@ -491,27 +491,20 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         else:
             _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
         return
-    if not view_index:
-        _index_put_checks(self, index)
+    # index_put_ (not a view index) on an expand-ed tensor writes, with a deprecation
+    # warning, where a copy into a view refuses.
     array = _writable(self, scalar or not view_index)
     if isinstance(value, Tensor) and view_index:
         _check_no_partial_overlap(target, value._array, layout=True)
     try:
+        if not view_index and views.overlapping_write(self) and array[index].size:
+            warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=2)
         array[index] = _array(value)
+    except IndexError as e:  # indices out of range, checked before anything is written
+        raise IndexError(str(e).replace(" for axis ", " for dimension ")) from None
     except ValueError as e:
         raise RuntimeError(f"setitem: {e}") from None
     _bumped(self)
-
-
-def _index_put_checks(self: Tensor, index: Any) -> None:
-    """PyTorch's index_put_ outside the graph: indices out of range are an IndexError; on
-    an ``expand``-ed tensor it writes, with a deprecation warning, rather than refusing."""
-    try:
-        picked = self._array[index]
-    except IndexError as e:
-        raise IndexError(str(e).replace(" for axis ", " for dimension ")) from None
-    if picked.size and views.overlapping_write(self):
-        warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=3)
 
 
 _EXPANDED_INDEX_PUT_WARNING = (
