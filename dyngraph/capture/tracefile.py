@@ -446,28 +446,30 @@ class TraceWriter:
         """Queue events; full batches and finished iterations are written out."""
         if self._file is None:
             raise ValueError(f"TraceWriter for {self.path} is closed")
-        pending = self._pending
         for e in events:
-            pending.append(e)
-            if type(e) is ev.IterationEnd or len(pending) >= self._batch:
-                self._write_frame(pending)
-                pending.clear()
+            self._pending.append(e)
+            if type(e) is ev.IterationEnd or len(self._pending) >= self._batch:
+                self._write_pending()
 
     def add(self, event: ev.Event) -> None:
         """Queue one event (usable directly as a tracer subscriber)."""
         pending = self._pending
         pending.append(event)
         if type(event) is ev.IterationEnd or len(pending) >= self._batch:
-            self._write_frame(pending)
-            pending.clear()
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        # Taken off the queue before writing: whatever interrupts the write (a full disk,
+        # a KeyboardInterrupt after the frame reached the file), the frame is never written
+        # a second time by a later flush.
+        pending, self._pending = self._pending, []
+        self._write_frame(pending)
 
     def flush(self) -> None:
         if self._file is None:
             return
         if self._pending:
-            pending = list(self._pending)
-            self._pending.clear()  # cleared first: a failing write is not retried
-            self._write_frame(pending)
+            self._write_pending()
         self._file.flush()
 
     def close(self, keep_existing: bool = False) -> None:

@@ -87,29 +87,47 @@ def _stop_showing(stream: TextIO) -> None:
 
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
            status: Callable[[], None] | None = None) -> None:
-    """Poll until the run ends or ``on_events`` returns True. The first Ctrl-C interrupts
-    the script (KeyboardInterrupt in it); a second one kills it."""
-    interrupted = False
+    """Poll until the run ends or ``on_events`` returns True (inside
+    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop)."""
     while True:
-        try:
-            events = session.poll(0.1)
-            if events and on_events(events):
-                return
-            if status is not None:
-                status()
-            if session.state.paused and session.state.reason not in ("nan", "grad_norm"):
-                session.continue_()  # headless: nobody else would ever resume it
-            if session.state.finished:
-                rest = session.poll()
-                if rest:
-                    on_events(rest)
-                return
-        except KeyboardInterrupt:
-            if interrupted:
-                session.abort()
-            else:
-                interrupted = True
-                session.interrupt()
+        events = session.poll(0.1)
+        if events and on_events(events):
+            return
+        if status is not None:
+            status()
+        if session.state.paused and session.state.reason not in ("nan", "grad_norm"):
+            session.continue_()  # headless: nobody else would ever resume it
+        if session.state.finished:
+            rest = session.poll()
+            if rest:
+                on_events(rest)
+            return
+
+
+@contextmanager
+def _ctrl_c_forwarded(session: Session) -> Iterator[None]:
+    """While a headless run is driven, Ctrl-C goes to the script, not to dyngraph: the first
+    press interrupts it, a second kills it. dyngraph itself never sees a KeyboardInterrupt,
+    which could land between receiving events and writing them (a frame of the trace lost,
+    or written twice)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals only reach the main thread's handlers
+        return
+    presses = 0
+
+    def pressed(signum: int, frame: object) -> None:
+        nonlocal presses
+        presses += 1
+        if presses == 1:
+            session.interrupt()
+        else:
+            session.abort()
+
+    before = signal.signal(signal.SIGINT, pressed)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _print_notes(command: str, session: Session, console: Console, ops: int) -> None:
@@ -232,7 +250,7 @@ def run_record(args: argparse.Namespace) -> int:
                              f"{time.monotonic() - started:.1f} s  ·  ",
                              (shown(output), "cyan"))
 
-    with _terminate_on_signals(session) as terminated:
+    with _ctrl_c_forwarded(session), _terminate_on_signals(session) as terminated:
         try:
             if live_wanted:
                 console = _console(file=out)
@@ -310,10 +328,11 @@ def run_check(args: argparse.Namespace) -> int:
         finally:
             output.flush()
 
-    try:
-        _drive(session, on_events)
-    finally:
-        session.close()
+    with _ctrl_c_forwarded(session):
+        try:
+            _drive(session, on_events)
+        finally:
+            session.close()
     console = _stderr()
     _print_notes("check", session, console, counts["ops"] or len(found))
     if found:

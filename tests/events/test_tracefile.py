@@ -197,6 +197,29 @@ def test_writer_is_append_only_frames(tmp_path):
         writer.write([ev.Op(seq=9, iteration=2)])
 
 
+def test_an_interrupted_write_never_writes_its_frame_twice(tmp_path, monkeypatch):
+    """A KeyboardInterrupt that lands after a frame reached the file (Ctrl-C during
+    ``dyngraph record``) must not leave that frame queued for the next write: the file
+    would hold it twice and be refused as going back in seq."""
+    path = tmp_path / "i.dgtrace"
+    writer = tf.TraceWriter(path, make_header("none", "none"), batch=2)
+    write_frame = writer._write_frame
+    interrupted = []
+
+    def interrupted_after_writing(events):
+        write_frame(events)
+        if not interrupted:
+            interrupted.append(True)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(writer, "_write_frame", interrupted_after_writing)
+    with pytest.raises(KeyboardInterrupt):
+        writer.write([ev.Op(seq=1, iteration=1, op="add"), ev.Op(seq=2, iteration=1, op="mul")])
+    writer.write([ev.Op(seq=3, iteration=1, op="add"), ev.IterationEnd(seq=4, iteration=1)])
+    writer.close()
+    assert [e.seq for e in dg.read_trace(path).events] == [0, 1, 2, 3, 4]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                       HealthCheck.function_scoped_fixture])
 @given(data=st.data())

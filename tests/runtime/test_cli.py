@@ -219,6 +219,34 @@ def test_ctrl_c_during_record_interrupts_the_script_and_keeps_the_trace(tmp_path
     assert type(trace.events[-1]) is ev.RunEnd and trace.events[-1].status == -2
 
 
+def test_ctrl_c_while_driving_goes_to_the_script_never_to_dyngraph():
+    """Headless commands never take a KeyboardInterrupt themselves (one landing between
+    receiving events and writing them lost or duplicated a frame): the first Ctrl-C
+    interrupts the script, the second kills it."""
+    import os
+    import signal
+
+    from dyngraph.debug.commands import _ctrl_c_forwarded
+
+    class FakeSession:
+        def __init__(self):
+            self.calls = []
+
+        def interrupt(self):
+            self.calls.append("interrupt")
+
+        def abort(self):
+            self.calls.append("abort")
+
+    session = FakeSession()
+    before = signal.getsignal(signal.SIGINT)
+    with _ctrl_c_forwarded(session):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+    assert session.calls == ["interrupt", "abort"]
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 def test_summary_counts_nan_and_inf_events_apart(tmp_path):
     from dyngraph.debug.commands import summarize_trace
 
