@@ -678,6 +678,13 @@ def test_nan_gradients_are_selected_away_where_pytorch_masks_them():
     x = dg.tensor([nan, -1.0], requires_grad=True)
     x.relu().sum().backward()  # NaN <= 0 is false: the NaN input passes its gradient
     assert x.grad.tolist() == [1.0, 0.0]
+    # relu multiplies by its mask when every gradient is finite: an Inf gradient at a zeroed
+    # position, or finite ones whose sum overflows, must still give the select's answer
+    for grads, want in (([float("inf"), 1.0, 2.0], [0.0, 1.0, 2.0]),
+                        ([3e38, 3e38, -1.0], [0.0, 3e38, -1.0])):
+        x = dg.tensor([-2.0, 0.25, 1.0], requires_grad=True)
+        x.relu().backward(dg.tensor(grads))
+        assert x.grad.tolist() == pytest.approx(want)
 
 
 def test_index_put_on_an_expanded_tensor_checks_indices_then_warns_as_pytorch():
