@@ -26,8 +26,6 @@ import numpy as np
 from .dtypes import zero_dim_promotion
 from .errors import not_implemented_for
 
-_add_reduce = np.add.reduce
-
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
 Forward = Callable[..., tuple[Any, Backward | None]]
 
@@ -327,11 +325,10 @@ def _threshold_backward(g: np.ndarray, out: np.ndarray) -> np.ndarray:
     where the output is 0.
 
     A product with the mask computes the same at a fraction of np.where's cost (this runs
-    on every hidden layer of every step) when every gradient is finite, which a finite sum
-    of them proves; otherwise (a run already going wrong, or a sum that overflowed) 0 * inf
-    would be NaN where the select gives 0, so the select runs.
+    on every hidden layer of every step) when every gradient is finite; otherwise (a run
+    already going wrong) 0 * inf would be NaN where the select gives 0, so the select runs.
     """
-    if g.ndim and np.isfinite(_add_reduce(g, axis=None)):
+    if g.ndim and np.isfinite(g).all():
         keep = out <= 0
         np.logical_not(keep, out=keep)
         return g * keep

@@ -679,11 +679,13 @@ def test_nan_gradients_are_selected_away_where_pytorch_masks_them():
     x.relu().sum().backward()  # NaN <= 0 is false: the NaN input passes its gradient
     assert x.grad.tolist() == [1.0, 0.0]
     # relu multiplies by its mask when every gradient is finite: an Inf gradient at a zeroed
-    # position, or finite ones whose sum overflows, must still give the select's answer
+    # position must still give the select's answer, and large finite ones stay quiet
     for grads, want in (([float("inf"), 1.0, 2.0], [0.0, 1.0, 2.0]),
                         ([3e38, 3e38, -1.0], [0.0, 3e38, -1.0])):
         x = dg.tensor([-2.0, 0.25, 1.0], requires_grad=True)
-        x.relu().backward(dg.tensor(grads))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x.relu().backward(dg.tensor(grads))
         assert x.grad.tolist() == pytest.approx(want)
 
 
