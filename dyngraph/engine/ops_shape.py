@@ -206,22 +206,36 @@ def gather(a, dim, index):
                                f"{list(index.shape)} to be smaller than self "
                                f"{list(a.shape)} apart from dimension {d}")
     index_out_of_bounds(index, a.shape[d] if a.ndim else 1, d, "gather")
-    # PyTorch allows an index smaller than the input in the other dimensions.
-    region = tuple(slice(None) if i == d else slice(0, s) for i, s in enumerate(index.shape))
-    out = np.take_along_axis(a[region], index, axis=d)
+    # PyTorch allows an index smaller than the input in the other dimensions: the aranges
+    # pick that leading part.
+    if not a.ndim:  # a 0-d input, whose only index is 0
+        return a.copy(), lambda g: (g, None)
+    where = _along(index, d)
+    out = a[where]
     shape, dtype = a.shape, a.dtype
 
     def backward(g):
         full = np.zeros(shape, dtype=dtype)
         if index.shape[d] == 1:  # one pick per row (a loss's target): no duplicates to add
-            np.put_along_axis(full[region], index, g, axis=d)
-            return (full, None)
-        where = list(np.ix_(*[np.arange(s) for s in index.shape]))
-        where[d] = index
-        np.add.at(full, tuple(where), g)
+            full[where] = g
+        else:
+            np.add.at(full, where, g)
         return (full, None)
 
     return out, backward
+
+
+def _along(index: np.ndarray, d: int) -> tuple[np.ndarray, ...]:
+    """The fancy index of ``index``'s entries along dimension ``d`` (numpy's
+    take_along_axis without its Python wrapper, which cost more than a loss's gather)."""
+    shape = index.shape
+    where: list[np.ndarray] = []
+    for i, n in enumerate(shape):
+        if i == d:
+            where.append(index)
+        else:
+            where.append(np.arange(n).reshape((1,) * i + (n,) + (1,) * (len(shape) - i - 1)))
+    return tuple(where)
 
 
 @register("scatter_add", saves=False)
