@@ -244,20 +244,32 @@ def _scaled(other: Any, alpha: Any) -> Any:
 
 def _plain_update(self: Tensor, other: Any, ufunc: Any, alpha: Any) -> bool:
     """An optimizer's update, ``p.sub_(p.grad, alpha=lr)`` outside the graph: the same
-    float dtype and shape, ``self`` dense and its own base, separate memory. None of the
-    general path's refusals can apply, so numpy writes straight into ``p`` (this runs for
-    every parameter of every step). False when the general path must decide."""
+    float dtype and shape, ``self`` its own base, separate memory. None of the general
+    path's refusals can apply, so numpy writes straight into ``p`` (this runs for every
+    parameter of every step). False when the general path must decide."""
     if type(other) is not Tensor or self._view_info is not None or type(alpha) not in _REAL:
         return False
     if grad_mode.enabled and (self.requires_grad or other.requires_grad):
         return False
     a: np.ndarray = self._array
     b: np.ndarray = other._array
-    if (a.dtype is not b.dtype or a.dtype.kind != "f" or a.shape != b.shape
-            or not a.flags.c_contiguous or not a.flags.writeable or np.may_share_memory(a, b)):
+    if a.dtype is not b.dtype or a.dtype.kind != "f" or a.shape != b.shape:
         return False
+    if a.base is None and b.base is None and a is not b:
+        # Two arrays owning their memory (a parameter, a fresh gradient) never overlap,
+        # and one owning its memory never overlaps itself.
+        if not a.flags.writeable:
+            return False
+    else:
+        flags = a.flags
+        if (not flags.c_contiguous or not flags.writeable or np.may_share_memory(a, b)):
+            return False
     ufunc(a, b if alpha == 1 else b * alpha, out=a)
-    _bumped(self)
+    if not self._untracked:  # _bumped(self) for a tensor that is its own base
+        node = self.grad_fn
+        versions.bump(a, None if node is None else node.name())
+    if self._views:
+        views.base_changed(self)
     return True
 
 

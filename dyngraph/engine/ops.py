@@ -406,9 +406,10 @@ def clone(a):
 # -- linear algebra -----------------------------------------------------------------------
 @register("matmul", grad_fn="MmBackward0", needs_input_grad=True, saved_for={"a": 1, "b": 0})
 def matmul(a, b, needs_input_grad=(True, True)):
-    if np.ndim(a) == 0 or np.ndim(b) == 0:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                           f"{np.ndim(a)}D and {np.ndim(b)}D")
+    if not (type(a) is np.ndarray and a.ndim and type(b) is np.ndarray and b.ndim):
+        if np.ndim(a) == 0 or np.ndim(b) == 0:
+            raise RuntimeError("both arguments to matmul need to be at least 1D, but they "
+                               f"are {np.ndim(a)}D and {np.ndim(b)}D")
     try:
         out = a @ b
     except ValueError:
