@@ -53,6 +53,8 @@ EXIT_GRACE = 5.0
 # The events the reader thread looks at (the rest only pass through to ``poll``).
 _NOTABLE = frozenset({ev.BreakpointHit, ev.Header, ev.ExceptionRaised, ev.RunEnd})
 
+# How the child starts: see launch.py (why not ``python -m``).
+_LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 @dataclass(frozen=True, slots=True)
 class SessionState:
@@ -172,7 +174,7 @@ class Session:
         channel, child_sock = socket_pair()
         stderr_file = tempfile.TemporaryFile()
         env = _child_env(env)
-        command = [python or sys.executable, "-m", "dyngraph.debug.child",
+        command = [python or sys.executable, "-P", _LAUNCHER,
                    "--connect", f"fd:{child_sock.fileno()}", path, *args]
         try:
             proc = subprocess.Popen(
