@@ -99,7 +99,9 @@ def test_rsample_is_differentiable_through_the_parameters():
     x.sum().backward()
     eps = (x.detach() - loc.detach()) / scale.detach()
     np.testing.assert_allclose(loc.grad.numpy(), np.full(3, 5.0))
-    np.testing.assert_allclose(scale.grad.numpy(), eps.sum(0).numpy(), rtol=1e-5)
+    # eps is recovered from float32 samples: each carries a rounding of ~1e-7, and a sum
+    # of five near 0 makes a relative tolerance meaningless
+    np.testing.assert_allclose(scale.grad.numpy(), eps.sum(0).numpy(), rtol=1e-5, atol=1e-6)
     low = dg.tensor(0.0, requires_grad=True)
     u = D.Uniform(low, 2.0).rsample((4,))
     u.sum().backward()
@@ -134,8 +136,11 @@ def test_the_same_seed_gives_the_same_draws():
     assert draws() == draws()
 
 
-def test_invalid_arguments_fail_on_one_line_as_torch():
+def test_invalid_arguments_fail_on_one_line_as_torch(monkeypatch):
     torch = pytest.importorskip("torch")
+    # torch.compile turns PyTorch's argument checks off for the whole process (dynamo calls
+    # set_default_validate_args(False)); an earlier test may have compiled something.
+    monkeypatch.setattr(torch.distributions.Distribution, "_validate_args", True)
     cases = [lambda L: L.distributions.Normal(L.zeros(2), -L.ones(2)),
              lambda L: L.distributions.Uniform(0.0, 1.0).log_prob(L.tensor(2.0)),
              lambda L: L.distributions.Categorical(L.tensor([0.5, 0.5])).log_prob(L.tensor(3)),
