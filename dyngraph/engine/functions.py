@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .ops import OPS
+from .ops_shape import SORT_VALUES, TOPK_VALUES
 from .tensor import Tensor, _to_array, _wrap, apply
 
 _ADD, _SUB, _MUL, _DIV = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"]
@@ -493,21 +494,19 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """``(values, indices)``; the values' gradient flows back to where each came from."""
-    from .functions_shape import gather
-
     indices = argsort(input, dim, descending)
-    return ReturnSort(gather(input, dim, indices), indices)
+    return ReturnSort(apply(SORT_VALUES, input, int(dim), indices), indices)
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
          ) -> Any:
-    from .functions_shape import gather, narrow
+    from .functions_shape import narrow
 
     n = input._array.shape[int(dim)] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     indices = narrow(argsort(input, dim, descending=largest), dim, 0, int(k))
-    return ReturnTopk(gather(input, dim, indices), indices)
+    return ReturnTopk(apply(TOPK_VALUES, input, int(dim), indices), indices)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,

@@ -323,21 +323,26 @@ def relu(a):
 
 @register("leaky_relu")
 def leaky_relu(a, negative_slope=0.01):
-    pos = a > 0
-    out = np.where(pos, a, a * negative_slope).astype(a.dtype, copy=False)
-    return out, lambda g: (np.where(pos, g, g * negative_slope),)
+    out = np.where(a > 0, a, a * negative_slope).astype(a.dtype, copy=False)
+    # The backward reads the input, as PyTorch's LeakyReluBackward0 saves it: a later
+    # in-place change of the input raises at backward there and here.
+    return out, lambda g: (np.where(a > 0, g, g * negative_slope),)
 
 
 @register("clamp", grad_fn="ClampBackward1")
 def clamp(a, min=None, max=None):
     out = np.clip(a, min, max)
-    # The gradient flows where the input was inside [min, max] (bounds included).
-    inside = np.ones(a.shape, bool)
-    if min is not None:
-        inside &= a >= min
-    if max is not None:
-        inside &= a <= max
-    return out, lambda g: (np.where(inside, g, 0),)  # a select: a NaN gradient stops too
+
+    def backward(g):
+        # The gradient flows where the input is inside [min, max] (bounds included). Read
+        # from the input at backward, as PyTorch's ClampBackward1 saves it (the version
+        # counter then guards it).
+        inside = a >= min if min is not None else None
+        if max is not None:
+            inside = a <= max if inside is None else inside & (a <= max)
+        return (np.where(inside, g, 0),)  # a select: a NaN gradient stops too
+
+    return out, backward
 
 
 @register("maximum", promotes=True)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as strided_view
 
 from .errors import index_out_of_bounds
-from .ops import OPS, register
+from .ops import OPS, OpDef, register
 
 
 def _dim(d: int, ndim: int) -> int:
@@ -195,8 +195,8 @@ def index_put(a, value, index):
     return out, backward
 
 
-@register("gather", saves=False)
-def gather(a, dim, index):
+def _gather(a: np.ndarray, dim: int, index: np.ndarray) -> tuple[Any, Any]:
+    """gather's forward, and its backward from the input's shape, dtype and the index."""
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -222,6 +222,24 @@ def gather(a, dim, index):
         return (full, None)
 
     return out, backward
+
+
+@register("gather")
+def gather(a, dim, index):
+    out, backward = _gather(a, dim, index)
+    # PyTorch's GatherBackward0 saves the input (for its sizes) and the index: holding
+    # the input, the version counter refuses it changed in place, as PyTorch does.
+    return out, lambda g, a=a: backward(g)
+
+
+def _select_along(a, dim, index):
+    return _gather(a, dim, index)  # saves only the index, as sort's and topk's backward
+
+
+# The values of sort and topk: a gather (the same op event) whose node, as PyTorch's
+# SortBackward0 / TopkBackward0, saves only the indices.
+SORT_VALUES = OpDef("gather", _select_along, True, "SortBackward0")
+TOPK_VALUES = OpDef("gather", _select_along, True, "TopkBackward0")
 
 
 @register("scatter_add", saves=False)

@@ -755,3 +755,80 @@ def test_an_elementwise_inplace_op_on_an_unsqueezed_view_of_its_operand_is_refus
     v = dg.tensor([4])
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         v[None].add_(v)
+
+
+# -- saved tensors: a backward holds what PyTorch saves, so the version counter agrees -----
+_MODIFIED = "modified by an inplace operation"
+
+
+def test_layer_norm_input_changed_in_place_raises_at_backward():
+    # Found by the differential test (an empty input): PyTorch's NativeLayerNormBackward0
+    # saves the input; dyngraph's backward held a private centred copy and went on.
+    v0 = dg.tensor(np.array([], dtype=np.float32), requires_grad=True)
+    v1 = v0 + v0
+    v5 = F.layer_norm(v1, (0,))
+    v1.add_(v0)
+    with pytest.raises(RuntimeError, match=_MODIFIED):
+        v5.sum().backward()
+    x = dg.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, 1.0]], requires_grad=True)
+    y = x * 2
+    out = F.layer_norm(y, (3,))
+    y.add_(x)
+    with pytest.raises(RuntimeError, match=r"\[torch.FloatTensor \[2, 3\]\], which is output "
+                                           r"0 of Add, is at version 1; expected version 0"):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("loss", [
+    F.mse_loss, F.smooth_l1_loss, F.huber_loss, F.binary_cross_entropy_with_logits,
+], ids=["mse_loss", "smooth_l1_loss", "huber_loss", "bce_with_logits"])
+def test_loss_input_changed_in_place_raises_at_backward(loss):
+    # PyTorch's loss nodes save the input and the target; dyngraph's held the difference.
+    x = dg.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = x * 1
+    out = loss(y, dg.tensor([0.0, 1.0, 1.0]))
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=_MODIFIED):
+        out.backward()
+
+
+@pytest.mark.parametrize("op", [
+    lambda v: v.clamp(-0.5, 0.5), lambda v: v.clamp(min=0.0), lambda v: F.leaky_relu(v),
+    lambda v: v.gather(0, dg.tensor([2, 0])),
+], ids=["clamp", "clamp_min", "leaky_relu", "gather"])
+def test_an_input_pytorch_saves_changed_in_place_raises_at_backward(op):
+    # These held a mask or the input's shape where PyTorch saves the input itself.
+    x = dg.tensor([0.25, -2.0, 1.5], requires_grad=True)
+    y = x * 1
+    out = op(y)
+    y.add_(1)
+    with pytest.raises(RuntimeError, match=_MODIFIED):
+        out.sum().backward()
+
+
+@pytest.mark.parametrize("op", [
+    lambda v: v.prod(), lambda v: v.prod(0), lambda v: v.prod(0, keepdim=True),
+    lambda v: v[0].prod(),
+    lambda v: v[:0].prod(), lambda v: F.softmax(v[:0], dim=0),
+    lambda v: F.log_softmax(v[:0], dim=0),
+], ids=["prod", "prod_dim", "prod_keepdim", "prod_0d", "prod_empty", "softmax_empty",
+        "log_softmax_empty"])
+def test_an_output_pytorch_saves_changed_in_place_raises_at_backward(op):
+    x = dg.tensor([0.5, 2.0, -1.0], requires_grad=True)
+    out = op(x * 1)
+    out.add_(1)
+    with pytest.raises(RuntimeError, match=_MODIFIED):
+        out.sum().backward()
+
+
+def test_sort_and_topk_values_save_only_the_indices():
+    # Unlike gather, PyTorch's SortBackward0 / TopkBackward0 do not save the input.
+    x = dg.tensor([0.5, 2.0, -1.0], requires_grad=True)
+    y = x * 1
+    s = y.sort().values
+    t = y.topk(2).values
+    assert s.grad_fn.name() == "SortBackward0" and t.grad_fn.name() == "TopkBackward0"
+    y.add_(1)
+    (s * dg.tensor([1.0, 2.0, 3.0])).sum().backward(retain_graph=True)
+    t.sum().backward()
+    assert x.grad.tolist() == [3.0, 4.0, 1.0]
