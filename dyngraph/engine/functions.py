@@ -458,11 +458,32 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
                  keepdim=keepdim)
 
 
-def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=_dims(dim), keepdim=keepdim)
+_UNSET: Any = object()
+
+
+def prod(input: Tensor, dim: Any = _UNSET, keepdim: Any = _UNSET, *,
+         dtype: Any = None) -> Tensor:
+    """``prod(input)`` or ``prod(input, dim, keepdim=False)``: one int dim, as PyTorch's
+    overloads take (a tuple, None or a keepdim without a dim is its TypeError)."""
+    if dim is _UNSET:
+        if keepdim is not _UNSET:
+            raise TypeError(_PROD_ARGS.format(got="keepdim without dim"))
+        return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=None, keepdim=False)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, Tensor)):
+        raise TypeError(_PROD_ARGS.format(got=f"dim={type(dim).__name__}"))
+    return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=operator.index(dim),
+                 keepdim=False if keepdim is _UNSET else keepdim)
+
+
+_PROD_ARGS = ("prod() received an invalid combination of arguments - got {got}, but "
+              "expected one of: (*, torch.dtype dtype = None) or (int dim, bool keepdim = "
+              "False, *, torch.dtype dtype = None)")
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    if dim is None or isinstance(dim, float):
+        raise TypeError(f"logsumexp(): argument 'dim' (position 1) must be tuple of ints, "
+                        f"not {type(dim).__name__}")
     return apply(OPS["logsumexp"], input, dim=_dims(dim), keepdim=keepdim)
 
 

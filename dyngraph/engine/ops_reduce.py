@@ -261,6 +261,12 @@ def prod(a, dim=None, keepdim=False):
 def logsumexp(a, dim, keepdim=False):
     if a.dtype.kind not in "fc":  # PyTorch computes integers in its default float type
         a = a.astype(np.float32)
+    if dim == () and not keepdim and a.ndim and a.size:
+        # PyTorch adds the maxima, taken with keepdim and squeezed over the dims named, into
+        # the result in place: with none named they keep a 1 for every dim, which a 0-d
+        # result cannot hold.
+        raise RuntimeError(
+            f"output with shape [] doesn't match the broadcast shape {[1] * a.ndim}")
     axes = _axes(dim, a.ndim)
     m = np.amax(a, axis=axes, keepdims=True, initial=-np.inf)  # -inf over an empty dim
     m = np.where(np.isfinite(m), m, 0)

@@ -832,3 +832,27 @@ def test_sort_and_topk_values_save_only_the_indices():
     (s * dg.tensor([1.0, 2.0, 3.0])).sum().backward(retain_graph=True)
     t.sum().backward()
     assert x.grad.tolist() == [3.0, 4.0, 1.0]
+
+
+def test_logsumexp_over_no_named_dims_without_keepdim_raises_as_pytorch():
+    # Found by the differential test: v0.logsumexp(dim=()) on a (1, 1, 1) tensor. PyTorch
+    # adds the keepdim maxima into the 0-d result in place, which cannot hold them.
+    v0 = dg.tensor(np.full((1, 1, 1), 0.25, np.float32), requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"output with shape \[\] doesn't match the "
+                                           r"broadcast shape \[1, 1, 1\]"):
+        v0.logsumexp(dim=())
+    assert v0.logsumexp(dim=(), keepdim=True).shape == (1, 1, 1)
+    assert dg.tensor(2.0).logsumexp(dim=()).item() == 2.0  # 0-d: nothing to squeeze
+    assert dg.zeros(2, 0).logsumexp(dim=[]).item() == float("-inf")  # empty: another path
+    with pytest.raises(TypeError, match="must be tuple of ints, not NoneType"):
+        v0.logsumexp(None)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: x.prod(dim=()), lambda x: x.prod((0,)), lambda x: dg.prod(x, dim=None),
+    lambda x: x.prod(keepdim=True), lambda x: x.prod(1.0),
+], ids=["empty_tuple", "tuple", "none", "keepdim_alone", "float"])
+def test_prod_takes_one_int_dim_as_pytorch(call):
+    # Was a RuntimeError (a leaked unpacking error), or quietly a product over the tuple.
+    with pytest.raises(TypeError, match="prod"):
+        call(dg.ones(2, 3))
