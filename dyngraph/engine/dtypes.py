@@ -97,3 +97,31 @@ def zero_dim_promotion(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
         return x, y  # (a bool keeps its own errors: bool - int raises in PyTorch)
     zero = zero.astype(dimmed.dtype)
     return (zero, y) if x.ndim == 0 else (x, zero)
+
+
+def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's promote_types: across categories the higher one's dtype (int64 with
+    float32 is float32, where numpy says float64); within one, the wider."""
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    return np.result_type(a, b)
+
+
+def result_type(*arrays: np.ndarray) -> np.dtype:
+    """PyTorch's result dtype of several tensors (``torch.result_type``): the dimensioned
+    ones decide; 0-d ones only where they are of a higher category."""
+    dimmed: np.dtype | None = None
+    zero: np.dtype | None = None
+    for a in arrays:
+        if a.ndim:
+            dimmed = a.dtype if dimmed is None else _promote_pair(dimmed, a.dtype)
+        else:
+            zero = a.dtype if zero is None else _promote_pair(zero, a.dtype)
+    if dimmed is None or zero is None:
+        found = dimmed if zero is None else zero
+        assert found is not None, "result_type of no arrays"
+        return found
+    if _CATEGORY[zero.kind] > _CATEGORY[dimmed.kind]:
+        return _promote_pair(dimmed, zero)
+    return dimmed

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .ops import OPS
+from .ops import CLAMP_TENSORS, OPS
 from .ops_shape import SORT_VALUES, TOPK_VALUES
 from .tensor import Tensor, _to_array, _wrap, apply
 
@@ -234,7 +234,16 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return apply(OPS["clamp"], input, min=_array(min), max=_array(max))
+    if isinstance(min, Tensor) or isinstance(max, Tensor):  # bounds that may need a gradient
+        if not (min is None or isinstance(min, Tensor)) or not (
+                max is None or isinstance(max, Tensor)):
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got (Tensor, "
+                f"min={type(min).__name__}, max={type(max).__name__}), but expected one of: "
+                "(Tensor input, Tensor min = None, Tensor max = None) or (Tensor input, "
+                "Number min = None, Number max = None)")
+        return apply(CLAMP_TENSORS, input, min, max)
+    return apply(OPS["clamp"], input, min=min, max=max)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002

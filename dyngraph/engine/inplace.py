@@ -370,7 +370,7 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     _check_shape(self, *(b for b in (min, max) if isinstance(b, Tensor)))
-    if _in_graph(self):
+    if _in_graph(self, min, max):
         return _commit(self, fn.clamp(_old(self), min, max))
     array = _writable(self)
     result = fn.clamp(_wrap(array), min, max)._array  # PyTorch's dtype for the result

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import zero_dim_promotion
+from .dtypes import result_type, zero_dim_promotion
 from .errors import not_implemented_for
 
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
@@ -343,6 +343,59 @@ def clamp(a, min=None, max=None):
         return (np.where(inside, g, 0),)  # a select: a NaN gradient stops too
 
     return out, backward
+
+
+def _clamp_tensors(a, lo, hi, needs_input_grad=(True, True, True)):
+    """clamp with tensor bounds (one may be None): PyTorch's ClampBackward0, which saves
+    the input and both bounds and gives each the gradient where it is the result."""
+    dt = result_type(*(x for x in (a, lo, hi) if x is not None))
+    out = a.astype(dt, copy=False)
+    if lo is not None:
+        out = np.maximum(out, lo.astype(dt, copy=False))  # a NaN anywhere gives NaN
+    if hi is not None:
+        out = np.minimum(out, hi.astype(dt, copy=False))
+    need_a, need_lo, need_hi = needs_input_grad
+
+    def backward(g):
+        # PyTorch's clamp_backward_min_max and clamp_backward, mask for mask: where
+        # min > max the result is max, whose gradient it is.
+        if lo is not None and hi is not None:
+            _check_clamp_masks(a, lo, hi, need_a, need_lo, need_hi)
+            ga = np.where((a >= lo) & (a <= hi), g, 0)
+            glo = np.where((a < lo) & (lo < hi), g, 0) if need_lo else None
+            ghi = np.where((a > hi) | (hi < lo), g, 0) if need_hi else None
+        elif lo is not None:
+            ga = np.where(a >= lo, g, 0)
+            glo, ghi = (np.where(a < lo, g, 0) if need_lo else None), None
+        else:
+            ga = np.where(a <= hi, g, 0)
+            glo, ghi = None, (np.where(a > hi, g, 0) if need_hi else None)
+        return ga, glo, ghi
+
+    return out, backward
+
+
+def _check_clamp_masks(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, need_a: bool,
+                       need_lo: bool, need_hi: bool) -> None:
+    """PyTorch combines each pair of masks in place (``(self < min).logical_and_(min <
+    max)`` ...), into the first one's broadcast shape: where bounds broadcast the result
+    beyond it, its backward raises. Checked in its order: min's, max's, then the input's."""
+    pairs = []
+    if need_lo:
+        pairs.append(((a, lo), (lo, hi)))
+    if need_hi:
+        pairs.append(((a, hi), (hi, lo)))
+    if need_a:
+        pairs.append(((a, lo), (a, hi)))
+    for first, second in pairs:
+        into = np.broadcast_shapes(first[0].shape, first[1].shape)
+        full = np.broadcast_shapes(into, second[0].shape, second[1].shape)
+        if full != into:
+            raise RuntimeError(
+                f"output with shape {list(into)} doesn't match the broadcast shape {list(full)}")
+
+
+CLAMP_TENSORS = OpDef("clamp", _clamp_tensors, True, "ClampBackward0", needs_input_grad=True)
 
 
 @register("maximum", promotes=True)

@@ -856,3 +856,38 @@ def test_prod_takes_one_int_dim_as_pytorch(call):
     # Was a RuntimeError (a leaked unpacking error), or quietly a product over the tuple.
     with pytest.raises(TypeError, match="prod"):
         call(dg.ones(2, 3))
+
+
+def test_clamp_with_tensor_bounds_sends_gradients_to_the_bounds():
+    # The bounds went in as constants: their .grad stayed None where PyTorch's
+    # ClampBackward0 gives each bound the gradient where it is the result (min only while
+    # min < max).
+    x = dg.tensor([0.5, -1.0, 2.0, 0.0, 0.7], requires_grad=True)
+    lo = dg.tensor([0.0, 0.0, 0.0, 0.0, 1.0], requires_grad=True)
+    hi = dg.tensor([1.0, 1.0, 1.0, 0.0, 0.0], requires_grad=True)
+    y = dg.clamp(x, lo, hi)
+    assert y.grad_fn.name() == "ClampBackward0"
+    (y * dg.tensor([1.0, 2.0, 3.0, 4.0, 5.0])).sum().backward()
+    assert _values(y) == [0.5, 0.0, 1.0, 0.0, 0.0]
+    assert _values(x.grad) == [1.0, 0.0, 0.0, 4.0, 0.0]
+    assert _values(lo.grad) == [0.0, 2.0, 0.0, 0.0, 0.0]
+    assert _values(hi.grad) == [0.0, 0.0, 3.0, 0.0, 5.0]
+    w = dg.tensor([0.5, -1.0, 2.0])  # in place, the bound alone needing a gradient
+    w.clamp_(min=lo[:3])
+    (w * dg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert _values(lo.grad) == [0.0, 4.0, 0.0, 0.0, 0.0]
+
+
+def test_clamp_tensor_bounds_promote_and_refuse_as_pytorch():
+    assert dg.clamp(dg.ones(3, dtype=dg.int64), min=dg.zeros(3)).dtype == dg.float32
+    assert dg.clamp(dg.ones(2), min=dg.zeros((), dtype=dg.float64)).dtype == dg.float32
+    assert dg.clamp(dg.ones(3), max=dg.ones(2, 3)).shape == (2, 3)
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        dg.clamp(dg.ones(3), min=0.0, max=dg.ones(3))
+    # PyTorch combines the masks in place in the first pair's shape: a bound that widens
+    # the result beyond it makes backward raise.
+    x = dg.tensor(0.5, requires_grad=True)
+    y = dg.clamp(x, dg.tensor(0.0), dg.ones(3))
+    with pytest.raises(RuntimeError, match=r"output with shape \[\] doesn't match the "
+                                           r"broadcast shape \[3\]"):
+        y.sum().backward()
