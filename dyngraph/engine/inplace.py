@@ -458,6 +458,39 @@ def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
 
 
+def _check_index_into_empty(shape: tuple[int, ...], index: Any) -> None:
+    """PyTorch's index_put_ refuses an index tensor into a size-0 dim that picks anything
+    (no number indexes nothing) before it compares the value's shape with the result's."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [np.asarray(p) if isinstance(p, list) else p for p in parts]
+    used = sum(a.ndim if isinstance(a, np.ndarray) and a.dtype == bool else
+               0 if a is None or a is Ellipsis else 1 for a in arrays)
+    dim = 0
+    sizes: list[int] = []
+    picks: list[tuple[int, ...]] = []
+    for a in arrays:
+        if a is Ellipsis:
+            dim += len(shape) - used
+        elif isinstance(a, np.ndarray) and a.dtype == bool:
+            sizes.extend(shape[dim:dim + a.ndim])
+            picks.append((int(np.count_nonzero(a)),))
+            dim += a.ndim
+        elif isinstance(a, np.ndarray):
+            sizes.append(shape[dim] if dim < len(shape) else 1)
+            picks.append(a.shape)
+            dim += 1
+        elif a is not None:
+            dim += 1
+    if 0 not in sizes:
+        return
+    try:
+        picked = np.broadcast_shapes(*picks)
+    except ValueError:
+        return  # the indices' own shape mismatch, raised as it was
+    if 0 not in picked:
+        raise IndexError("index is out of bounds for dimension with size 0")
+
+
 def _without_leading_ones(value: Tensor) -> Tensor:
     """PyTorch's setitem drops a value's leading size-1 dims (``x[0] = v`` of shape
     (1,) into a 0-d element)."""
@@ -481,6 +514,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             _check_no_index_put_overlap(self, index, value)
         elif value._array.ndim > target.ndim:
             value = _without_leading_ones(value)
+    if not view_index and 0 in self._array.shape:
+        _check_index_into_empty(self._array.shape, index)
     if _in_graph(self, value):
         if view_index:
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)

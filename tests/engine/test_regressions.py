@@ -891,3 +891,18 @@ def test_clamp_tensor_bounds_promote_and_refuse_as_pytorch():
     with pytest.raises(RuntimeError, match=r"output with shape \[\] doesn't match the "
                                            r"broadcast shape \[3\]"):
         y.sum().backward()
+
+
+def test_index_put_into_a_size_zero_dim_is_an_index_error_before_the_value_shape():
+    # Found by the differential test: v0[L.tensor([0])] = v1 with v0, v1 empty. PyTorch's
+    # advanced index refuses an index into a size-0 dim before comparing the value's shape
+    # (dyngraph said RuntimeError: shape mismatch).
+    v0 = dg.tensor(np.array([], dtype=np.int64))
+    v1 = dg.tensor(np.array([], dtype=np.int64))
+    with pytest.raises(IndexError, match="index is out of bounds for dimension with size 0"):
+        v0[dg.tensor([0], dtype=dg.int64)] = v1
+    x = dg.zeros(2, 0)
+    with pytest.raises(IndexError, match="index is out of bounds for dimension with size 0"):
+        x[..., dg.tensor([0])] = dg.ones(5)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        x[dg.tensor([0])] = dg.ones(5)  # dim 0 has size 2: the value's shape is checked
