@@ -82,7 +82,7 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
     shape = self._array.shape
     for o in others:
         if overlap and isinstance(o, Tensor):
-            _check_no_partial_overlap(self._array, o._array)
+            _check_no_partial_overlap(self, o)
         other = o._array.shape if isinstance(o, Tensor) else np.shape(o)
         if other == shape or not other:
             continue
@@ -96,10 +96,10 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
             )
 
 
-def _overlap(a: np.ndarray, b: np.ndarray, layout: bool = False) -> str:
+def _overlap(a: np.ndarray, b: np.ndarray, strides: Any = None) -> str:
     """PyTorch's memory-overlap status of two arrays: "none", "full" (the same elements
-    in the same layout), "partial", or "too hard" (an operand is not dense, which PyTorch
-    does not judge)."""
+    in the same layout: PyTorch's strides, from ``strides()``, are equal), "partial", or
+    "too hard" (an operand is not dense, which PyTorch does not judge)."""
     if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):  # bounds only: cheap
         return "none"
     a_lo, a_hi = byte_bounds(a)
@@ -107,24 +107,50 @@ def _overlap(a: np.ndarray, b: np.ndarray, layout: bool = False) -> str:
     if a_hi - a_lo != a.nbytes or b_hi - b_lo != b.nbytes:
         return "too hard"
     if (a_lo, a_hi) == (b_lo, b_hi):
-        same = _layout(a) == _layout(b) if layout else a.strides == b.strides
-        return "full" if same else "partial"
+        a_strides, b_strides = (a.strides, b.strides) if strides is None else strides()
+        return "full" if a_strides == b_strides else "partial"
     return "partial" if a_lo < b_hi and b_lo < a_hi else "none"
 
 
-def _layout(a: np.ndarray) -> tuple[tuple[int, int], ...]:
-    """Sizes and strides without the size-1 dims, whose strides place nothing:
-    ``x[None]`` lays out its elements exactly as ``x`` does. (PyTorch's setitem expands
-    the value to the target's shape before its copy_, so there only the layout counts; an
-    elementwise op such as ``x[None].add_(x)`` compares the strides as they are.)"""
-    return tuple((n, s) for n, s in zip(a.shape, a.strides, strict=True) if n != 1)
-
-
-def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray,
-                              layout: bool = False) -> None:
+def _check_no_partial_overlap(written: Tensor, read: Tensor) -> None:
     """PyTorch's refusal to read memory that the op writes, unless it reads exactly what
     it writes (``x.add_(x)``)."""
-    if written is not read and _overlap(written, read, layout) == "partial":
+    if written._array is not read._array and _overlap(
+            written._array, read._array,
+            lambda: (views.torch_strides(written), views.torch_strides(read))) == "partial":
+        raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
+def _check_setitem_overlap(self: Tensor, index: Any, target: np.ndarray, value: Tensor
+                           ) -> None:
+    """The same refusal for ``self[index] = value``, which PyTorch's setitem copies into
+    the view ``target`` as the value is when the shapes agree; else a 0-d value fills
+    (reading it first); else the value without its leading size-1 dims is expanded to
+    the target's shape."""
+    array = value._array
+    k = 0
+    if array.shape != target.shape:
+        if array.ndim == 0:
+            return
+        while k < array.ndim and array.shape[k] == 1:
+            k += 1
+        try:
+            array = np.broadcast_to(array[(0,) * k], target.shape)
+        except ValueError:
+            return  # the shapes do not fit: that error comes with the write
+
+    def strides() -> tuple[tuple[int, ...], tuple[int, ...]]:
+        own = views.torch_strides(self)
+        _, target_strides = views.getitem_strides(self._array.shape, own, index,
+                                                  target.itemsize)
+        value_strides = views.torch_strides(value)
+        if value._array.shape != target.shape:
+            shape = value._array.shape
+            value_strides = views.expand_strides(shape[k:], value_strides[k:], target.shape,
+                                                 target.itemsize)
+        return target_strides, value_strides
+
+    if _overlap(target, array, strides) == "partial":
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
 
 
@@ -399,11 +425,12 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
 
 
 # -- replacing the values ------------------------------------------------------------------
-def _overwrite(self: Tensor, op: str, values: Any) -> Tensor:
+def _overwrite(self: Tensor, op: str, values: Any, overlap: bool = True) -> Tensor:
     """zero_/fill_/copy_/normal_ ...: the result no longer depends on the old values, whose
-    history stays in the graph with a zero gradient (as in PyTorch)."""
+    history stays in the graph with a zero gradient (as in PyTorch). ``overlap``: check
+    ``values`` against the memory written (setitem has checked it its own way)."""
     same_value = op in ("fill", "zero")
-    _check_shape(self, values, overlap=not same_value)  # fill_ reads one value, first
+    _check_shape(self, values, overlap=overlap and not same_value)  # fill_ reads one value
     if _in_graph(self, values):
         return _commit(self, apply(OPS[op], _old(self, copy=False), values), same_value)
     array = _writable(self, same_value)
@@ -509,28 +536,30 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     view_index = _is_view_index(index)
     if view_index:  # PyTorch takes the view first: a bad index is an IndexError, even on
         target = OPS["getitem"].forward(self._array, index)[0]  # a leaf requiring grad
-    if isinstance(value, Tensor):
-        if not view_index:
+    if isinstance(value, Tensor) and view_index and value._array.ndim > target.ndim:
+        value = _without_leading_ones(value)
+    in_graph = _in_graph(self, value)  # a leaf's refusal comes before index_put_'s own
+    if not view_index:
+        if isinstance(value, Tensor):
             _check_no_index_put_overlap(self, index, value)
-        elif value._array.ndim > target.ndim:
-            value = _without_leading_ones(value)
-    if not view_index and 0 in self._array.shape:
-        _check_index_into_empty(self._array.shape, index)
-    if _in_graph(self, value):
+        if 0 in self._array.shape:
+            _check_index_into_empty(self._array.shape, index)
+    elif isinstance(value, Tensor):
+        _check_setitem_overlap(self, index, target, value)
+    if in_graph:
         if view_index:
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)
             if scalar:
                 fill_(view, value)
             else:
-                copy_(view, value)
+                _overwrite(view, "copy", value if isinstance(value, Tensor)
+                           else np.asarray(value), overlap=False)
         else:
             _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
         return
     # index_put_ (not a view index) on an expand-ed tensor writes, with a deprecation
     # warning, where a copy into a view refuses.
     array = _writable(self, scalar or not view_index)
-    if isinstance(value, Tensor) and view_index:
-        _check_no_partial_overlap(target, value._array, layout=True)
     try:
         if not view_index and views.overlapping_write(self) and array[index].size:
             warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=2)

@@ -906,3 +906,41 @@ def test_index_put_into_a_size_zero_dim_is_an_index_error_before_the_value_shape
         x[..., dg.tensor([0])] = dg.ones(5)
     with pytest.raises(RuntimeError, match="shape mismatch"):
         x[dg.tensor([0])] = dg.ones(5)  # dim 0 has size 2: the value's shape is checked
+
+
+def test_setitem_into_a_strided_size_one_view_of_itself_is_a_partial_overlap():
+    # Found by the differential test: v0[..., 0::2] = v0 for v0 of shape (1,). PyTorch
+    # compares strides as they are, size-1 dims included: [2] against [1] is a partial
+    # overlap (dyngraph ignored size-1 dims and called it full).
+    v0 = dg.tensor(np.array([4], dtype=np.int64))
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        v0[..., 0::2] = v0
+
+
+@pytest.mark.parametrize("write, refused", [
+    (lambda x: x.__setitem__(slice(0, 1), x[None, 0]), True),  # None's stride: dim 0's
+    (lambda x: x.__setitem__(slice(0, 1), x[0][None]), False),  # None after the select
+    (lambda x: x[0:1].copy_(x.unsqueeze(0)[:, 0]), True),
+    (lambda x: x[0:1].copy_(x[0].expand(1, 3)), False),
+    (lambda x: x.__setitem__((None, 0), x[0]), True),
+    (lambda x: x.__setitem__((None, Ellipsis), x), False),
+    (lambda x: x[None].copy_(x.reshape(1, 2, 3)), False),
+], ids=["x[0:1]=x[None,0]", "x[0:1]=x[0][None]", "copy_unsqueeze_select", "copy_expand",
+        "x[None,0]=x[0]", "x[None,...]=x", "copy_reshape"])
+def test_overlap_is_judged_on_pytorchs_strides_of_size_one_dims(write, refused):
+    # numpy gives a size-1 dim made by None, unsqueeze or expand a stride of 0; PyTorch
+    # the size times the stride of the dim at that position when it was made.
+    x = dg.arange(6.0).reshape(2, 3)
+    if refused:
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            write(x)
+    else:
+        write(x)
+    assert _values(x) == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+
+
+def test_index_put_on_a_leaf_refuses_the_leaf_before_checking_its_indices():
+    # Found by the differential test: the empty-dim index check ran before the leaf's.
+    v0 = dg.tensor(np.array([], dtype=np.float32), requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        v0[dg.tensor([0], dtype=dg.int64)] = 0.5
