@@ -332,6 +332,15 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
     _check_shape(self, exponent)
     if _in_graph(self, exponent):
         return _commit(self, fn.pow(_old(self), exponent))
+    if self._array.dtype.kind in "biu":
+        # PyTorch's integer powers (numpy refuses a negative exponent inside a tensor,
+        # where PyTorch gives 1, -1 or 0), computed out of place, then written back.
+        array = _writable(self)
+        out = fn.pow(_wrap(array), exponent)._array
+        if not np.can_cast(out.dtype, array.dtype, "same_kind"):
+            raise _cast_error(out.dtype, array.dtype)
+        np.copyto(array, out, casting="same_kind")
+        return _bumped(self)
     return _ufunc(self, np.power, exponent, "pow_")
 
 

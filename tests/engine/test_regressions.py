@@ -944,3 +944,19 @@ def test_index_put_on_a_leaf_refuses_the_leaf_before_checking_its_indices():
     v0 = dg.tensor(np.array([], dtype=np.float32), requires_grad=True)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         v0[dg.tensor([0], dtype=dg.int64)] = 0.5
+
+
+def test_integer_pow_in_place_follows_pytorchs_integer_powers():
+    # Found by the differential test: v0.pow_(v0) with v0 = [4, -1]. numpy refuses a
+    # negative integer exponent inside a tensor; PyTorch gives 1, -1 or 0 there, as the
+    # out-of-place pow already did.
+    v0 = dg.tensor(np.array([4, -1], dtype=np.int64))
+    v0.pow_(v0)
+    assert v0.tolist() == [256, -1]
+    w = dg.tensor([1, -1, 2, 0], dtype=dg.int32)
+    w.pow_(dg.tensor([-1, -3, -2, -1], dtype=dg.int32))
+    assert w.tolist() == [1, -1, 0, 0] and w.dtype == dg.int32
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        dg.tensor([2, 3]).pow_(-1)
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        dg.tensor([2, 3]).pow_(2.5)
