@@ -194,7 +194,7 @@ def pow_(a, b):
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
     # An array even for 0-d input: the output tensor's own.
     out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
-                     else a**b)
+                     else _scalar_pow(a, b))
     # PyTorch's PowBackward1 (a tensor exponent) saves the result even when the exponent
     # needs no gradient; PowBackward0 (a number) never does.
     result = out if type(b) is np.ndarray else None
@@ -202,15 +202,26 @@ def pow_(a, b):
     def backward(g):
         if _arr(b):
             with np.errstate(divide="ignore", invalid="ignore"):
-                ga = g * b * a ** (b - 1) if _arr(a) else None
-                # d(a**b)/db = a**b * log(a); PyTorch gives 0 where a == 0 (and b >= 0).
-                gb = g * np.where(a == 0, 0, result * np.log(np.where(a == 0, 1, a)))
+                # PyTorch's pow_backward_self: 0 where the exponent is 0 (not 0 * inf).
+                ga = np.where(b == 0, 0, g * b * a ** (b - 1)) if _arr(a) else None
+                # d(a**b)/db = a**b * log(a); PyTorch's pow_backward_exponent gives 0 where
+                # a == 0 and b >= 0 only: below, inf * log(0) is -inf, as its formula.
+                gb = g * np.where((a == 0) & (b >= 0), 0, result * np.log(a))
             return ga, gb
         if b == 0:
             return np.zeros_like(g), None
-        return g * b * a ** (b - 1), None
+        return g * b * _scalar_pow(a, b - 1), None
 
     return out, backward
+
+
+def _scalar_pow(a: Any, b: Any) -> Any:
+    """``a ** b`` as PyTorch computes a number exponent of ±0.5: sqrt and rsqrt (where
+    pow would give -0.0 ** -0.5 = inf, rsqrt gives -inf)."""
+    if type(b) is float and (b == 0.5 or b == -0.5) and _arr(a) and a.dtype.kind == "f":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.sqrt(a) if b > 0 else 1 / np.sqrt(a)
+    return a**b
 
 
 # -- unary --------------------------------------------------------------------------------

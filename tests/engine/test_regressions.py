@@ -960,3 +960,23 @@ def test_integer_pow_in_place_follows_pytorchs_integer_powers():
         dg.tensor([2, 3]).pow_(-1)
     with pytest.raises(RuntimeError, match="result type Float can't be cast"):
         dg.tensor([2, 3]).pow_(2.5)
+
+
+def test_pow_gradients_at_a_zero_base_follow_pytorchs_masks():
+    # Found by the differential test: v3 = v0.relu().abs() ** v0 with v0 = [0.25, -0.26].
+    # PyTorch zeroes the exponent's gradient at a zero base only where the exponent is
+    # >= 0 (elsewhere inf * log(0) = -inf), and the base's where the exponent is 0.
+    v0 = dg.tensor(np.array([0.2514604330062866, -0.26420971751213074], np.float32),
+                   requires_grad=True)
+    v3 = v0.relu().abs() ** v0
+    (v3 * dg.tensor([1.0, -0.5])).sum().backward()
+    assert v0.grad.tolist()[1] == float("inf")
+    a = dg.tensor([0.0, 0.0, 0.0, 0.0], requires_grad=True)
+    b = dg.tensor([-1.0, 0.0, 1.0, 2.0], requires_grad=True)
+    (a**b).sum().backward()
+    assert a.grad.tolist() == [float("-inf"), 0.0, 1.0, 0.0]
+    assert b.grad.tolist() == [float("-inf"), 0.0, 0.0, 0.0]
+    z = dg.tensor([-0.0], requires_grad=True)  # ** ±0.5 is PyTorch's sqrt / rsqrt
+    assert (z ** -0.5).tolist() == [float("-inf")]
+    (z**0.5).sum().backward()
+    assert z.grad.tolist() == [float("-inf")]
