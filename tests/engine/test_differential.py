@@ -184,8 +184,12 @@ class Session:
         return True
 
     def _least_precise(self) -> str | None:
-        """float32 when any value is: a float64 made from float32 results (``.double()``)
-        is only as exact as they were (PyTorch's elu and numpy's expm1 differ by an ulp)."""
+        """float32 when any value or constant is: a float64 made from float32 results
+        (``.double()``) is only as exact as they were (PyTorch's elu and numpy's expm1
+        differ by an ulp), and PyTorch's backward formulas compute with a float32 operand
+        in float32 (float64 ** a float32 0-d exponent: its ``exponent - 1``)."""
+        if any(a.dtype == np.float32 for a in self.program.arrays):
+            return "float32"
         return "float32" if any(
             _dtype_name(t.dtype) == "float32" for t in self.slots.values()) else None
 
