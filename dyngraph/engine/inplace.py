@@ -179,6 +179,12 @@ def _cast_error(result: np.dtype, target: np.dtype) -> RuntimeError:
     )
 
 
+def _overlapping(array: np.ndarray) -> bool:
+    """Would writing ``array`` write one memory location twice (an expand-ed view)?"""
+    return array.size > 1 and any(
+        s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))
+
+
 def _writable(self: Tensor, same_value: bool = False) -> np.ndarray:
     """The array to write; PyTorch's refusal to write an ``expand``-ed tensor, except a
     ``fill_``/``zero_`` (``same_value``), whose writes all agree (in a graph its backward
@@ -425,12 +431,24 @@ def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     _check_shape(self, mask)
-    if _in_graph(self, value):
-        return _commit(self, fn.masked_fill(_old(self), mask, value))
-    array = _writable(self)
+    in_graph = _in_graph(self, value)
+    # Its writes all agree: PyTorch writes an expand-ed tensor, with a deprecation warning
+    # (in a graph, its backward then refuses, as fill_'s).
+    if views.overlapping_write(self):
+        warnings.warn(_EXPANDED_MASKED_FILL_WARNING, UserWarning, stacklevel=2)
+    if in_graph:
+        return _commit(self, fn.masked_fill(_old(self), mask, value), same_value=True)
+    array = self._array
     np.copyto(array, np.asarray(_array(value), dtype=array.dtype),
               where=np.broadcast_to(np.asarray(_array(mask), bool), array.shape))
     return _bumped(self)
+
+
+_EXPANDED_MASKED_FILL_WARNING = (
+    "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = "
+    "scalar"
+)
 
 
 # -- replacing the values ------------------------------------------------------------------
@@ -483,15 +501,32 @@ def _is_view_index(index: Any) -> bool:
                for p in parts)
 
 
+def _is_mask_fill(index: Any, value: Any) -> bool:
+    """Is this index_put_ PyTorch's masked_fill_ (its one index tensor a mask, the value
+    one element)?"""
+    if np.size(_array(value)) != 1:
+        return False
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [p for p in parts if isinstance(p, (np.ndarray, list))]
+    return len(arrays) == 1 and isinstance(arrays[0], np.ndarray) and arrays[0].dtype == bool
+
+
 def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None:
     """PyTorch's index_put_ refuses values that share any memory with the tensor written
     (one mask and a one-element value is masked_fill_, which reads the value first)."""
-    parts = index if isinstance(index, tuple) else (index,)
-    masks = sum(1 for p in parts if isinstance(p, np.ndarray) and p.dtype == bool)
-    mask_fill = value._array.size == 1 and masks == 1
     same = value._array is self._array  # PyTorch refuses it even when empty
-    if not mask_fill and (same or _overlap(self._array, value._array) in ("full", "partial")):
+    if not _is_mask_fill(index, value) and (
+            same or _overlap(self._array, value._array) in ("full", "partial")):
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
+def _warn_expanded_index_put(self: Tensor, index: Any, value: Any) -> None:
+    """PyTorch's deprecation warnings for index_put_ on an expand-ed tensor (and for the
+    masked_fill_ it dispatches to)."""
+    if views.overlapping_write(self) and self._array[index].size:
+        warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=3)
+        if _is_mask_fill(index, value):
+            warnings.warn(_EXPANDED_MASKED_FILL_WARNING, UserWarning, stacklevel=3)
 
 
 def _check_index_into_empty(shape: tuple[int, ...], index: Any) -> None:
@@ -553,8 +588,13 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             _check_no_index_put_overlap(self, index, value)
         if 0 in self._array.shape:
             _check_index_into_empty(self._array.shape, index)
-    elif isinstance(value, Tensor):
-        _check_setitem_overlap(self, index, target, value)
+    else:
+        # PyTorch copies into the view, a number too (a 0-d tensor's fill_ is a copy_):
+        # it refuses to write one element of the view twice, whatever self is.
+        if _overlapping(target):
+            raise RuntimeError(OVERLAP_MESSAGE)
+        if isinstance(value, Tensor):
+            _check_setitem_overlap(self, index, target, value)
     if in_graph:
         if view_index:
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)
@@ -564,14 +604,16 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
                 _overwrite(view, "copy", value if isinstance(value, Tensor)
                            else np.asarray(value), overlap=False)
         else:
-            _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
+            out = apply(OPS["index_put"], _old(self), value, index=index)
+            _warn_expanded_index_put(self, index, value)
+            _commit(self, out, True)
         return
     # index_put_ (not a view index) on an expand-ed tensor writes, with a deprecation
-    # warning, where a copy into a view refuses.
-    array = _writable(self, scalar or not view_index)
+    # warning; a copy into a view was checked above.
+    array = self._array
     try:
-        if not view_index and views.overlapping_write(self) and array[index].size:
-            warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=2)
+        if not view_index:
+            _warn_expanded_index_put(self, index, value)
         array[index] = _array(value)
     except IndexError as e:  # indices out of range, checked before anything is written
         raise IndexError(str(e).replace(" for axis ", " for dimension ")) from None

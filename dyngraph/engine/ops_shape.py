@@ -471,9 +471,17 @@ def copy_slices(base, value, chain):
 
     Backward: the region's gradient goes to ``value``, the rest to the base's history.
     """
-    replay(chain, base)[...] = value
-    shape = base.shape
+    region = replay(chain, base)
     repeats = any(step.op == "expand" for step in chain)
+    if repeats and any(st == 0 and n > 1 for st, n in zip(region.strides, region.shape,
+                                                           strict=True)):
+        # An expand-ed region (fill_, masked_fill_, index_put_ write one): PyTorch's
+        # kernel writes only what the op wrote, so an element read back unchanged must
+        # not overwrite the memory it shares with one the op wrote.
+        np.copyto(region, value, where=value != region)
+    else:
+        region[...] = value
+    shape = base.shape
 
     def backward(g):
         where = _positions(shape, chain)

@@ -980,3 +980,38 @@ def test_pow_gradients_at_a_zero_base_follow_pytorchs_masks():
     assert (z ** -0.5).tolist() == [float("-inf")]
     (z**0.5).sum().backward()
     assert z.grad.tolist() == [float("-inf")]
+
+
+def test_setitem_refuses_to_write_an_element_of_the_view_twice_whatever_the_value():
+    # Found by the differential test: v3 = v0.expand(2); v3[:] = 0.5. PyTorch copies a
+    # number into the view too (fill_ of a 0-d tensor is a copy_), and refuses a view with
+    # internal overlap; dyngraph let numbers through. It judged the tensor, not the view:
+    # a row of an expanded matrix may be written.
+    v3 = dg.tensor(np.array(4, dtype=np.int64)).expand(2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        v3[:] = 0.5
+    x = dg.tensor([4.0, 5.0])
+    e = x.expand(2, 2)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        e[:, 0] = 1.0
+    e[0] = dg.tensor([1.0, 2.0])
+    e[1:, 1] = 3.0  # one element
+    assert x.tolist() == [1.0, 3.0]
+    x.expand(2).fill_(7.0)  # fill_ with a number writes, as in PyTorch
+    assert x.tolist() == [7.0, 7.0]
+
+
+def test_masked_fill_and_index_put_on_an_expanded_tensor_write_with_pytorchs_warning():
+    x = dg.tensor([4.0, 5.0])
+    with pytest.warns(UserWarning, match="Use of masked_fill_ on expanded tensors"):
+        x[:1].expand(2).masked_fill_(dg.tensor([True, False]), 1.0)
+    assert x.tolist() == [1.0, 5.0]
+    # In a graph the new values went through the whole expanded view, and an element read
+    # back unchanged overwrote the one written (y stayed [[4, 5], [4, 5]]).
+    w = dg.tensor([4.0, 5.0], requires_grad=True)
+    y = (w * 1).expand(2, 2)
+    with pytest.warns(UserWarning, match="Use of index_put_ on expanded tensors"):
+        y[dg.tensor([0])] = 3.0
+    assert y.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        y.sum().backward()  # PyTorch's CopySlices refuses, as for fill_
