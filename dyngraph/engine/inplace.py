@@ -135,7 +135,7 @@ def _check_setitem_overlap(self: Tensor, index: Any, target: np.ndarray, value: 
         while k < array.ndim and array.shape[k] == 1:
             k += 1
         try:
-            array = np.broadcast_to(array[(0,) * k], target.shape)
+            array = np.broadcast_to(array[(0,) * k + (Ellipsis,)], target.shape)
         except ValueError:
             return  # the shapes do not fit: that error comes with the write
 
@@ -580,6 +580,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     view_index = _is_view_index(index)
     if view_index:  # PyTorch takes the view first: a bad index is an IndexError, even on
         target = OPS["getitem"].forward(self._array, index)[0]  # a leaf requiring grad
+    given = value
     if isinstance(value, Tensor) and view_index and value._array.ndim > target.ndim:
         value = _without_leading_ones(value)
     in_graph = _in_graph(self, value)  # a leaf's refusal comes before index_put_'s own
@@ -593,8 +594,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         # it refuses to write one element of the view twice, whatever self is.
         if _overlapping(target):
             raise RuntimeError(OVERLAP_MESSAGE)
-        if isinstance(value, Tensor):
-            _check_setitem_overlap(self, index, target, value)
+        if isinstance(given, Tensor):
+            _check_setitem_overlap(self, index, target, given)
     if in_graph:
         if view_index:
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)

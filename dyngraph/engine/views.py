@@ -327,8 +327,10 @@ def getitem_strides(shape: tuple[int, ...], strides: tuple[int, ...], index: Any
 def expand_strides(shape: tuple[int, ...], strides: tuple[int, ...],
                    target: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """PyTorch's inferExpandGeometry: an expanded dim gets 0; a new leading dim of size
-    1 the next dim's size times its stride."""
+    1 the next dim's size times its stride (of a 0-d tensor: 0, as every dim)."""
     out = [0] * len(target)
+    if not shape:
+        return tuple(out)
     lead = len(target) - len(shape)
     for i in range(len(target) - 1, -1, -1):
         if i >= lead:

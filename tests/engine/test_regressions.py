@@ -915,6 +915,15 @@ def test_setitem_into_a_strided_size_one_view_of_itself_is_a_partial_overlap():
     v0 = dg.tensor(np.array([4], dtype=np.int64))
     with pytest.raises(RuntimeError, match="refer to a single memory location"):
         v0[..., 0::2] = v0
+    # Also found: v0[None] = v0. PyTorch views the value without its leading 1s (0-d
+    # here) and expands that: a 0-d tensor expands with every stride 0, against the
+    # target's [1, 1]. Only a value that was 0-d to begin with is a fill.
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        v0[None] = v0
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):
+        v0[...] = v0[None]
+    v0[None] = v0[0]  # a 0-d value: fill_, which reads it first
+    assert v0.tolist() == [4]
 
 
 @pytest.mark.parametrize("write, refused", [
