@@ -427,7 +427,7 @@ def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, 
     return np.where(a_loses, 0, shared), np.where(b_loses, 0, shared)
 
 
-@register("where", saves=False)
+@register("where")
 def where(cond, a, b):
     cond = np.asarray(cond, bool)
     if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype != b.dtype:
@@ -435,7 +435,7 @@ def where(cond, a, b):
     return np.where(cond, a, b), lambda g: (None, np.where(cond, g, 0), np.where(cond, 0, g))
 
 
-@register("masked_fill", saves=False)
+@register("masked_fill")
 def masked_fill(a, mask, value):
     if np.asarray(mask).dtype != np.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "

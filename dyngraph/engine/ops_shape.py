@@ -2,8 +2,10 @@
 gather, cat, stack, split, tril/triu ..., and the two ops of in-place changes through views
 (``as_strided``, ``copy_slices``).
 
-Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). None of these saves an
-input (their backward only needs shapes and indices), so their graphs can be walked twice.
+Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). Their backward needs
+shapes and indices only, so most can be walked twice; those whose PyTorch node saves an
+index tensor (advanced getitem, index_put, gather, scatter_add, index_select) are freed
+after backward as PyTorch frees it, so a second backward raises there too.
 The view ops (getitem with ints/slices/None/..., reshape where no copy is needed,
 transpose, permute, squeeze, unsqueeze, expand, select, split, diagonal) return numpy
 views of their input: ``views.py`` turns that into PyTorch's view semantics.
@@ -161,6 +163,8 @@ def _take(a: np.ndarray, index: Any) -> np.ndarray:
 
 @register("getitem", saves=False, grad_fn="IndexBackward0")
 def getitem(a, index):
+    """``a[index]``: a view for a basic index; a copy for index arrays and masks, whose node
+    is then ``ADVANCED_GETITEM`` (views.view_op swaps it), which saves as PyTorch's."""
     shape, dtype = a.shape, a.dtype
     try:
         out = _take(a, index)
@@ -181,7 +185,12 @@ def getitem(a, index):
     return out, backward
 
 
-@register("index_put", saves=False, grad_fn="IndexPutBackward0")
+# getitem with index tensors: PyTorch's IndexBackward0 saves them (a second backward
+# raises); the same forward and the same op event.
+ADVANCED_GETITEM = OpDef("getitem", getitem, True, "IndexBackward0")
+
+
+@register("index_put", grad_fn="IndexPutBackward0")
 def index_put(a, value, index):
     """``a[index] = value`` out of place: ``__setitem__`` with index tensors or masks."""
     out = a.copy()
@@ -242,7 +251,7 @@ SORT_VALUES = OpDef("gather", _select_along, True, "SortBackward0")
 TOPK_VALUES = OpDef("gather", _select_along, True, "TopkBackward0")
 
 
-@register("scatter_add", saves=False)
+@register("scatter_add")
 def scatter_add(a, index, src, dim=0):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim or src.ndim != a.ndim:
@@ -265,7 +274,7 @@ def scatter_add(a, index, src, dim=0):
     return out, backward
 
 
-@register("index_select", saves=False)
+@register("index_select")
 def index_select(a, dim, index):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim > 1:

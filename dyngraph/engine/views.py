@@ -28,11 +28,11 @@ import numpy as np
 
 from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
-from .ops_shape import ViewStep
+from .ops_shape import ADVANCED_GETITEM, ViewStep
 from .tensor import Tensor, apply
 from .versions import ids, root
 
-_AS_STRIDED, _COPY_SLICES = OPS["as_strided"], OPS["copy_slices"]
+_AS_STRIDED, _COPY_SLICES, _GETITEM = OPS["as_strided"], OPS["copy_slices"], OPS["getitem"]
 
 _NO_GRAD_VIEW = (
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
@@ -96,10 +96,10 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
     out = apply(op, input, **attrs)
     owner = out._array.base
     if owner is None:
-        return out  # numpy had to copy (reshape of a non-contiguous input): not a view
+        return _copied(op, out)  # numpy had to copy (reshape of a non-contiguous input)
     source = input._array
     if owner is not source and owner is not source.base and root(owner) is not root(source):
-        return out
+        return _copied(op, out)
     parent = None if input._view_info is None else info(input)
     step = ViewStep(op.name, attrs)
     mode = grad_mode.enabled
@@ -114,6 +114,15 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
     out.__dict__["_view_info"] = ViewInfo(base, chain, mode, multi)
     if mode and not temporary:  # a view made under no_grad never follows its base's history
         _remember(base, out)
+    return out
+
+
+def _copied(op: OpDef, out: Tensor) -> Tensor:
+    """A view op whose result is a copy, not a view: a getitem with index tensors, whose
+    node saves them as PyTorch's IndexBackward0 does."""
+    node = out.grad_fn
+    if node is not None and op is _GETITEM:
+        node.op = ADVANCED_GETITEM
     return out
 
 

@@ -1024,3 +1024,29 @@ def test_masked_fill_and_index_put_on_an_expanded_tensor_write_with_pytorchs_war
     assert y.tolist() == [[3.0, 3.0], [3.0, 3.0]]
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         y.sum().backward()  # PyTorch's CopySlices refuses, as for fill_
+
+
+@pytest.mark.parametrize("op", [
+    lambda x: x[dg.tensor([0, 1, 1])], lambda x: x[[0, 1]], lambda x: x[x > 2],
+    lambda x: x[:, dg.tensor([0, 2])], lambda x: x.index_select(1, dg.tensor([0, 2])),
+    lambda x: dg.where(dg.tensor([True, False, True]), x, 0.0),
+    lambda x: x.masked_fill(dg.tensor([True, False, True]), 1.0),
+    lambda x: x.scatter_add(1, dg.tensor([[0], [1]]), x[:, :1]),
+    lambda x: x.gather(1, dg.tensor([[0], [1]])), lambda x: x.sort(1).values,
+], ids=["index", "list", "mask", "mixed", "index_select", "where", "masked_fill",
+        "scatter_add", "gather", "sort"])
+def test_a_second_backward_through_a_saved_index_raises_as_pytorch(op):
+    # PyTorch's nodes for these save the index (or mask) and free it after backward.
+    x = dg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = op(x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+        y.backward()
+
+
+def test_a_second_backward_through_nodes_that_save_nothing_works():
+    x = dg.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    for y in (dg.diag(x[0]).sum(), dg.diag(x).sum(), dg.trace(x[:, :2]),
+              dg.diag_embed(x).sum(), x[None, 0, 1:].sum()):
+        y.backward()
+        y.backward()  # DiagEmbedBackward0, TraceBackward0 ... save only sizes
