@@ -40,6 +40,7 @@ from . import (
 )
 from .autograd import grad_mode
 from .creation import generator
+from .dtypes import checked_scalar, wrapped_int
 from .ops import OPS, check_sub_operands
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
@@ -244,6 +245,8 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
     """The plain path of an arithmetic in-place op: numpy writes into the memory."""
     array = _writable(self)
     other = _array(other)
+    if type(other) is int and array.dtype.kind in "iu":
+        other = wrapped_int(other, array.dtype)  # PyTorch wraps it; numpy would refuse
     try:
         ufunc(array, other, out=array, casting="same_kind")
     except TypeError:  # numpy's UFuncTypeError: e.g. a float result into an int tensor
@@ -439,6 +442,7 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     if in_graph:
         return _commit(self, fn.masked_fill(_old(self), mask, value), same_value=True)
     array = self._array
+    value = checked_scalar(value, array.dtype) if not isinstance(value, Tensor) else value
     np.copyto(array, np.asarray(_array(value), dtype=array.dtype),
               where=np.broadcast_to(np.asarray(_array(mask), bool), array.shape))
     return _bumped(self)
@@ -478,7 +482,9 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             "fill_ only supports 0-dimension value tensor but got tensor with "
             f"{value._array.ndim} dimensions."
         )
-    return _overwrite(self, "fill", value if isinstance(value, Tensor) else np.asarray(value))
+    if not isinstance(value, Tensor):  # PyTorch's checked conversion to self's dtype
+        value = np.asarray(checked_scalar(value, self._array.dtype))
+    return _overwrite(self, "fill", value)
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
@@ -577,6 +583,8 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
     scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
+    if scalar:  # made a tensor of self's dtype, by PyTorch's checked conversion
+        value = checked_scalar(value, self._array.dtype)
     view_index = _is_view_index(index)
     if view_index:  # PyTorch takes the view first: a bad index is an IndexError, even on
         target = OPS["getitem"].forward(self._array, index)[0]  # a leaf requiring grad

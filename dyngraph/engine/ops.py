@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import result_type, zero_dim_promotion
+from .dtypes import checked_scalar, result_type, zero_dim_promotion
 from .errors import not_implemented_for
 
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
@@ -192,6 +192,8 @@ def pow_(a, b):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
     if _is_bool(a) and type(b) is not np.ndarray:
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
+    if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+        b = checked_scalar(b, a.dtype)  # an integer exponent must fit the tensor's type
     # An array even for 0-d input: the output tensor's own.
     out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
                      else _scalar_pow(a, b))
@@ -340,8 +342,32 @@ def leaky_relu(a, negative_slope=0.01):
     return out, lambda g: (np.where(a > 0, g, g * negative_slope),)
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_F32_MAX = float(np.finfo(np.float32).max)
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def _checked_number(x: Any, a: np.ndarray) -> Any:
+    """A Python number ``x`` beside tensor ``a``, converted as PyTorch converts it to the
+    op's result dtype (checked: ``value cannot be converted ... without overflow``;
+    uint8 takes -1 as 255). Other operands pass as they are."""
+    t = type(x)
+    if t is float:
+        dt = a.dtype
+        if (dt is _F32 and -_F32_MAX <= x <= _F32_MAX) or dt is _F64 or x in _INFINITIES:
+            return x  # the common cases, without a lookup
+        return checked_scalar(x, dt if dt.kind == "f" else _F32)
+    if t is int and not 0 <= x <= 127 and a.dtype.kind in "iuf":
+        return checked_scalar(x, a.dtype)
+    return x
+
+
 @register("clamp", grad_fn="ClampBackward1")
 def clamp(a, min=None, max=None):
+    if min is not None:
+        min = _checked_number(min, a)
+    if max is not None:
+        max = _checked_number(max, a)
     out = np.clip(a, min, max)
 
     def backward(g):
@@ -430,8 +456,13 @@ def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, 
 @register("where")
 def where(cond, a, b):
     cond = np.asarray(cond, bool)
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype != b.dtype:
-        a, b = zero_dim_promotion(a, b)
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        if a.dtype != b.dtype:
+            a, b = zero_dim_promotion(a, b)
+    elif type(a) is np.ndarray:
+        b = _checked_number(b, a)
+    elif type(b) is np.ndarray:
+        a = _checked_number(a, b)
     return np.where(cond, a, b), lambda g: (None, np.where(cond, g, 0), np.where(cond, 0, g))
 
 
@@ -441,7 +472,7 @@ def masked_fill(a, mask, value):
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{np.asarray(mask).dtype}")
     mask = np.asarray(mask, bool)
-    out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
+    out = np.where(mask, np.asarray(_checked_number(value, a), dtype=a.dtype), a)
     return out, lambda g: (np.where(mask, 0, g), None, None)
 
 

@@ -1050,3 +1050,50 @@ def test_a_second_backward_through_nodes_that_save_nothing_works():
               dg.diag_embed(x).sum(), x[None, 0, 1:].sum()):
         y.backward()
         y.backward()  # DiagEmbedBackward0, TraceBackward0 ... save only sizes
+
+
+# -- Python numbers that do not fit a tensor's dtype --------------------------------------
+_OVERFLOW = "value cannot be converted to type"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dg.full((2,), 300, dtype=dg.uint8), lambda: dg.full((2,), 1e40),
+    lambda: dg.ones(2, dtype=dg.int32).fill_(2**40), lambda: dg.ones(2).fill_(1e40),
+    lambda: dg.ones(2, dtype=dg.int64).fill_(1e30),
+    lambda: dg.ones(2, dtype=dg.uint8).new_full((2,), 300),
+    lambda: dg.full_like(dg.ones(2, dtype=dg.uint8), 300),
+    lambda: dg.ones(2).__setitem__(0, 1e40),
+    lambda: dg.ones(2, dtype=dg.uint8).__setitem__(dg.tensor([0]), 300),
+    lambda: dg.ones(2).masked_fill(dg.tensor([True, False]), 1e40),
+    lambda: dg.ones(2, dtype=dg.uint8).masked_fill_(dg.tensor([True, False]), 300),
+    lambda: dg.ones(2, dtype=dg.int32).clamp(max=2**40),
+    lambda: dg.where(dg.tensor([True, False]), dg.ones(2, dtype=dg.int32), 2**40),
+    lambda: dg.ones(2, dtype=dg.int32) ** 2**40,
+    lambda: dg.tensor([4, -1, 300], dtype=dg.uint8),
+    lambda: dg.tensor([float("nan")], dtype=dg.int64),
+], ids=["full_u8", "full_f32", "fill_i32", "fill_f32", "fill_i64", "new_full", "full_like",
+        "setitem_f32", "index_put_u8", "masked_fill_f32", "masked_fill__u8", "clamp_i32",
+        "where_i32", "pow_i32", "tensor_u8", "tensor_nan_int"])
+def test_a_number_that_does_not_fit_the_dtype_is_pytorchs_runtime_error(make):
+    # full(300, uint8) gave 44 and fill_(2**40) on int32 gave 0, silently; others leaked
+    # numpy's OverflowError. PyTorch converts such numbers with a check.
+    with pytest.raises(RuntimeError, match=_OVERFLOW):
+        make()
+
+
+def test_numbers_pytorch_wraps_or_converts():
+    assert dg.tensor([-1], dtype=dg.uint8).tolist() == [255]  # unsigned: down to -max
+    assert dg.ones(2, dtype=dg.uint8).fill_(-1).tolist() == [255, 255]
+    assert dg.ones(2, dtype=dg.uint8).clamp(min=-1).tolist() == [255, 255]
+    assert dg.full_like(dg.ones(2, dtype=dg.int64), 1.5, dtype=dg.float32).tolist() == [1.5] * 2
+    assert dg.tensor([1.5, 2**70]).tolist() == [1.5, float(2**70)]
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        dg.tensor([2**63])
+    # In arithmetic PyTorch wraps an int to the tensor's width (numpy refuses it).
+    assert (dg.ones(2, dtype=dg.uint8) + 300).tolist() == [45, 45]
+    assert (dg.ones(2, dtype=dg.int32) + 2**31).tolist() == [-2147483647] * 2
+    assert (dg.ones(2, dtype=dg.int64) + 2**63).tolist() == [-9223372036854775807] * 2
+    assert dg.ones(2, dtype=dg.uint8).add_(300).tolist() == [45, 45]
+    assert (dg.ones(2, dtype=dg.int32) / 2**40).dtype == dg.float32
+    with pytest.raises(OverflowError):
+        dg.ones(2, dtype=dg.int64) + 2**64
