@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import to_numpy_dtype
+from .dtypes import checked_scalar, to_numpy_dtype
 from .errors import check_new_shape, check_size, not_implemented_for
 from .generator import numpy_rng
 from .tensor import DEFAULT_DTYPE, Tensor, _to_array, _wrap
@@ -117,10 +117,12 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     value = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
-    default = (np.bool_ if isinstance(value, bool) else np.int64 if isinstance(value, int)
-               else DEFAULT_DTYPE)
+    target = np.dtype(np.bool_ if isinstance(value, bool) else np.int64 if isinstance(
+        value, int) else DEFAULT_DTYPE) if dtype is None else to_numpy_dtype(dtype)
     shape = _shape(tuple(size) if isinstance(size, (tuple, list)) else (size,), "full")
-    return _new(np.full(shape, value, dtype=default), dtype, requires_grad, device)
+    _check_device(device)
+    return _new(np.full(shape, checked_scalar(value, target), dtype=target), None,
+                requires_grad)
 
 
 def _like(t: Tensor, dtype: Any) -> Any:
@@ -145,8 +147,8 @@ def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    return _new(np.full(input._array.shape, fill_value, input._array.dtype), dtype,
-                requires_grad, device)
+    return full(input._array.shape, fill_value, dtype=_like(input, dtype), device=device,
+                requires_grad=requires_grad)
 
 
 def rand(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -97,3 +98,96 @@ def zero_dim_promotion(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.nda
         return x, y  # (a bool keeps its own errors: bool - int raises in PyTorch)
     zero = zero.astype(dimmed.dtype)
     return (zero, y) if x.ndim == 0 else (x, zero)
+
+
+def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's promote_types: across categories the higher one's dtype (int64 with
+    float32 is float32, where numpy says float64); within one, the wider."""
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    return np.result_type(a, b)
+
+
+def result_type(*arrays: np.ndarray) -> np.dtype:
+    """PyTorch's result dtype of several tensors (``torch.result_type``): the dimensioned
+    ones decide; 0-d ones only where they are of a higher category."""
+    dimmed: np.dtype | None = None
+    zero: np.dtype | None = None
+    for a in arrays:
+        if a.ndim:
+            dimmed = a.dtype if dimmed is None else _promote_pair(dimmed, a.dtype)
+        else:
+            zero = a.dtype if zero is None else _promote_pair(zero, a.dtype)
+    if dimmed is None or zero is None:
+        found = dimmed if zero is None else zero
+        assert found is not None, "result_type of no arrays"
+        return found
+    if _CATEGORY[zero.kind] > _CATEGORY[dimmed.kind]:
+        return _promote_pair(dimmed, zero)
+    return dimmed
+
+
+_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                 "int64": "int64_t", "float16": "c10::Half", "float32": "float",
+                 "float64": "double"}
+
+
+def checked_scalar(value: Any, dtype: np.dtype, name: str | None = None) -> Any:
+    """PyTorch's checked conversion of a Python number to a tensor's ``dtype`` (fill_,
+    full, setitem, masked_fill, clamp, where ...): ``value cannot be converted to type
+    int without overflow`` where it does not fit; an unsigned type takes a negative int
+    down to -max, wrapped (uint8: -1 is 255). Returns the number to use."""
+    kind = dtype.kind
+    t = type(value)
+    if t is int and 0 <= value <= 127:  # fits every type: the common case, no lookup
+        return value
+    if t is builtins.float or isinstance(value, np.floating):  # (``float`` is dyngraph's)
+        if kind == "f" and -65504.0 <= value <= 65504.0:
+            return value
+        low, high = _limits(dtype)
+        if low <= value <= high or (kind == "f" and (value != value or abs(value) == np.inf)):
+            return value
+        if kind not in "iuf":
+            return value
+    elif (t is int or isinstance(value, np.integer)) and kind in "iuf":
+        low, high = _limits(dtype)
+        if kind == "u":
+            low = -high
+        if low <= value <= high:
+            return value % (high + 1) if value < 0 and kind == "u" else value
+    else:
+        return value  # a bool, a tensor: nothing to check
+    raise RuntimeError(f"value cannot be converted to type "
+                       f"{name or _C_TYPE_NAMES.get(dtype.name, dtype.name)} without overflow")
+
+
+def _limits(dtype: np.dtype) -> tuple[Any, Any]:
+    found = _LIMITS.get(dtype)
+    if found is None:
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            found = (int(info.min), int(info.max))
+        elif dtype.kind == "f":
+            finfo = np.finfo(dtype)
+            found = (-builtins.float(finfo.max), builtins.float(finfo.max))
+        else:
+            found = (-np.inf, np.inf)
+        _LIMITS[dtype] = found
+    return found
+
+
+_LIMITS: dict[np.dtype, tuple[Any, Any]] = {}
+
+
+def wrapped_int(value: int, dtype: np.dtype) -> int:
+    """A Python int beside an integer tensor in arithmetic, as PyTorch takes it: wrapped
+    to the tensor's width (``uint8 + 300`` adds 44); beyond 64 bits, Python's
+    OverflowError."""
+    if not -(2**63) <= value < 2**64:
+        raise OverflowError("int too big to convert")
+    bits = dtype.itemsize * 8
+    value &= (1 << bits) - 1
+    if dtype.kind == "i" and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return value

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .ops import OPS
+from .ops import CLAMP_TENSORS, OPS
+from .ops_shape import SORT_VALUES, TOPK_VALUES
 from .tensor import Tensor, _to_array, _wrap, apply
 
 _ADD, _SUB, _MUL, _DIV = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"]
@@ -233,7 +234,16 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return apply(OPS["clamp"], input, min=_array(min), max=_array(max))
+    if isinstance(min, Tensor) or isinstance(max, Tensor):  # bounds that may need a gradient
+        if not (min is None or isinstance(min, Tensor)) or not (
+                max is None or isinstance(max, Tensor)):
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got (Tensor, "
+                f"min={type(min).__name__}, max={type(max).__name__}), but expected one of: "
+                "(Tensor input, Tensor min = None, Tensor max = None) or (Tensor input, "
+                "Number min = None, Number max = None)")
+        return apply(CLAMP_TENSORS, input, min, max)
+    return apply(OPS["clamp"], input, min=min, max=max)
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
@@ -457,11 +467,32 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = Fa
                  keepdim=keepdim)
 
 
-def prod(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=_dims(dim), keepdim=keepdim)
+_UNSET: Any = object()
+
+
+def prod(input: Tensor, dim: Any = _UNSET, keepdim: Any = _UNSET, *,
+         dtype: Any = None) -> Tensor:
+    """``prod(input)`` or ``prod(input, dim, keepdim=False)``: one int dim, as PyTorch's
+    overloads take (a tuple, None or a keepdim without a dim is its TypeError)."""
+    if dim is _UNSET:
+        if keepdim is not _UNSET:
+            raise TypeError(_PROD_ARGS.format(got="keepdim without dim"))
+        return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=None, keepdim=False)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, Tensor)):
+        raise TypeError(_PROD_ARGS.format(got=f"dim={type(dim).__name__}"))
+    return apply(OPS["prod"], _reduce_dtype(input, dtype), dim=operator.index(dim),
+                 keepdim=False if keepdim is _UNSET else keepdim)
+
+
+_PROD_ARGS = ("prod() received an invalid combination of arguments - got {got}, but "
+              "expected one of: (*, torch.dtype dtype = None) or (int dim, bool keepdim = "
+              "False, *, torch.dtype dtype = None)")
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    if dim is None or isinstance(dim, float):
+        raise TypeError(f"logsumexp(): argument 'dim' (position 1) must be tuple of ints, "
+                        f"not {type(dim).__name__}")
     return apply(OPS["logsumexp"], input, dim=_dims(dim), keepdim=keepdim)
 
 
@@ -493,21 +524,19 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """``(values, indices)``; the values' gradient flows back to where each came from."""
-    from .functions_shape import gather
-
     indices = argsort(input, dim, descending)
-    return ReturnSort(gather(input, dim, indices), indices)
+    return ReturnSort(apply(SORT_VALUES, input, int(dim), indices), indices)
 
 
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
          ) -> Any:
-    from .functions_shape import gather, narrow
+    from .functions_shape import narrow
 
     n = input._array.shape[int(dim)] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     indices = narrow(argsort(input, dim, descending=largest), dim, 0, int(k))
-    return ReturnTopk(gather(input, dim, indices), indices)
+    return ReturnTopk(apply(TOPK_VALUES, input, int(dim), indices), indices)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,

@@ -40,6 +40,7 @@ from . import (
 )
 from .autograd import grad_mode
 from .creation import generator
+from .dtypes import checked_scalar, wrapped_int
 from .ops import OPS, check_sub_operands
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
@@ -82,7 +83,7 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
     shape = self._array.shape
     for o in others:
         if overlap and isinstance(o, Tensor):
-            _check_no_partial_overlap(self._array, o._array)
+            _check_no_partial_overlap(self, o)
         other = o._array.shape if isinstance(o, Tensor) else np.shape(o)
         if other == shape or not other:
             continue
@@ -96,10 +97,10 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
             )
 
 
-def _overlap(a: np.ndarray, b: np.ndarray, layout: bool = False) -> str:
+def _overlap(a: np.ndarray, b: np.ndarray, strides: Any = None) -> str:
     """PyTorch's memory-overlap status of two arrays: "none", "full" (the same elements
-    in the same layout), "partial", or "too hard" (an operand is not dense, which PyTorch
-    does not judge)."""
+    in the same layout: PyTorch's strides, from ``strides()``, are equal), "partial", or
+    "too hard" (an operand is not dense, which PyTorch does not judge)."""
     if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):  # bounds only: cheap
         return "none"
     a_lo, a_hi = byte_bounds(a)
@@ -107,24 +108,50 @@ def _overlap(a: np.ndarray, b: np.ndarray, layout: bool = False) -> str:
     if a_hi - a_lo != a.nbytes or b_hi - b_lo != b.nbytes:
         return "too hard"
     if (a_lo, a_hi) == (b_lo, b_hi):
-        same = _layout(a) == _layout(b) if layout else a.strides == b.strides
-        return "full" if same else "partial"
+        a_strides, b_strides = (a.strides, b.strides) if strides is None else strides()
+        return "full" if a_strides == b_strides else "partial"
     return "partial" if a_lo < b_hi and b_lo < a_hi else "none"
 
 
-def _layout(a: np.ndarray) -> tuple[tuple[int, int], ...]:
-    """Sizes and strides without the size-1 dims, whose strides place nothing:
-    ``x[None]`` lays out its elements exactly as ``x`` does. (PyTorch's setitem expands
-    the value to the target's shape before its copy_, so there only the layout counts; an
-    elementwise op such as ``x[None].add_(x)`` compares the strides as they are.)"""
-    return tuple((n, s) for n, s in zip(a.shape, a.strides, strict=True) if n != 1)
-
-
-def _check_no_partial_overlap(written: np.ndarray, read: np.ndarray,
-                              layout: bool = False) -> None:
+def _check_no_partial_overlap(written: Tensor, read: Tensor) -> None:
     """PyTorch's refusal to read memory that the op writes, unless it reads exactly what
     it writes (``x.add_(x)``)."""
-    if written is not read and _overlap(written, read, layout) == "partial":
+    if written._array is not read._array and _overlap(
+            written._array, read._array,
+            lambda: (views.torch_strides(written), views.torch_strides(read))) == "partial":
+        raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
+def _check_setitem_overlap(self: Tensor, index: Any, target: np.ndarray, value: Tensor
+                           ) -> None:
+    """The same refusal for ``self[index] = value``, which PyTorch's setitem copies into
+    the view ``target`` as the value is when the shapes agree; else a 0-d value fills
+    (reading it first); else the value without its leading size-1 dims is expanded to
+    the target's shape."""
+    array = value._array
+    k = 0
+    if array.shape != target.shape:
+        if array.ndim == 0:
+            return
+        while k < array.ndim and array.shape[k] == 1:
+            k += 1
+        try:
+            array = np.broadcast_to(array[(0,) * k + (Ellipsis,)], target.shape)
+        except ValueError:
+            return  # the shapes do not fit: that error comes with the write
+
+    def strides() -> tuple[tuple[int, ...], tuple[int, ...]]:
+        own = views.torch_strides(self)
+        _, target_strides = views.getitem_strides(self._array.shape, own, index,
+                                                  target.itemsize)
+        value_strides = views.torch_strides(value)
+        if value._array.shape != target.shape:
+            shape = value._array.shape
+            value_strides = views.expand_strides(shape[k:], value_strides[k:], target.shape,
+                                                 target.itemsize)
+        return target_strides, value_strides
+
+    if _overlap(target, array, strides) == "partial":
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
 
 
@@ -151,6 +178,12 @@ def _cast_error(result: np.dtype, target: np.dtype) -> RuntimeError:
         f"result type {_SCALAR_NAMES.get(result.name, result.name)} can't be cast to the "
         f"desired output type {_SCALAR_NAMES.get(target.name, target.name)}"
     )
+
+
+def _overlapping(array: np.ndarray) -> bool:
+    """Would writing ``array`` write one memory location twice (an expand-ed view)?"""
+    return array.size > 1 and any(
+        s == 0 and n > 1 for s, n in zip(array.strides, array.shape, strict=True))
 
 
 def _writable(self: Tensor, same_value: bool = False) -> np.ndarray:
@@ -212,6 +245,8 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
     """The plain path of an arithmetic in-place op: numpy writes into the memory."""
     array = _writable(self)
     other = _array(other)
+    if type(other) is int and array.dtype.kind in "iu":
+        other = wrapped_int(other, array.dtype)  # PyTorch wraps it; numpy would refuse
     try:
         ufunc(array, other, out=array, casting="same_kind")
     except TypeError:  # numpy's UFuncTypeError: e.g. a float result into an int tensor
@@ -318,6 +353,15 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
     _check_shape(self, exponent)
     if _in_graph(self, exponent):
         return _commit(self, fn.pow(_old(self), exponent))
+    if self._array.dtype.kind in "biu":
+        # PyTorch's integer powers (numpy refuses a negative exponent inside a tensor,
+        # where PyTorch gives 1, -1 or 0), computed out of place, then written back.
+        array = _writable(self)
+        out = fn.pow(_wrap(array), exponent)._array
+        if not np.can_cast(out.dtype, array.dtype, "same_kind"):
+            raise _cast_error(out.dtype, array.dtype)
+        np.copyto(array, out, casting="same_kind")
+        return _bumped(self)
     return _ufunc(self, np.power, exponent, "pow_")
 
 
@@ -382,7 +426,7 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     _check_shape(self, *(b for b in (min, max) if isinstance(b, Tensor)))
-    if _in_graph(self):
+    if _in_graph(self, min, max):
         return _commit(self, fn.clamp(_old(self), min, max))
     array = _writable(self)
     result = fn.clamp(_wrap(array), min, max)._array  # PyTorch's dtype for the result
@@ -402,20 +446,34 @@ def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     _check_shape(self, mask)
-    if _in_graph(self, value):
-        return _commit(self, fn.masked_fill(_old(self), mask, value))
-    array = _writable(self)
+    in_graph = _in_graph(self, value)
+    # Its writes all agree: PyTorch writes an expand-ed tensor, with a deprecation warning
+    # (in a graph, its backward then refuses, as fill_'s).
+    if views.overlapping_write(self):
+        warnings.warn(_EXPANDED_MASKED_FILL_WARNING, UserWarning, stacklevel=2)
+    if in_graph:
+        return _commit(self, fn.masked_fill(_old(self), mask, value), same_value=True)
+    array = self._array
+    value = checked_scalar(value, array.dtype) if not isinstance(value, Tensor) else value
     np.copyto(array, np.asarray(_array(value), dtype=array.dtype),
               where=np.broadcast_to(np.asarray(_array(mask), bool), array.shape))
     return _bumped(self)
 
 
+_EXPANDED_MASKED_FILL_WARNING = (
+    "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = "
+    "scalar"
+)
+
+
 # -- replacing the values ------------------------------------------------------------------
-def _overwrite(self: Tensor, op: str, values: Any) -> Tensor:
+def _overwrite(self: Tensor, op: str, values: Any, overlap: bool = True) -> Tensor:
     """zero_/fill_/copy_/normal_ ...: the result no longer depends on the old values, whose
-    history stays in the graph with a zero gradient (as in PyTorch)."""
+    history stays in the graph with a zero gradient (as in PyTorch). ``overlap``: check
+    ``values`` against the memory written (setitem has checked it its own way)."""
     same_value = op in ("fill", "zero")
-    _check_shape(self, values, overlap=not same_value)  # fill_ reads one value, first
+    _check_shape(self, values, overlap=overlap and not same_value)  # fill_ reads one value
     if _in_graph(self, values):
         return _commit(self, apply(OPS[op], _old(self, copy=False), values), same_value)
     array = _writable(self, same_value)
@@ -436,7 +494,9 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             "fill_ only supports 0-dimension value tensor but got tensor with "
             f"{value._array.ndim} dimensions."
         )
-    return _overwrite(self, "fill", value if isinstance(value, Tensor) else np.asarray(value))
+    if not isinstance(value, Tensor):  # PyTorch's checked conversion to self's dtype
+        value = np.asarray(checked_scalar(value, self._array.dtype))
+    return _overwrite(self, "fill", value)
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
@@ -459,15 +519,65 @@ def _is_view_index(index: Any) -> bool:
                for p in parts)
 
 
+def _is_mask_fill(index: Any, value: Any) -> bool:
+    """Is this index_put_ PyTorch's masked_fill_ (its one index tensor a mask, the value
+    one element)?"""
+    if np.size(_array(value)) != 1:
+        return False
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [p for p in parts if isinstance(p, (np.ndarray, list))]
+    return len(arrays) == 1 and isinstance(arrays[0], np.ndarray) and arrays[0].dtype == bool
+
+
 def _check_no_index_put_overlap(self: Tensor, index: Any, value: Tensor) -> None:
     """PyTorch's index_put_ refuses values that share any memory with the tensor written
     (one mask and a one-element value is masked_fill_, which reads the value first)."""
-    parts = index if isinstance(index, tuple) else (index,)
-    masks = sum(1 for p in parts if isinstance(p, np.ndarray) and p.dtype == bool)
-    mask_fill = value._array.size == 1 and masks == 1
     same = value._array is self._array  # PyTorch refuses it even when empty
-    if not mask_fill and (same or _overlap(self._array, value._array) in ("full", "partial")):
+    if not _is_mask_fill(index, value) and (
+            same or _overlap(self._array, value._array) in ("full", "partial")):
         raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
+def _warn_expanded_index_put(self: Tensor, index: Any, value: Any) -> None:
+    """PyTorch's deprecation warnings for index_put_ on an expand-ed tensor (and for the
+    masked_fill_ it dispatches to)."""
+    if views.overlapping_write(self) and self._array[index].size:
+        warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=3)
+        if _is_mask_fill(index, value):
+            warnings.warn(_EXPANDED_MASKED_FILL_WARNING, UserWarning, stacklevel=3)
+
+
+def _check_index_into_empty(shape: tuple[int, ...], index: Any) -> None:
+    """PyTorch's index_put_ refuses an index tensor into a size-0 dim that picks anything
+    (no number indexes nothing) before it compares the value's shape with the result's."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [np.asarray(p) if isinstance(p, list) else p for p in parts]
+    used = sum(a.ndim if isinstance(a, np.ndarray) and a.dtype == bool else
+               0 if a is None or a is Ellipsis else 1 for a in arrays)
+    dim = 0
+    sizes: list[int] = []
+    picks: list[tuple[int, ...]] = []
+    for a in arrays:
+        if a is Ellipsis:
+            dim += len(shape) - used
+        elif isinstance(a, np.ndarray) and a.dtype == bool:
+            sizes.extend(shape[dim:dim + a.ndim])
+            picks.append((int(np.count_nonzero(a)),))
+            dim += a.ndim
+        elif isinstance(a, np.ndarray):
+            sizes.append(shape[dim] if dim < len(shape) else 1)
+            picks.append(a.shape)
+            dim += 1
+        elif a is not None:
+            dim += 1
+    if 0 not in sizes:
+        return
+    try:
+        picked = np.broadcast_shapes(*picks)
+    except ValueError:
+        return  # the indices' own shape mismatch, raised as it was
+    if 0 not in picked:
+        raise IndexError("index is out of bounds for dimension with size 0")
 
 
 def _without_leading_ones(value: Tensor) -> Tensor:
@@ -485,32 +595,46 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     with index tensors or a mask, PyTorch's ``index_put_`` (IndexPutBackward0)."""
     index = fs._index(index)
     scalar = not isinstance(value, Tensor) and np.ndim(value) == 0  # PyTorch then fills
+    if scalar:  # made a tensor of self's dtype, by PyTorch's checked conversion
+        value = checked_scalar(value, self._array.dtype)
     view_index = _is_view_index(index)
     if view_index:  # PyTorch takes the view first: a bad index is an IndexError, even on
         target = OPS["getitem"].forward(self._array, index)[0]  # a leaf requiring grad
-    if isinstance(value, Tensor):
-        if not view_index:
+    given = value
+    if isinstance(value, Tensor) and view_index and value._array.ndim > target.ndim:
+        value = _without_leading_ones(value)
+    in_graph = _in_graph(self, value)  # a leaf's refusal comes before index_put_'s own
+    if not view_index:
+        if isinstance(value, Tensor):
             _check_no_index_put_overlap(self, index, value)
-        elif value._array.ndim > target.ndim:
-            value = _without_leading_ones(value)
-    if _in_graph(self, value):
+        if 0 in self._array.shape:
+            _check_index_into_empty(self._array.shape, index)
+    else:
+        # PyTorch copies into the view, a number too (a 0-d tensor's fill_ is a copy_):
+        # it refuses to write one element of the view twice, whatever self is.
+        if _overlapping(target):
+            raise RuntimeError(OVERLAP_MESSAGE)
+        if isinstance(given, Tensor):
+            _check_setitem_overlap(self, index, target, given)
+    if in_graph:
         if view_index:
             view = views.view_op(OPS["getitem"], self, temporary=True, index=index)
             if scalar:
                 fill_(view, value)
             else:
-                copy_(view, value)
+                _overwrite(view, "copy", value if isinstance(value, Tensor)
+                           else np.asarray(value), overlap=False)
         else:
-            _commit(self, apply(OPS["index_put"], _old(self), value, index=index), scalar)
+            out = apply(OPS["index_put"], _old(self), value, index=index)
+            _warn_expanded_index_put(self, index, value)
+            _commit(self, out, True)
         return
     # index_put_ (not a view index) on an expand-ed tensor writes, with a deprecation
-    # warning, where a copy into a view refuses.
-    array = _writable(self, scalar or not view_index)
-    if isinstance(value, Tensor) and view_index:
-        _check_no_partial_overlap(target, value._array, layout=True)
+    # warning; a copy into a view was checked above.
+    array = self._array
     try:
-        if not view_index and views.overlapping_write(self) and array[index].size:
-            warnings.warn(_EXPANDED_INDEX_PUT_WARNING, UserWarning, stacklevel=2)
+        if not view_index:
+            _warn_expanded_index_put(self, index, value)
         array[index] = _array(value)
     except IndexError as e:  # indices out of range, checked before anything is written
         raise IndexError(str(e).replace(" for axis ", " for dimension ")) from None

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import zero_dim_promotion
+from .dtypes import checked_scalar, result_type, zero_dim_promotion
 from .errors import not_implemented_for
 
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
@@ -192,9 +192,11 @@ def pow_(a, b):
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
     if _is_bool(a) and type(b) is not np.ndarray:
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
+    if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+        b = checked_scalar(b, a.dtype)  # an integer exponent must fit the tensor's type
     # An array even for 0-d input: the output tensor's own.
     out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
-                     else a**b)
+                     else _scalar_pow(a, b))
     # PyTorch's PowBackward1 (a tensor exponent) saves the result even when the exponent
     # needs no gradient; PowBackward0 (a number) never does.
     result = out if type(b) is np.ndarray else None
@@ -202,15 +204,26 @@ def pow_(a, b):
     def backward(g):
         if _arr(b):
             with np.errstate(divide="ignore", invalid="ignore"):
-                ga = g * b * a ** (b - 1) if _arr(a) else None
-                # d(a**b)/db = a**b * log(a); PyTorch gives 0 where a == 0 (and b >= 0).
-                gb = g * np.where(a == 0, 0, result * np.log(np.where(a == 0, 1, a)))
+                # PyTorch's pow_backward_self: 0 where the exponent is 0 (not 0 * inf).
+                ga = np.where(b == 0, 0, g * b * a ** (b - 1)) if _arr(a) else None
+                # d(a**b)/db = a**b * log(a); PyTorch's pow_backward_exponent gives 0 where
+                # a == 0 and b >= 0 only: below, inf * log(0) is -inf, as its formula.
+                gb = g * np.where((a == 0) & (b >= 0), 0, result * np.log(a))
             return ga, gb
         if b == 0:
             return np.zeros_like(g), None
-        return g * b * a ** (b - 1), None
+        return g * b * _scalar_pow(a, b - 1), None
 
     return out, backward
+
+
+def _scalar_pow(a: Any, b: Any) -> Any:
+    """``a ** b`` as PyTorch computes a number exponent of ±0.5: sqrt and rsqrt (where
+    pow would give -0.0 ** -0.5 = inf, rsqrt gives -inf)."""
+    if type(b) is float and (b == 0.5 or b == -0.5) and _arr(a) and a.dtype.kind == "f":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.sqrt(a) if b > 0 else 1 / np.sqrt(a)
+    return a**b
 
 
 # -- unary --------------------------------------------------------------------------------
@@ -337,21 +350,103 @@ def _threshold_backward(g: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 @register("leaky_relu")
 def leaky_relu(a, negative_slope=0.01):
-    pos = a > 0
-    out = np.where(pos, a, a * negative_slope).astype(a.dtype, copy=False)
-    return out, lambda g: (np.where(pos, g, g * negative_slope),)
+    out = np.where(a > 0, a, a * negative_slope).astype(a.dtype, copy=False)
+    # The backward reads the input, as PyTorch's LeakyReluBackward0 saves it: a later
+    # in-place change of the input raises at backward there and here.
+    return out, lambda g: (np.where(a > 0, g, g * negative_slope),)
+
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_F32_MAX = float(np.finfo(np.float32).max)
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def _checked_number(x: Any, a: np.ndarray) -> Any:
+    """A Python number ``x`` beside tensor ``a``, converted as PyTorch converts it to the
+    op's result dtype (checked: ``value cannot be converted ... without overflow``;
+    uint8 takes -1 as 255). Other operands pass as they are."""
+    t = type(x)
+    if t is float:
+        dt = a.dtype
+        if (dt is _F32 and -_F32_MAX <= x <= _F32_MAX) or dt is _F64 or x in _INFINITIES:
+            return x  # the common cases, without a lookup
+        return checked_scalar(x, dt if dt.kind == "f" else _F32)
+    if t is int and not 0 <= x <= 127 and a.dtype.kind in "iuf":
+        return checked_scalar(x, a.dtype)
+    return x
 
 
 @register("clamp", grad_fn="ClampBackward1")
 def clamp(a, min=None, max=None):
-    out = np.clip(a, min, max)
-    # The gradient flows where the input was inside [min, max] (bounds included).
-    inside = np.ones(a.shape, bool)
     if min is not None:
-        inside &= a >= min
+        min = _checked_number(min, a)
     if max is not None:
-        inside &= a <= max
-    return out, lambda g: (np.where(inside, g, 0),)  # a select: a NaN gradient stops too
+        max = _checked_number(max, a)
+    out = np.clip(a, min, max)
+
+    def backward(g):
+        # The gradient flows where the input is inside [min, max] (bounds included). Read
+        # from the input at backward, as PyTorch's ClampBackward1 saves it (the version
+        # counter then guards it).
+        inside = a >= min if min is not None else None
+        if max is not None:
+            inside = a <= max if inside is None else inside & (a <= max)
+        return (np.where(inside, g, 0),)  # a select: a NaN gradient stops too
+
+    return out, backward
+
+
+def _clamp_tensors(a, lo, hi, needs_input_grad=(True, True, True)):
+    """clamp with tensor bounds (one may be None): PyTorch's ClampBackward0, which saves
+    the input and both bounds and gives each the gradient where it is the result."""
+    dt = result_type(*(x for x in (a, lo, hi) if x is not None))
+    out = a.astype(dt, copy=False)
+    if lo is not None:
+        out = np.maximum(out, lo.astype(dt, copy=False))  # a NaN anywhere gives NaN
+    if hi is not None:
+        out = np.minimum(out, hi.astype(dt, copy=False))
+    need_a, need_lo, need_hi = needs_input_grad
+
+    def backward(g):
+        # PyTorch's clamp_backward_min_max and clamp_backward, mask for mask: where
+        # min > max the result is max, whose gradient it is.
+        if lo is not None and hi is not None:
+            _check_clamp_masks(a, lo, hi, need_a, need_lo, need_hi)
+            ga = np.where((a >= lo) & (a <= hi), g, 0)
+            glo = np.where((a < lo) & (lo < hi), g, 0) if need_lo else None
+            ghi = np.where((a > hi) | (hi < lo), g, 0) if need_hi else None
+        elif lo is not None:
+            ga = np.where(a >= lo, g, 0)
+            glo, ghi = (np.where(a < lo, g, 0) if need_lo else None), None
+        else:
+            ga = np.where(a <= hi, g, 0)
+            glo, ghi = None, (np.where(a > hi, g, 0) if need_hi else None)
+        return ga, glo, ghi
+
+    return out, backward
+
+
+def _check_clamp_masks(a: np.ndarray, lo: np.ndarray, hi: np.ndarray, need_a: bool,
+                       need_lo: bool, need_hi: bool) -> None:
+    """PyTorch combines each pair of masks in place (``(self < min).logical_and_(min <
+    max)`` ...), into the first one's broadcast shape: where bounds broadcast the result
+    beyond it, its backward raises. Checked in its order: min's, max's, then the input's."""
+    pairs = []
+    if need_lo:
+        pairs.append(((a, lo), (lo, hi)))
+    if need_hi:
+        pairs.append(((a, hi), (hi, lo)))
+    if need_a:
+        pairs.append(((a, lo), (a, hi)))
+    for first, second in pairs:
+        into = np.broadcast_shapes(first[0].shape, first[1].shape)
+        full = np.broadcast_shapes(into, second[0].shape, second[1].shape)
+        if full != into:
+            raise RuntimeError(
+                f"output with shape {list(into)} doesn't match the broadcast shape {list(full)}")
+
+
+CLAMP_TENSORS = OpDef("clamp", _clamp_tensors, True, "ClampBackward0", needs_input_grad=True)
 
 
 @register("maximum", promotes=True)
@@ -372,21 +467,26 @@ def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, 
     return np.where(a_loses, 0, shared), np.where(b_loses, 0, shared)
 
 
-@register("where", saves=False)
+@register("where")
 def where(cond, a, b):
     cond = np.asarray(cond, bool)
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype != b.dtype:
-        a, b = zero_dim_promotion(a, b)
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        if a.dtype != b.dtype:
+            a, b = zero_dim_promotion(a, b)
+    elif type(a) is np.ndarray:
+        b = _checked_number(b, a)
+    elif type(b) is np.ndarray:
+        a = _checked_number(a, b)
     return np.where(cond, a, b), lambda g: (None, np.where(cond, g, 0), np.where(cond, 0, g))
 
 
-@register("masked_fill", saves=False)
+@register("masked_fill")
 def masked_fill(a, mask, value):
     if np.asarray(mask).dtype != np.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{np.asarray(mask).dtype}")
     mask = np.asarray(mask, bool)
-    out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
+    out = np.where(mask, np.asarray(_checked_number(value, a), dtype=a.dtype), a)
     return out, lambda g: (np.where(mask, 0, g), None, None)
 
 

@@ -34,7 +34,7 @@ def _diagonal_index(shape: tuple[int, ...], offset: int, dim1: int, dim2: int
     return tuple(index)
 
 
-@register("diag", grad_fn="DiagBackward0")
+@register("diag", saves=False, grad_fn="DiagBackward0")
 def diag(a, offset=0, dim1=0, dim2=1):
     """``diag`` of a matrix: its diagonal as a new tensor (``diagonal`` is the view)."""
     shape = a.shape
@@ -50,7 +50,7 @@ def diag(a, offset=0, dim1=0, dim2=1):
     return a[index], backward
 
 
-@register("diag_embed")
+@register("diag_embed", saves=False)
 def diag_embed(a, offset=0, dim1=-2, dim2=-1):
     size = a.shape[-1] + abs(offset)
     ndim = a.ndim + 1
@@ -76,7 +76,7 @@ def diag_embed(a, offset=0, dim1=-2, dim2=-1):
     return out, backward
 
 
-@register("trace")
+@register("trace", saves=False)
 def trace(a):
     if a.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {a.ndim}")

@@ -153,8 +153,9 @@ _max, _sum = np.maximum.reduce, np.add.reduce
 @_define("softmax", "SoftmaxBackward0")
 def softmax(a, dim):
     not_implemented_for(a, "softmax_lastdim_kernel_impl", "biu")
-    if a.size == 0:
-        return a.copy(), lambda g: (g,)
+    if a.size == 0:  # (the backward holds the output PyTorch saves, as below)
+        out = a.copy()
+        return out, lambda g, out=out: (g,)
     e = np.exp(a - _max(a, axis=dim, keepdims=True))
     out = e / _sum(e, axis=dim, keepdims=True)
     return out, lambda g: (out * (g - _sum(g * out, axis=dim, keepdims=True)),)
@@ -168,8 +169,9 @@ def _log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
 @_define("log_softmax", "LogSoftmaxBackward0")
 def log_softmax(a, dim):
     not_implemented_for(a, "log_softmax_lastdim_kernel_impl", "biu")
-    if a.size == 0:
-        return a.copy(), lambda g: (g,)
+    if a.size == 0:  # (the backward holds the output PyTorch saves, as below)
+        out = a.copy()
+        return out, lambda g, out=out: (g,)
     out = _log_softmax(a, dim)
     return out, lambda g: (g - np.exp(out) * _sum(g, axis=dim, keepdims=True),)
 
@@ -192,20 +194,18 @@ def layer_norm(x, w=None, b=None, normalized_shape=(), eps=1e-5):
     xc = x - mu
     var = (xc * xc).mean(axis=axes, keepdims=True)
     rstd = 1.0 / np.sqrt(var + np.asarray(eps, dtype=x.dtype))
-    xhat = xc * rstd
-    out = xhat
+    out = xc * rstd
     if w is not None:
         out = out * w
     if b is not None:
         out = out + b
     nd = len(normalized_shape)
-    # Without an affine part the output is xhat itself: the backward must not hold it, or
-    # an in-place op on the output (legal in PyTorch, which saves only mean and rstd)
-    # would trip the version counter. It recomputes xhat from the private xc then.
-    kept = None if out is xhat else xhat
 
     def backward(g):
-        xhat = kept if kept is not None else xc * rstd
+        # What PyTorch's NativeLayerNormBackward0 saves: the input, weight, bias, mean and
+        # rstd (never the output). The version counter guards the input, so an in-place
+        # change of it raises here as there; one of the output does not.
+        xhat = (x - mu) * rstd
         gxhat = g * w if w is not None else g
         gx = rstd * (gxhat - gxhat.mean(axis=axes, keepdims=True)
                      - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True))
@@ -438,7 +438,9 @@ def mse_loss(a, b, reduction="mean"):
     loss, scale = _reduce(sq, reduction, sq.size, sq.shape)
 
     def backward(g):
-        ga = 2.0 * diff * (g if scale is None else g * scale)
+        # From the input and target, which PyTorch's MseLossBackward0 saves (the version
+        # counter guards them), not from a private difference.
+        ga = 2.0 * (a - b) * (g if scale is None else g * scale)
         return ga, -ga
 
     return np.asarray(loss, dtype=sq.dtype), backward
@@ -459,7 +461,8 @@ def l1_loss(a, b, reduction="mean"):
 @_define("smooth_l1_loss", "SmoothL1LossBackward0")
 def smooth_l1_loss(a, b, reduction="mean", beta=1.0, huber=False):
     """Smooth L1 (``huber=False``: quadratic below ``beta`` scaled by 1/beta) or Huber
-    (``huber=True``: ``beta`` is delta, not rescaled)."""
+    (``huber=True``: ``beta`` is delta, not rescaled). The backward reads the input and
+    target, which PyTorch saves (and its version counter guards)."""
     diff = a - b
     ad = np.abs(diff)
     small = ad < beta
@@ -474,6 +477,8 @@ def smooth_l1_loss(a, b, reduction="mean", beta=1.0, huber=False):
 
     def backward(g):
         gs = g if scale is None else g * scale
+        diff = a - b
+        small = np.abs(diff) < beta
         if huber:
             d = np.where(small, diff, beta * np.sign(diff))
         elif beta == 0:
@@ -535,19 +540,27 @@ def binary_cross_entropy(p, y, weight=None, reduction="mean"):
     return np.asarray(loss, dtype=per.dtype), backward
 
 
+def _log_sigmoid(x: np.ndarray) -> np.ndarray:
+    """log(sigmoid(x)) = -softplus(-x), computed without overflow."""
+    return -(np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x))))
+
+
 @_define("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0")
 def binary_cross_entropy_with_logits(x, y, weight=None, pos_weight=None, reduction="mean"):
-    # log(sigmoid(x)) = -softplus(-x), computed without overflow.
-    log_sig = -(np.maximum(-x, 0) + np.log1p(np.exp(-np.abs(x))))
+    log_sig = _log_sigmoid(x)
     log_one_minus = log_sig - x
     pw = 1.0 if pos_weight is None else pos_weight
     per = -(pw * y * log_sig + (1 - y) * log_one_minus)
     if weight is not None:
         per = per * weight
     loss, scale = _reduce(per, reduction, per.size, per.shape)
-    sig = np.exp(log_sig)
 
     def backward(g):
+        # From what PyTorch saves (input, target, weight, pos_weight), which the version
+        # counter guards: a later in-place change of the input raises, as there.
+        log_sig = _log_sigmoid(x)
+        log_one_minus = log_sig - x
+        sig = np.exp(log_sig)
         gs = g if scale is None else g * scale
         w = weight if weight is not None else 1.0
         gx = gs * w * ((pw * y + 1 - y) * sig - pw * y)

@@ -224,24 +224,30 @@ def _exclusive_cumprod(x: np.ndarray, axis: int) -> np.ndarray:
 
 @register("prod")
 def prod(a, dim=None, keepdim=False):
+    # PyTorch's ProdBackward0/1 save the input and the result: each backward below holds
+    # ``out`` (unused: the products of the others are exact with zeros) so that the
+    # version counter refuses a result changed in place, as PyTorch does.
     if dim is None:
         flat = a.reshape(-1)
         out = np.prod(flat, dtype=_int64_for_ints(a))
+        if keepdim:
+            out = np.asarray(out).reshape((1,) * a.ndim)
 
-        def backward_all(g):
+        def backward_all(g, out=out):
             if flat.size == 0:
                 return (np.zeros(a.shape, dtype=g.dtype),)
             others = _exclusive_cumprod(flat, 0) * _exclusive_cumprod(flat[::-1], 0)[::-1]
             return ((g * others).reshape(a.shape),)
 
-        return (out.reshape((1,) * a.ndim) if keepdim else out), backward_all
+        return out, backward_all
     axes = _axes(dim, a.ndim)
     if not axes:  # a 0-d input
-        return a.astype(_int64_for_ints(a) or a.dtype), lambda g: (g,)
+        out = a.astype(_int64_for_ints(a) or a.dtype)
+        return out, lambda g, out=out: (g,)
     (axis,) = axes
     out = np.prod(a, axis=axis, keepdims=keepdim, dtype=_int64_for_ints(a))
 
-    def backward(g):
+    def backward(g, out=out):
         if a.size == 0:  # nothing received a product: every gradient is empty or zero
             return (np.zeros(a.shape, dtype=g.dtype),)
         rev = np.flip(a, axis)
@@ -255,6 +261,12 @@ def prod(a, dim=None, keepdim=False):
 def logsumexp(a, dim, keepdim=False):
     if a.dtype.kind not in "fc":  # PyTorch computes integers in its default float type
         a = a.astype(np.float32)
+    if dim == () and not keepdim and a.ndim and a.size:
+        # PyTorch adds the maxima, taken with keepdim and squeezed over the dims named, into
+        # the result in place: with none named they keep a 1 for every dim, which a 0-d
+        # result cannot hold.
+        raise RuntimeError(
+            f"output with shape [] doesn't match the broadcast shape {[1] * a.ndim}")
     axes = _axes(dim, a.ndim)
     m = np.amax(a, axis=axes, keepdims=True, initial=-np.inf)  # -inf over an empty dim
     m = np.where(np.isfinite(m), m, 0)

@@ -2,8 +2,10 @@
 gather, cat, stack, split, tril/triu ..., and the two ops of in-place changes through views
 (``as_strided``, ``copy_slices``).
 
-Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). None of these saves an
-input (their backward only needs shapes and indices), so their graphs can be walked twice.
+Registered into ``ops.OPS`` (see ``ops.py`` for the op contract). Their backward needs
+shapes and indices only, so most can be walked twice; those whose PyTorch node saves an
+index tensor (advanced getitem, index_put, gather, scatter_add, index_select) are freed
+after backward as PyTorch frees it, so a second backward raises there too.
 The view ops (getitem with ints/slices/None/..., reshape where no copy is needed,
 transpose, permute, squeeze, unsqueeze, expand, select, split, diagonal) return numpy
 views of their input: ``views.py`` turns that into PyTorch's view semantics.
@@ -17,7 +19,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as strided_view
 
 from .errors import index_out_of_bounds
-from .ops import OPS, register
+from .ops import OPS, OpDef, register
 
 
 def _dim(d: int, ndim: int) -> int:
@@ -161,6 +163,8 @@ def _take(a: np.ndarray, index: Any) -> np.ndarray:
 
 @register("getitem", saves=False, grad_fn="IndexBackward0")
 def getitem(a, index):
+    """``a[index]``: a view for a basic index; a copy for index arrays and masks, whose node
+    is then ``ADVANCED_GETITEM`` (views.view_op swaps it), which saves as PyTorch's."""
     shape, dtype = a.shape, a.dtype
     try:
         out = _take(a, index)
@@ -181,7 +185,12 @@ def getitem(a, index):
     return out, backward
 
 
-@register("index_put", saves=False, grad_fn="IndexPutBackward0")
+# getitem with index tensors: PyTorch's IndexBackward0 saves them (a second backward
+# raises); the same forward and the same op event.
+ADVANCED_GETITEM = OpDef("getitem", getitem, True, "IndexBackward0")
+
+
+@register("index_put", grad_fn="IndexPutBackward0")
 def index_put(a, value, index):
     """``a[index] = value`` out of place: ``__setitem__`` with index tensors or masks."""
     out = a.copy()
@@ -195,8 +204,8 @@ def index_put(a, value, index):
     return out, backward
 
 
-@register("gather", saves=False)
-def gather(a, dim, index):
+def _gather(a: np.ndarray, dim: int, index: np.ndarray) -> tuple[Any, Any]:
+    """gather's forward, and its backward from the input's shape, dtype and the index."""
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -206,10 +215,10 @@ def gather(a, dim, index):
                                f"{list(index.shape)} to be smaller than self "
                                f"{list(a.shape)} apart from dimension {d}")
     index_out_of_bounds(index, a.shape[d] if a.ndim else 1, d, "gather")
-    # PyTorch allows an index smaller than the input in the other dimensions: the aranges
-    # pick that leading part.
     if not a.ndim:  # a 0-d input, whose only index is 0
         return a.copy(), lambda g: (g, None)
+    # PyTorch allows an index smaller than the input in the other dimensions: the aranges
+    # pick that leading part.
     where = _along(index, d)
     out = a[where]
     shape, dtype = a.shape, a.dtype
@@ -225,6 +234,24 @@ def gather(a, dim, index):
     return out, backward
 
 
+@register("gather")
+def gather(a, dim, index):
+    out, backward = _gather(a, dim, index)
+    # PyTorch's GatherBackward0 saves the input (for its sizes) and the index: holding
+    # the input, the version counter refuses it changed in place, as PyTorch does.
+    return out, lambda g, a=a: backward(g)
+
+
+def _select_along(a, dim, index):
+    return _gather(a, dim, index)  # saves only the index, as sort's and topk's backward
+
+
+# The values of sort and topk: a gather (the same op event) whose node, as PyTorch's
+# SortBackward0 / TopkBackward0, saves only the indices.
+SORT_VALUES = OpDef("gather", _select_along, True, "SortBackward0")
+TOPK_VALUES = OpDef("gather", _select_along, True, "TopkBackward0")
+
+
 def _along(index: np.ndarray, d: int) -> tuple[np.ndarray, ...]:
     """The fancy index of ``index``'s entries along dimension ``d`` (numpy's
     take_along_axis without its Python wrapper, which cost more than a loss's gather)."""
@@ -238,7 +265,7 @@ def _along(index: np.ndarray, d: int) -> tuple[np.ndarray, ...]:
     return tuple(where)
 
 
-@register("scatter_add", saves=False)
+@register("scatter_add")
 def scatter_add(a, index, src, dim=0):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim or src.ndim != a.ndim:
@@ -261,7 +288,7 @@ def scatter_add(a, index, src, dim=0):
     return out, backward
 
 
-@register("index_select", saves=False)
+@register("index_select")
 def index_select(a, dim, index):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim > 1:
@@ -467,9 +494,17 @@ def copy_slices(base, value, chain):
 
     Backward: the region's gradient goes to ``value``, the rest to the base's history.
     """
-    replay(chain, base)[...] = value
-    shape = base.shape
+    region = replay(chain, base)
     repeats = any(step.op == "expand" for step in chain)
+    if repeats and any(st == 0 and n > 1 for st, n in zip(region.strides, region.shape,
+                                                           strict=True)):
+        # An expand-ed region (fill_, masked_fill_, index_put_ write one): PyTorch's
+        # kernel writes only what the op wrote, so an element read back unchanged must
+        # not overwrite the memory it shares with one the op wrote.
+        np.copyto(region, value, where=value != region)
+    else:
+        region[...] = value
+    shape = base.shape
 
     def backward(g):
         where = _positions(shape, chain)

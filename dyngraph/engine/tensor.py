@@ -457,16 +457,48 @@ def _to_array(data: Any, dtype: Any = None) -> np.ndarray:
     if dtype is not None:
         from .dtypes import to_numpy_dtype
 
-        return np.array(data, dtype=to_numpy_dtype(dtype))
+        target = to_numpy_dtype(dtype)
+        try:
+            return np.array(data, dtype=target)
+        except (OverflowError, ValueError):  # numbers that do not fit: PyTorch's verdict
+            return _checked_array(data, target)
     array = np.array(data)
     kind = array.dtype.kind
     if kind == "f" and array.dtype != _F32 and not isinstance(data, (np.ndarray, np.generic)):
         array = array.astype(DEFAULT_DTYPE)  # Python floats become float32, as in PyTorch
     elif kind in "iu" and array.dtype != np.int64 and not isinstance(data, np.ndarray):
+        if array.dtype == np.uint64:  # Python ints of 2**63 and more
+            raise ValueError("Overflow when unpacking long long")
         array = array.astype(np.int64)
+    elif kind == "O" and not isinstance(data, np.ndarray):
+        return _checked_array(data, None)
     elif kind not in "fiub":
         raise TypeError(f"can't convert {type(data).__name__} to a tensor")
     return array
+
+
+def _checked_array(data: Any, target: np.dtype | None) -> np.ndarray:
+    """``tensor(data, dtype=target)`` for numbers numpy would not convert: ints outside
+    64 bits (PyTorch cannot unpack them, unless beside a float: then all are floats),
+    and numbers outside ``target``'s range (PyTorch's checked conversion: an unsigned type
+    takes negatives down to -max, wrapped; a NaN or an infinity never fits an integer)."""
+    wide = np.array(data, dtype=object) if not isinstance(data, np.ndarray) else data
+    flat = list(wide.reshape(-1)) if isinstance(wide, np.ndarray) else [wide]
+    floats = any(isinstance(v, (float, np.floating)) for v in flat)
+    if not floats and any(not -2**63 <= int(v) < 2**63 for v in flat):
+        raise ValueError("Overflow when unpacking long long")
+    values = np.array(data, dtype=np.float64 if floats else np.int64)
+    if target is None:
+        return values.astype(DEFAULT_DTYPE if floats else np.int64)
+    if target.kind in "iu" and values.size:
+        info = np.iinfo(target)
+        low = -int(info.max) if target.kind == "u" and not floats else int(info.min)
+        if (floats and bool(np.isnan(values).any())) or values.min() < low or \
+                values.max() > info.max:
+            raise RuntimeError(f"value cannot be converted to type {target.name} without "
+                               "overflow")
+    with np.errstate(over="ignore", invalid="ignore"):
+        return values.astype(target)
 
 
 def _init_slots(t: Tensor, array: np.ndarray, requires_grad: bool) -> None:
@@ -543,6 +575,8 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         if isinstance(e, TorchValueError):
             raise
         raise translate(op.name, inputs, e) from None
+    except OverflowError:  # a Python int beyond an integer tensor's type: numpy refuses it
+        return apply(op, *_wrapped_ints(op, inputs), **attrs)
     if type(out_data) is not _ndarray:  # a numpy scalar, from an op on 0-d arrays
         scalar, out_data = out_data, np.asarray(out_data)
         if backward_fn is not None:  # a saved output must be the tensor's own memory
@@ -593,6 +627,25 @@ def _forward_any(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any], enab
     else:
         out_data, backward_fn = op.forward(*arrays, **attrs)
     return out_data, backward_fn, tuple(edges) if need else None
+
+
+def _wrapped_ints(op: OpDef, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``apply``'s retry after numpy refused a Python int that does not fit the integer
+    tensor beside it: PyTorch wraps it to that width (``uint8 + 300`` adds 44; true
+    division takes it as a float). Raises the OverflowError again if no int is to blame."""
+    from .dtypes import wrapped_int
+
+    dtype = next((x._array.dtype for x in inputs if isinstance(x, Tensor)), None)
+    if dtype is None or dtype.kind not in "iu":
+        raise
+    info = np.iinfo(dtype)
+    out = list(inputs)
+    for i, x in enumerate(inputs):
+        if type(x) is int and not info.min <= x <= info.max:
+            out[i] = float(x) if op.name == "div" else wrapped_int(x, dtype)
+    if out == list(inputs):
+        raise
+    return tuple(out)
 
 
 def _demote(inputs: tuple[Any, ...], out: np.ndarray) -> np.ndarray:

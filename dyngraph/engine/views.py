@@ -28,11 +28,11 @@ import numpy as np
 
 from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
-from .ops_shape import ViewStep
+from .ops_shape import ADVANCED_GETITEM, ViewStep
 from .tensor import Tensor, apply
 from .versions import ids, root
 
-_AS_STRIDED, _COPY_SLICES = OPS["as_strided"], OPS["copy_slices"]
+_AS_STRIDED, _COPY_SLICES, _GETITEM = OPS["as_strided"], OPS["copy_slices"], OPS["getitem"]
 
 _NO_GRAD_VIEW = (
     "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
@@ -96,10 +96,10 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
     out = apply(op, input, **attrs)
     owner = out._array.base
     if owner is None:
-        return out  # numpy had to copy (reshape of a non-contiguous input): not a view
+        return _copied(op, out)  # numpy had to copy (reshape of a non-contiguous input)
     source = input._array
     if owner is not source and owner is not source.base and root(owner) is not root(source):
-        return out
+        return _copied(op, out)
     parent = None if input._view_info is None else info(input)
     step = ViewStep(op.name, attrs)
     mode = grad_mode.enabled
@@ -114,6 +114,15 @@ def view_op(op: OpDef, input: Tensor, multi: tuple[str, int] | None = None,
     out.__dict__["_view_info"] = ViewInfo(base, chain, mode, multi)
     if mode and not temporary:  # a view made under no_grad never follows its base's history
         _remember(base, out)
+    return out
+
+
+def _copied(op: OpDef, out: Tensor) -> Tensor:
+    """A view op whose result is a copy, not a view: a getitem with index tensors, whose
+    node saves them as PyTorch's IndexBackward0 does."""
+    node = out.grad_fn
+    if node is not None and op is _GETITEM:
+        node.op = ADVANCED_GETITEM
     return out
 
 
@@ -246,6 +255,100 @@ def refresh(base: Tensor) -> None:
             take_place(v, apply(_AS_STRIDED, base, chain=v._view_info.chain))
     finally:
         grad_mode.enabled = prev
+
+
+# -- PyTorch's strides --------------------------------------------------------------------
+# PyTorch judges memory overlap by comparing strides as they are, size-1 dims included.
+# numpy's strides are PyTorch's except for the size-1 dims that None, unsqueeze and expand
+# make: numpy gives them 0, PyTorch the size times the stride of the dim then at that
+# position (so x[None, 0] and x[0][None] differ). Only the in-place checks ask, and only
+# when two operands span the same memory.
+def torch_strides(t: Tensor) -> tuple[int, ...]:
+    """The strides (in bytes) PyTorch's tensor would have for ``t``'s layout."""
+    view = info(t) if t._view_info is not None else None
+    if view is None:
+        return _settled(t._array.shape, t._array.strides, t._array.itemsize)
+    base = view.base._array
+    shape, strides = base.shape, _settled(base.shape, base.strides, base.itemsize)
+    for step in view.chain:
+        shape, strides = _step_strides(step, shape, strides, base)
+    return strides
+
+
+def _settled(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int
+             ) -> tuple[int, ...]:
+    """A tensor's own strides, numpy's 0 for a size-1 dim read as PyTorch's rule."""
+    if 0 not in strides:
+        return strides
+    out = list(strides)
+    for i in range(len(shape) - 1, -1, -1):
+        if out[i] == 0 and shape[i] == 1:
+            out[i] = shape[i + 1] * out[i + 1] if i + 1 < len(shape) else itemsize
+    return tuple(out)
+
+
+def _step_strides(step: ViewStep, shape: tuple[int, ...], strides: tuple[int, ...],
+                  base: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """One view step on (shape, strides): PyTorch's rule where it differs from numpy's,
+    else numpy's own answer, from a view of ``base`` laid out with those strides (a size-1
+    dim's stride reaches no other element, so it reads only ``base``'s memory)."""
+    if step.op == "getitem":
+        return getitem_strides(shape, strides, step.attrs["index"], base.itemsize)
+    if step.op == "unsqueeze":
+        d = step.attrs["dim"] % (len(shape) + 1)
+        new = shape[d] * strides[d] if d < len(shape) else base.itemsize
+        return shape[:d] + (1,) + shape[d:], strides[:d] + (new,) + strides[d:]
+    fake = np.lib.stride_tricks.as_strided(base, shape, strides, writeable=False)
+    out = step(fake)
+    if step.op == "expand":
+        return out.shape, expand_strides(shape, strides, out.shape, base.itemsize)
+    return out.shape, out.strides
+
+
+def getitem_strides(shape: tuple[int, ...], strides: tuple[int, ...], index: Any,
+                    itemsize: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """PyTorch's applySlicing on (shape, strides) for a basic index (ints, slices, None,
+    ...): each None is an unsqueeze of the dims not yet indexed."""
+    parts = index if isinstance(index, tuple) else (index,)
+    used = sum(0 if p is None or p is Ellipsis else 1 for p in parts)
+    out_shape: list[int] = []
+    out_strides: list[int] = []
+    d = 0
+    for p in parts:
+        if p is None:
+            out_shape.append(1)
+            out_strides.append(shape[d] * strides[d] if d < len(shape) else itemsize)
+        elif p is Ellipsis:
+            k = len(shape) - used
+            out_shape.extend(shape[d:d + k])
+            out_strides.extend(strides[d:d + k])
+            d += k
+        elif isinstance(p, slice):
+            start, stop, step = p.indices(shape[d])
+            out_shape.append(len(range(start, stop, step)))
+            out_strides.append(strides[d] * step)
+            d += 1
+        else:  # an int: select
+            d += 1
+    return (tuple(out_shape) + shape[d:]), (tuple(out_strides) + strides[d:])
+
+
+def expand_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                   target: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """PyTorch's inferExpandGeometry: an expanded dim gets 0; a new leading dim of size
+    1 the next dim's size times its stride (of a 0-d tensor: 0, as every dim)."""
+    out = [0] * len(target)
+    if not shape:
+        return tuple(out)
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, -1, -1):
+        if i >= lead:
+            size, stride = shape[i - lead], strides[i - lead]
+        else:
+            size = 1
+            stride = target[i + 1] * out[i + 1] if i + 1 < len(target) else itemsize
+        out[i] = stride if size == target[i] else 0
+    return tuple(out)
 
 
 def overlapping_write(t: Tensor) -> bool:
