@@ -13,7 +13,8 @@ This module knows no Tensor; ``tensor.apply`` is the only caller.
 
 This file holds elementwise ops and matmul; ``ops_reduce.py`` reductions and
 ``ops_shape.py`` shape, indexing and joining ops; ``ops_nn.py`` (nn.functional) the fused
-network ops such as softmax, gelu and cross_entropy. All register into ``OPS``.
+network ops such as softmax, gelu and cross_entropy, and ``ops_conv.py`` convolution and
+pooling. All register into ``OPS``.
 """
 
 from __future__ import annotations
