@@ -26,6 +26,7 @@ import numpy as np
 from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
+from .rows import RowEvents
 from .tracefile import FLAG_VALUES, TraceWriter, encode_events
 from .tracereader import FrameRef, read_frames
 from .tracing import tracer
@@ -221,6 +222,17 @@ class Trace:
     def _scan(self) -> None:
         events = self.events
         spans = self._spans
+        if type(events) is RowEvents:  # rows: no event object built to read an iteration
+            last = self._scanned
+            for i, r in events.rows_from(self._scanned):
+                span = spans.get(r[2])
+                if span is None:
+                    spans[r[2]] = [i, i + 1]
+                else:
+                    span[1] = i + 1
+                last = i + 1
+            self._scanned = max(last, 1)
+            return
         Header = ev.Header
         for i in range(self._scanned, len(events)):
             e = events[i]
@@ -312,6 +324,12 @@ class Trace:
                             if type(e) is ev.TensorValues:
                                 self._values[e.tensor] = e.array
                 self._values_scanned = 1
+        elif type(self.events) is RowEvents:
+            log: RowEvents = self.events  # type: ignore[assignment]
+            for i, r in log.rows_from(self._values_scanned):
+                if r[0] == "values":
+                    self._values[r[3]] = r[4]
+                self._values_scanned = i + 1
         else:
             events = self.events
             for i in range(self._values_scanned, len(events)):
@@ -324,8 +342,15 @@ class Trace:
     # -- files -------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write this trace to a file (the format of ``dyngraph.record``)."""
-        events = list(self.events)
         header = self.header or tracer.make_header()
+        if type(self.events) is RowEvents:
+            log: RowEvents = self.events  # type: ignore[assignment]
+            log.sync()
+            with TraceWriter(path, header) as writer:
+                for rows in log.batches:
+                    writer.take(rows)
+            return
+        events = list(self.events)
         body = events[1:] if events and type(events[0]) is ev.Header else events
         with TraceWriter(path, header) as writer:
             writer.write(body)
@@ -377,13 +402,20 @@ def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> I
     """
     _check_modes(stats, values)
     capture = backends.activate(backend)
-    events: list[ev.Event] = []
-    events.append(tracer.make_header(stats, values))
-    handle = tracer.subscribe(events.append, stats, values)
-    result = Trace(events)
+    log = RowEvents(tracer.make_header(stats, values))
+    handle = tracer.attach(sink=log.take, stats=stats, values=values)
+    thread = threading.get_ident()
+
+    def pull() -> None:  # the rows still gathering, when read by the recording's thread
+        if threading.get_ident() == thread:
+            tracer.flush_rows()
+
+    log.pull = pull
+    result = Trace(log)  # type: ignore[arg-type]
     try:
         yield result
     finally:
+        log.pull = None
         _finish(len(tracer._subscribers) == 1)
         handle.remove()
         capture.remove()
@@ -413,7 +445,7 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     except BaseException:
         capture.remove()
         raise
-    sub = tracer.subscribe(writer.add, stats, values)
+    sub = tracer.attach(sink=writer.take, stats=stats, values=values)
     failed = False
     try:
         yield writer
