@@ -38,7 +38,6 @@ from .decoding import (
     _FIELD_TESTS,
     _INT64,
     _MAX_DIMS,
-    _NO_ATTRS,
     EVENTS_META,
     FIRST_FRAME,
     STREAM,
@@ -89,8 +88,8 @@ class _Tables:
     def __init__(self) -> None:
         self.strings: dict[str, int] = {}
         self.shapes: dict[tuple[int, ...], int] = {}
-        self.attrs: dict[int, int] = {}  # id(dict) -> index
-        self.attr_list: list[dict[str, Any]] = []
+        self.attrs: dict[int, int] = {}  # id(attrs items) -> index
+        self.attr_list: list[tuple[Any, ...]] = []
         self.sums: dict[int, int] = {id(None): _NONE}  # id(summary row) -> index
         self.sum_list: list[tuple[Any, ...]] = []
         self.keep: list[Any] = []  # what the id-keyed tables refer to (ids stay theirs)
@@ -111,7 +110,7 @@ class _Tables:
         self._add(table, col)
         return array("I", map(table.__getitem__, col))
 
-    def attr_ids(self, col: Sequence[dict[str, Any]]) -> array:  # type: ignore[type-arg]
+    def attr_ids(self, col: Sequence[tuple[Any, ...]]) -> array:  # type: ignore[type-arg]
         ids = list(map(id, col))
         table = self.attrs
         for i, d in zip(ids, col, strict=True):
@@ -250,7 +249,8 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
         _swap(array("I", map(itemgetter(2), rows))).tobytes(),
         _swap(array("I", map(len, strings))).tobytes(), b"".join(strings),
         bytes(map(len, shapes)), _swap(array("q", chain.from_iterable(shapes))).tobytes(),
-        json.dumps(t.attr_list, separators=(",", ":"), allow_nan=True).encode(),
+        json.dumps(list(map(dict, t.attr_list)), separators=(",", ":"),
+                   allow_nan=True).encode(),
         *sums, *columns, b"".join(arrays),
     ]
     meta = EVENTS_META.pack(n, rows[0][2], rows[-1][2], flags, rows[0][1]) if n else \
@@ -345,7 +345,7 @@ class _Frame:
                 raise TraceFileError(f"a shape of {prod(s)} elements (fewer than 2^63)")
         return shapes
 
-    def _attrs(self) -> list[dict[str, Any]]:
+    def _attrs(self) -> list[tuple[Any, ...]]:
         text = _text(self.r.raw(None, "attributes"))
         try:
             table = json.loads(text)
@@ -358,7 +358,7 @@ class _Frame:
         out = []
         for d in table:
             try:
-                out.append(_NO_ATTRS if type(d) is dict and not d else _attrs(d))
+                out.append(() if type(d) is dict and not d else tuple(_attrs(d).items()))
             except (_Bad, RecursionError):
                 raise TraceFileError(f"malformed attributes {_short(d)}") from None
         return out

@@ -45,7 +45,7 @@ def fingerprint(ops: list[Row], tensors: list[Row]) -> tuple[Any, ...] | None:
     position[-1] = -1
     get = position.get
     wiring = tuple(map(tuple, map(partial(map, get), map(_op_inputs, ops))))
-    attrs = tuple(map(tuple, map(dict.items, map(_op_attrs, ops))))
+    attrs = tuple(map(_op_attrs, ops))
     return (tuple(map(_tensor_static, tensors)), tuple(map(_op_static, ops)), wiring, attrs)
 
 

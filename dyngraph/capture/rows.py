@@ -2,8 +2,11 @@
 
 A row is a tuple ``(kind, seq, iteration, field, ...)``, the fields in the order of
 ``events.FIELD_NAMES[kind]``; a summary in it is a tuple too (``SUMMARY ROWS`` below), and
-so are shapes, id lists and updates. Everything in a row is an int, float, str, bool, None,
-a tuple of those, an ``attrs`` dict of plain values or (``values`` rows) an ndarray.
+so are shapes, id lists, updates and an op's ``attrs``, as a tuple of its ``(name,
+value)`` items (``()``: none). Everything in a row is an int, float, str, bool, None, a
+tuple of those or (``values`` rows) an ndarray: never a dict, a list or an object, which
+would keep the row tracked by the collector (CPython untracks a tuple only if none of its
+items is of a type the collector tracks, whether or not that item itself is tracked).
 
 Why not the event objects themselves: a recording keeps every event alive, and CPython's
 cyclic garbage collector walks every live instance of a Python class at each of its
@@ -45,6 +48,29 @@ _Summary = ev.Summary
 # Event fields that hold a summary, and the one that holds a tuple of them.
 SUMMARY_FIELDS = frozenset({"summary", "grad_output"})
 SUMMARY_TUPLE_FIELDS = frozenset({"grad_inputs"})
+NO_ATTRS: dict[str, Any] = {}  # every attr-less Op event's attrs: treat as read-only
+_attr_dicts: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def attrs_dict(items: tuple[Any, ...]) -> dict[str, Any]:
+    """An Op event's ``attrs`` from its row's items: one shared dict per distinct value
+    (they repeat a lot), the empty one ``NO_ATTRS``."""
+    if not items:
+        return NO_ATTRS
+    try:
+        d = _attr_dicts.get(items)
+    except TypeError:  # (an unhashable value: a row built by hand)
+        return dict(items)
+    if d is None:
+        if len(_attr_dicts) > 10_000:
+            _attr_dicts.clear()
+        d = _attr_dicts[items] = dict(items)
+    return d
+
+
+def attrs_items(attrs: Any) -> tuple[Any, ...]:
+    """A row's attrs: the items of an Op event's ``attrs`` dict."""
+    return tuple(attrs.items()) if attrs else ()
 
 
 # -- summaries ------------------------------------------------------------------------------
@@ -95,12 +121,15 @@ def _maker(cls: type[ev.Event]) -> Callable[[Row, Any], ev.Event]:
     targets = ", ".join(f"o.{n}" for n in names)
     lines = ["def make(r, S):", "    o = _new(B)", f"    _, {targets}, = r"]
     for n in names:
-        if n in SUMMARY_FIELDS:
+        if n == "attrs":
+            lines.append("    o.attrs = A(o.attrs)")
+        elif n in SUMMARY_FIELDS:
             lines.append(f"    o.{n} = S(o.{n})")
         elif n in SUMMARY_TUPLE_FIELDS:
             lines.append(f"    o.{n} = tuple([S(x) for x in o.{n}])")
     lines += ["    o.__class__ = cls", "    return o"]
-    namespace: dict[str, Any] = {"_new": _new, "B": ev.builder(cls), "cls": cls}
+    namespace: dict[str, Any] = {"_new": _new, "B": ev.builder(cls), "cls": cls,
+                                 "A": attrs_dict}
     exec("\n".join(lines) + "\n", namespace)  # generated from the class's own field names
     return namespace["make"]  # type: ignore[no-any-return]
 
@@ -127,7 +156,8 @@ def _getter(cls: type[ev.Event]) -> Callable[[ev.Event, Any], Row]:
     kind = cls.kind
     slots = [i for i, n in enumerate(names) if n in SUMMARY_FIELDS]
     lists = [i for i, n in enumerate(names) if n in SUMMARY_TUPLE_FIELDS]
-    if not slots and not lists:
+    attrs = [i for i, n in enumerate(names) if n == "attrs"]
+    if not slots and not lists and not attrs:
         return lambda e, convert: (kind, *get(e))
 
     def row(e: ev.Event, convert: Any) -> Row:
@@ -136,6 +166,8 @@ def _getter(cls: type[ev.Event]) -> Callable[[ev.Event, Any], Row]:
             values[i] = convert(values[i])
         for i in lists:
             values[i] = tuple([convert(s) for s in values[i]])
+        for i in attrs:
+            values[i] = attrs_items(values[i])
         return (kind, *values)
 
     return row

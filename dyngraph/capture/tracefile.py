@@ -197,6 +197,8 @@ def _json_rows(rows: Sequence[Row]) -> bytes:
     """Format 1's body: a JSON array of the rows, a full summary packed (see below)."""
     out = []
     for r in rows:
+        if r[0] == "op":  # attrs: an object (the row holds its items)
+            r = (*r[:9], dict(r[9]), *r[10:])
         if r[0] in _SUMMARY_SLOTS:
             r = list(r)
             for i in _SUMMARY_SLOTS[r[0]]:

@@ -52,7 +52,6 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
-_NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 BATCH_ROWS = 1024
@@ -202,7 +201,7 @@ class Tracer:
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
-        self._shared_attrs: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._shared_attrs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._keys = StructureKeys()
         # The numpy summariser of the current stats mode, for backends that hold ndarrays:
@@ -458,7 +457,7 @@ class Tracer:
         shape = self.shapes.setdefault(shape, shape)
         self.seq += 1
         row = ("op", self.seq, self.iteration, name, inputs, output, shape, dtype,
-               requires_grad, self.attrs(attrs) if attrs else _NO_ATTRS,
+               requires_grad, self.attrs(attrs) if attrs else (),
                self.module_stack[-1], file, line, function, grad_enabled, duration_ns,
                summary_row(summary), calls[-1])
         self.known.add(output)
@@ -509,18 +508,18 @@ class Tracer:
         self.deliver(("values", self.seq, self.iteration, tensor_id,
                       np.array(data, copy=True)))
 
-    def attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """``attrs`` as plain data, one shared dict per distinct value (they repeat a lot)."""
-        attrs = plain_attrs(attrs)
+    def attrs(self, attrs: dict[str, Any]) -> tuple[Any, ...]:
+        """``attrs`` as a row holds them: its items as plain data, one shared tuple per
+        distinct value (they repeat a lot)."""
+        key = tuple(plain_attrs(attrs).items())
         try:
-            key = tuple(attrs.items())
             shared = self._shared_attrs.get(key)
         except TypeError:  # unhashable after all
-            return attrs
+            return key
         if shared is None:
             if len(self._shared_attrs) > 10_000:
                 self._shared_attrs.clear()
-            shared = self._shared_attrs[key] = attrs
+            shared = self._shared_attrs[key] = key
         return shared
 
     def backward_start(self, root: int, retain_graph: bool) -> None:

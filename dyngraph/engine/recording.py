@@ -29,7 +29,6 @@ Tensor: Any = type("_NoTensorYet", (), {})
 Node: Any = type("_NoNodeYet", (), {})  # autograd's Node, set by engine/autograd.py
 _dtype_names: dict[Any, str] = {}
 _NONES = {n: (None,) * n for n in range(8)}
-_NO_ATTRS: dict[str, Any] = {}
 # Gradient summaries of the backward pass in progress, by array identity: the array a
 # backward step hands to an input is usually the very array that input's own step (or its
 # leaf's accumulation) sees next, so each is summarised once.
@@ -117,7 +116,7 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
     seq = t.seq = t.seq + 1
     # Positional, in field order (``rows``): this is the hottest line of a recording.
     row = ("op", seq, t.iteration, name, ids, oid, shape, _dtype_names.get(dt) or _dtype_name(dt),
-           out.requires_grad, t.attrs(attrs) if attrs else _NO_ATTRS, t.module_stack[-1], file,
+           out.requires_grad, t.attrs(attrs) if attrs else (), t.module_stack[-1], file,
            line, function, grad_enabled, duration_ns, t.summarize_array(data), calls[-1])
     known.add(oid)
     t.iteration_ops.append(row)
