@@ -88,11 +88,12 @@ class _Tables:
     def __init__(self) -> None:
         self.strings: dict[str, int] = {}
         self.shapes: dict[tuple[int, ...], int] = {}
-        self.attrs: dict[int, int] = {}  # id(attrs items) -> index
-        self.attr_list: list[tuple[Any, ...]] = []
-        self.sums: dict[int, int] = {id(None): _NONE}  # id(summary row) -> index
+        self.attrs: dict[tuple[Any, ...], int] = {}  # attrs items -> index
+        # id(summary row) -> index: a summary row shared by several rows (a gradient
+        # handed on in backward) is stored once. (The rows hold the summary rows, so
+        # their ids stay theirs while the frame is encoded.)
+        self.sums: dict[int, int] = {id(None): _NONE}
         self.sum_list: list[tuple[Any, ...]] = []
-        self.keep: list[Any] = []  # what the id-keyed tables refer to (ids stay theirs)
 
     @staticmethod
     def _add(table: dict[Any, int], values: Sequence[Any]) -> None:
@@ -111,26 +112,23 @@ class _Tables:
         return array("I", map(table.__getitem__, col))
 
     def attr_ids(self, col: Sequence[tuple[Any, ...]]) -> array:  # type: ignore[type-arg]
-        ids = list(map(id, col))
         table = self.attrs
-        for i, d in zip(ids, col, strict=True):
-            if i not in table:
-                table[i] = len(self.attr_list)
-                self.attr_list.append(d)
-                self.keep.append(d)
-        return array("I", map(table.__getitem__, ids))
+        self._add(table, col)
+        return array("I", map(table.__getitem__, col))
 
     def summary_ids(self, col: Sequence[Any]) -> array:  # type: ignore[type-arg]
+        """Indexes of the summary rows of ``col`` in the frame's table, new ones added;
+        every pass over the column is one C call (most summaries are new)."""
         ids = list(map(id, col))
         table = self.sums
-        new = [i for i in dict.fromkeys(ids) if i not in table]
+        new = dict.fromkeys(ids)
+        for known in table.keys() & new.keys():  # (None, and gradients seen before)
+            del new[known]
         if new:
-            by_id = dict(zip(ids, col, strict=True))
             start = len(self.sum_list)
             table.update(zip(new, range(start, start + len(new)), strict=True))
-            rows = list(map(by_id.__getitem__, new))
-            self.sum_list += rows
-            self.keep += rows
+            by_id = dict(zip(ids, col, strict=True))
+            self.sum_list += map(by_id.__getitem__, new)
         return array("i", map(table.__getitem__, ids))
 
 
@@ -159,7 +157,7 @@ def _encode_column(ftype: str, col: Sequence[Any], t: _Tables, blocks: list[byte
         blocks.append(_swap(t.shape_ids(col)).tobytes())
     elif ftype == "ids":
         blocks.append(_swap(array("I", map(len, col))).tobytes())
-        blocks.append(_swap(array("q", chain.from_iterable(col))).tobytes())
+        blocks.append(_swap(array("q", list(chain.from_iterable(col)))).tobytes())
     elif ftype == "attrs":
         blocks.append(_swap(t.attr_ids(col)).tobytes())
     elif ftype == "summaries":
@@ -249,8 +247,7 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
         _swap(array("I", map(itemgetter(2), rows))).tobytes(),
         _swap(array("I", map(len, strings))).tobytes(), b"".join(strings),
         bytes(map(len, shapes)), _swap(array("q", chain.from_iterable(shapes))).tobytes(),
-        json.dumps(list(map(dict, t.attr_list)), separators=(",", ":"),
-                   allow_nan=True).encode(),
+        json.dumps(list(map(dict, t.attrs)), separators=(",", ":"), allow_nan=True).encode(),
         *sums, *columns, b"".join(arrays),
     ]
     meta = EVENTS_META.pack(n, rows[0][2], rows[-1][2], flags, rows[0][1]) if n else \

@@ -27,6 +27,7 @@ import os
 import secrets
 import stat
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
@@ -60,6 +61,11 @@ FRAME_HEADER = struct.Struct("<2sBBII")
 FLAG_VALUES = 1  # the frame holds TensorValues events
 MAX_FRAME = 1 << 30  # a length above this is garbage, not a frame
 BATCH_EVENTS = 1024  # TraceWriter writes a frame at least this often (and at iteration ends)
+# ... but at most one frame per FRAME_INTERVAL seconds at iteration ends: an iteration of a
+# few dozen events (an MLP step, about a millisecond) would otherwise cost a frame each, and
+# a frame's fixed cost is most of such an iteration's encoding. A process killed loses at
+# most the last FRAME_INTERVAL of events.
+FRAME_INTERVAL = 0.01
 
 __all__ = [
     "FrameDecoder", "TraceWriter", "decode_array", "encode_array", "encode_events",
@@ -370,9 +376,10 @@ class FrameDecoder:
 class TraceWriter:
     """Writes a trace file: the header frame at once, then frames of events as they come.
 
-    Events are buffered and written as one frame every ``BATCH_EVENTS`` events, at every
-    iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
-    the unwritten tail, and the file still loads up to its last whole frame.
+    Events are buffered and written as one frame every ``BATCH_EVENTS`` events, at an
+    iteration's end (the first one at once, later ones once ``FRAME_INTERVAL`` has passed
+    since the last frame) and on ``flush()``/``close()``; a process killed in between
+    loses at most the unwritten tail, and the file still loads up to its last whole frame.
 
     The file starts as a temporary one beside the target (``.NAME.XXXXXXXX.partial``). It is
     renamed onto the target, whole (the header and at least one frame), as soon as a frame
@@ -414,6 +421,7 @@ class TraceWriter:
         self._batch = batch
         self.events_written = 0
         self.bytes_written = 0
+        self._last_write = time.monotonic()
         try:
             self._write_frame([row_of(header)])
         except OSError as exc:
@@ -524,6 +532,7 @@ class TraceWriter:
             raise
         self.events_written += len(events)
         self.bytes_written += len(data)
+        self._last_write = time.monotonic()
         if not self.in_place and self.events_written > 1 and self._records(events):
             self._move_in_place()
 
@@ -555,26 +564,32 @@ class TraceWriter:
             raise ValueError(f"TraceWriter for {self.path} is closed")
         for e in events:
             self._pending.append(row_of(e))
-            if type(e) is ev.IterationEnd or len(self._pending) >= self._batch:
+            if len(self._pending) >= self._batch or (type(e) is ev.IterationEnd
+                                                     and self._due()):
                 self._write_pending()
 
     def add(self, event: ev.Event) -> None:
         """Queue one event (usable directly as a tracer subscriber)."""
         pending = self._pending
         pending.append(row_of(event))
-        if type(event) is ev.IterationEnd or len(pending) >= self._batch:
+        if len(pending) >= self._batch or (type(event) is ev.IterationEnd and self._due()):
             self._write_pending()
 
-    def take(self, rows: list[Row]) -> None:
-        """Write a batch of rows as one frame (a tracer sink: the tracer cuts batches
-        where a frame should end, at iteration ends and every ``BATCH_EVENTS``)."""
+    def take(self, rows: list[Row], at_once: bool = False) -> None:
+        """Queue a batch of rows (a tracer sink: the tracer hands them over at iteration
+        ends and every ``BATCH_EVENTS``), written as ``write`` writes events; ``at_once``:
+        write them now, as a frame of their own."""
         if self._file is None:
             raise ValueError(f"TraceWriter for {self.path} is closed")
-        if self._pending:
-            rows = self._pending + rows
-            self._pending = []
-        if rows:
-            self._write_frame(rows)
+        pending = self._pending
+        pending += rows
+        if at_once or len(pending) >= self._batch or self._due():
+            self._write_pending()
+
+    def _due(self) -> bool:
+        """Is a frame due at an iteration's end? The first recorded one at once (it puts
+        the file in place), later ones once ``FRAME_INTERVAL`` has passed."""
+        return not self.in_place or time.monotonic() - self._last_write >= FRAME_INTERVAL
 
     def _write_pending(self) -> None:
         # Taken off the queue before writing: whatever interrupts the write (a full disk,

@@ -348,7 +348,7 @@ class Trace:
             log.sync()
             with TraceWriter(path, header) as writer:
                 for rows in log.batches:
-                    writer.take(rows)
+                    writer.take(rows, at_once=True)  # a frame per batch, as recorded
             return
         events = list(self.events)
         body = events[1:] if events and type(events[0]) is ev.Header else events

@@ -164,9 +164,8 @@ def test_a_nan_outside_a_sampled_summarys_sample_is_still_found():
     from dyngraph.debug.breakpoints import all_finite
 
     big = np.ones((784, 256), np.float32)
-    step = S._step(big.size, S.CHEAP_SAMPLE)
-    big.reshape(-1)[1] = np.nan  # between the sample's first two elements
-    assert step > 1
+    big.reshape(-1)[S.BLOCK] = np.nan  # just after the sample's first run of elements
+    assert big.size > S.EXACT_LIMIT
     for mode in ("cheap", "full"):
         s = S.SUMMARIZERS[mode](big)
         assert s.sampled and s.nan == 0  # the estimate did not see it ...
