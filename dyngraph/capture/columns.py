@@ -586,6 +586,24 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     return [nexts[c]() for c in codes]  # type: ignore[misc]
 
 
+def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]:
+    """Every column frame event's iteration, in order, reading only the first blocks
+    (kinds, seqs, iterations): what a frame spanning several iterations holds, without
+    decoding it. TraceFileError if they leave ``lo..hi`` or go backwards."""
+    (count,) = struct.unpack_from("<I", payload)
+    r = _Reader(payload)
+    r.raw(count, "event kinds")
+    r.column("q", count, "seqs")
+    iterations = r.column("I", count, "iterations")
+    if iterations and (iterations[0] != lo or iterations[-1] != hi or
+                       min(iterations) < lo or max(iterations) > hi):
+        raise TraceFileError(f"events frame says iterations {lo}..{hi} but holds "
+                             f"{min(iterations)}..{max(iterations)}")
+    if iterations != sorted(iterations):
+        raise TraceFileError("events frame goes back in iterations")
+    return iterations
+
+
 def _where(codes: bytes, code: int) -> Callable[[int], int]:
     """Frame index of the k-th event of kind ``code`` (for error messages only)."""
     def at(k: int) -> int:

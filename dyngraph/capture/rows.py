@@ -265,15 +265,18 @@ class RowEvents(Sequence[ev.Event]):
         for b in range(len(self.batches)):
             yield from self.batch(b)
 
-    def rows_from(self, start: int) -> Iterator[tuple[int, Row]]:
-        """(index, row) of every event from index ``start`` on (the header excluded)."""
+    def rows_from(self, start: int, end: int | None = None) -> Iterator[tuple[int, Row]]:
+        """(index, row) of every event from index ``start`` on, up to ``end`` (the header
+        excluded)."""
         self.sync()
-        for b, first in enumerate(self.starts):
+        first_batch = max(bisect_right(self.starts, start) - 1, 0)
+        for b in range(first_batch, len(self.batches)):
+            first = self.starts[b]
+            if end is not None and first >= end:
+                return
             rows = self.batches[b]
-            if first + len(rows) <= start:
-                continue
-            skip = max(0, start - first)
-            for j in range(skip, len(rows)):
+            stop = len(rows) if end is None else min(len(rows), end - first)
+            for j in range(max(0, start - first), stop):
                 yield first + j, rows[j]
 
     def __eq__(self, other: object) -> bool:

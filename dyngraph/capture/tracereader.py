@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..errors import TraceFileError, TraceFileWarning
+from . import columns
 from . import events as ev
 from .decoding import EVENTS_META, FIRST_FRAME, LATER_FRAME
 from .rows import Row, rows_of
@@ -192,7 +193,20 @@ class FrameRef:
                 return []  # the header alone, as written
         elif lo == hi:
             return [lo]
-        return sorted({e.iteration for e in self.decode() if type(e) is not ev.Header})
+        if self.version == JSON_VERSION:
+            return sorted({e.iteration for e in self.decode() if type(e) is not ev.Header})
+        # A column frame (the writer makes one of several iterations every 10 ms): its
+        # iterations column says, read without decoding the rest.
+        assert self.file is not None
+        payload = self.file.read(self.offset + _HSIZE, self.length)
+        try:
+            found = columns.frame_iterations(payload, lo, hi)
+        except TraceFileError as exc:
+            raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
+                         ) from None
+        if self.position == FIRST_FRAME:
+            found = found[1:]  # (the header's; decoding checks that it is one)
+        return list(dict.fromkeys(found))
 
 
 # -- walking a file's frames ---------------------------------------------------------------

@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import overload
 
 import numpy as np
@@ -26,10 +27,13 @@ import numpy as np
 from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
-from .rows import RowEvents
-from .tracefile import FLAG_VALUES, TraceWriter, encode_events
+from .rowgraph import graph_of_rows
+from .rows import Row, RowEvents, event_of, events_of
+from .tracefile import FLAG_VALUES, JSON_VERSION, TraceWriter, encode_events
 from .tracereader import FrameRef, read_frames
 from .tracing import tracer
+
+_iteration_of = itemgetter(2)  # (a row's)
 
 # Decoded frames kept for looking again. Not more: every decoded object kept alive is one
 # more for the cyclic collector to walk (with 64, walking a whole file was a fifth slower).
@@ -48,6 +52,8 @@ class LazyEvents(Sequence[ev.Event]):
             total += f.count
         self._len = total
         self._cache: OrderedDict[int, list[ev.Event]] = OrderedDict()
+        # frame -> (its rows, each row's iteration): what graphs are built from
+        self._rows: OrderedDict[int, tuple[list[Row], list[int]]] = OrderedDict()
         self._lock = threading.Lock()  # a UI may decode in a worker while drawing
 
     def frame(self, index: int) -> list[ev.Event]:
@@ -58,12 +64,40 @@ class LazyEvents(Sequence[ev.Event]):
             if events is not None:
                 cache.move_to_end(index)
                 return events
-        events = self._frames[index].decode()
+        ref = self._frames[index]
+        events = ref.decode() if ref.version == JSON_VERSION else \
+            events_of(self.frame_rows(index)[0])
         with self._lock:
             cache[index] = events
             if len(cache) > _CACHED_FRAMES:
                 cache.popitem(last=False)
         return events
+
+    def frame_rows(self, index: int) -> tuple[list[Row], list[int]]:
+        """The rows of frame ``index`` and each one's iteration (in order: a frame's
+        iterations never go back), decoded once while looked at (as ``frame``)."""
+        cache = self._rows
+        with self._lock:
+            hit = cache.get(index)
+            if hit is not None:
+                cache.move_to_end(index)
+                return hit
+        rows = self._frames[index].rows()
+        hit = (rows, list(map(_iteration_of, rows)))
+        with self._lock:
+            cache[index] = hit
+            if len(cache) > _CACHED_FRAMES:
+                cache.popitem(last=False)
+        return hit
+
+    def iteration_rows(self, frame: int, index: int) -> list[Row]:
+        """The rows of iteration ``index`` in frame ``frame`` (the header's excluded)."""
+        rows, iterations = self.frame_rows(frame)
+        lo = bisect.bisect_left(iterations, index)
+        hi = bisect.bisect_right(iterations, index, lo)
+        if frame == 0 and lo == 0 and hi:  # (the first frame begins with the header)
+            return [r for r in rows[lo:hi] if r[0] != "header"]
+        return rows[lo:hi]
 
     def __len__(self) -> int:
         return self._len
@@ -126,14 +160,19 @@ class Iteration:
         """The forward graph (rebuilt if the live trace grew since last asked).
 
         Asking again costs no decoding: whether the iteration grew is told by the trace's
-        bookkeeping, not by its events.
+        bookkeeping, not by its events. Built from the iteration's rows where the trace
+        has them (recorded, or read from a file), without event objects.
         """
         stamp = self.trace._iteration_stamp(self.index)
         if self._graph is None or self._graph_stamp != stamp:
-            builder = GraphBuilder()
-            builder.current.iteration = self.index
-            done = builder.add_all(self.events)
-            self._graph = done if done is not None else builder.current
+            rows = self.trace._iteration_rows(self.index)
+            if rows is not None:
+                self._graph = graph_of_rows(rows, self.index)
+            else:
+                builder = GraphBuilder()
+                builder.current.iteration = self.index
+                done = builder.add_all(self.events)
+                self._graph = done if done is not None else builder.current
             self._graph_stamp = stamp
             self._backward = None
         return self._graph
@@ -270,6 +309,25 @@ class Trace:
         return [e for e in self.events[span[0]:span[1]]
                 if e.iteration == index and type(e) is not ev.Header]
 
+    def _iteration_rows(self, index: int) -> list[Row] | None:
+        """Iteration ``index``'s rows (the header excluded), or None for a trace of event
+        objects (``Trace(events)``)."""
+        if self._frame_spans is not None:
+            lazy: LazyEvents = self.events  # type: ignore[assignment]
+            out: list[Row] = []
+            for f in self._frame_spans.get(index, ()):
+                out += lazy.iteration_rows(f, index)
+            return out
+        if type(self.events) is not RowEvents:
+            return None
+        self._scan()
+        span = self._spans.get(index)
+        if span is None:
+            return []
+        log: RowEvents = self.events  # type: ignore[assignment]
+        return [r for _, r in log.rows_from(span[0], span[1])
+                if r[2] == index and r[0] != "header"]
+
     def _iteration_stamp(self, index: int) -> int:
         """A number that changes whenever iteration ``index`` gains events."""
         if self._frame_spans is not None:
@@ -283,9 +341,9 @@ class Trace:
         if self._frame_spans is not None:
             lazy: LazyEvents = self.events  # type: ignore[assignment]
             for f in reversed(self._frame_spans.get(index, ())):
-                for e in reversed(lazy.frame(f)):
-                    if e.iteration == index and type(e) is not ev.Header:
-                        return e
+                rows = lazy.iteration_rows(f, index)
+                if rows:
+                    return event_of(rows[-1])
             return None
         self._scan()
         span = self._spans.get(index)
