@@ -3,19 +3,20 @@
 A stream (a ``.dgtrace`` file, or the live debugger's channel) is a sequence of frames.
 Each frame is a 12-byte header, then its payload::
 
-    magic b"DG" | type: b"E" events, b"C" control | format version (1)
+    magic b"DG" | type: b"E" events, b"C" control | format version
     | payload length (uint32 LE) | CRC-32 of the payload (uint32 LE)
 
 An events frame's payload starts with 24 bytes of metadata (event count, first and last
-iteration, flags, first seq; so a reader can index a file without decoding it), then a
-UTF-8 JSON array with one array per event: ``[kind, field, field, ...]`` in the dataclass's
-field order (``events.FIELD_NAMES``); summaries are arrays of their fields; arrays of
-``TensorValues`` are ``{"__ndarray__": base64, "dtype", "shape"}``. A control frame's payload
-is one JSON object. JSON keeps decoding in C (``json.loads``) and never runs code: no pickle
-anywhere. The full description is in ``docs/trace-format.md``.
+iteration, flags, first seq; so a reader can index a file without decoding it), then the
+events: in typed columns (format 2, ``columns.py``: what is written), or as a UTF-8 JSON
+array with one array per event, ``[kind, field, field, ...]`` in the dataclass's field
+order (format 1: written before, still read, and written for a frame holding a value no
+column can hold). A control frame's payload is one JSON object. Nothing runs code from
+the data (no pickle, no marshal). The full description is in ``docs/trace-format.md``.
 
-Decoding (with every field checked) is in ``decoding.py``; reading files (``read_frames``,
-``iter_events``, still importable from here) in ``tracereader.py``.
+Decoding format 1 (with every field checked) is in ``decoding.py``, format 2 in
+``columns.py``; reading files (``read_frames``, ``iter_events``, still importable from
+here) in ``tracereader.py``.
 """
 
 from __future__ import annotations

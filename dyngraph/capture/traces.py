@@ -90,11 +90,16 @@ class LazyEvents(Sequence[ev.Event]):
                 cache.popitem(last=False)
         return hit
 
+    def iteration_span(self, frame: int, index: int) -> tuple[int, int]:
+        """Where iteration ``index``'s rows (and events) are in frame ``frame``."""
+        iterations = self.frame_rows(frame)[1]
+        lo = bisect.bisect_left(iterations, index)
+        return lo, bisect.bisect_right(iterations, index, lo)
+
     def iteration_rows(self, frame: int, index: int) -> list[Row]:
         """The rows of iteration ``index`` in frame ``frame`` (the header's excluded)."""
-        rows, iterations = self.frame_rows(frame)
-        lo = bisect.bisect_left(iterations, index)
-        hi = bisect.bisect_right(iterations, index, lo)
+        rows = self.frame_rows(frame)[0]
+        lo, hi = self.iteration_span(frame, index)
         if frame == 0 and lo == 0 and hi:  # (the first frame begins with the header)
             return [r for r in rows[lo:hi] if r[0] != "header"]
         return rows[lo:hi]
@@ -297,10 +302,13 @@ class Trace:
             for f in self._frame_spans.get(index, ()):
                 ref = lazy._frames[f]
                 if f and ref.first_iteration == ref.last_iteration == index:
-                    out += lazy.frame(f)  # the usual frame: one iteration's, no header
-                else:
+                    out += lazy.frame(f)  # a frame of one iteration's, no header
+                elif ref.version == JSON_VERSION:
                     out += [e for e in lazy.frame(f)
                             if e.iteration == index and type(e) is not ev.Header]
+                else:  # several iterations: this one's place by bisection of the rows'
+                    lo, hi = lazy.iteration_span(f, index)
+                    out += [e for e in lazy.frame(f)[lo:hi] if type(e) is not ev.Header]
             return out
         self._scan()
         span = self._spans.get(index)
