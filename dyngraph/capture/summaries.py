@@ -95,11 +95,20 @@ def _block_sample(flat: np.ndarray, limit: int) -> np.ndarray:
     common lengths.
     """
     runs = limit // BLOCK
-    stride = flat.size // runs
-    while stride > BLOCK and (stride % 2 == 0 or stride % 3 == 0 or stride % 5 == 0
-                              or stride % 7 == 0):
-        stride -= 1
+    size = flat.size
+    stride = _strides.get((size, runs))
+    if stride is None:
+        stride = size // runs
+        while stride > BLOCK and (stride % 2 == 0 or stride % 3 == 0 or stride % 5 == 0
+                                  or stride % 7 == 0):
+            stride -= 1
+        if len(_strides) > 4096:
+            _strides.clear()
+        _strides[size, runs] = stride
     return flat[:runs * stride].reshape(runs, stride)[:, :BLOCK].copy().reshape(-1)
+
+
+_strides: dict[tuple[int, int], int] = {}  # (size, runs) -> the spacing of the runs
 
 
 def _dense_owner(a: np.ndarray) -> np.ndarray | None:
