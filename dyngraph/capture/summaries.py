@@ -28,9 +28,11 @@ import math
 
 import numpy as np
 
-from .events import Summary, _make_full
+from .events import Summary
+from .rows import SummaryRow, summary_of
 
-_cheap_summary = Summary.cheap
+# Summary rows are built as tuple displays, in ``rows``'s field order (a helper function
+# would cost a call per summary).
 
 STATS_MODES = ("none", "cheap", "full")
 EXACT_LIMIT = 16_384
@@ -39,13 +41,14 @@ FULL_SAMPLE = 16_384
 PREVIEW = 8
 NORM_LIMIT = 1 << 20
 SMALL = 16  # up to this many elements, a full summary is computed in plain Python
-TINY = 8  # ... and a cheap one
+TINY = 16  # ... and a cheap one
 
 _ONES: dict[np.dtype, np.ndarray] = {}
 _isfinite = math.isfinite
 _sqrt = math.sqrt
 _hypot = math.hypot
 _dot = np.dot
+_vdot = np.vdot
 _einsum = np.einsum
 _SQUARES = {n: f"{'abcdefghijklmnopqrstuvwxyz'[:n]},{'abcdefghijklmnopqrstuvwxyz'[:n]}->"
             for n in range(1, 27)}  # einsum's sum of squares of an n-d array
@@ -75,6 +78,37 @@ def _step(size: int, limit: int) -> int:
     while step > 1 and (step % 2 == 0 or step % 3 == 0 or step % 5 == 0 or step % 7 == 0):
         step += 1
     return step
+
+
+BLOCK = 64  # a sample of a large contiguous array: runs of this many consecutive elements
+
+
+def _block_sample(flat: np.ndarray, limit: int) -> np.ndarray:
+    """A contiguous copy of ``limit`` elements of the contiguous 1-D ``flat`` (more than
+    ``limit`` long): ``limit // BLOCK`` runs of ``BLOCK`` consecutive elements, evenly
+    spaced.
+
+    Runs, not single elements: an element-strided sample reads one cache line per element
+    it keeps (a 784x256 gradient's 4,096-element sample took 11 µs just after the matmul
+    that wrote it), runs read a sixteenth of that. The spacing is made coprime with 2, 3,
+    5 and 7 (see ``_step``), so the runs do not all start in the same columns of rows of
+    common lengths.
+    """
+    runs = limit // BLOCK
+    size = flat.size
+    stride = _strides.get((size, runs))
+    if stride is None:
+        stride = size // runs
+        while stride > BLOCK and (stride % 2 == 0 or stride % 3 == 0 or stride % 5 == 0
+                                  or stride % 7 == 0):
+            stride -= 1
+        if len(_strides) > 4096:
+            _strides.clear()
+        _strides[size, runs] = stride
+    return flat[:runs * stride].reshape(runs, stride)[:, :BLOCK].copy().reshape(-1)
+
+
+_strides: dict[tuple[int, int], int] = {}  # (size, runs) -> the spacing of the runs
 
 
 def _dense_owner(a: np.ndarray) -> np.ndarray | None:
@@ -119,7 +153,7 @@ def _flat(a: np.ndarray, limit: int) -> tuple[np.ndarray, bool]:
             return a.reshape(-1), False
         return np.ravel(a), False
     if a.flags.c_contiguous:
-        return a.reshape(-1)[:: _step(size, limit)], True
+        return _block_sample(a.reshape(-1), limit), True
     # A large non-contiguous view: sample along the first axis before flattening, so the
     # copy stays bounded.
     rows = a.shape[0]
@@ -167,8 +201,7 @@ def l2_norm(a: np.ndarray) -> float:
         scale = a.size / sample.size
         a = sample
     if a.dtype.kind == "f" and a.dtype.itemsize >= 4:
-        flat = a.reshape(-1)
-        sq = float(_dot(flat, flat))
+        sq = float(_vdot(a, a))  # (a contiguous array is read in place)
         if _isfinite(sq):
             return _sqrt(sq * scale)
     return float(np.sqrt(np.sum(np.square(a, dtype=np.float64)) * scale))
@@ -177,8 +210,8 @@ def l2_norm(a: np.ndarray) -> float:
 def update_norm(a: np.ndarray) -> float:
     """The L2 norm of an optimizer's update, at the cost of a cheap summary's.
 
-    Exact for up to ``EXACT_LIMIT`` (16,384) elements; above that estimated from an evenly
-    strided sample of at most ``CHEAP_SAMPLE`` (4,096), scaled up to the whole array (a
+    Exact for up to ``EXACT_LIMIT`` (16,384) elements; above that estimated from a sample
+    of at most ``CHEAP_SAMPLE`` (4,096; ``_flat``), scaled up to the whole array (a
     few microseconds whatever the size, where the exact norm of a 784x256 weight's update
     costs about 20). Every optimizer step records one per parameter, and nothing stops on
     them: the NaN and gradient-norm breakpoints look at gradients.
@@ -196,60 +229,71 @@ def update_norm(a: np.ndarray) -> float:
     return _sqrt(sq * (size / s.size))
 
 
-def cheap(a: np.ndarray) -> Summary:
-    """``summarize(a, "cheap")`` for an ndarray, with a fast path for the common case.
 
-    The tracer calls this for every op output and gradient, so the float32/float64,
-    contiguous, not-too-large case costs one BLAS dot product and nothing else.
+def cheap_row(a: np.ndarray) -> SummaryRow:
+    """``summarize(a, "cheap")`` for an ndarray, as a summary row, with a fast path for the
+    common case.
+
+    The tracer calls this for every op output and gradient, so the float32/float64 case
+    costs one C call for the norm and as few attribute reads as can be: up to ``TINY``
+    elements ``math.hypot`` of the values, up to ``EXACT_LIMIT`` one BLAS dot product
+    (``np.vdot``: no reshape of a contiguous array, and the cheapest numpy entry point).
     """
-    size = a.size
     dt = a.dtype
-    if size == 1 and (dt is _F32 or dt is _F64):
-        return _one(a, "float32" if dt is _F32 else "float64")
-    if (dt is _F32 or dt is _F64) and 1 < size <= EXACT_LIMIT:
-        if size <= TINY:  # plain floats beat numpy's fixed cost per call (and are float64)
-            # hypot: the norm in one C call (no Python loop), and non-finite exactly when
-            # a value is NaN or ±Inf (it scales, so finite values never overflow).
-            norm = _hypot(*(a.tolist() if a.ndim == 1 else a.reshape(-1).tolist()))
-            if _isfinite(norm):
-                shape = a.shape
-                return _cheap_summary(_shape_cache.setdefault(shape, shape),
-                                      "float32" if dt is _F32 else "float64", norm, 0, 0,
-                                      False)
-            return summarize(a, "cheap")  # type: ignore[return-value]
-        if a.flags.c_contiguous:
-            flat = a.reshape(-1)
-            sq = float(_dot(flat, flat))
-        else:
-            owner = _dense_owner(a)
-            if owner is not None:
-                flat = owner.reshape(-1)
-                sq = float(_dot(flat, flat))
+    if dt is _F32 or dt is _F64:
+        size = a.size
+        if size <= TINY:
+            if size > 1:
+                # hypot: the norm in one C call (no Python loop), and non-finite exactly
+                # when a value is NaN or ±Inf (it scales, so finite values never overflow).
+                norm = _hypot(*(a.tolist() if a.ndim == 1 else a.ravel().tolist()))
+                if _isfinite(norm):
+                    shape = a.shape
+                    return (_shape_cache.get(shape) or _shape_cache.setdefault(shape, shape),
+                            "float32" if dt is _F32 else "float64", norm, 0, 0, False)
+            elif size == 1:
+                return _one(a, "float32" if dt is _F32 else "float64")
+        elif size <= EXACT_LIMIT:
+            if a.flags.c_contiguous:
+                sq = float(_vdot(a, a))
             else:
-                # A strided view that is not a permutation (attention's q, k, v slices):
-                # einsum reads it in place, where a dot would first gather a copy (about
-                # twice the time on 16,384 elements).
-                sq = float(_einsum(_SQUARES[a.ndim], a, a))
-        if _isfinite(sq):
-            shape = a.shape
-            return _cheap_summary(_shape_cache.setdefault(shape, shape),
-                                  "float32" if dt is _F32 else "float64", _sqrt(sq), 0, 0, False)
-    return summarize(a, "cheap")  # type: ignore[return-value]
+                owner = _dense_owner(a)
+                if owner is not None:
+                    sq = float(_vdot(owner, owner))
+                else:
+                    # A strided view that is not a permutation (attention's q, k, v
+                    # slices): einsum reads it in place, where a dot would first gather a
+                    # copy (about twice the time on 16,384 elements).
+                    sq = float(_einsum(_SQUARES[a.ndim], a, a))
+            if _isfinite(sq):
+                shape = a.shape
+                return (_shape_cache.get(shape) or _shape_cache.setdefault(shape, shape),
+                        "float32" if dt is _F32 else "float64", _sqrt(sq), 0, 0, False)
+        elif a.flags.c_contiguous:  # what ``_cheap`` samples (``_flat``), directly
+            s = _block_sample(a.reshape(-1), CHEAP_SAMPLE)
+            sq = float(_vdot(s, s))
+            if _isfinite(sq):
+                shape = a.shape
+                return (_shape_cache.get(shape) or _shape_cache.setdefault(shape, shape),
+                        "float32" if dt is _F32 else "float64", _sqrt(sq * (size / s.size)),
+                        0, 0, True)
+    return summarize_row(a, "cheap")  # type: ignore[return-value]
 
 
-def _one(a: np.ndarray, dtype: str) -> Summary:
+def _one(a: np.ndarray, dtype: str) -> SummaryRow:
     """The full summary of a one-element float array (a loss, a metric: one per step in
     every mode), straight from its value; what ``_small_full`` gives, without its loops."""
     v = a.item() if a.ndim == 0 else a.reshape(-1)[0].item()
     if v - v != 0.0:  # NaN or ±Inf: counted by the general path
         return _small_full(a, *_names(a))
     shape = a.shape
-    return _make_full(_shape_cache.setdefault(shape, shape), dtype, v, v, v, 0.0, _sqrt(v * v),
+    return (_shape_cache.setdefault(shape, shape), dtype, v, v, v, 0.0, _sqrt(v * v),
                       0, 0, (v,), False)
 
 
-def full(a: np.ndarray) -> Summary:
-    """``summarize(a, "full")`` for an ndarray, with a fast path for the common case.
+def full_row(a: np.ndarray) -> SummaryRow:
+    """``summarize(a, "full")`` for an ndarray, as a summary row, with a fast path for the
+    common case.
 
     A finite float32/float64 array that is contiguous (or, up to ``EXACT_LIMIT`` elements,
     a permutation of a contiguous one) costs two dot products and two reductions, called
@@ -265,13 +309,13 @@ def full(a: np.ndarray) -> Summary:
         if a.flags.c_contiguous:
             flat = a.reshape(-1)
             preview = flat[:PREVIEW].tolist()
-            if size > FULL_SAMPLE:  # what ``_flat`` samples, copied once as ``_full`` does
-                flat = np.ascontiguousarray(flat[:: _step(size, FULL_SAMPLE)])
+            if size > FULL_SAMPLE:  # what ``_flat`` samples
+                flat = _block_sample(flat, FULL_SAMPLE)
         elif size <= EXACT_LIMIT and (owner := _dense_owner(a)) is not None:
             flat = owner.reshape(-1)  # the same elements in another order
             preview = a.flat[:PREVIEW].tolist()
         else:
-            return summarize(a, "full")  # type: ignore[return-value]
+            return summarize_row(a, "full")  # type: ignore[return-value]
         n = flat.size
         sq = float(_dot(flat, flat))
         total = float(_dot(flat, _ones(dt, n)))
@@ -282,19 +326,31 @@ def full(a: np.ndarray) -> Summary:
                 d = flat.astype(np.float64) - mean
                 var = float(_dot(d, d)) / n
             shape = a.shape
-            return _make_full(_shape_cache.setdefault(shape, shape),
+            return (_shape_cache.setdefault(shape, shape),
                               "float32" if dt is _F32 else "float64",
                               float(_min(flat)), float(_max(flat)), mean,
                               _sqrt(max(var, 0.0) * n / (n - 1)), _sqrt(sq * (size / n)),
                               0, 0, tuple(preview), n < size)
-    return summarize(a, "full")  # type: ignore[return-value]
+    return summarize_row(a, "full")  # type: ignore[return-value]
 
 
 def none(a: np.ndarray) -> None:
     return None
 
 
+def cheap(a: np.ndarray) -> Summary:
+    """``summarize(a, "cheap")``, by its fast path (what the tracer records)."""
+    return summary_of(cheap_row(a))  # type: ignore[return-value]
+
+
+def full(a: np.ndarray) -> Summary:
+    """``summarize(a, "full")``, by its fast path (what the tracer records)."""
+    return summary_of(full_row(a))  # type: ignore[return-value]
+
+
 SUMMARIZERS = {"none": none, "cheap": cheap, "full": full}
+# What the tracer calls: the same, as summary rows (``dyngraph.capture.rows``).
+ROW_SUMMARIZERS = {"none": none, "cheap": cheap_row, "full": full_row}
 
 
 def summarize(array: np.ndarray, mode: str = "full") -> Summary | None:
@@ -303,13 +359,18 @@ def summarize(array: np.ndarray, mode: str = "full") -> Summary | None:
     >>> summarize(np.array([1.0, 2.0, np.nan])).nan
     1
     """
+    return summary_of(summarize_row(array, mode))
+
+
+def summarize_row(array: np.ndarray, mode: str = "full") -> SummaryRow | None:
+    """``summarize`` as a summary row (``dyngraph.capture.rows``)."""
     if mode == "none":
         return None
     a = array if type(array) is _ndarray else np.asarray(array)
     shape, dtype = _names(a)
     size = a.size
     if size == 0:
-        return Summary(shape, dtype)
+        return (shape, dtype, None, 0, 0, False)
     if mode == "cheap" and size > 1:  # one value: its full summary holds the value itself
         return _cheap(a, shape, dtype, size)
     if size <= SMALL and a.dtype.kind in "biuf":
@@ -317,7 +378,7 @@ def summarize(array: np.ndarray, mode: str = "full") -> Summary | None:
     return _full(a, shape, dtype, size)
 
 
-def _small_full(a: np.ndarray, shape: tuple[int, ...], dtype: str) -> Summary:
+def _small_full(a: np.ndarray, shape: tuple[int, ...], dtype: str) -> SummaryRow:
     """The full summary of a tiny array in plain Python floats (exact, float64): numpy's
     fixed cost per call, times the six reductions ``_full`` makes, is ten times the work.
 
@@ -350,7 +411,7 @@ def _small_full(a: np.ndarray, shape: tuple[int, ...], dtype: str) -> Summary:
         elif v > hi:  # type: ignore[operator]
             hi = v
     if not n:
-        return Summary(shape, dtype, None, None, None, None, None, nan, inf, preview, False)
+        return (shape, dtype, None, None, None, None, None, nan, inf, preview, False)
     mean = total / n
     if n > 1:
         dev = 0.0
@@ -361,10 +422,10 @@ def _small_full(a: np.ndarray, shape: tuple[int, ...], dtype: str) -> Summary:
         std = _sqrt(dev / (n - 1))
     else:
         std = 0.0
-    return _make_full(shape, dtype, lo, hi, mean, std, _sqrt(sq), nan, inf, preview, False)
+    return (shape, dtype, lo, hi, mean, std, _sqrt(sq), nan, inf, preview, False)
 
 
-def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summary:
+def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> SummaryRow:
     s, sampled = _flat(a, EXACT_LIMIT if size <= EXACT_LIMIT else CHEAP_SAMPLE)
     sample_size = s.size
     sq = float(_dot(s, s))
@@ -372,14 +433,14 @@ def _cheap(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summ
     if not _isfinite(sq):
         nan, inf, s = _count_nonfinite(s)
         if not s.size:
-            return _cheap_summary(shape, dtype, None, nan, inf, sampled)
+            return (shape, dtype, None, nan, inf, sampled)
         sq = float(_dot(s, s))
     # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
     norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
-    return _cheap_summary(shape, dtype, norm, nan, inf, sampled)
+    return (shape, dtype, norm, nan, inf, sampled)
 
 
-def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summary:
+def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> SummaryRow:
     s, sampled = _flat(a, FULL_SAMPLE)
     if sampled:
         s = np.ascontiguousarray(s)  # one strided copy; every pass below is then contiguous
@@ -395,8 +456,8 @@ def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summa
     if not (_isfinite(sq) and _isfinite(total)):
         nan, inf, s = _count_nonfinite(s)
         if not s.size:
-            return Summary(shape, dtype, None, None, None, None, None, nan, inf, preview,
-                           sampled)
+            return (shape, dtype, None, None, None, None, None, nan, inf, preview,
+                              sampled)
         sq = float(_dot(s, s))
         total = float(s.sum())
         n = s.size
@@ -409,5 +470,5 @@ def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summa
     std = _sqrt(max(var, 0.0) * n / (n - 1)) if n > 1 else 0.0
     # NaN/Inf count as zero towards the norm, so scale by the whole sample's size.
     norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
-    return Summary(shape, dtype, float(_min(s)), float(_max(s)), mean, std, norm, nan, inf,
-                   preview, sampled)
+    return (shape, dtype, float(_min(s)), float(_max(s)), mean, std, norm, nan,
+                      inf, preview, sampled)

@@ -3,29 +3,32 @@
 A stream (a ``.dgtrace`` file, or the live debugger's channel) is a sequence of frames.
 Each frame is a 12-byte header, then its payload::
 
-    magic b"DG" | type: b"E" events, b"C" control | format version (1)
+    magic b"DG" | type: b"E" events, b"C" control | format version
     | payload length (uint32 LE) | CRC-32 of the payload (uint32 LE)
 
 An events frame's payload starts with 24 bytes of metadata (event count, first and last
-iteration, flags, first seq; so a reader can index a file without decoding it), then a
-UTF-8 JSON array with one array per event: ``[kind, field, field, ...]`` in the dataclass's
-field order (``events.FIELD_NAMES``); summaries are arrays of their fields; arrays of
-``TensorValues`` are ``{"__ndarray__": base64, "dtype", "shape"}``. A control frame's payload
-is one JSON object. JSON keeps decoding in C (``json.loads``) and never runs code: no pickle
-anywhere. The full description is in ``docs/trace-format.md``.
+iteration, flags, first seq; so a reader can index a file without decoding it), then the
+events: in typed columns (format 2, ``columns.py``: what is written), or as a UTF-8 JSON
+array with one array per event, ``[kind, field, field, ...]`` in the dataclass's field
+order (format 1: written before, still read, and written for a frame holding a value no
+column can hold). A control frame's payload is one JSON object. Nothing runs code from
+the data (no pickle, no marshal). The full description is in ``docs/trace-format.md``.
 
-Decoding (with every field checked) is in ``decoding.py``; reading files (``read_frames``,
-``iter_events``, still importable from here) in ``tracereader.py``.
+Decoding format 1 (with every field checked) is in ``decoding.py``, format 2 in
+``columns.py``; reading files (``read_frames``, ``iter_events``, still importable from
+here) in ``tracereader.py``.
 """
 
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import os
 import secrets
 import stat
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
@@ -36,25 +39,34 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import TraceFileError, UserError
+from . import columns
 from . import events as ev
 from .decoding import (  # decoding lives there; these names are still found here
     _ARRAY_KINDS,  # noqa: F401
     EVENTS_META,
     FULL_HEAD,
+    STREAM,
     WHOLE,
     decode_array,
-    decode_events_payload,  # noqa: F401
     decode_message_payload,
 )
+from .decoding import decode_events_payload as decode_json_payload
+from .rows import Row, events_of, row_of, rows_of
 
 MAGIC = b"DG"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # events frames in columns (``columns.py``); 1: JSON rows, still read
+JSON_VERSION = 1
 EVENTS = ord("E")
 CONTROL = ord("C")
 FRAME_HEADER = struct.Struct("<2sBBII")
 FLAG_VALUES = 1  # the frame holds TensorValues events
 MAX_FRAME = 1 << 30  # a length above this is garbage, not a frame
 BATCH_EVENTS = 1024  # TraceWriter writes a frame at least this often (and at iteration ends)
+# ... but at most one frame per FRAME_INTERVAL seconds at iteration ends: an iteration of a
+# few dozen events (an MLP step, about a millisecond) would otherwise cost a frame each, and
+# a frame's fixed cost is most of such an iteration's encoding. A process killed loses at
+# most the last FRAME_INTERVAL of events.
+FRAME_INTERVAL = 0.01
 
 __all__ = [
     "FrameDecoder", "TraceWriter", "decode_array", "encode_array", "encode_events",
@@ -159,15 +171,118 @@ _dumps = json.JSONEncoder(default=_plain_default, separators=(",", ":"), allow_n
                           check_circular=False).encode
 
 
-def _frame(ftype: int, payload: bytes) -> bytes:
+def _frame(ftype: int, payload: bytes, version: int = FORMAT_VERSION) -> bytes:
     if len(payload) > MAX_FRAME:
         raise ValueError(f"frame of {len(payload)} bytes is too large")
-    return FRAME_HEADER.pack(MAGIC, ftype, FORMAT_VERSION, len(payload),
+    return FRAME_HEADER.pack(MAGIC, ftype, version, len(payload),
                              zlib.crc32(payload)) + payload
+
+
+def encode_rows(rows: Sequence[Row], version: int = FORMAT_VERSION) -> bytes:
+    """One complete events frame holding the events of ``rows`` (``dyngraph.capture.rows``):
+    in columns (format 2), or, for ``version=1`` or a value columns cannot hold (an id of
+    2^63 or more, a field of the wrong type), as JSON (format 1)."""
+    flags = 0
+    for r in rows:
+        if r[0] == "values":
+            flags = FLAG_VALUES
+            break
+    if version == FORMAT_VERSION and rows:
+        try:
+            return _frame(EVENTS, columns.encode_payload(rows, flags))
+        except (TypeError, ValueError, OverflowError, KeyError, AttributeError,
+                struct.error):
+            pass  # written as JSON below, which says what it cannot store
+    if rows:
+        meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags, rows[0][1])
+    else:
+        meta = EVENTS_META.pack(0, 0, 0, 0, 0)
+    return _frame(EVENTS, meta + _json_rows(rows), JSON_VERSION)
+
+
+def _json_rows(rows: Sequence[Row]) -> bytes:
+    """Format 1's body: a JSON array of the rows, a full summary packed (see below)."""
+    out = []
+    for r in rows:
+        if r[0] == "op":  # attrs: an object (the row holds its items)
+            r = (*r[:9], dict(r[9]), *r[10:])
+        if r[0] in _SUMMARY_SLOTS:
+            r = list(r)
+            for i in _SUMMARY_SLOTS[r[0]]:
+                if type(r[i]) is tuple and len(r[i]) == 11:
+                    r[i] = _pack_full(_FullRow(r[i]))
+                elif r[0] == "backward_step" and i == 8:
+                    r[i] = [_pack_full(_FullRow(x)) if type(x) is tuple and len(x) == 11
+                            else x for x in r[i]]
+        out.append(r)
+    return _dumps(out).encode()
+
+
+class _FullRow:
+    """A full summary row read as a Summary is (for ``_pack_full``)."""
+
+    __slots__ = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
+                 "preview", "sampled")
+
+    def __init__(self, r: tuple[Any, ...]) -> None:
+        (self.shape, self.dtype, self.min, self.max, self.mean, self.std, self.norm,
+         self.nan, self.inf, self.preview, self.sampled) = r
+
+
+# Where summaries sit in rows (``rows`` layout), by kind; a backward step's 8 holds a
+# tuple of them.
+_SUMMARY_SLOTS = {"op": (16,), "tensor": (9,), "grad": (5,), "backward_step": (7, 8)}
+
+
+def decode_events_payload(payload: bytes | memoryview, position: int | None = STREAM,
+                          version: int | None = None) -> list[ev.Event]:
+    """The events of an events frame's payload (metadata included), of frame format
+    ``version`` (None: told from the payload itself, for callers that kept only it)."""
+    if version is None:
+        version = _sniff(payload)
+    if version == JSON_VERSION:
+        return decode_json_payload(payload, position)
+    return events_of(decode_rows_payload(payload, position))
+
+
+def decode_rows_payload(payload: bytes | memoryview, position: int | None = STREAM
+                        ) -> list[Row]:
+    """The rows of a format-2 events frame's payload (metadata included), checked against
+    the metadata as ``decode_events_payload`` checks events."""
+    if len(payload) < EVENTS_META.size:
+        raise TraceFileError("events frame too short")
+    count, lo, hi, _flags, first_seq = EVENTS_META.unpack_from(payload)
+    if position is STREAM:
+        lo, hi = 0, (1 << 32) - 1
+    enabled = gc.isenabled()
+    gc.disable()  # (as decoding.decode_events_payload does, for the same reason)
+    try:
+        rows = columns.decode_payload(payload, lo, hi, position)
+    except RecursionError:
+        raise TraceFileError("undecodable events frame (nested too deep)") from None
+    finally:
+        if enabled:
+            gc.enable()
+    columns.check_rows(rows, count, lo, hi, first_seq, position)
+    return rows
+
+
+def _sniff(payload: bytes | memoryview) -> int:
+    """A payload's format: columns begin with a block of one byte per event (its length
+    is the event count of the metadata), JSON with ``[``."""
+    if len(payload) >= EVENTS_META.size + 4 and \
+            bytes(payload[EVENTS_META.size:EVENTS_META.size + 4]) == bytes(payload[:4]):
+        return FORMAT_VERSION
+    return JSON_VERSION
 
 
 def encode_events(events: Sequence[ev.Event]) -> bytes:
     """One complete events frame holding ``events`` (for a file or a socket)."""
+    return encode_rows(rows_of(events))
+
+
+def encode_events_json(events: Sequence[ev.Event]) -> bytes:
+    """``encode_events`` in format 1 (JSON rows), as dyngraph wrote before format 2."""
     getters, kinds = _GETTERS, _KINDS
     rows = []
     flags = 0
@@ -184,12 +299,12 @@ def encode_events(events: Sequence[ev.Event]) -> bytes:
                                 events[0].seq)
     else:
         meta = EVENTS_META.pack(0, 0, 0, 0, 0)
-    return _frame(EVENTS, meta + body)
+    return _frame(EVENTS, meta + body, JSON_VERSION)
 
 
 def encode_message(message: dict[str, Any]) -> bytes:
     """One complete control frame holding a JSON-compatible dict (never in trace files)."""
-    return _frame(CONTROL, _dumps(message).encode())
+    return _frame(CONTROL, _dumps(message).encode(), JSON_VERSION)
 
 
 def check_header(buf: bytes | bytearray | memoryview, pos: int = 0,
@@ -242,13 +357,13 @@ class FrameDecoder:
                 if end > size:
                     break
                 payload = bytes(buf[pos + hsize:end])  # a copy: buf must stay resizable
-                crc = FRAME_HEADER.unpack_from(buf, pos)[4]
+                _, _, version, _, crc = FRAME_HEADER.unpack_from(buf, pos)
                 if zlib.crc32(payload) != crc:
                     raise TraceFileError(
                         f"damaged frame at byte {self.offset + pos} of the stream "
                         "(checksum mismatch)")
                 if ftype == EVENTS:
-                    out.append(decode_events_payload(payload))
+                    out.append(decode_events_payload(payload, STREAM, version))
                 else:
                     out.append(decode_message_payload(payload))
                 pos = end
@@ -262,9 +377,10 @@ class FrameDecoder:
 class TraceWriter:
     """Writes a trace file: the header frame at once, then frames of events as they come.
 
-    Events are buffered and written as one frame every ``BATCH_EVENTS`` events, at every
-    iteration end, and on ``flush()``/``close()``; a process killed in between loses at most
-    the unwritten tail, and the file still loads up to its last whole frame.
+    Events are buffered and written as one frame every ``BATCH_EVENTS`` events, at an
+    iteration's end (the first one at once, later ones once ``FRAME_INTERVAL`` has passed
+    since the last frame) and on ``flush()``/``close()``; a process killed in between
+    loses at most the unwritten tail, and the file still loads up to its last whole frame.
 
     The file starts as a temporary one beside the target (``.NAME.XXXXXXXX.partial``). It is
     renamed onto the target, whole (the header and at least one frame), as soon as a frame
@@ -287,8 +403,7 @@ class TraceWriter:
     """
 
     # Events that alone do not make a recording worth replacing an earlier trace with.
-    _NOT_RECORDED = frozenset((ev.Header, ev.ScriptOutput, ev.ExceptionRaised, ev.RunEnd,
-                               ev.BreakpointHit))
+    _NOT_RECORDED = frozenset(("header", "output", "exception", "run_end", "breakpoint"))
 
     def __init__(self, path: str | os.PathLike[str], header: ev.Header,
                  batch: int = BATCH_EVENTS) -> None:
@@ -303,12 +418,13 @@ class TraceWriter:
         # every frame it finished.
         self.partial_path, file = self._open_partial(self._target)
         self._file: BinaryIO | None = file
-        self._pending: list[ev.Event] = []
+        self._pending: list[Row] = []
         self._batch = batch
         self.events_written = 0
         self.bytes_written = 0
+        self._last_write = time.monotonic()
         try:
-            self._write_frame([header])
+            self._write_frame([row_of(header)])
         except OSError as exc:
             self.discard()
             raise UserError(f"cannot write {self.path}: {exc.strerror or exc}") from None
@@ -403,11 +519,11 @@ class TraceWriter:
             pass
 
     # -- writing -------------------------------------------------------------------------
-    def _write_frame(self, events: Sequence[ev.Event]) -> None:
+    def _write_frame(self, events: Sequence[Row]) -> None:
         assert self._file is not None
         if self.error is not None:
             return  # the disk refused a frame: later ones would make a gap, not a trace
-        data = encode_events(events)
+        data = encode_rows(events)
         view = memoryview(data)
         try:
             while view:  # a raw write may take only part of it
@@ -417,13 +533,14 @@ class TraceWriter:
             raise
         self.events_written += len(events)
         self.bytes_written += len(data)
+        self._last_write = time.monotonic()
         if not self.in_place and self.events_written > 1 and self._records(events):
             self._move_in_place()
 
     @staticmethod
-    def _records(events: Sequence[ev.Event]) -> bool:
+    def _records(rows: Sequence[Row]) -> bool:
         """Does the frame hold anything recorded, more than output and how the run ended?"""
-        return any(type(e) not in TraceWriter._NOT_RECORDED for e in events)
+        return any(r[0] not in TraceWriter._NOT_RECORDED for r in rows)
 
     def _move_in_place(self) -> None:
         """Rename the file (still open, still written to) onto the target."""
@@ -447,16 +564,33 @@ class TraceWriter:
         if self._file is None:
             raise ValueError(f"TraceWriter for {self.path} is closed")
         for e in events:
-            self._pending.append(e)
-            if type(e) is ev.IterationEnd or len(self._pending) >= self._batch:
+            self._pending.append(row_of(e))
+            if len(self._pending) >= self._batch or (type(e) is ev.IterationEnd
+                                                     and self._due()):
                 self._write_pending()
 
     def add(self, event: ev.Event) -> None:
         """Queue one event (usable directly as a tracer subscriber)."""
         pending = self._pending
-        pending.append(event)
-        if type(event) is ev.IterationEnd or len(pending) >= self._batch:
+        pending.append(row_of(event))
+        if len(pending) >= self._batch or (type(event) is ev.IterationEnd and self._due()):
             self._write_pending()
+
+    def take(self, rows: list[Row], at_once: bool = False) -> None:
+        """Queue a batch of rows (a tracer sink: the tracer hands them over at iteration
+        ends and every ``BATCH_EVENTS``), written as ``write`` writes events; ``at_once``:
+        write them now, as a frame of their own."""
+        if self._file is None:
+            raise ValueError(f"TraceWriter for {self.path} is closed")
+        pending = self._pending
+        pending += rows
+        if at_once or len(pending) >= self._batch or self._due():
+            self._write_pending()
+
+    def _due(self) -> bool:
+        """Is a frame due at an iteration's end? The first recorded one at once (it puts
+        the file in place), later ones once ``FRAME_INTERVAL`` has passed."""
+        return not self.in_place or time.monotonic() - self._last_write >= FRAME_INTERVAL
 
     def _write_pending(self) -> None:
         # Taken off the queue before writing: whatever interrupts the write (a full disk,

@@ -30,9 +30,20 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..errors import TraceFileError, TraceFileWarning
+from . import columns
 from . import events as ev
-from .decoding import EVENTS_META, FIRST_FRAME, LATER_FRAME, decode_events_payload
-from .tracefile import EVENTS, FRAME_HEADER, MAGIC, check_header
+from .decoding import EVENTS_META, FIRST_FRAME, LATER_FRAME
+from .rows import Row, rows_of
+from .tracefile import (
+    EVENTS,
+    FORMAT_VERSION,
+    FRAME_HEADER,
+    JSON_VERSION,
+    MAGIC,
+    check_header,
+    decode_events_payload,
+    decode_rows_payload,
+)
 
 CHUNK = 1 << 20  # bytes read at a time
 _HSIZE = FRAME_HEADER.size
@@ -109,10 +120,11 @@ class FrameRef:
     """An events frame of a file: where it is and what its metadata says, not decoded."""
 
     __slots__ = ("count", "first_iteration", "last_iteration", "flags", "first_seq",
-                 "offset", "length", "position", "file")
+                 "offset", "length", "position", "file", "version")
 
     def __init__(self, meta: bytes, offset: int, length: int, position: int,
-                 file: _File | None) -> None:
+                 file: _File | None, version: int = FORMAT_VERSION) -> None:
+        self.version = version  # the frame format: 2 columns, 1 JSON
         (self.count, self.first_iteration, self.last_iteration, self.flags,
          self.first_seq) = EVENTS_META.unpack_from(meta)
         self.offset = offset  # of the frame header
@@ -125,7 +137,20 @@ class FrameRef:
         assert self.file is not None, "a streamed frame is decoded as it is read"
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
-            return decode_events_payload(payload, self.position)
+            return decode_events_payload(payload, self.position, self.version)
+        except TraceFileError as exc:
+            raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
+                         ) from None
+
+    def rows(self) -> list[Row]:
+        """The frame's rows (``dyngraph.capture.rows``), without building events when the
+        frame is in columns; TraceFileError as for ``decode``."""
+        if self.version == JSON_VERSION:
+            return rows_of(self.decode())
+        assert self.file is not None, "a streamed frame is decoded as it is read"
+        payload = self.file.read(self.offset + _HSIZE, self.length)
+        try:
+            return decode_rows_payload(payload, self.position)
         except TraceFileError as exc:
             raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
                          ) from None
@@ -168,7 +193,20 @@ class FrameRef:
                 return []  # the header alone, as written
         elif lo == hi:
             return [lo]
-        return sorted({e.iteration for e in self.decode() if type(e) is not ev.Header})
+        if self.version == JSON_VERSION:
+            return sorted({e.iteration for e in self.decode() if type(e) is not ev.Header})
+        # A column frame (the writer makes one of several iterations every 10 ms): its
+        # iterations column says, read without decoding the rest.
+        assert self.file is not None
+        payload = self.file.read(self.offset + _HSIZE, self.length)
+        try:
+            found = columns.frame_iterations(payload, lo, hi)
+        except TraceFileError as exc:
+            raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
+                         ) from None
+        if self.position == FIRST_FRAME:
+            found = found[1:]  # (the header's; decoding checks that it is one)
+        return list(dict.fromkeys(found))
 
 
 # -- walking a file's frames ---------------------------------------------------------------
@@ -218,7 +256,7 @@ class _Walk:
             if ftype != EVENTS or length < EVENTS_META.size:
                 raise _error(name, f"damaged frame at byte {pos} (not an events frame)")
             position = LATER_FRAME if previous is not None else FIRST_FRAME
-            ref = FrameRef(meta, pos, length, position, self.file)
+            ref = FrameRef(meta, pos, length, position, self.file, head[3])
             if ref.count == 0:
                 self.empty.append(pos)  # holds nothing: nothing to refuse either
             else:
@@ -278,16 +316,17 @@ class _Walk:
 
 def _next_frame(f: BinaryIO, start: int, size: int) -> int | None:
     """The offset of the first whole, checksum-valid frame at or after ``start``, if any.
-    (Frame payloads are JSON, which never holds the raw byte 0x01 of a header's version,
-    so a match inside one is a coincidence that the checksum then rules out.)"""
+    (A match inside a payload, possible in binary columns, is a coincidence that the
+    checksum of the frame it would begin then rules out.)"""
     fd = f.fileno()
-    signature = MAGIC + bytes([EVENTS, 1])
+    signature = MAGIC + bytes([EVENTS])
     at = start
     while at < size:
-        chunk = os.pread(fd, CHUNK + len(signature), at)
+        chunk = os.pread(fd, CHUNK + len(signature) + 1, at)
         i = chunk.find(signature)
         while i >= 0:
-            if _whole_frame_at(fd, at + i, size):
+            if i + 3 < len(chunk) and chunk[i + 3] in (JSON_VERSION, FORMAT_VERSION) and \
+                    _whole_frame_at(fd, at + i, size):
                 return at + i
             i = chunk.find(signature, i + 1)
         at += CHUNK
@@ -390,7 +429,8 @@ def iter_events(path: str | os.PathLike[str], chunk_size: int = CHUNK) -> Iterat
         walk = _Walk(name, f, keep=True, file=None)
         for ref, payload in _reading(name, walk):
             try:
-                events = decode_events_payload(payload, ref.position)  # type: ignore[arg-type]
+                events = decode_events_payload(payload, ref.position,  # type: ignore[arg-type]
+                                               ref.version)
             except TraceFileError as exc:
                 raise _error(name, f"{exc} (in the frame at byte {ref.offset})") from None
             if ref.position == FIRST_FRAME:

@@ -19,6 +19,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import overload
 
 import numpy as np
@@ -26,9 +27,13 @@ import numpy as np
 from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
-from .tracefile import FLAG_VALUES, TraceWriter, encode_events
+from .rowgraph import graph_of_rows
+from .rows import Row, RowEvents, event_of, events_of
+from .tracefile import FLAG_VALUES, JSON_VERSION, TraceWriter, encode_events
 from .tracereader import FrameRef, read_frames
 from .tracing import tracer
+
+_iteration_of = itemgetter(2)  # (a row's)
 
 # Decoded frames kept for looking again. Not more: every decoded object kept alive is one
 # more for the cyclic collector to walk (with 64, walking a whole file was a fifth slower).
@@ -47,6 +52,8 @@ class LazyEvents(Sequence[ev.Event]):
             total += f.count
         self._len = total
         self._cache: OrderedDict[int, list[ev.Event]] = OrderedDict()
+        # frame -> (its rows, each row's iteration): what graphs are built from
+        self._rows: OrderedDict[int, tuple[list[Row], list[int]]] = OrderedDict()
         self._lock = threading.Lock()  # a UI may decode in a worker while drawing
 
     def frame(self, index: int) -> list[ev.Event]:
@@ -57,12 +64,45 @@ class LazyEvents(Sequence[ev.Event]):
             if events is not None:
                 cache.move_to_end(index)
                 return events
-        events = self._frames[index].decode()
+        ref = self._frames[index]
+        events = ref.decode() if ref.version == JSON_VERSION else \
+            events_of(self.frame_rows(index)[0])
         with self._lock:
             cache[index] = events
             if len(cache) > _CACHED_FRAMES:
                 cache.popitem(last=False)
         return events
+
+    def frame_rows(self, index: int) -> tuple[list[Row], list[int]]:
+        """The rows of frame ``index`` and each one's iteration (in order: a frame's
+        iterations never go back), decoded once while looked at (as ``frame``)."""
+        cache = self._rows
+        with self._lock:
+            hit = cache.get(index)
+            if hit is not None:
+                cache.move_to_end(index)
+                return hit
+        rows = self._frames[index].rows()
+        hit = (rows, list(map(_iteration_of, rows)))
+        with self._lock:
+            cache[index] = hit
+            if len(cache) > _CACHED_FRAMES:
+                cache.popitem(last=False)
+        return hit
+
+    def iteration_span(self, frame: int, index: int) -> tuple[int, int]:
+        """Where iteration ``index``'s rows (and events) are in frame ``frame``."""
+        iterations = self.frame_rows(frame)[1]
+        lo = bisect.bisect_left(iterations, index)
+        return lo, bisect.bisect_right(iterations, index, lo)
+
+    def iteration_rows(self, frame: int, index: int) -> list[Row]:
+        """The rows of iteration ``index`` in frame ``frame`` (the header's excluded)."""
+        rows = self.frame_rows(frame)[0]
+        lo, hi = self.iteration_span(frame, index)
+        if frame == 0 and lo == 0 and hi:  # (the first frame begins with the header)
+            return [r for r in rows[lo:hi] if r[0] != "header"]
+        return rows[lo:hi]
 
     def __len__(self) -> int:
         return self._len
@@ -125,14 +165,19 @@ class Iteration:
         """The forward graph (rebuilt if the live trace grew since last asked).
 
         Asking again costs no decoding: whether the iteration grew is told by the trace's
-        bookkeeping, not by its events.
+        bookkeeping, not by its events. Built from the iteration's rows where the trace
+        has them (recorded, or read from a file), without event objects.
         """
         stamp = self.trace._iteration_stamp(self.index)
         if self._graph is None or self._graph_stamp != stamp:
-            builder = GraphBuilder()
-            builder.current.iteration = self.index
-            done = builder.add_all(self.events)
-            self._graph = done if done is not None else builder.current
+            rows = self.trace._iteration_rows(self.index)
+            if rows is not None:
+                self._graph = graph_of_rows(rows, self.index)
+            else:
+                builder = GraphBuilder()
+                builder.current.iteration = self.index
+                done = builder.add_all(self.events)
+                self._graph = done if done is not None else builder.current
             self._graph_stamp = stamp
             self._backward = None
         return self._graph
@@ -221,6 +266,17 @@ class Trace:
     def _scan(self) -> None:
         events = self.events
         spans = self._spans
+        if type(events) is RowEvents:  # rows: no event object built to read an iteration
+            last = self._scanned
+            for i, r in events.rows_from(self._scanned):
+                span = spans.get(r[2])
+                if span is None:
+                    spans[r[2]] = [i, i + 1]
+                else:
+                    span[1] = i + 1
+                last = i + 1
+            self._scanned = max(last, 1)
+            return
         Header = ev.Header
         for i in range(self._scanned, len(events)):
             e = events[i]
@@ -246,10 +302,13 @@ class Trace:
             for f in self._frame_spans.get(index, ()):
                 ref = lazy._frames[f]
                 if f and ref.first_iteration == ref.last_iteration == index:
-                    out += lazy.frame(f)  # the usual frame: one iteration's, no header
-                else:
+                    out += lazy.frame(f)  # a frame of one iteration's, no header
+                elif ref.version == JSON_VERSION:
                     out += [e for e in lazy.frame(f)
                             if e.iteration == index and type(e) is not ev.Header]
+                else:  # several iterations: this one's place by bisection of the rows'
+                    lo, hi = lazy.iteration_span(f, index)
+                    out += [e for e in lazy.frame(f)[lo:hi] if type(e) is not ev.Header]
             return out
         self._scan()
         span = self._spans.get(index)
@@ -257,6 +316,25 @@ class Trace:
             return []
         return [e for e in self.events[span[0]:span[1]]
                 if e.iteration == index and type(e) is not ev.Header]
+
+    def _iteration_rows(self, index: int) -> list[Row] | None:
+        """Iteration ``index``'s rows (the header excluded), or None for a trace of event
+        objects (``Trace(events)``)."""
+        if self._frame_spans is not None:
+            lazy: LazyEvents = self.events  # type: ignore[assignment]
+            out: list[Row] = []
+            for f in self._frame_spans.get(index, ()):
+                out += lazy.iteration_rows(f, index)
+            return out
+        if type(self.events) is not RowEvents:
+            return None
+        self._scan()
+        span = self._spans.get(index)
+        if span is None:
+            return []
+        log: RowEvents = self.events  # type: ignore[assignment]
+        return [r for _, r in log.rows_from(span[0], span[1])
+                if r[2] == index and r[0] != "header"]
 
     def _iteration_stamp(self, index: int) -> int:
         """A number that changes whenever iteration ``index`` gains events."""
@@ -271,9 +349,9 @@ class Trace:
         if self._frame_spans is not None:
             lazy: LazyEvents = self.events  # type: ignore[assignment]
             for f in reversed(self._frame_spans.get(index, ())):
-                for e in reversed(lazy.frame(f)):
-                    if e.iteration == index and type(e) is not ev.Header:
-                        return e
+                rows = lazy.iteration_rows(f, index)
+                if rows:
+                    return event_of(rows[-1])
             return None
         self._scan()
         span = self._spans.get(index)
@@ -312,6 +390,12 @@ class Trace:
                             if type(e) is ev.TensorValues:
                                 self._values[e.tensor] = e.array
                 self._values_scanned = 1
+        elif type(self.events) is RowEvents:
+            log: RowEvents = self.events  # type: ignore[assignment]
+            for i, r in log.rows_from(self._values_scanned):
+                if r[0] == "values":
+                    self._values[r[3]] = r[4]
+                self._values_scanned = i + 1
         else:
             events = self.events
             for i in range(self._values_scanned, len(events)):
@@ -324,8 +408,15 @@ class Trace:
     # -- files -------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write this trace to a file (the format of ``dyngraph.record``)."""
-        events = list(self.events)
         header = self.header or tracer.make_header()
+        if type(self.events) is RowEvents:
+            log: RowEvents = self.events  # type: ignore[assignment]
+            log.sync()
+            with TraceWriter(path, header) as writer:
+                for rows in log.batches:
+                    writer.take(rows, at_once=True)  # a frame per batch, as recorded
+            return
+        events = list(self.events)
         body = events[1:] if events and type(events[0]) is ev.Header else events
         with TraceWriter(path, header) as writer:
             writer.write(body)
@@ -377,13 +468,20 @@ def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> I
     """
     _check_modes(stats, values)
     capture = backends.activate(backend)
-    events: list[ev.Event] = []
-    events.append(tracer.make_header(stats, values))
-    handle = tracer.subscribe(events.append, stats, values)
-    result = Trace(events)
+    log = RowEvents(tracer.make_header(stats, values))
+    handle = tracer.attach(sink=log.take, stats=stats, values=values)
+    thread = threading.get_ident()
+
+    def pull() -> None:  # the rows still gathering, when read by the recording's thread
+        if threading.get_ident() == thread:
+            tracer.flush_rows()
+
+    log.pull = pull
+    result = Trace(log)  # type: ignore[arg-type]
     try:
         yield result
     finally:
+        log.pull = None
         _finish(len(tracer._subscribers) == 1)
         handle.remove()
         capture.remove()
@@ -413,7 +511,7 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     except BaseException:
         capture.remove()
         raise
-    sub = tracer.subscribe(writer.add, stats, values)
+    sub = tracer.attach(sink=writer.take, stats=stats, values=values)
     failed = False
     try:
         yield writer

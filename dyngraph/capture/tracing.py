@@ -34,10 +34,14 @@ import numpy as np
 
 from . import events as ev
 from .arrays import to_numpy
-from .structure import structure_key
-from .summaries import STATS_MODES, SUMMARIZERS
+from .keys import StructureKeys
+from .rows import MAKERS as _MAKERS
+from .rows import Row, summary_builder, summary_row
+from .summaries import ROW_SUMMARIZERS, STATS_MODES
 
 Subscriber = Callable[[ev.Event], None]
+Sink = Callable[[list[Row]], None]
+RowHook = Callable[[Row], None]
 
 VALUES_MODES = ("none", "small")
 VALUES_LIMIT = 4_096
@@ -48,18 +52,11 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
-_NO_ATTRS: dict[str, Any] = {}  # shared by every attr-less op event: treat as read-only
 _getframe = sys._getframe
 _get_ident = threading.get_ident
-_make_op = ev.fast_constructor(ev.Op)
-_make_tensor = ev.fast_constructor(ev.TensorCreated)
-_make_grad = ev.fast_constructor(ev.GradAccumulated)
-_make_step = ev.fast_constructor(ev.BackwardStep)
-_make_call = ev.fast_constructor(ev.ModuleCall)
-_make_end = ev.fast_constructor(ev.IterationEnd)
-_make_bstart = ev.fast_constructor(ev.BackwardStart)
-_make_bend = ev.fast_constructor(ev.BackwardEnd)
-_make_ostep = ev.fast_constructor(ev.OptimizerStep)
+BATCH_ROWS = 1024
+"""Rows are handed to the batch sinks (trace files, in-memory traces) at every iteration's
+end and at least every this many rows."""
 
 tensor_ids = itertools.count(1)
 """Where every backend takes its tensor ids: one counter per process, so ids never collide
@@ -122,78 +119,24 @@ def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     return attrs
 
 
-class StructureKeys:
-    """``structure_key`` of an iteration's events, remembered by a cheaper fingerprint.
 
-    Training repeats one structure, so the key is almost always one computed before. The
-    fingerprint holds everything the key depends on, in the plain objects the events
-    already carry: per Op its op, module, file, line, shape, dtype, grad mode, attribute
-    items and the positions (in this iteration) of the events that made its inputs; per
-    TensorCreated its name, kind, shape, dtype and ``requires_grad``. Equal fingerprints
-    give equal keys (``structure.structure_key`` reads nothing else); an iteration whose
-    ids repeat or whose inputs come from nowhere is keyed directly, without the memo.
-    """
+class _EventHook:
+    """A ``subscribe`` callback fed rows: each becomes its event object on the way. Summary
+    rows shared between rows (a gradient handed on in backward) become shared Summary
+    objects, within a bounded memo."""
 
-    __slots__ = ("_memo", "_last", "_last_key")
-    LIMIT = 256
+    __slots__ = ("callback", "_build", "_built")
 
-    def __init__(self) -> None:
-        self._memo: dict[tuple[Any, ...], str] = {}
-        self._last: tuple[Any, ...] | None = None
-        self._last_key = ""
+    def __init__(self, callback: Subscriber) -> None:
+        self.callback = callback
+        self._build = summary_builder()
+        self._built = 0
 
-    def key(self, events: list[ev.Event]) -> str:
-        fingerprint = _fingerprint(events)
-        if fingerprint is None:
-            return structure_key(events)
-        if fingerprint == self._last:  # the usual case: compared, not hashed
-            return self._last_key
-        try:
-            known = self._memo.get(fingerprint)
-        except TypeError:  # an unhashable attribute value
-            return structure_key(events)
-        if known is None:
-            if len(self._memo) >= self.LIMIT:
-                self._memo.clear()
-            known = self._memo[fingerprint] = structure_key(events)
-        self._last, self._last_key = fingerprint, known
-        return known
-
-
-_Op, _TensorCreated = ev.Op, ev.TensorCreated
-
-
-def _fingerprint(events: list[ev.Event]) -> tuple[Any, ...] | None:
-    position: dict[int, int] = {}
-    out: list[tuple[Any, ...]] = []
-    append = out.append
-    get = position.get
-    for i, e in enumerate(events):
-        t = type(e)
-        if t is _Op:
-            wired = []
-            for src in e.inputs:  # type: ignore[attr-defined]
-                if src >= 0:
-                    where = get(src)
-                    if where is None:
-                        return None
-                    wired.append(where)
-                else:
-                    wired.append(-1)
-            tid = e.output  # type: ignore[attr-defined]
-            attrs = e.attrs  # type: ignore[attr-defined]
-            append((e.op, e.module, e.file, e.line, e.shape, e.dtype,  # type: ignore[attr-defined]
-                    e.grad_enabled, tuple(attrs.items()) if attrs else (),  # type: ignore[attr-defined]
-                    tuple(wired)))
-        elif t is _TensorCreated:
-            tid = e.tensor  # type: ignore[attr-defined]
-            append((e.name, e.is_param, e.shape, e.dtype, e.requires_grad))  # type: ignore[attr-defined]
-        else:
-            return None  # the tracer keeps only these two kinds; anything else: no memo
-        if tid in position:
-            return None
-        position[tid] = i
-    return tuple(out)
+    def __call__(self, row: Row) -> None:
+        self._built += 1
+        if self._built > 4096:  # the memo holds its rows: start a new one now and then
+            self._build, self._built = summary_builder(), 0
+        self.callback(_MAKERS[row[0]](row, self._build))
 
 
 class Tracer:
@@ -212,6 +155,13 @@ class Tracer:
     The first ``op`` or ``tensor`` after a backward ended closes the iteration (the
     optimizer step in between still belongs to it); ``known`` is empty from the backward's
     end on, so the next iteration announces its inputs afresh.
+
+    Every event is recorded as a row (``dyngraph.capture.rows``) and delivered with
+    ``deliver``: at once to the row hooks (the debug agent) and to ``subscribe``'s
+    callbacks (as an event object), and in batches (``flush_rows``: at every iteration's
+    end and every ``BATCH_ROWS`` rows) to the sinks (trace files, in-memory traces).
+    A backend with a hot path of its own (the numpy engine's ``recording``) builds rows
+    itself and delivers them the same way.
     """
 
     def __init__(self) -> None:
@@ -220,8 +170,11 @@ class Tracer:
         self._foreign_noted = False
         self.stats = "none"
         self.values = "none"
-        self._subscribers: list[tuple[Subscriber, str, str]] = []
-        self._callbacks: tuple[Subscriber, ...] = ()
+        # (sink, row hook, stats, values) of each listener
+        self._listeners: list[tuple[Sink | None, RowHook | None, str, str]] = []
+        self._sinks: tuple[Sink, ...] = ()
+        self.hooks: tuple[RowHook, ...] = ()
+        self.rows: list[Row] = []  # the batch being gathered for the sinks
         self.seq = 0
         self.iteration = 1
         self.module_stack: list[str] = [""]
@@ -234,63 +187,82 @@ class Tracer:
         self.run_info: tuple[str, tuple[str, ...]] | None = None
         self._pending_end = False
         self._ended_count = 0  # the node count of an iteration whose backward ended
-        # This iteration's Op and TensorCreated events (for its structure key), and the ids
-        # of every tensor it produced or announced. ``known`` is cleared in place at an
+        # This iteration's op and tensor rows (for its structure key), and the ids of
+        # every tensor it produced or announced. ``known`` is cleared in place at an
         # iteration's end, so a backend may hold on to it.
-        self._iteration_events: list[ev.Event] = []
+        self.iteration_ops: list[Row] = []
+        self.iteration_tensors: list[Row] = []
         self.known: set[int] = set()
         # file name -> is it library code (dyngraph's own, or a backend's library)?
         self._internal_files: dict[str, bool] = {}
         self._internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
+        # id(code) -> (code, {instruction offset: line}): see ``line_of``
+        self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
-        self._shared_attrs: dict[tuple[Any, ...], dict[str, Any]] = {}
-        # output id -> its Op event's inputs, this iteration (BackwardStep shares the tuple)
-        self._op_inputs: dict[int, tuple[int, ...]] = {}
-        self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self._shared_attrs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._keys = StructureKeys()
-        # The numpy summariser of the current stats mode, for backends that hold ndarrays.
-        self.summarize_array: Callable[[np.ndarray], ev.Summary | None] = SUMMARIZERS["none"]
+        # The numpy summariser of the current stats mode, for backends that hold ndarrays:
+        # it returns summary rows (``dyngraph.capture.rows``).
+        self.summarize_array: Callable[[np.ndarray], Any] = ROW_SUMMARIZERS["none"]
 
-    # -- subscribers -------------------------------------------------------------------
+    # -- listeners -----------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
                   values: str = "none") -> Handle:
         """Send every event to ``callback`` until the returned handle is removed."""
+        return self.attach(hook=_EventHook(callback), stats=stats, values=values)
+
+    def attach(self, sink: Sink | None = None, hook: RowHook | None = None,
+               stats: str = "cheap", values: str = "none") -> Handle:
+        """Deliver rows until the returned handle is removed: ``hook(row)`` at once for
+        every row, ``sink(rows)`` for every batch (a list the sink may keep, never change).
+        How ``dyngraph.trace``, ``dyngraph.record`` and the debug agent listen."""
         if stats not in _STATS_RANK:
             raise ValueError(f"stats must be one of {STATS_MODES}, got {stats!r}")
         if values not in VALUES_MODES:
             raise ValueError(f"values must be one of {VALUES_MODES}, got {values!r}")
-        if not self._subscribers:
+        if not self._listeners:
             self.restart()
             self.thread = _get_ident()
-        entry = (callback, stats, values)
-        self._subscribers.append(entry)
+        else:
+            self.flush_rows()  # a new sink starts with the rows that come after it
+        entry = (sink, hook, stats, values)
+        self._listeners.append(entry)
         self._refresh()
 
         def remove() -> None:
-            if entry in self._subscribers:
-                self._subscribers.remove(entry)
+            if entry in self._listeners:
+                self.flush_rows()  # what it has not been given yet is its too
+                self._listeners.remove(entry)
                 self._refresh()
 
         return Handle(remove)
 
+    @property
+    def _subscribers(self) -> list[tuple[Any, ...]]:
+        return self._listeners  # (the number of listeners is what callers ask)
+
     def _refresh(self) -> None:
-        subs = self._subscribers
+        subs = self._listeners
         self.listening = bool(subs)
-        self._callbacks = tuple(cb for cb, _, _ in subs)
-        self.stats = max((s for _, s, _ in subs), key=_STATS_RANK.__getitem__, default="none")
-        self.summarize_array = SUMMARIZERS[self.stats]
-        self.values = "small" if any(v == "small" for _, _, v in subs) else "none"
+        self._sinks = tuple(s for s, _, _, _ in subs if s is not None)
+        self.hooks = tuple(h for _, h, _, _ in subs if h is not None)
+        self.stats = max((s for _, _, s, _ in subs), key=_STATS_RANK.__getitem__,
+                         default="none")
+        self.summarize_array = ROW_SUMMARIZERS[self.stats]
+        self.values = "small" if any(v == "small" for _, _, _, v in subs) else "none"
 
     def restart(self) -> None:
         """Number seq and iterations afresh (a new recording in the same process)."""
         self.seq = 0
         self.iteration = 1
         self._pending_end = False
-        self._iteration_events = []
+        self.iteration_ops = []
+        self.iteration_tensors = []
+        self.rows = []
         self.known.clear()
-        self._op_inputs = {}
         self._announced = 1
         self._foreign_noted = False
 
@@ -311,9 +283,28 @@ class Tracer:
         self.seq += 1
         return self.seq
 
+    def deliver(self, row: Row) -> None:
+        """Record one row: to the hooks now, to the sinks with its batch."""
+        rows = self.rows
+        rows.append(row)
+        for hook in self.hooks:
+            hook(row)
+        if len(rows) >= BATCH_ROWS:
+            self.flush_rows()
+
+    def flush_rows(self) -> None:
+        """Hand the rows gathered so far to the sinks, as one batch."""
+        rows = self.rows
+        if rows:
+            self.rows = []
+            for sink in self._sinks:
+                sink(rows)
+
     def emit(self, event: ev.Event) -> None:
-        for callback in self._callbacks:
-            callback(event)
+        """Record an event object (its row, that is)."""
+        from .rows import row_of
+
+        self.deliver(row_of(event))
 
     # -- where and when ----------------------------------------------------------------
     def add_library(self, directory: str) -> None:
@@ -341,9 +332,39 @@ class Tracer:
             if inside is None:
                 inside = internal[name] = self._is_internal(name)
             if not inside:
-                return name, frame.f_lineno, code.co_name
+                return name, self.line_of(frame), code.co_name
             frame = frame.f_back  # type: ignore[assignment]
         return "", 0, ""
+
+    def line_of(self, frame: Any) -> int:
+        """``frame.f_lineno``, remembered per code object and instruction offset: Python
+        finds a line by walking the code's line table up to the current instruction,
+        thousands of machine instructions in a long function (a script's module level),
+        for every op."""
+        code = frame.f_code
+        lines = self.lines.get(id(code))
+        if lines is None or lines[0] is not code:
+            lines = self.code_lines(code)
+        line = lines[1].get(frame.f_lasti)
+        if line is None:
+            line = lines[1][frame.f_lasti] = frame.f_lineno
+        return line  # type: ignore[no-any-return]
+
+    def code_lines(self, code: Any) -> tuple[Any, dict[int, int]]:
+        """The (code, {instruction offset: line}) entry of ``lines`` for ``code``, new.
+        The entry holds the code object, so its id is not reused while it is there."""
+        if len(self.lines) > 10_000:
+            self.lines.clear()
+        entry: tuple[Any, dict[int, int]] = (code, {})
+        self.lines[id(code)] = entry
+        return entry
+
+    def is_internal(self, name: str) -> bool:
+        """Is file ``name`` library code (remembered: see ``source``)?"""
+        inside = self._internal_files.get(name)
+        if inside is None:
+            inside = self._internal_files[name] = self._is_internal(name)
+        return inside
 
     def _is_internal(self, name: str) -> bool:
         return name.startswith(self._internal_dirs) and not name.startswith(_DEMOS_DIR)
@@ -375,25 +396,29 @@ class Tracer:
         if self._announced > len(calls):
             self._announced = len(calls)
 
-    def _announce_calls(self) -> None:
+    def announce_calls(self) -> None:
         """Emit ModuleCall for the calls on the stack that ops now run in, outermost first."""
         calls, paths = self.call_stack, self.module_stack
         for i in range(self._announced, len(calls)):
             self.seq += 1
-            self.emit(_make_call(self.seq, self.iteration, calls[i], calls[i - 1], paths[i]))
+            self.deliver(("module_call", self.seq, self.iteration, calls[i], calls[i - 1],
+                          paths[i]))
         self._announced = len(calls)
+
+    _announce_calls = announce_calls
 
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
         count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
         self.seq += 1
-        self.emit(_make_end(self.seq, self.iteration, count,
-                            self._keys.key(self._iteration_events)))
+        self.deliver(("iteration_end", self.seq, self.iteration, count,
+                      self._keys.key(self.iteration_ops, self.iteration_tensors)))
+        self.flush_rows()
         self.iteration += 1
-        self._iteration_events = []
+        self.iteration_ops = []
+        self.iteration_tensors = []
         self.known.clear()
-        self._op_inputs = {}
         self._announced = 1  # calls still running are introduced again in the next one
 
     def flush_iteration(self) -> None:
@@ -409,16 +434,17 @@ class Tracer:
     # -- the recording API (every backend) ------------------------------------------------
     def op(self, name: str, inputs: tuple[int, ...], output: int, shape: tuple[int, ...],
            dtype: str, requires_grad: bool, attrs: dict[str, Any], grad_enabled: bool,
-           duration_ns: int, summary: ev.Summary | None, value: Any, args: Any,
+           duration_ns: int, summary: Any, value: Any, args: Any,
            skip: int = 1) -> None:
         """A forward op ran: ``output = name(*inputs, **attrs)``.
 
         ``inputs`` are tensor ids (-1 for a constant), each already ``known`` (report new
-        ones with ``tensor`` first); ``value`` is the output's raw value and ``args`` the
-        op's raw arguments, aligned with ``inputs`` (for ``array_hook``). The source line
-        is looked up here: the first frame outside dyngraph and the backends' libraries,
-        from ``skip`` frames up (a backend that knows its own first frames are library code
-        says so: each frame walked over is a frame object Python builds for the walk).
+        ones with ``tensor`` first); ``summary`` a Summary, a summary row or None;
+        ``value`` is the output's raw value and ``args`` the op's raw arguments, aligned
+        with ``inputs`` (for ``array_hook``). The source line is looked up here: the first
+        frame outside dyngraph and the backends' libraries, from ``skip`` frames up (a
+        backend that knows its own first frames are library code says so: each frame
+        walked over is a frame object Python builds for the walk).
         """
         if _get_ident() != self.thread and self.other_thread():
             return
@@ -426,43 +452,24 @@ class Tracer:
             self.end_iteration()
         calls = self.call_stack
         if self._announced < len(calls):
-            self._announce_calls()
-        # ``source(skip + 1)``, inlined: the first frame outside the libraries.
-        frame = _getframe(skip)
-        internal = self._internal_files
-        while frame is not None:
-            code = frame.f_code
-            file = code.co_filename
-            inside = internal.get(file)
-            if inside is None:
-                inside = internal[file] = self._is_internal(file)
-            if not inside:
-                line = frame.f_lineno
-                function = code.co_name
-                break
-            frame = frame.f_back  # type: ignore[assignment]
-        else:
-            file, line, function = "", 0, ""
-        shape = self._shapes.setdefault(shape, shape)
-        seq = self.seq = self.seq + 1
-        # Positional, in field order: this is the hottest line of a recording.
-        event = _make_op(
-            seq, self.iteration, name, inputs, output, shape, dtype, requires_grad,
-            self._attrs(attrs) if attrs else _NO_ATTRS, self.module_stack[-1], file, line,
-            function, grad_enabled, duration_ns, summary, calls[-1],
-        )
+            self.announce_calls()
+        file, line, function = self.source(skip + 1)
+        shape = self.shapes.setdefault(shape, shape)
+        self.seq += 1
+        row = ("op", self.seq, self.iteration, name, inputs, output, shape, dtype,
+               requires_grad, self.attrs(attrs) if attrs else (),
+               self.module_stack[-1], file, line, function, grad_enabled, duration_ns,
+               summary_row(summary), calls[-1])
         self.known.add(output)
-        self._iteration_events.append(event)
-        self._op_inputs[output] = inputs
+        self.iteration_ops.append(row)
         if self.array_hook is not None:
             self.array_hook("op", output, (value, args))
-        for callback in self._callbacks:
-            callback(event)
+        self.deliver(row)
         if self.values == "small":
-            self._emit_values(output, shape, value)
+            self.emit_values(output, shape, value)
 
     def tensor(self, tensor: int, name: str, shape: tuple[int, ...], dtype: str,
-               requires_grad: bool, is_param: bool, summary: ev.Summary | None, is_leaf: bool,
+               requires_grad: bool, is_param: bool, summary: Any, is_leaf: bool,
                grad_fn: str, value: Any) -> None:
         """A tensor enters the current iteration's graph (once per iteration; see ``known``).
 
@@ -478,18 +485,17 @@ class Tracer:
             self.end_iteration()
         self.known.add(tensor)
         self.seq += 1
-        event = _make_tensor(
-            self.seq, self.iteration, tensor, name, self._shapes.setdefault(shape, shape),
-            dtype, requires_grad, is_param, summary, is_leaf, grad_fn,
-        )
-        self._iteration_events.append(event)
+        shape = self.shapes.setdefault(shape, shape)
+        row = ("tensor", self.seq, self.iteration, tensor, name, shape, dtype, requires_grad,
+               is_param, summary_row(summary), is_leaf, grad_fn)
+        self.iteration_tensors.append(row)
         if self.array_hook is not None:
             self.array_hook("value", tensor, value)
-        self.emit(event)
+        self.deliver(row)
         if self.values == "small":
-            self._emit_values(tensor, shape, value)
+            self.emit_values(tensor, shape, value)
 
-    def _emit_values(self, tensor_id: int, shape: tuple[int, ...], value: Any) -> None:
+    def emit_values(self, tensor_id: int, shape: tuple[int, ...], value: Any) -> None:
         n = 1
         for d in shape:
             n *= d
@@ -498,67 +504,61 @@ class Tracer:
         data = to_numpy(value)
         if data.dtype.kind not in "biuf":
             return  # complex or object arrays: a trace stores numbers only
-        self.emit(ev.TensorValues(seq=self.next_seq(), iteration=self.iteration,
-                                  tensor=tensor_id, array=np.array(data, copy=True)))
+        self.seq += 1
+        self.deliver(("values", self.seq, self.iteration, tensor_id,
+                      np.array(data, copy=True)))
 
-    def _attrs(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """``attrs`` as plain data, one shared dict per distinct value (they repeat a lot)."""
-        attrs = plain_attrs(attrs)
+    def attrs(self, attrs: dict[str, Any]) -> tuple[Any, ...]:
+        """``attrs`` as a row holds them: its items as plain data, one shared tuple per
+        distinct value (they repeat a lot)."""
+        key = tuple(plain_attrs(attrs).items())
         try:
-            key = tuple(attrs.items())
             shared = self._shared_attrs.get(key)
         except TypeError:  # unhashable after all
-            return attrs
+            return key
         if shared is None:
             if len(self._shared_attrs) > 10_000:
                 self._shared_attrs.clear()
-            shared = self._shared_attrs[key] = attrs
+            shared = self._shared_attrs[key] = key
         return shared
 
     def backward_start(self, root: int, retain_graph: bool) -> None:
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
-        self.emit(_make_bstart(self.seq, self.iteration, root, retain_graph))
+        self.deliver(("backward_start", self.seq, self.iteration, root, retain_graph))
 
     def backward_step(self, node: int, op: str, grad_fn: str, inputs: tuple[int, ...],
-                      grad_output: ev.Summary | None,
-                      grad_inputs: tuple[ev.Summary | None, ...], duration_ns: int,
+                      grad_output: Any, grad_inputs: tuple[Any, ...], duration_ns: int,
                       grad_output_value: Any, grad_input_values: Any) -> None:
         """A backward node ran. ``node`` is the id of the forward op's output it belongs to
         (-1: none known); ``inputs`` the ids its gradients flow to, aligned with
-        ``grad_inputs`` (None where no gradient flows); the two values are the raw
-        gradients, for ``array_hook``."""
+        ``grad_inputs`` (summaries, summary rows or None where no gradient flows); the two
+        values are the raw gradients, for ``array_hook``."""
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
-        same = self._op_inputs.get(node)
-        if same is not None and same == inputs:
-            inputs = same  # share the Op event's tuple: one less object per step
-        event = _make_step(self.seq, self.iteration, node, op, grad_fn, inputs, grad_output,
-                           grad_inputs, duration_ns)
+        row = ("backward_step", self.seq, self.iteration, node, op, grad_fn, inputs,
+               summary_row(grad_output), tuple([summary_row(s) for s in grad_inputs]),
+               duration_ns)
         if self.array_hook is not None:
             self.array_hook("grads", node, (grad_output_value, grad_input_values))
-        for callback in self._callbacks:
-            callback(event)
+        self.deliver(row)
 
-    def grad_accumulated(self, tensor: int, name: str, summary: ev.Summary | None,
-                         value: Any) -> None:
+    def grad_accumulated(self, tensor: int, name: str, summary: Any, value: Any) -> None:
         """A gradient was accumulated into leaf ``tensor``; ``value`` is its new ``.grad``."""
         if _get_ident() != self.thread and self.other_thread():
             return
         if self.array_hook is not None:
             self.array_hook("grad", tensor, value)
         self.seq += 1
-        event = _make_grad(self.seq, self.iteration, tensor, name, summary)
-        for callback in self._callbacks:
-            callback(event)
+        self.deliver(("grad", self.seq, self.iteration, tensor, name, summary_row(summary)))
 
     def backward_end(self, root: int, duration_ns: int) -> None:
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
-        self.emit(_make_bend(self.seq, self.iteration, root, duration_ns))
+        self.deliver(("backward_end", self.seq, self.iteration, root, duration_ns))
         # The optimizer step that follows still belongs to this iteration, so the
         # iteration closes lazily, when the next op (or the end of the run) arrives. Any
         # op from now on is the next iteration's: it knows no tensor yet.
@@ -572,8 +572,8 @@ class Tracer:
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
-        self.emit(_make_ostep(self.seq, self.iteration, optimizer, float(lr),
-                              tuple([(int(t), float(n)) for t, n in updates])))
+        self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
+                      tuple([(int(t), float(n)) for t, n in updates])))
 
     def make_header(self, stats: str | None = None, values: str | None = None,
                     script: str | None = None, argv: Iterable[str] | None = None) -> ev.Header:
@@ -598,6 +598,7 @@ class Tracer:
             script=str(script), argv=tuple(str(a) for a in argv),
             stats=stats or self.stats, values=values or self.values, created=time.time(),
         )
+
 
 tracer = Tracer()
 

@@ -28,6 +28,7 @@ import numpy as np
 from ..capture import backends, tracefile
 from ..capture import events as ev
 from ..capture.arrays import to_numpy
+from ..capture.rows import Row, event_of, row_of
 from ..capture.tracing import set_run_info, tracer
 from .breakpoints import (
     Breakpoint,
@@ -51,9 +52,24 @@ RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backwa
                    "continue", "run_to_line", "pause")
 INSPECT_COMMANDS = ("inspect", "eval")  # served on the paused thread, one at a time
 
-_Op = ev.Op
 _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
-_BackwardStep = ev.BackwardStep
+# Rows (``dyngraph.capture.rows``) are what the agent sees: the places of the fields it
+# reads. An op row: its op, inputs, output, module, file, line, summary.
+_OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
+
+
+def _settled(s: Any) -> bool:
+    """Does summary row ``s`` settle "no NaN/Inf" by itself (exact, and none counted)?"""
+    if s is None or s[-1]:  # none, or sampled
+        return False
+    return not (s[3] or s[4]) if len(s) == 6 else not (s[7] or s[8])
+
+
+def _norm_of(s: Any) -> float | None:
+    """The exact norm a summary row holds, or None."""
+    if s is None or s[-1]:
+        return None
+    return s[2] if len(s) == 6 else s[6]  # type: ignore[no-any-return]
 
 
 class Agent:
@@ -86,7 +102,7 @@ class Agent:
             self._bps[bp.id] = bp
         self._matcher = Matcher.build(self._bps.values())
         self._batch = batch
-        self._queue: deque[ev.Event] = deque()
+        self._queue: deque[Row] = deque()
         self._flush_lock = threading.Lock()
         self._last_flush = time.monotonic()
         self._closing = threading.Event()
@@ -105,7 +121,7 @@ class Agent:
         self._args: tuple[Any, ...] = ()
         self._grads: tuple[int, np.ndarray, tuple[np.ndarray | None, ...]] | None = None
         self._leaf_grad: tuple[int, np.ndarray] | None = None
-        self._ops: dict[int, ev.Op] = {}
+        self._ops: dict[int, Row] = {}  # op rows by output id
         # tensors of this iteration holding NaN / holding Inf (already accounted for)
         self._nan: set[int] = set()
         self._inf: set[int] = set()
@@ -116,29 +132,39 @@ class Agent:
         self._prev_module: str | None = None
         self._prev_line = 0
         self._prev_file = ""
-        self.last_op: ev.Op | None = None
+        self._last_op: Row | None = None
         self.modules = ModuleStack()
-        self.last_step: ev.Op | ev.BackwardStep | None = None  # the newest op or backward step
-        self._handlers: dict[type, Any] = {
-            ev.TensorCreated: self._on_tensor,
-            ev.BackwardStart: self._on_backward_start,
-            ev.GradAccumulated: self._on_grad,
-            ev.BackwardEnd: self._on_backward_end,
-            ev.IterationEnd: self._on_iteration_end,
+        self._last_step: Row | None = None  # the newest op or backward step
+        self._handlers: dict[str, Any] = {
+            "tensor": self._on_tensor,
+            "backward_start": self._on_backward_start,
+            "grad": self._on_grad,
+            "backward_end": self._on_backward_end,
+            "iteration_end": self._on_iteration_end,
         }
+
+    @property
+    def last_op(self) -> ev.Op | None:
+        """The newest op event."""
+        return None if self._last_op is None else event_of(self._last_op)  # type: ignore[return-value]
+
+    @property
+    def last_step(self) -> ev.Op | ev.BackwardStep | None:
+        """The newest op or backward step event."""
+        return None if self._last_step is None else event_of(self._last_step)  # type: ignore[return-value]
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self, script: str, argv: list[str], pause_at_start: bool,
               capture: Any = None) -> None:
         self._capture = capture
         set_run_info(script, argv)
-        self._handle = tracer.subscribe(self.on_event, self.stats, self.values)
+        self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
         self._note_handle = backends.on_note(self._on_note)
         self._backends = backends.activate(self.backend)
         self._install_hook()
         if type(tracer.module_stack) is list:
             self.modules = tracer.module_stack = ModuleStack(tracer.module_stack)
-        self._queue.append(tracer.make_header(self.stats, self.values, script, argv))
+        self._queue.append(row_of(tracer.make_header(self.stats, self.values, script, argv)))
         self.flush()
         for target, name in ((self._read_commands, "dyngraph-commands"),
                              (self._pump, "dyngraph-pump")):
@@ -170,7 +196,7 @@ class Agent:
         iteration = tracer.iteration
         if self._seen_iteration < iteration:
             iteration = max(1, iteration - 1)
-        self._queue.append(ev.RunEnd(tracer.next_seq(), iteration, status, reason))
+        self._queue.append(("run_end", tracer.next_seq(), iteration, status, reason))
         tracer.array_hook = None
         self._handle.remove()
         self._handle = None
@@ -219,45 +245,53 @@ class Agent:
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
 
-    def on_event(self, event: ev.Event) -> None:
+    def on_row(self, row: Row) -> None:
+        """Tracer hook: every recorded row, as it is recorded (queued for the channel,
+        and checked against the breakpoints and the stepping command)."""
         queue = self._queue
-        queue.append(event)
-        t = type(event)
-        if t is _Op:
-            self._on_op(event)  # type: ignore[arg-type]
-        elif t is _BackwardStep:
-            self._on_backward_step(event)  # type: ignore[arg-type]
+        queue.append(row)
+        kind = row[0]
+        if kind == "op":
+            self._on_op(row)
+        elif kind == "backward_step":
+            self._on_backward_step(row)
         else:
-            handler = self._handlers.get(t)
+            handler = self._handlers.get(kind)
             if handler is not None:
-                handler(event)
+                handler(row)
         if len(queue) >= self._batch:
             self.flush()
 
-    def _on_op(self, e: ev.Op) -> None:
+    def on_event(self, event: ev.Event) -> None:
+        """``on_row`` for an event object."""
+        self.on_row(row_of(event))
+
+    def _on_op(self, r: Row) -> None:
         ops = self._ops
-        ops[e.output] = e
+        ops[r[_OUTPUT]] = r
         if len(ops) > MAX_OPS:  # a run that never ends an iteration: keep the newest half
             self._ops = dict(list(ops.items())[MAX_OPS // 2:])
-        self.last_op = self.last_step = e
+        self._last_op = self._last_step = r
         m = self._matcher
         hit: tuple[str, str] | None = None
-        if m.nan is not None and self._value_id == e.output:
-            s = e.summary
+        e: ev.Op | None = None  # the event object, built only if something reads it
+        if m.nan is not None and self._value_id == r[_OUTPUT]:
             # An exact summary (not sampled) that saw no NaN/Inf settles it for free.
-            if s is None or s.sampled or s.nan or s.inf:
+            if not _settled(r[_SUMMARY]):
+                e = event_of(r)  # type: ignore[assignment]
                 hit = self._check_nan_op(e, self._value)  # type: ignore[arg-type]
         if m.checks_ops:
-            hit = self._check_op_breakpoints(m, e) or hit
-        if e.iteration != self._seen_iteration:
-            self._seen_iteration = e.iteration
-            if hit is None and e.iteration in m.iterations:
-                hit = ("iteration", f"iteration {e.iteration} begins: {describe_op(e)}")
+            hit = self._check_op_breakpoints(m, r) or hit
+        iteration = r[2]
+        if iteration != self._seen_iteration:
+            self._seen_iteration = iteration
+            if hit is None and iteration in m.iterations:
+                hit = ("iteration", f"iteration {iteration} begins: {_describe(r)}")
         stop = self._stop
         if hit is None and stop is not None:
-            hit = self._check_stop_op(stop, e)
+            hit = self._check_stop_op(stop, r)
         if hit is not None:
-            self._pause(hit[0], hit[1], e.seq)
+            self._pause(hit[0], hit[1], r[1])
 
     def _value_of(self, tensor_id: int) -> np.ndarray | None:
         return self._value if self._value_id == tensor_id else None
@@ -297,34 +331,36 @@ class Agent:
                     return True
         return False
 
-    def _check_op_breakpoints(self, m: Matcher, e: ev.Op) -> tuple[str, str] | None:
+    def _check_op_breakpoints(self, m: Matcher, r: Row) -> tuple[str, str] | None:
         """Op, module and line breakpoints. Dict lookups in the caches first: this runs for
         every op while any such breakpoint is set."""
         hit = None
-        bps = m._op_cache.get(e.op)
+        op = r[_OP]
+        bps = m._op_cache.get(op)
         if bps is None:
-            bps = m.for_op(e.op)
+            bps = m.for_op(op)
         for bp in bps:
-            if m.condition_holds(bp, self._value_of(e.output)):
-                hit = ("op", f"breakpoint {bp}: {describe_op(e)}")
+            if m.condition_holds(bp, self._value_of(r[_OUTPUT])):
+                hit = ("op", f"breakpoint {bp}: {_describe(r)}")
                 break
-        module = e.module
+        module = r[_MODULE]
         if m.modules and hit is None:
             bps = m._module_cache.get(module)
             if bps is None:
                 bps = m.for_module(module)
             if bps:
-                hit = self._check_module(m, e, bps)
+                hit = self._check_module(m, event_of(r), bps)  # type: ignore[arg-type]
         self._prev_module = module
         if m.lines:
-            by_line = m._file_cache.get(e.file)
+            file = r[_FILE]
+            by_line = m._file_cache.get(file)
             if by_line is None:
-                by_line = m.lines_of(e.file)
-            line = e.line
+                by_line = m.lines_of(file)
+            line = r[_LINE]
             if by_line and hit is None and line in by_line:
-                hit = self._check_line(m, e, by_line[line])
+                hit = self._check_line(m, event_of(r), by_line[line])  # type: ignore[arg-type]
             self._prev_line = line
-            self._prev_file = e.file
+            self._prev_file = file
         return hit
 
     def _check_module(self, m: Matcher, e: ev.Op, bps: list[Breakpoint]
@@ -352,19 +388,20 @@ class Agent:
             return ("line", f"breakpoint {shown}: {describe_op(e)}")
         return None
 
-    def _check_stop_op(self, stop: tuple[Any, ...], e: ev.Op) -> tuple[str, str] | None:
+    def _check_stop_op(self, stop: tuple[Any, ...], r: Row) -> tuple[str, str] | None:
         mode = stop[0]
         if mode == "op":
-            return ("step", describe_op(e))
-        if mode == "iteration" and e.iteration > stop[1]:
-            return ("step", f"iteration {e.iteration} begins: {describe_op(e)}")
-        if mode == "line" and e.line == stop[2] and same_file(stop[1], e.file):
-            return ("step", f"reached {stop[1]}:{stop[2]}: {describe_op(e)}")
+            return ("step", _describe(r))
+        if mode == "iteration" and r[2] > stop[1]:
+            return ("step", f"iteration {r[2]} begins: {_describe(r)}")
+        if mode == "line" and r[_LINE] == stop[2] and same_file(stop[1], r[_FILE]):
+            return ("step", f"reached {stop[1]}:{stop[2]}: {_describe(r)}")
         return None
 
-    def _on_tensor(self, e: ev.TensorCreated) -> None:
+    def _on_tensor(self, r: Row) -> None:
         if self._matcher.nan is None:
             return
+        e: ev.TensorCreated = event_of(r)  # type: ignore[assignment]
         value = self._value_of(e.tensor)
         if value is None or all_finite(value, e.summary):
             return
@@ -380,22 +417,25 @@ class Agent:
         self._bad_leaves[e.tensor] = (f"first NaN/Inf: {what} {tuple(e.shape)} holds "
                                       f"{counts(nan, inf)} as it enters iteration {e.iteration}")
 
-    def _on_backward_step(self, e: ev.BackwardStep) -> None:
-        self.last_step = e
+    def _on_backward_step(self, r: Row) -> None:
+        self._last_step = r
         m = self._matcher
         hit: tuple[str, str] | None = None
-        grads = self._grads if self._grads is not None and self._grads[0] == e.node else None
+        node = r[3]
+        grads = self._grads if self._grads is not None and self._grads[0] == node else None
         if m.nan is not None and grads is not None:
-            hit = self._check_nan_grads(e, grads[1], grads[2])
+            # the usual case, settled by exact summaries alone: everything finite
+            if not (_settled(r[7]) and all(s is None or _settled(s) for s in r[8])):
+                hit = self._check_nan_grads(event_of(r), grads[1], grads[2])  # type: ignore[arg-type]
         if hit is None and m.node_norm and grads is not None:
-            norm = _norm(grads[1], e.grad_output)
+            norm = _norm(grads[1], r[7])
             if norm > m.node_threshold:  # (NaN norms are the nan breakpoint's business)
                 hit = ("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} flowing "
-                                    f"into {self._describe_node(e.node, e.op)}")
+                                    f"into {self._describe_node(node, r[4])}")
         if hit is None and self._stop is not None and self._stop[0] == "op":
-            hit = ("step", f"backward {e.grad_fn}: {self._describe_node(e.node, e.op)}")
+            hit = ("step", f"backward {r[5]}: {self._describe_node(node, r[4])}")
         if hit is not None:
-            self._pause(hit[0], hit[1], e.seq)
+            self._pause(hit[0], hit[1], r[1])
 
     def _check_nan_grads(self, e: ev.BackwardStep, grad_output: np.ndarray,
                          grad_inputs: tuple[np.ndarray | None, ...]) -> tuple[str, str] | None:
@@ -403,13 +443,6 @@ class Agent:
         incoming gradient. Forward values with NaN were reported already; forward values
         with Inf (masks) may legitimately give Inf gradients, so only NaN counts there."""
         go = e.grad_output
-        if go is not None and not (go.sampled or go.nan or go.inf):
-            # the usual case, settled by exact summaries alone: everything finite
-            for s in e.grad_inputs:
-                if s is not None and (s.sampled or s.nan or s.inf):
-                    break
-            else:
-                return None
         nans = self._nan
         if nans and (e.node in nans or any(i in nans for i in e.inputs)):
             return None
@@ -432,46 +465,48 @@ class Agent:
                                f"{self._describe_node(e.node, e.op)}")
         return None
 
-    def _on_grad(self, e: ev.GradAccumulated) -> None:
+    def _on_grad(self, r: Row) -> None:
         leaf = self._leaf_grad
-        if leaf is None or leaf[0] != e.tensor:
+        tensor, name = r[3], r[4]
+        if leaf is None or leaf[0] != tensor:
             return
         m = self._matcher
         if not (m.node_norm or m.global_norm):
             return
-        norm = _norm(leaf[1], e.summary)
-        self._leaf_sq[e.tensor] = norm * norm
-        self._leaf_names[e.tensor] = e.name
+        norm = _norm(leaf[1], r[5])
+        self._leaf_sq[tensor] = norm * norm
+        self._leaf_names[tensor] = name
         if norm > m.node_threshold:
-            name = e.name or f"#{e.tensor}"
+            shown = name or f"#{tensor}"
             self._pause("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} in "
-                                     f".grad of {name}{self._used_by(e.tensor)}", e.seq)
+                                     f".grad of {shown}{self._used_by(tensor)}", r[1])
 
-    def _on_backward_start(self, e: ev.BackwardStart) -> None:
+    def _on_backward_start(self, r: Row) -> None:
         self._leaf_sq = {}
         if self._stop is not None and self._stop[0] == "forward":
             self._pause("step", f"end of forward: backward starts from "
-                                f"{self._describe_node(e.root, 'tensor')}", e.seq)
+                                f"{self._describe_node(r[3], 'tensor')}", r[1])
 
-    def _on_backward_end(self, e: ev.BackwardEnd) -> None:
+    def _on_backward_end(self, r: Row) -> None:
         m = self._matcher
         hit = None
+        iteration = r[2]
         if m.global_norm and self._leaf_sq:
             total = math.sqrt(sum(self._leaf_sq.values()))
             if total > m.global_threshold:
                 top = max(self._leaf_sq, key=self._leaf_sq.__getitem__)
                 hit = ("grad_norm", f"global gradient norm {total:.4g} > {m.global_threshold:g} "
-                                    f"at the end of backward (iteration {e.iteration}); largest: "
+                                    f"at the end of backward (iteration {iteration}); largest: "
                                     f"{self._leaf_name(top)} ({math.sqrt(self._leaf_sq[top]):.4g})")
         if hit is None and self._stop is not None and self._stop[0] == "backward":
-            hit = ("step", f"end of backward (iteration {e.iteration})")
+            hit = ("step", f"end of backward (iteration {iteration})")
         if hit is not None:
-            self._pause(hit[0], hit[1], e.seq)
+            self._pause(hit[0], hit[1], r[1])
 
-    def _on_iteration_end(self, e: ev.IterationEnd) -> None:
+    def _on_iteration_end(self, r: Row) -> None:
         self.modules.exception = None  # let a handled exception's frames go
         if self.store is not None:
-            self.store.new_iteration(e.iteration + 1)
+            self.store.new_iteration(r[2] + 1)
         self._ops = {}
         self._nan = set()
         self._inf = set()
@@ -481,15 +516,15 @@ class Agent:
     # -- descriptions ----------------------------------------------------------------------
     def _describe_node(self, node: int, op: str) -> str:
         forward = self._ops.get(node)
-        return describe_op(forward) if forward is not None else f"{op} #{node}"
+        return _describe(forward) if forward is not None else f"{op} #{node}"
 
     def _leaf_name(self, tensor: int) -> str:
         return self._leaf_names.get(tensor) or f"#{tensor}"
 
     def _used_by(self, tensor: int) -> str:
-        for e in self._ops.values():
-            if tensor in e.inputs:
-                return f", used by {describe_op(e)}"
+        for r in self._ops.values():
+            if tensor in r[_INPUTS]:
+                return f", used by {_describe(r)}"
         return ""
 
     # -- pausing -------------------------------------------------------------------------
@@ -498,9 +533,9 @@ class Agent:
         """Emit BreakpointHit, flush, and block the script until a resume command. Meanwhile
         answer questions about its frames (on this thread: user code runs where it was)."""
         self._stop = None
-        hit = ev.BreakpointHit(tracer.next_seq(), tracer.iteration, reason, description, at_seq)
-        self._queue.append(hit)
-        self.evaluator.begin_pause(hit.seq, tb)
+        seq = tracer.next_seq()
+        self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
+        self.evaluator.begin_pause(seq, tb)
         with self._cond:
             # Paused before the hit goes out: a resume command may come back at once.
             self._paused = True
@@ -565,7 +600,7 @@ class Agent:
         file, line, function = tracer.source(2)
         at = f"{where(file, line)} in {function}()" if file else "the script"
         text = f"{call} at {at}" + (f": {description}" if description else "")
-        self._pause("breakpoint", text, self.last_op.seq if self.last_op is not None else 0)
+        self._pause("breakpoint", text, self._last_op[1] if self._last_op is not None else 0)
 
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:
@@ -580,7 +615,7 @@ class Agent:
         at_seq = last.seq if last is not None else 0
         event = ev.ExceptionRaised(tracer.next_seq(), tracer.iteration, type(exc).__name__,
                                    str(exc), text, at_seq, file, line)
-        self._queue.append(event)
+        self._queue.append(row_of(event))
         step = self.last_step
         in_module = _module_text(module, raised.module_class)
         if raised.in_backward:
@@ -605,10 +640,10 @@ class Agent:
         """Pause at an uncaught exception; the console sees the frames of ``tb``."""
         if self.post_mortem and self._handle is not None:
             # at the last forward op or backward step that completed before the raise
-            last = self.last_step
+            last = self._last_step
             exc = sys.exc_info()[1]
             self._pause("exception", self.exception_description,
-                        last.seq if last is not None else 0,
+                        last[1] if last is not None else 0,
                         tb if tb is not None else getattr(exc, "__traceback__", None))
 
     # -- script output -------------------------------------------------------------------
@@ -621,12 +656,12 @@ class Agent:
             # script's thread appends events, and the lock keeps the pump from popping.
             with self._flush_lock:
                 last = queue[-1] if queue else None
-                if (type(last) is ev.ScriptOutput and last.stream == stream
-                        and len(last.text) < 4096):
-                    queue[-1] = ev.ScriptOutput(last.seq, last.iteration, stream, last.text + text)
+                if (last is not None and last[0] == "output" and last[3] == stream
+                        and len(last[4]) < 4096):
+                    queue[-1] = ("output", last[1], last[2], stream, last[4] + text)
                     text = ""
         if text:
-            queue.append(ev.ScriptOutput(tracer.next_seq(), tracer.iteration, stream, text))
+            queue.append(("output", tracer.next_seq(), tracer.iteration, stream, text))
         if newline:
             # Lines go out at once (so output written just before a crash survives it),
             # except in a flood: past a few flushes per 10 ms the batch and the timer take
@@ -652,7 +687,7 @@ class Agent:
             batch = [queue.popleft() for _ in range(n)]
             self._last_flush = time.monotonic()
             try:
-                self.channel.send(tracefile.encode_events(batch))
+                self.channel.send(tracefile.encode_rows(batch))
             except ChannelClosed:
                 _hard_exit(1)  # the session is gone; a run nobody watches must not go on
 
@@ -749,7 +784,12 @@ def _module_text(path: str | None, cls: str) -> str:
     return ""
 
 
-def _norm(array: np.ndarray, summary: ev.Summary | None) -> float:
-    if summary is not None and not summary.sampled and summary.norm is not None:
-        return summary.norm
-    return array_norm(array)
+def _norm(array: np.ndarray, summary: Any) -> float:
+    """The gradient's exact norm: its summary row's, if it holds one."""
+    norm = _norm_of(summary)
+    return array_norm(array) if norm is None else norm
+
+
+def _describe(r: Row) -> str:
+    """``describe_op`` of an op row."""
+    return describe_op(event_of(r))  # type: ignore[arg-type]

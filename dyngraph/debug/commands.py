@@ -187,6 +187,10 @@ class _Recording:
             return
         failed = session.state.exit_status != 0 or bool(self.failure)
         self.writer.close(keep_existing=failed)
+        error = self.writer.error  # (the last frames are written at close: a full disk)
+        if error is not None and not self.failure:
+            self.failure = (f"cannot write {self.output}: {error.strerror or error}; the "
+                            f"{self.writer.events_written:,} events written before are kept")
 
 
 @contextmanager

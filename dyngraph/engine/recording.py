@@ -4,16 +4,24 @@
 ``tracer.listening``; each turns engine objects into the ids, shapes, dtype names and
 summaries of the tracer's recording API (``dyngraph.capture.tracing.Tracer``). Nothing
 else in the engine talks to the tracer about ops or gradients.
+
+The two hottest, one call per forward op (``op``) and one per backward node
+(``node_ran``), build the event's row (``dyngraph.capture.rows``) here and deliver it
+themselves: ``Tracer.op`` and ``Tracer.backward_step`` do the same in general terms, a
+few microseconds per event that a chain of tiny ops would pay twice per op. They must
+stay in step with those two (tests/events compare the streams of both).
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import Any
 
 import numpy as np
 
-from ..capture import events as ev
-from ..capture.tracing import tracer
+from ..capture.rows import SummaryRow
+from ..capture.tracing import BATCH_ROWS, tracer
 
 # The engine's Tensor class, set by engine/tensor.py once it exists (it imports this
 # module): inputs that are tensors are told from constants with isinstance, not getattr.
@@ -24,7 +32,9 @@ _NONES = {n: (None,) * n for n in range(8)}
 # Gradient summaries of the backward pass in progress, by array identity: the array a
 # backward step hands to an input is usually the very array that input's own step (or its
 # leaf's accumulation) sees next, so each is summarised once.
-_grad_summaries: dict[int, tuple[np.ndarray, ev.Summary | None]] = {}
+_grad_summaries: dict[int, tuple[np.ndarray, SummaryRow | None]] = {}
+_getframe = sys._getframe
+_get_ident = threading.get_ident
 
 
 def _dtype_name(dt: Any) -> str:
@@ -37,7 +47,12 @@ def _dtype_name(dt: Any) -> str:
 def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
        grad_enabled: bool, duration_ns: int) -> None:
     """``apply()`` ran op ``name``; ``inputs`` mixes tensors and constants."""
-    known = tracer.known
+    t = tracer
+    if _get_ident() != t.thread and t.other_thread():
+        return
+    if t._pending_end:
+        t.end_iteration()
+    known = t.known
     if len(inputs) == 2:  # most ops: unrolled, no list
         x, y = inputs
         if isinstance(x, Tensor):
@@ -64,11 +79,57 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
             else:
                 ids_list.append(-1)
         ids = tuple(ids_list)
+    calls = t.call_stack
+    if t._announced < len(calls):
+        t.announce_calls()
+    # The source line (``Tracer.source``, inlined): the first frame outside the libraries,
+    # from above apply(), its caller.
+    frame = _getframe(2)
+    internal = t._internal_files
+    while frame is not None:
+        code = frame.f_code
+        file = code.co_filename
+        inside = internal.get(file)
+        if inside is None:
+            inside = t.is_internal(file)
+        if not inside:
+            # ``frame.f_lineno`` walks the code's line table up to the current instruction:
+            # thousands of machine instructions in a long function (a script's module
+            # level). The line of an instruction offset never changes: remembered.
+            lines = t.lines.get(id(code))
+            if lines is None or lines[0] is not code:
+                lines = t.code_lines(code)
+            line = lines[1].get(frame.f_lasti)
+            if line is None:
+                line = lines[1][frame.f_lasti] = frame.f_lineno
+            function = code.co_name
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    else:
+        file, line, function = "", 0, ""
     data = out._array
+    shape = data.shape
+    shapes = t.shapes
+    shape = shapes.get(shape) or shapes.setdefault(shape, shape)
     dt = data.dtype
-    tracer.op(name, ids, out._id, data.shape, _dtype_names.get(dt) or _dtype_name(dt),
-              out.requires_grad, attrs, grad_enabled, duration_ns, tracer.summarize_array(data),
-              data, inputs, 3)  # 3: the source lookup starts above us and apply()
+    oid = out._id
+    seq = t.seq = t.seq + 1
+    # Positional, in field order (``rows``): this is the hottest line of a recording.
+    row = ("op", seq, t.iteration, name, ids, oid, shape, _dtype_names.get(dt) or _dtype_name(dt),
+           out.requires_grad, t.attrs(attrs) if attrs else (), t.module_stack[-1], file,
+           line, function, grad_enabled, duration_ns, t.summarize_array(data), calls[-1])
+    known.add(oid)
+    t.iteration_ops.append(row)
+    if t.array_hook is not None:
+        t.array_hook("op", oid, (data, inputs))
+    rows = t.rows  # ``Tracer.deliver``, inlined
+    rows.append(row)
+    for hook in t.hooks:
+        hook(row)
+    if len(rows) >= BATCH_ROWS:
+        t.flush_rows()
+    if t.values == "small":
+        t.emit_values(oid, shape, data)
 
 
 def announce(tensor: Any) -> None:
@@ -83,7 +144,7 @@ def announce(tensor: Any) -> None:
     )
 
 
-def _grad_summary(g: np.ndarray) -> ev.Summary | None:
+def _grad_summary(g: np.ndarray) -> SummaryRow | None:
     cache = _grad_summaries
     hit = cache.get(id(g))
     if hit is not None and hit[0] is g:
@@ -98,36 +159,17 @@ def backward_start(root: Any, retain_graph: bool) -> None:
     tracer.backward_start(root._id, retain_graph)
 
 
-def backward_step(node_id: int, op: str, grad_fn: str, input_ids: tuple[int, ...],
-                  grad_output: np.ndarray, grad_inputs: tuple[np.ndarray | None, ...],
-                  duration_ns: int) -> None:
-    if tracer.stats == "none":
-        tracer.backward_step(node_id, op, grad_fn, input_ids, None,
-                             _NONES.get(len(grad_inputs)) or (None,) * len(grad_inputs),
-                             duration_ns, grad_output, grad_inputs)
-        return
-    summ = _grad_summary
-    go = summ(grad_output)
-    if len(grad_inputs) == 2:  # most nodes: unrolled (a comprehension is a call in 3.11)
-        gx, gy = grad_inputs
-        summaries: tuple[ev.Summary | None, ...] = (
-            None if gx is None else summ(gx), None if gy is None else summ(gy))
-    elif len(grad_inputs) == 1:
-        (gx,) = grad_inputs
-        summaries = (None if gx is None else summ(gx),)
-    else:
-        summaries = tuple([None if g is None else summ(g) for g in grad_inputs])
-    tracer.backward_step(node_id, op, grad_fn, input_ids, go, summaries,
-                         duration_ns, grad_output, grad_inputs)
-
-
 def node_ran(node_id: int, node: Any, grad_output: np.ndarray, in_grads: Any,
              duration_ns: int) -> None:
     """The backward pass ran ``node`` (an autograd Node) on ``grad_output`` and handed
-    ``in_grads`` to its inputs: ``backward_step`` with the ids and gradients taken apart
-    here, unrolled for one and two inputs (most nodes) instead of generator expressions."""
+    ``in_grads`` to its inputs: ``Tracer.backward_step`` with the ids and gradients taken
+    apart here, unrolled for one and two inputs (most nodes), the row built here."""
+    t = tracer
+    if _get_ident() != t.thread and t.other_thread():
+        return
     inputs = node.inputs
     n = len(inputs)
+    summ = _grad_summary if t.stats != "none" else None
     if n == 2 and type(in_grads) is tuple and len(in_grads) == 2:
         x, y = inputs
         gx, gy = in_grads
@@ -141,19 +183,39 @@ def node_ran(node_id: int, node: Any, grad_output: np.ndarray, in_grads: Any,
             b = y.out_id if type(y) is Node else y._id
         ids: tuple[int, ...] = (a, b)
         grads: tuple[np.ndarray | None, ...] = (gx, gy)
+        if summ is None:
+            summaries: tuple[SummaryRow | None, ...] = (None, None)
+        else:
+            summaries = (None if gx is None else summ(gx), None if gy is None else summ(gy))
     elif n == 1 and type(in_grads) is tuple and len(in_grads) == 1:
         (x,) = inputs
         if x is None:
             ids, grads = (-1,), (None,)
         else:
             ids, grads = (x.out_id if type(x) is Node else x._id,), in_grads
+        gx = grads[0]
+        summaries = (None,) if summ is None or gx is None else (summ(gx),)
     else:
-        ids = tuple([-1 if t is None else (t.out_id if type(t) is Node else t._id)
-                     for t in inputs])
-        grads = tuple([None if t is None else g
-                       for t, g in zip(inputs, in_grads, strict=False)])
+        ids = tuple([-1 if x is None else (x.out_id if type(x) is Node else x._id)
+                     for x in inputs])
+        grads = tuple([None if x is None else g
+                       for x, g in zip(inputs, in_grads, strict=False)])
+        if summ is None:
+            summaries = _NONES.get(len(grads)) or (None,) * len(grads)
+        else:
+            summaries = tuple([None if g is None else summ(g) for g in grads])
     op = node.op
-    backward_step(node_id, op.name, op.grad_fn_name, ids, grad_output, grads, duration_ns)
+    seq = t.seq = t.seq + 1
+    row = ("backward_step", seq, t.iteration, node_id, op.name, op.grad_fn_name, ids,
+           None if summ is None else summ(grad_output), summaries, duration_ns)
+    if t.array_hook is not None:
+        t.array_hook("grads", node_id, (grad_output, grads))
+    rows = t.rows  # ``Tracer.deliver``, inlined
+    rows.append(row)
+    for hook in t.hooks:
+        hook(row)
+    if len(rows) >= BATCH_ROWS:
+        t.flush_rows()
 
 
 def grad_accumulated(tensor: Any) -> None:

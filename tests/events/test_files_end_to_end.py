@@ -14,15 +14,17 @@ import dyngraph as dg
 from dyngraph.cli import main
 
 SCRIPT = textwrap.dedent("""
-    import os, signal, sys
+    import os, signal, sys, time
     import numpy as np
     import dyngraph as dg
+    from dyngraph.capture.tracefile import FRAME_INTERVAL
 
     w = dg.tensor(np.ones((3, 3), np.float32), requires_grad=True)
     with dg.record(sys.argv[1], stats="cheap"):
         for i in range(1000):
             (dg.ones(2, 3) @ w).tanh().sum().backward()
             if i == 5:
+                time.sleep(2 * FRAME_INTERVAL)  # (frames come at most every FRAME_INTERVAL)
                 _ = w * 2  # closes iteration 6: its frame is written
                 os.kill(os.getpid(), signal.SIGKILL)
 """)

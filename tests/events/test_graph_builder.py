@@ -128,3 +128,49 @@ def test_build_graphs_keeps_no_graph() -> None:
     first = next(graphs)
     builder = graphs.gi_frame.f_locals["builder"]
     assert builder.finished == [] and first.complete
+
+
+def _graph_facts(g) -> tuple:
+    """Everything a Graph holds, nodes field by field, in order."""
+    nodes = [(k, *(getattr(n, f.name) for f in dataclasses.fields(GraphNode)))
+             for k, n in g.nodes.items()]
+    return (g.iteration, nodes, list(g.edges), list(g.backward_order), dict(g.calls),
+            g.complete, g.structure_key)
+
+
+def _rows_case(tmp_path, stats: str):
+    """A recording with module calls, leaves carried over, two backward passes in one
+    iteration and an explicit iteration: in memory and read back from its file."""
+    nn = dg.nn
+    dg.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    opt = dg.optim.SGD(model.parameters(), lr=0.1)
+    h = dg.zeros(5, 2)
+    with dg.trace(stats=stats) as t:
+        for i in range(3):
+            x = dg.randn(5, 3)
+            out = model(x) + h.detach() * 0.5
+            h = out
+            loss = (out * out).mean()
+            opt.zero_grad()
+            loss.backward(retain_graph=True)
+            if i == 1:
+                out.sum().backward()  # a second backward pass in the same iteration
+            opt.step()
+        with dg.iteration():
+            _ = model(dg.ones(1, 3)).sum()
+    path = tmp_path / f"rows-{stats}.dgtrace"
+    t.save(path)
+    return t, dg.read_trace(path)
+
+
+def test_graphs_built_from_rows_are_the_builders_graphs(tmp_path) -> None:
+    for stats in ("none", "cheap", "full"):
+        memory, read = _rows_case(tmp_path, stats)
+        events = list(memory.events)
+        by_builder = {}
+        for g in build_graphs(events[1:]):
+            by_builder[g.iteration] = _graph_facts(g)
+        for trace in (memory, read):
+            graphs = {it.index: _graph_facts(it.graph) for it in trace.iterations}
+            assert graphs == by_builder, stats

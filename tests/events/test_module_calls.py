@@ -63,7 +63,7 @@ def test_a_call_spanning_iterations_is_introduced_again() -> None:
 def test_schema_1_frames_read_with_no_calls() -> None:
     new = ev.Op(seq=1, iteration=1, op="add", inputs=(1, -1), output=2, shape=(2,),
                 module="enc", call=5)
-    payload = tf.encode_events([new])[tf.FRAME_HEADER.size:]
+    payload = tf.encode_events_json([new])[tf.FRAME_HEADER.size:]  # format 1
     meta, rows = payload[:tf.EVENTS_META.size], json.loads(payload[tf.EVENTS_META.size:])
     assert rows[0][-1] == 5
     old_rows = [rows[0][:-1]]  # what schema 1 wrote: no call field

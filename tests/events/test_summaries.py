@@ -7,6 +7,7 @@ import pytest
 
 import dyngraph as dg
 from dyngraph.capture import summaries as S
+from dyngraph.capture.rows import summary_of
 
 
 @pytest.mark.parametrize("stats", ["cheap", "full"])
@@ -123,8 +124,8 @@ def test_a_permuted_view_is_summarised_on_its_owner_without_a_copy():
                                     [np.nan], [0, 1, 2]])
 def test_tiny_full_summaries_match_the_numpy_path(values):
     a = np.array(values, np.float32 if isinstance(values[0], float) else np.int64)
-    got = S._small_full(a, a.shape, str(a.dtype))
-    want = S._full(a, a.shape, str(a.dtype), a.size)
+    got = summary_of(S._small_full(a, a.shape, str(a.dtype)))  # (summary rows: internal)
+    want = summary_of(S._full(a, a.shape, str(a.dtype), a.size))
     assert (got.nan, got.inf, repr(got.preview), got.sampled) == (
         want.nan, want.inf, repr(want.preview), want.sampled)
     for f in ("min", "max", "mean", "std", "norm"):
@@ -163,9 +164,8 @@ def test_a_nan_outside_a_sampled_summarys_sample_is_still_found():
     from dyngraph.debug.breakpoints import all_finite
 
     big = np.ones((784, 256), np.float32)
-    step = S._step(big.size, S.CHEAP_SAMPLE)
-    big.reshape(-1)[1] = np.nan  # between the sample's first two elements
-    assert step > 1
+    big.reshape(-1)[S.BLOCK] = np.nan  # just after the sample's first run of elements
+    assert big.size > S.EXACT_LIMIT
     for mode in ("cheap", "full"):
         s = S.SUMMARIZERS[mode](big)
         assert s.sampled and s.nan == 0  # the estimate did not see it ...

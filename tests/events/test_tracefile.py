@@ -280,7 +280,7 @@ def test_frame_decoder_accepts_or_refuses_any_bytes(chunks):
 
 def test_malformed_rows_with_valid_checksums_are_refused():
     """Frames a buggy writer could produce: the checksum is fine, the content is not."""
-    good = tf.encode_events([ev.Op(seq=1, iteration=1, op="add",
+    good = tf.encode_events_json([ev.Op(seq=1, iteration=1, op="add",  # format 1
                                    summary=ev.Summary((2,), "float32", min=1.0, norm=2.0))])
     body = good[tf.FRAME_HEADER.size + tf.EVENTS_META.size:].decode()
     packed = body.split('"float32","')[1].split('"')[0]

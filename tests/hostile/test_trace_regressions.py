@@ -61,11 +61,11 @@ def _bounded(fn, seconds: float = 2.0, megabytes: float = 30.0):
 
 
 def _header_frame() -> bytes:
-    return tf.encode_events([ev.Header(seq=0, iteration=0)])
+    return tf.encode_events_json([ev.Header(seq=0, iteration=0)])
 
 
 def _op(seq: int, iteration: int, output: int = 2) -> list:
-    payload = tf.encode_events([ev.Op(seq=seq, iteration=iteration, op="add", output=output,
+    payload = tf.encode_events_json([ev.Op(seq=seq, iteration=iteration, op="add", output=output,
                                       shape=(2,))])[tf.FRAME_HEADER.size:]
     return json.loads(payload[tf.EVENTS_META.size:])[0]
 
@@ -162,7 +162,7 @@ def test_a_wrong_value_in_any_field_is_refused_naming_it_or_read_safely(event, i
                                                                           tmp_path):
     name = fields(type(event))[index].name
     head = [] if type(event) is ev.Header else [ev.Header(seq=0, iteration=0)]
-    good = tf.encode_events([*head, event])
+    good = tf.encode_events_json([*head, event])
     meta, rows = fz.parse(good[tf.FRAME_HEADER.size:])
     for value in WRONG:
         rows[-1][index + 1] = value
@@ -180,7 +180,7 @@ def test_a_wrong_value_in_any_field_is_refused_naming_it_or_read_safely(event, i
 
 
 def test_schema_version_true_is_refused(tmp_path):
-    payload = tf.encode_events([ev.Header(seq=0, iteration=0)])[tf.FRAME_HEADER.size:]
+    payload = tf.encode_events_json([ev.Header(seq=0, iteration=0)])[tf.FRAME_HEADER.size:]
     meta, rows = fz.parse(payload)
     rows[0][3] = True
     path = fz.write(tmp_path / "bool.dgtrace", fz.frame(tf.EVENTS, fz.events_payload(meta, rows)))

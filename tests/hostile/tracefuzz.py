@@ -61,13 +61,14 @@ def split(data: bytes) -> list[tuple[int, bytes]]:
     return frames
 
 
-def frame(ftype: int, payload: bytes) -> bytes:
-    return HEADER.pack(tf.MAGIC, ftype, tf.FORMAT_VERSION, len(payload),
+def frame(ftype: int, payload: bytes, version: int = tf.JSON_VERSION) -> bytes:
+    """A frame with a valid checksum; format 1 (JSON payloads) unless told otherwise."""
+    return HEADER.pack(tf.MAGIC, ftype, version, len(payload),
                        zlib.crc32(payload)) + payload
 
 
-def join(frames: list[tuple[int, bytes]]) -> bytes:
-    return b"".join(frame(t, p) for t, p in frames)
+def join(frames: list[tuple[int, bytes]], version: int = tf.JSON_VERSION) -> bytes:
+    return b"".join(frame(t, p, version) for t, p in frames)
 
 
 def events_payload(meta: tuple[int, ...], rows: Any, holes: list[str] = ()) -> bytes:
@@ -374,8 +375,11 @@ def fuzz_cases_wanted(default: int) -> int:
 
 
 # -- real recordings to start from -----------------------------------------------------------
-def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3) -> Path:
-    """A small real recording: a two-layer MLP with module names, trained a few steps."""
+def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3,
+                version: int = tf.JSON_VERSION) -> Path:
+    """A small real recording: a two-layer MLP with module names, trained a few steps,
+    in frames of format ``version`` (1, JSON, by default: what the JSON mutations and the
+    crafted frames of the tests work on; 2, columns, is what dyngraph writes now)."""
     import numpy as np
 
     from dyngraph import nn
@@ -403,5 +407,17 @@ def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3) ->
                            traceback="Traceback ...", at_seq=seq, file="train.py", line=7),
         ev.RunEnd(seq=seq + 4, iteration=it, status=1, reason="exception"),
     ]
-    dg.Trace(events).save(path)
+    if version == tf.FORMAT_VERSION:
+        dg.Trace(events).save(path)
+        return path
+    # Format 1, frame by frame as the writer cut them: the header, then each iteration.
+    frames, batch = [events[:1]], []
+    for e in events[1:]:
+        batch.append(e)
+        if type(e) is ev.IterationEnd:
+            frames.append(batch)
+            batch = []
+    if batch:
+        frames.append(batch)
+    path.write_bytes(b"".join(tf.encode_events_json(f) for f in frames))
     return path

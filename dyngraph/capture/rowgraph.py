@@ -1,0 +1,139 @@
+"""An iteration's graph straight from its rows (``dyngraph.capture.rows``), no event
+object in between: what ``Trace.iterations[i].graph`` builds, for a trace in memory or
+from a file.
+
+``GraphBuilder`` feeds on events, one at a time, for a live debugger that shows the graph
+"so far". A whole iteration's rows are at hand when a trace is read, and an event object
+per row (about half a microsecond each) was as much work again as the graph itself.
+``graph_of_rows`` is ``GraphBuilder._feed`` written over rows: the same graph, node for
+node (tests/events/test_graph_builder.py compares the two on every kind of event).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from . import structure
+from .graph import Graph, GraphEdge, GraphNode
+from .rows import Row, attrs_dict, summary_builder
+
+_new = object.__new__
+_Building = type("_BuildingEdge", (GraphEdge,), {"__slots__": (),
+                                                 "__setattr__": object.__setattr__,
+                                                 "__delattr__": object.__delattr__})
+
+
+def _edge(src: int, dst: int, index: int) -> GraphEdge:
+    e: Any = _new(_Building)
+    e.src = src
+    e.dst = dst
+    e.index = index
+    e.__class__ = GraphEdge
+    return e  # type: ignore[no-any-return]
+
+
+def graph_of_rows(rows: Iterable[Row], iteration: int) -> Graph:
+    """The graph ``GraphBuilder`` makes of the events of ``rows`` (one iteration's): the
+    last graph an iteration end completed, else the one in progress."""
+    graph = Graph(iteration=iteration)
+    done: Graph | None = None
+    nodes, edges, calls = graph.nodes, graph.edges, graph.calls
+    occurrences: dict[tuple[str, str, str, int], int] = {}
+    stepped: set[int] = set()
+    S = summary_builder()  # (summaries shared by rows stay shared by nodes)
+    new, make_edge, leaf_label = _new, _edge, structure.leaf_label
+    for r in rows:
+        kind = r[0]
+        if r[2] != graph.iteration and not nodes:
+            graph.iteration = r[2]
+        if kind == "op":
+            module, op, file, line, output = r[10], r[3], r[11], r[12], r[5]
+            k = (module, op, file, line)
+            count = occurrences.get(k, 0)
+            occurrences[k] = count + 1
+            call = r[17]
+            n = new(GraphNode)
+            n.id = output
+            n.kind = "op"
+            n.op = op
+            n.name = ""
+            n.shape = r[6]
+            n.dtype = r[7]
+            n.module = module
+            n.file = file
+            n.line = line
+            n.function = r[13]
+            n.seq = r[1]
+            n.requires_grad = r[8]
+            n.grad_enabled = r[14]
+            n.attrs = attrs_dict(r[9])
+            n.summary = S(r[16])
+            n.grad = None
+            n.grad_fn = ""
+            n.backward_seq = 0
+            n.occurrence = count
+            n.carried = False
+            n.call = call if call in calls else 0
+            nodes[output] = n
+            index = 0
+            for src in r[4]:
+                if src >= 0 and src in nodes:
+                    edges.append(make_edge(src, output, index))
+                index += 1
+        elif kind == "backward_step":
+            node = nodes.get(r[3])
+            # (see GraphBuilder._feed: the first backward node of a forward op is its own)
+            if node is not None and node.id not in stepped:
+                stepped.add(node.id)
+                node.grad = S(r[7])
+                node.grad_fn = r[5]
+                node.backward_seq = r[1]
+                graph.backward_order.append(node.id)
+        elif kind == "grad":
+            node = nodes.get(r[3])
+            if node is not None:
+                node.grad = S(r[5])
+                node.grad_fn = "AccumulateGrad"
+                node.backward_seq = r[1]
+                graph.backward_order.append(node.id)
+        elif kind == "tensor":
+            name, is_param = r[4], r[8]
+            k = ("", leaf_label(name, is_param), "", 0)
+            count = occurrences.get(k, 0)
+            occurrences[k] = count + 1
+            n = new(GraphNode)
+            n.id = r[3]
+            n.kind = "param" if is_param else "leaf"
+            n.op = ""
+            n.name = name
+            n.shape = r[5]
+            n.dtype = r[6]
+            n.module = ""
+            n.file = ""
+            n.line = 0
+            n.function = ""
+            n.seq = r[1]
+            n.requires_grad = r[7]
+            n.grad_enabled = True
+            n.attrs = {}
+            n.summary = S(r[9])
+            n.grad = None
+            n.grad_fn = r[11]
+            n.backward_seq = 0
+            n.occurrence = count
+            n.carried = not r[10]
+            n.call = 0
+            nodes[r[3]] = n
+        elif kind == "module_call":
+            calls[r[3]] = (r[5], r[4])
+        elif kind == "backward_start":
+            stepped = set()
+        elif kind == "iteration_end":
+            graph._structure_key = r[4]
+            graph.complete = True
+            done = graph
+            graph = Graph(iteration=r[2] + 1)
+            nodes, edges, calls = graph.nodes, graph.edges, graph.calls
+            occurrences = {}
+    return done if done is not None else graph
