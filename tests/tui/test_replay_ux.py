@@ -136,10 +136,14 @@ async def test_screenshot_goes_to_the_working_directory_and_says_where(
 async def test_footer_palette_key_reaches_the_right_edge(minibatch_path):
     app = replay(minibatch_path)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
         footer = app.query_one(Footer)
-        palette = next(k for k in footer.children if "-command-palette" in k.classes)
-        assert palette.region.right == SIZE[0]  # no unpainted column after it
+
+        def palette_key():
+            return next((k for k in footer.children if "-command-palette" in k.classes
+                         and k.region.width), None)
+
+        await wait_for(pilot, lambda: palette_key() is not None)  # a busy machine is slow
+        assert palette_key().region.right == SIZE[0]  # no unpainted column after it
 
 
 async def test_results_arriving_under_a_dialog_update_the_main_screen(minibatch_path):
