@@ -101,11 +101,20 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode == "floor":
         return apply(OPS["floor_divide"], input, other)
     if rounding_mode == "trunc":
+        if _integral(input) and _integral(other):
+            return apply(OPS["div_trunc"], input, other)
         return trunc(apply(_DIV, input, other))
     raise RuntimeError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
         f"'{rounding_mode}'"
     )
+
+
+def _integral(x: Any) -> bool:
+    """An integer or bool tensor, or a Python int or bool."""
+    if isinstance(x, Tensor):
+        return x._array.dtype.kind in "iub"
+    return isinstance(x, (int, np.integer))
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:

@@ -656,13 +656,14 @@ def sgn(a: np.ndarray) -> np.ndarray:
 
 
 def _integer_division(a: Any, b: Any, ufunc: Any, kernel: str) -> np.ndarray:
-    """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0)."""
+    """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0), when
+    any is done: an empty result divides nothing."""
     np.broadcast_shapes(np.shape(a), np.shape(b))  # shapes first, as PyTorch (ValueError)
     if _is_bool(a) and _is_bool(b):
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     with np.errstate(divide="ignore", invalid="ignore"):
         out = ufunc(a, b)
-    if out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):
+    if out.size and out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):
         raise ZeroDivisionError
     return out
 
@@ -675,6 +676,18 @@ def _floor_divide_backward(g):
 def floor_divide(a, b):
     # PyTorch records floor_divide in the graph and fails only if backward reaches it.
     return _integer_division(a, b, np.floor_divide, "div_floor_cpu"), _floor_divide_backward
+
+
+@register("div_trunc", saves=False, grad_fn="DivBackward3", promotes=True)
+def div_trunc(a, b):
+    """``div(a, b, rounding_mode="trunc")`` of integers: exact, in their type (a float
+    division would round 123456789 / 10 to 12345679), refusing a division by zero."""
+    return _integer_division(a, b, _trunc_divide, "div_trunc_cpu"), None
+
+
+def _trunc_divide(a: Any, b: Any) -> np.ndarray:
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
 
 
 def _scalar_remainder_backward(g):

@@ -1097,3 +1097,25 @@ def test_numbers_pytorch_wraps_or_converts():
     assert (dg.ones(2, dtype=dg.int32) / 2**40).dtype == dg.float32
     with pytest.raises(OverflowError):
         dg.ones(2, dtype=dg.int64) + 2**64
+
+
+def test_an_integer_division_of_nothing_by_zero_is_no_error():
+    # Found by the differential test: v0 // L.tensor(0) with v0 an empty int64 tensor.
+    # PyTorch raises only when it divides something.
+    v0 = dg.tensor(np.array([], dtype=np.int64))
+    assert (v0 // dg.tensor(np.array(0, dtype=np.int64))).shape == (0,)
+    assert (v0 % dg.tensor(0)).shape == (0,)
+    assert (dg.zeros(2, 0, dtype=dg.int64) // dg.tensor([[0], [1]])).shape == (2, 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        dg.tensor([3, 4]) // dg.tensor([1, 0])
+
+
+def test_integer_division_rounded_toward_zero_stays_exact_and_integral():
+    # div(rounding_mode="trunc") of integers went through a float32 division: 123456789
+    # / 10 gave 12345679.0 (float32), and a division by zero gave inf.
+    q = dg.tensor([123456789, -7, 7, -7, 0]).div(dg.tensor([10, 2, -2, -2, 3]),
+                                                 rounding_mode="trunc")
+    assert q.dtype == dg.int64 and q.tolist() == [12345678, -3, -3, 3, 0]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        dg.tensor([3]).div(dg.tensor(0), rounding_mode="trunc")
+    assert dg.tensor([3.5, -3.5]).div(2, rounding_mode="trunc").tolist() == [1.0, -1.0]
