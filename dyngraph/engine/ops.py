@@ -203,6 +203,8 @@ def pow_(a, b):
 
     def backward(g):
         if _arr(b):
+            if b.dtype.kind == "b" and _arr(a):
+                check_sub_operands(b, 1)  # PyTorch's 'exponent - 1' refuses a bool tensor
             with np.errstate(divide="ignore", invalid="ignore"):
                 # PyTorch's pow_backward_self: 0 where the exponent is 0 (not 0 * inf).
                 ga = np.where(b == 0, 0, g * b * a ** (b - 1)) if _arr(a) else None

@@ -1119,3 +1119,14 @@ def test_integer_division_rounded_toward_zero_stays_exact_and_integral():
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         dg.tensor([3]).div(dg.tensor(0), rounding_mode="trunc")
     assert dg.tensor([3.5, -3.5]).div(2, rounding_mode="trunc").tolist() == [1.0, -1.0]
+
+
+def test_pow_with_a_bool_tensor_exponent_refuses_its_gradient_as_pytorch():
+    # Found by the differential test: v2.pow_(L.tensor(False)) then backward. PyTorch's
+    # pow backward computes 'exponent - 1', which it refuses for a bool tensor.
+    x = dg.tensor([2.0, 3.0], requires_grad=True)
+    y = (x * 1).pow_(dg.tensor(False))
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool"):
+        y.sum().backward()
+    (x ** True).sum().backward()  # a Python bool is a number: fine
+    assert x.grad.tolist() == [1.0, 1.0]
