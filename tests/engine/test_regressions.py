@@ -1130,3 +1130,20 @@ def test_pow_with_a_bool_tensor_exponent_refuses_its_gradient_as_pytorch():
         y.sum().backward()
     (x ** True).sum().backward()  # a Python bool is a number: fine
     assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_prod_gradient_without_zeros_is_result_over_input_as_pytorch():
+    # Found by the differential test: v5 = v0.log().prod(-1, keepdim=True) with a NaN in
+    # the log. Without a zero PyTorch's gradient is grad * result / input, so the NaN
+    # reaches every element; dyngraph's product of the others kept one finite.
+    v0 = dg.tensor(np.array([0.2514604330062866, -0.26420971751213074], np.float32),
+                   requires_grad=True)
+    v2 = v0.log()
+    v2.prod(dim=-1, keepdim=True).sum().backward()
+    assert np.isnan(v0.grad.numpy()).all()
+    x = dg.tensor([0.0, 0.0, float("inf")], requires_grad=True)
+    x.prod().backward()  # two zeros: PyTorch's gradient is all zeros (no 0 * inf)
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    y = dg.tensor([[2.0, 0.0], [3.0, 4.0]], requires_grad=True)
+    y.prod(1).sum().backward()  # a zero: the product of the others, exact
+    assert y.grad.tolist() == [[0.0, 2.0], [4.0, 3.0]]
