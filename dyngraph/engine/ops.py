@@ -172,7 +172,9 @@ def div(a, b):
     if not _arr(a):
         r = 1 / b
         return a * r, lambda g: (None, -g * a * r * r)
-    return a / b, lambda g: (g / b, -g * a / (b * b) if _arr(b) else None)
+    # PyTorch's div_tensor_other_backward: -grad * ((a / b) / b), never b * b (which
+    # underflows to 0 for a tiny b where the quotient does not).
+    return a / b, lambda g: (g / b, -g * (a / b / b) if _arr(b) else None)
 
 
 _BOOL_NEG = ("Negation, the `-` operator, on a bool tensor is not supported. If you are "

@@ -1147,3 +1147,12 @@ def test_prod_gradient_without_zeros_is_result_over_input_as_pytorch():
     y = dg.tensor([[2.0, 0.0], [3.0, 4.0]], requires_grad=True)
     y.prod(1).sum().backward()  # a zero: the product of the others, exact
     assert y.grad.tolist() == [[0.0, 2.0], [4.0, 3.0]]
+
+
+def test_division_gradient_by_a_tiny_divisor_does_not_underflow():
+    # PyTorch's divisor gradient is -grad * ((a / b) / b); dyngraph's b * b underflowed
+    # to 0 in float32 for b = 1e-30 and gave -inf.
+    a = dg.tensor([1e-30], requires_grad=True)
+    b = dg.tensor([1e-30], requires_grad=True)
+    (a / b).sum().backward()
+    assert b.grad.item() == pytest.approx(-1e30, rel=1e-5)
