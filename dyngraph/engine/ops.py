@@ -197,8 +197,9 @@ def pow_(a, b):
     if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
         b = checked_scalar(b, a.dtype)  # an integer exponent must fit the tensor's type
     # An array even for 0-d input: the output tensor's own.
-    out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
-                     else _scalar_pow(a, b))
+    integers = (_integer(a) and (_integer(b) or type(b) is int)) or (
+        (type(a) is int or type(a) is bool) and _integer(b))  # a number ** an int tensor
+    out = np.asarray(_integer_pow(a, b) if integers else _scalar_pow(a, b))
     # PyTorch's PowBackward1 (a tensor exponent) saves the result even when the exponent
     # needs no gradient; PowBackward0 (a number) never does.
     result = out if type(b) is np.ndarray else None

@@ -1156,3 +1156,14 @@ def test_division_gradient_by_a_tiny_divisor_does_not_underflow():
     b = dg.tensor([1e-30], requires_grad=True)
     (a / b).sum().backward()
     assert b.grad.item() == pytest.approx(-1e30, rel=1e-5)
+
+
+def test_a_number_to_negative_integer_tensor_powers_follows_pytorchs_integer_powers():
+    # Found by the differential test: -2 ** v0 (Python: -(2 ** v0)) with v0 = -2 (int64).
+    # A Python int base with an integer tensor exponent is integer pow in PyTorch (1, -1
+    # or 0 for negative exponents); numpy refused the negative exponent.
+    v0 = dg.tensor(np.array(-2, dtype=np.int64))
+    assert (-2 ** v0).item() == 0
+    assert (2 ** dg.tensor([-2, -1, 0, 3])).tolist() == [0, 0, 1, 8]
+    assert ((-1) ** dg.tensor([-3, -2], dtype=dg.int32)).tolist() == [-1, 1]
+    assert (True ** dg.tensor([-1, 2])).tolist() == [1, 1]
