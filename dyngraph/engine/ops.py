@@ -190,14 +190,16 @@ def neg(a):
 
 @register("pow", promotes=True)
 def pow_(a, b):
-    if _is_bool(a) and _is_bool(b):
+    if _is_bool(a) and type(b) is np.ndarray and b.dtype.kind == "b":
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    if _is_bool(a) and type(b) is bool:  # PyTorch keeps bool: a ** True is a, ** False 1
+        return (a.copy() if b else np.ones_like(a)), None
     if _is_bool(a) and type(b) is not np.ndarray:
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
-    if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+    if type(b) is int and b >= 0 and type(a) is np.ndarray and a.dtype.kind in "iu":
         b = checked_scalar(b, a.dtype)  # an integer exponent must fit the tensor's type
     # An array even for 0-d input: the output tensor's own.
-    integers = (_integer(a) and (_integer(b) or type(b) is int)) or (
+    integers = ((_integer(a) or _is_bool(a)) and (_integer(b) or type(b) is int)) or (
         (type(a) is int or type(a) is bool) and _integer(b))  # a number ** an int tensor
     out = np.asarray(_integer_pow(a, b) if integers else _scalar_pow(a, b))
     # PyTorch's PowBackward1 (a tensor exponent) saves the result even when the exponent

@@ -1167,3 +1167,22 @@ def test_a_number_to_negative_integer_tensor_powers_follows_pytorchs_integer_pow
     assert (2 ** dg.tensor([-2, -1, 0, 3])).tolist() == [0, 0, 1, 8]
     assert ((-1) ** dg.tensor([-3, -2], dtype=dg.int32)).tolist() == [-1, 1]
     assert (True ** dg.tensor([-1, 2])).tolist() == [1, 1]
+
+
+def test_bool_powers_follow_pytorch():
+    # Found by a sweep of the binary ops over dtypes and operand kinds (the differential
+    # test leaves ** with bools out): PyTorch keeps bool ** a Python bool as bool, treats
+    # a bool base with an integer tensor exponent as integer pow, and refuses a negative
+    # Python exponent of an unsigned tensor before wrapping it (dyngraph gave garbage).
+    b = dg.tensor([True, False, True])
+    assert (b**True).tolist() == [True, False, True] and (b**True).dtype == dg.bool
+    assert (b**False).tolist() == [True, True, True]
+    assert (b ** dg.tensor([-3, 0, 2])).tolist() == [1, 1, 1]
+    assert (b[0] ** dg.tensor([-3, 0, 2])).dtype == dg.int64
+    with pytest.raises(NotImplementedError, match='"pow" not implemented for \'Bool\''):
+        b ** b
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        dg.tensor([2, 3], dtype=dg.uint8) ** -2
+    c = b**True
+    c[0] = False  # the result is its own memory
+    assert b.tolist() == [True, False, True]
