@@ -371,6 +371,9 @@ def _checked_number(x: Any, a: np.ndarray) -> Any:
 
 @register("clamp", grad_fn="ClampBackward1")
 def clamp(a, min=None, max=None):
+    if a.dtype.kind == "b" and all(b is None or _is_bool(b) for b in (min, max)):
+        kernel = "clamp_min" if max is None else "clamp_max" if min is None else "clamp"
+        raise NotImplementedError(f'"{kernel}_scalar_cpu" not implemented for \'Bool\'')
     if min is not None:
         min = _checked_number(min, a)
     if max is not None:
@@ -393,6 +396,8 @@ def _clamp_tensors(a, lo, hi, needs_input_grad=(True, True, True)):
     """clamp with tensor bounds (one may be None): PyTorch's ClampBackward0, which saves
     the input and both bounds and gives each the gradient where it is the result."""
     dt = result_type(*(x for x in (a, lo, hi) if x is not None))
+    if dt.kind == "b" and lo is not None and hi is not None:
+        raise NotImplementedError('"clamp_cpu" not implemented for \'Bool\'')
     out = a.astype(dt, copy=False)
     if lo is not None:
         out = np.maximum(out, lo.astype(dt, copy=False))  # a NaN anywhere gives NaN

@@ -1186,3 +1186,32 @@ def test_bool_powers_follow_pytorch():
     c = b**True
     c[0] = False  # the result is its own memory
     assert b.tolist() == [True, False, True]
+
+
+def test_inplace_results_cast_by_pytorchs_rule_not_numpys():
+    # Found by a sweep of the in-place ops over dtypes: PyTorch writes any integer result
+    # into any integer tensor (int64 into uint8 wraps); numpy's same_kind refused it.
+    x = dg.tensor([0, 3, 250], dtype=dg.uint8)
+    x.add_(dg.tensor([-3, 0, 2]))
+    assert x.tolist() == [253, 3, 252]
+    x.clamp_(min=dg.tensor([1, 1, 1]))
+    assert x.tolist() == [253, 3, 252]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        dg.tensor([1, 2]).add_(0.5)
+    with pytest.raises(RuntimeError, match="result type Long can't be cast"):
+        dg.tensor([True, False]).add_(dg.tensor([1, 1]))
+
+
+def test_masked_fill_takes_only_a_zero_dim_value_and_bool_clamp_has_no_kernel():
+    # Both were accepted: masked_fill_ broadcast a 1-d value; clamp of a bool tensor by
+    # bools returned bools.
+    with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+        dg.tensor([1, 2, 3]).masked_fill_(dg.tensor([True, False, True]), dg.tensor([5, 6, 7]))
+    with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+        dg.ones(3).masked_fill(dg.tensor([True, False, True]), dg.ones(3))
+    b = dg.tensor([True, False])
+    with pytest.raises(NotImplementedError, match='"clamp_min_scalar_cpu" not implemented'):
+        b.clamp(True)
+    with pytest.raises(NotImplementedError, match='"clamp_cpu" not implemented'):
+        b.clamp(dg.tensor(False), dg.tensor(True))
+    assert b.clamp(0, 1).tolist() == [1, 0]  # an int bound: int64, as in PyTorch
