@@ -567,21 +567,26 @@ def _einsum_parse(equation: str, n: int) -> tuple[list[str], str]:
 def einsum(*operands, equation, needs_input_grad=()):
     terms, out_terms = _einsum_parse(equation, len(operands))
     out = np.einsum(f"{','.join(terms)}->{out_terms}", *operands)
+    shapes = [o.shape for o in operands]
+    # An operand is held only if another operand's gradient needs it, as PyTorch's
+    # products save (so the version counter ignores one nothing differentiates against).
+    held = tuple(o if any(needs_input_grad[j] for j in range(len(operands)) if j != i)
+                 else None for i, o in enumerate(operands))
 
     def backward(g):
         grads = []
-        for i, (term, a) in enumerate(zip(terms, operands, strict=True)):
+        for i, (term, a_shape) in enumerate(zip(terms, shapes, strict=True)):
             if not needs_input_grad[i]:
                 grads.append(None)
                 continue
-            others = [(t, o) for j, (t, o) in enumerate(zip(terms, operands, strict=True))
+            others = [(t, o) for j, (t, o) in enumerate(zip(terms, held, strict=True))
                       if j != i]
             present = set(out_terms).union(*[set(t) for t, _ in others])
             kept = "".join(c for c in term if c in present)  # the rest was summed away
             spec = ",".join([out_terms] + [t for t, _ in others]) + "->" + kept
             gi = np.einsum(spec, g, *[o for _, o in others])
-            shape = tuple(a.shape[k] if c in present else 1 for k, c in enumerate(term))
-            grads.append(np.broadcast_to(gi.reshape(shape), a.shape))
+            shape = tuple(a_shape[k] if c in present else 1 for k, c in enumerate(term))
+            grads.append(np.broadcast_to(gi.reshape(shape), a_shape))
         return tuple(grads)
 
     return out, backward
@@ -706,7 +711,7 @@ def _scalar_remainder_backward(g):
     raise RuntimeError("derivative for aten::remainder is not implemented")
 
 
-@register("remainder", grad_fn="RemainderBackward1", promotes=True)
+@register("remainder", grad_fn="RemainderBackward1", promotes=True, saved_for={"a": 1, "b": 1})
 def remainder(a, b):
     out = _integer_division(a, b, np.remainder, "remainder_cpu")
     if not _arr(a):  # PyTorch's remainder(Scalar, Tensor) has no derivative

@@ -251,7 +251,7 @@ SORT_VALUES = OpDef("gather", _select_along, True, "SortBackward0")
 TOPK_VALUES = OpDef("gather", _select_along, True, "TopkBackward0")
 
 
-@register("scatter_add")
+@register("scatter_add", saved_for={"where_t": 2})  # the index: only for src's gradient
 def scatter_add(a, index, src, dim=0):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim or src.ndim != a.ndim:

@@ -1215,3 +1215,23 @@ def test_masked_fill_takes_only_a_zero_dim_value_and_bool_clamp_has_no_kernel():
     with pytest.raises(NotImplementedError, match='"clamp_cpu" not implemented'):
         b.clamp(dg.tensor(False), dg.tensor(True))
     assert b.clamp(0, 1).tolist() == [1, 0]  # an int bound: int64, as in PyTorch
+
+
+def test_an_operand_saved_only_for_a_gradient_nobody_needs_may_change():
+    # Found by the differential test: v2 = a % v0 with only a requiring grad, then v0
+    # changed in place: PyTorch saves a and v0 only for v0's gradient, so backward goes
+    # on; dyngraph raised the version error. Same for scatter_add's index and einsum.
+    a = dg.tensor(0.25, requires_grad=True)
+    v0 = dg.tensor([0.5, 0.75])
+    v2 = a % v0
+    v0[dg.tensor([True, False])] = 0.5
+    v2.sum().backward()
+    assert a.grad.item() == 2.0
+    x = dg.tensor([[1.0, 2.0]], requires_grad=True)
+    y = dg.tensor([[3.0], [4.0]])
+    z = dg.einsum("ij,jk->ik", x, y)
+    x_dup = x.detach()
+    with dg.no_grad():
+        x_dup.mul_(2)  # x changed: only y's gradient (not needed) would have read it
+    z.sum().backward()
+    assert x.grad.tolist() == [[3.0, 4.0]]
