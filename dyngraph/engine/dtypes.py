@@ -191,3 +191,12 @@ def wrapped_int(value: int, dtype: np.dtype) -> int:
     if dtype.kind == "i" and value >= 1 << (bits - 1):
         value -= 1 << bits
     return value
+
+
+def can_cast(src: np.dtype, dst: np.dtype) -> bool:
+    """PyTorch's canCast for writing an in-place op's result into a tensor: never a float
+    into an integer or bool tensor, never anything but a bool into a bool tensor; any
+    integer into any integer (int64 into uint8 wraps, where numpy's same_kind refuses)."""
+    if src.kind in "fc" and dst.kind in "iub":
+        return False
+    return not (dst.kind == "b" and src.kind != "b")

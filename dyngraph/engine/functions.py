@@ -101,11 +101,27 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode == "floor":
         return apply(OPS["floor_divide"], input, other)
     if rounding_mode == "trunc":
+        if _integral(input) and _integral(other):
+            return apply(OPS["div_trunc"], input, other)
         return trunc(apply(_DIV, input, other))
     raise RuntimeError(
         f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
         f"'{rounding_mode}'"
     )
+
+
+def check_fill_value(value: Any) -> None:
+    """masked_fill's value: a number or a 0-d tensor, as PyTorch's."""
+    if isinstance(value, Tensor) and value._array.ndim:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value._array.ndim} dimension(s).")
+
+
+def _integral(x: Any) -> bool:
+    """An integer or bool tensor, or a Python int or bool."""
+    if isinstance(x, Tensor):
+        return x._array.dtype.kind in "iub"
+    return isinstance(x, (int, np.integer))
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
@@ -269,6 +285,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 
 def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
+    check_fill_value(value)
     if isinstance(value, Tensor) and value.requires_grad:
         raise NotImplementedError(
             "masked_fill with a value that requires grad is not supported by dyngraph"

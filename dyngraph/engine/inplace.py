@@ -40,7 +40,7 @@ from . import (
 )
 from .autograd import grad_mode
 from .creation import generator
-from .dtypes import checked_scalar, wrapped_int
+from .dtypes import can_cast, checked_scalar, wrapped_int
 from .ops import OPS, check_sub_operands
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
@@ -225,7 +225,7 @@ def _commit(self: Tensor, out: Tensor, same_value: bool = False) -> Tensor:
     if out._array.shape != target.shape:
         _check_shape(self, out)
     if out._array.dtype != target.dtype:
-        if not np.can_cast(out._array.dtype, target.dtype, "same_kind"):
+        if not can_cast(out._array.dtype, target.dtype):
             raise _cast_error(out._array.dtype, target.dtype)
         out = fn.to(out, target.dtype)
     view = views.info(self)
@@ -254,7 +254,10 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
         out_of_place = getattr(fn, name.rstrip("_"), None)
         if out_of_place is not None:
             out_of_place(_wrap(array), other)
-        raise _cast_error(_result_type(array, other, ufunc), array.dtype) from None
+        result = _result_type(array, other, ufunc)
+        if not can_cast(result, array.dtype):
+            raise _cast_error(result, array.dtype) from None
+        ufunc(array, other, out=array, casting="unsafe")  # int64 into uint8: PyTorch's cast
     except ValueError as e:
         raise RuntimeError(f"{name}: {e} (in-place on a tensor of shape "
                            f"{tuple(array.shape)})") from None
@@ -358,9 +361,9 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
         # where PyTorch gives 1, -1 or 0), computed out of place, then written back.
         array = _writable(self)
         out = fn.pow(_wrap(array), exponent)._array
-        if not np.can_cast(out.dtype, array.dtype, "same_kind"):
+        if not can_cast(out.dtype, array.dtype):
             raise _cast_error(out.dtype, array.dtype)
-        np.copyto(array, out, casting="same_kind")
+        np.copyto(array, out, casting="unsafe")
         return _bumped(self)
     return _ufunc(self, np.power, exponent, "pow_")
 
@@ -430,9 +433,9 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
         return _commit(self, fn.clamp(_old(self), min, max))
     array = _writable(self)
     result = fn.clamp(_wrap(array), min, max)._array  # PyTorch's dtype for the result
-    if not np.can_cast(result.dtype, array.dtype, "same_kind"):
+    if not can_cast(result.dtype, array.dtype):
         raise _cast_error(result.dtype, array.dtype)
-    np.copyto(array, result)
+    np.copyto(array, result, casting="unsafe")
     return _bumped(self)
 
 
@@ -445,6 +448,7 @@ def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
+    fn.check_fill_value(value)
     _check_shape(self, mask)
     in_graph = _in_graph(self, value)
     # Its writes all agree: PyTorch writes an expand-ed tensor, with a deprecation warning

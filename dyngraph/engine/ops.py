@@ -173,7 +173,9 @@ def div(a, b):
     if not _arr(a):
         r = 1 / b
         return a * r, lambda g: (None, -g * a * r * r)
-    return a / b, lambda g: (g / b, -g * a / (b * b) if _arr(b) else None)
+    # PyTorch's div_tensor_other_backward: -grad * ((a / b) / b), never b * b (which
+    # underflows to 0 for a tiny b where the quotient does not).
+    return a / b, lambda g: (g / b, -g * (a / b / b) if _arr(b) else None)
 
 
 _BOOL_NEG = ("Negation, the `-` operator, on a bool tensor is not supported. If you are "
@@ -189,21 +191,26 @@ def neg(a):
 
 @register("pow", promotes=True)
 def pow_(a, b):
-    if _is_bool(a) and _is_bool(b):
+    if _is_bool(a) and type(b) is np.ndarray and b.dtype.kind == "b":
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    if _is_bool(a) and type(b) is bool:  # PyTorch keeps bool: a ** True is a, ** False 1
+        return (a.copy() if b else np.ones_like(a)), None
     if _is_bool(a) and type(b) is not np.ndarray:
         a = a.astype(np.int64)  # PyTorch's bool ** int is int64 (numpy's would be int8)
-    if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+    if type(b) is int and b >= 0 and type(a) is np.ndarray and a.dtype.kind in "iu":
         b = checked_scalar(b, a.dtype)  # an integer exponent must fit the tensor's type
     # An array even for 0-d input: the output tensor's own.
-    out = np.asarray(_integer_pow(a, b) if _integer(a) and (_integer(b) or type(b) is int)
-                     else _scalar_pow(a, b))
+    integers = ((_integer(a) or _is_bool(a)) and (_integer(b) or type(b) is int)) or (
+        (type(a) is int or type(a) is bool) and _integer(b))  # a number ** an int tensor
+    out = np.asarray(_integer_pow(a, b) if integers else _scalar_pow(a, b))
     # PyTorch's PowBackward1 (a tensor exponent) saves the result even when the exponent
     # needs no gradient; PowBackward0 (a number) never does.
     result = out if type(b) is np.ndarray else None
 
     def backward(g):
         if _arr(b):
+            if b.dtype.kind == "b" and _arr(a):
+                check_sub_operands(b, 1)  # PyTorch's 'exponent - 1' refuses a bool tensor
             with np.errstate(divide="ignore", invalid="ignore"):
                 # PyTorch's pow_backward_self: 0 where the exponent is 0 (not 0 * inf).
                 ga = np.where(b == 0, 0, g * b * a ** (b - 1)) if _arr(a) else None
@@ -379,6 +386,9 @@ def _checked_number(x: Any, a: np.ndarray) -> Any:
 
 @register("clamp", grad_fn="ClampBackward1")
 def clamp(a, min=None, max=None):
+    if a.dtype.kind == "b" and all(b is None or _is_bool(b) for b in (min, max)):
+        kernel = "clamp_min" if max is None else "clamp_max" if min is None else "clamp"
+        raise NotImplementedError(f'"{kernel}_scalar_cpu" not implemented for \'Bool\'')
     if min is not None:
         min = _checked_number(min, a)
     if max is not None:
@@ -401,6 +411,8 @@ def _clamp_tensors(a, lo, hi, needs_input_grad=(True, True, True)):
     """clamp with tensor bounds (one may be None): PyTorch's ClampBackward0, which saves
     the input and both bounds and gives each the gradient where it is the result."""
     dt = result_type(*(x for x in (a, lo, hi) if x is not None))
+    if dt.kind == "b" and lo is not None and hi is not None:
+        raise NotImplementedError('"clamp_cpu" not implemented for \'Bool\'')
     out = a.astype(dt, copy=False)
     if lo is not None:
         out = np.maximum(out, lo.astype(dt, copy=False))  # a NaN anywhere gives NaN
@@ -571,21 +583,26 @@ def _einsum_parse(equation: str, n: int) -> tuple[list[str], str]:
 def einsum(*operands, equation, needs_input_grad=()):
     terms, out_terms = _einsum_parse(equation, len(operands))
     out = np.einsum(f"{','.join(terms)}->{out_terms}", *operands)
+    shapes = [o.shape for o in operands]
+    # An operand is held only if another operand's gradient needs it, as PyTorch's
+    # products save (so the version counter ignores one nothing differentiates against).
+    held = tuple(o if any(needs_input_grad[j] for j in range(len(operands)) if j != i)
+                 else None for i, o in enumerate(operands))
 
     def backward(g):
         grads = []
-        for i, (term, a) in enumerate(zip(terms, operands, strict=True)):
+        for i, (term, a_shape) in enumerate(zip(terms, shapes, strict=True)):
             if not needs_input_grad[i]:
                 grads.append(None)
                 continue
-            others = [(t, o) for j, (t, o) in enumerate(zip(terms, operands, strict=True))
+            others = [(t, o) for j, (t, o) in enumerate(zip(terms, held, strict=True))
                       if j != i]
             present = set(out_terms).union(*[set(t) for t, _ in others])
             kept = "".join(c for c in term if c in present)  # the rest was summed away
             spec = ",".join([out_terms] + [t for t, _ in others]) + "->" + kept
             gi = np.einsum(spec, g, *[o for _, o in others])
-            shape = tuple(a.shape[k] if c in present else 1 for k, c in enumerate(term))
-            grads.append(np.broadcast_to(gi.reshape(shape), a.shape))
+            shape = tuple(a_shape[k] if c in present else 1 for k, c in enumerate(term))
+            grads.append(np.broadcast_to(gi.reshape(shape), a_shape))
         return tuple(grads)
 
     return out, backward
@@ -672,13 +689,14 @@ def sgn(a: np.ndarray) -> np.ndarray:
 
 
 def _integer_division(a: Any, b: Any, ufunc: Any, kernel: str) -> np.ndarray:
-    """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0)."""
+    """``//`` and ``%``: PyTorch raises on an integer division by zero (numpy gives 0), when
+    any is done: an empty result divides nothing."""
     np.broadcast_shapes(np.shape(a), np.shape(b))  # shapes first, as PyTorch (ValueError)
     if _is_bool(a) and _is_bool(b):
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     with np.errstate(divide="ignore", invalid="ignore"):
         out = ufunc(a, b)
-    if out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):
+    if out.size and out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):
         raise ZeroDivisionError
     return out
 
@@ -693,11 +711,23 @@ def floor_divide(a, b):
     return _integer_division(a, b, np.floor_divide, "div_floor_cpu"), _floor_divide_backward
 
 
+@register("div_trunc", saves=False, grad_fn="DivBackward3", promotes=True)
+def div_trunc(a, b):
+    """``div(a, b, rounding_mode="trunc")`` of integers: exact, in their type (a float
+    division would round 123456789 / 10 to 12345679), refusing a division by zero."""
+    return _integer_division(a, b, _trunc_divide, "div_trunc_cpu"), None
+
+
+def _trunc_divide(a: Any, b: Any) -> np.ndarray:
+    q = np.floor_divide(a, b)
+    return q + ((np.remainder(a, b) != 0) & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
+
+
 def _scalar_remainder_backward(g):
     raise RuntimeError("derivative for aten::remainder is not implemented")
 
 
-@register("remainder", grad_fn="RemainderBackward1", promotes=True)
+@register("remainder", grad_fn="RemainderBackward1", promotes=True, saved_for={"a": 1, "b": 1})
 def remainder(a, b):
     out = _integer_division(a, b, np.remainder, "remainder_cpu")
     if not _arr(a):  # PyTorch's remainder(Scalar, Tensor) has no derivative

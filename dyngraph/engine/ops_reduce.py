@@ -224,9 +224,9 @@ def _exclusive_cumprod(x: np.ndarray, axis: int) -> np.ndarray:
 
 @register("prod")
 def prod(a, dim=None, keepdim=False):
-    # PyTorch's ProdBackward0/1 save the input and the result: each backward below holds
-    # ``out`` (unused: the products of the others are exact with zeros) so that the
-    # version counter refuses a result changed in place, as PyTorch does.
+    # PyTorch's ProdBackward0/1 (saving the input and the result): without a zero in the
+    # input, grad * result / input (so a NaN or an infinity anywhere reaches every
+    # element's gradient); with zeros, the product of the others, which is exact there.
     if dim is None:
         flat = a.reshape(-1)
         out = np.prod(flat, dtype=_int64_for_ints(a))
@@ -234,7 +234,13 @@ def prod(a, dim=None, keepdim=False):
             out = np.asarray(out).reshape((1,) * a.ndim)
 
         def backward_all(g, out=out):
-            if flat.size == 0:
+            if a.ndim == 0:
+                return (g,)
+            zeros = np.count_nonzero(flat == 0)
+            if zeros == 0:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    return (g * (out / a),)
+            if zeros > 1:  # every product of the others holds a zero
                 return (np.zeros(a.shape, dtype=g.dtype),)
             others = _exclusive_cumprod(flat, 0) * _exclusive_cumprod(flat[::-1], 0)[::-1]
             return ((g * others).reshape(a.shape),)
@@ -250,9 +256,13 @@ def prod(a, dim=None, keepdim=False):
     def backward(g, out=out):
         if a.size == 0:  # nothing received a product: every gradient is empty or zero
             return (np.zeros(a.shape, dtype=g.dtype),)
+        g = _keep(g, a.shape, (axis,), keepdim)
+        if not (a == 0).any():  # (a zero anywhere, not only in its slice, as PyTorch)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return (g * (_keep(out, a.shape, (axis,), keepdim) / a),)
         rev = np.flip(a, axis)
         others = _exclusive_cumprod(a, axis) * np.flip(_exclusive_cumprod(rev, axis), axis)
-        return (_keep(g, a.shape, (axis,), keepdim) * others,)
+        return (g * others,)
 
     return out, backward
 

@@ -265,7 +265,7 @@ def _along(index: np.ndarray, d: int) -> tuple[np.ndarray, ...]:
     return tuple(where)
 
 
-@register("scatter_add")
+@register("scatter_add", saved_for={"where_t": 2})  # the index: only for src's gradient
 def scatter_add(a, index, src, dim=0):
     d = _dim(dim, max(a.ndim, 1))
     if index.ndim != a.ndim or src.ndim != a.ndim:

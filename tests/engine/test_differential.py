@@ -58,6 +58,11 @@ class Mismatch(AssertionError):
     pass
 
 
+class ValuesDiffer(Mismatch):
+    """Float values beyond the tolerance: excused when PyTorch's own float32 result is at
+    least as far from the exact value (``Session._excused``)."""
+
+
 # Where dyngraph's version check knowingly parts from PyTorch's (test_version_counter.py
 # lists it): PyTorch's broadcasting matmul saved expanded copies, where dyngraph refuses;
 # dyngraph's message names the node that needed the tensor, so only a matmul's refusal is
@@ -127,8 +132,30 @@ def _check_same(name: str, theirs: object, ours: object, grad: bool = False,
     else:
         ok = np.array_equal(got, want)
     if not ok:
-        raise Mismatch(f"{what}: values differ\n PyTorch:  {want.tolist()}\n dyngraph: "
-                       f"{got.tolist()}")
+        kind = ValuesDiffer if dtype in _TOL else Mismatch
+        raise kind(f"{what}: values differ\n PyTorch:  {want.tolist()}\n dyngraph: "
+                   f"{got.tolist()}")
+
+
+def _no_farther(theirs: object, ours: object, exact: object, tol: str) -> bool:
+    """Is dyngraph's value, element by element, no farther from ``exact`` (the program run
+    in float64) than twice PyTorch's, give or take the tolerance? Then the difference is
+    PyTorch's own rounding, amplified downstream (1 + erf cancels in its float32 gelu far
+    below 0, and a division by the result magnifies it), not a wrong dyngraph."""
+    if not isinstance(exact, torch.Tensor) or tuple(exact.shape) != tuple(theirs.shape):
+        return False
+    want = theirs.detach().double().numpy()
+    got = ours.detach().numpy().astype(np.float64)
+    ref = exact.detach().double().numpy()
+    rtol, atol = _TOL[tol]
+    scale = float(np.max(np.abs(ref[np.isfinite(ref)]), initial=1.0))
+    with np.errstate(invalid="ignore"):
+        near = np.abs(got - ref) <= 2 * np.abs(want - ref) + atol * scale + rtol * np.abs(ref)
+    same_special = (np.isnan(got) == np.isnan(want)) & (
+        np.isfinite(got) == np.isfinite(want))
+    special = ~np.isfinite(want) | ~np.isfinite(got)
+    return bool(np.all(np.where(special, same_special & ((got == want) | np.isnan(got)),
+                                near)))
 
 
 class Session:
@@ -180,8 +207,32 @@ class Session:
                     "float32", "float64", "int64", "int32", "bool"):
                 self.slots[name] = value
         for n in self.slots:
-            _check_same(n, self.theirs[n], self.ours[n], tol=self._least_precise())
+            self._compare(n, self.theirs[n], self.ours[n])
         return True
+
+    def _compare(self, n: str, theirs: object, ours: object, grad: bool = False) -> None:
+        tol = self._least_precise()
+        try:
+            _check_same(n, theirs, ours, grad=grad, tol=tol)
+        except ValuesDiffer:
+            exact = self._exact(n, grad)
+            if not _no_farther(theirs, ours, exact, tol or _dtype_name(theirs.dtype)):
+                raise
+
+    def _exact(self, n: str, grad: bool) -> object:
+        """Value ``n`` (or its gradient) of the program so far run in PyTorch with every
+        float32 input in float64: the reference a value mismatch is judged against."""
+        ref = Runner(torch, torch.nn.functional)
+        for i, a in enumerate(self.program.arrays):
+            ref.add_array(f"A{i}", a.astype(np.float64) if a.dtype == np.float32 else a)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for line in self.program.lines:  # (and no cast back to float32)
+                ref.run(line.replace(".float()", ".double()").replace("L.float32", "L.float64"))
+        value = ref.env.get(n)
+        if grad:
+            return getattr(value, "grad", None)
+        return value
 
     def _least_precise(self) -> str | None:
         """float32 when any value or constant is: a float64 made from float32 results
@@ -208,7 +259,6 @@ class Session:
         self.run(f"loss = {' + '.join(terms)}")
         if not self.run("loss.backward()"):
             return  # which leaves got a gradient before the error is execution order
-        least_precise = self._least_precise()
         for n, t in self.slots.items():
             if t.is_leaf != self.ours[n].is_leaf:
                 raise Mismatch(f"{n}.is_leaf: {t.is_leaf} in PyTorch, {self.ours[n].is_leaf} "
@@ -218,7 +268,7 @@ class Session:
                 if (theirs is None) != (ours is None):
                     raise Mismatch(f"{n}.grad: PyTorch {theirs!r}, dyngraph {ours!r}")
                 if theirs is not None:
-                    _check_same(n, theirs, ours, grad=True, tol=least_precise)
+                    self._compare(n, theirs, ours, grad=True)
 
 
 def _run(data: st.DataObject, families: dict, inplace: bool) -> None:
@@ -262,3 +312,10 @@ def test_the_comparison_catches_a_wrong_value():
     with pytest.raises(Mismatch, match="leaked"):
         _check_outcome("x", IndexError("boom"), np.exceptions.AxisError(3, 1))
     assert FLOATS == ("float32", "float64")
+    # A difference is excused only where PyTorch's own value is as far from the exact one.
+    exact = torch.tensor([1.0, -2.36e6], dtype=torch.float64)
+    theirs = torch.tensor([1.0, -1.535e6])
+    assert _no_farther(theirs, dyngraph.tensor([1.0, -2.36e6]), exact, "float32")
+    small = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert not _no_farther(small.float(), dyngraph.tensor([1.01, 2.0]), small, "float32")
+    assert not _no_farther(theirs, dyngraph.tensor([1.0, -5e6]), exact, "float32")

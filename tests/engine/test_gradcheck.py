@@ -54,8 +54,8 @@ def test_checker_catches_gradients_swapped_between_elements():
 def test_every_differentiable_registered_op_has_a_sample():
     sampled = {s.op for s in SAMPLES}
     # Ops reached only through others (index_put via __setitem__) are tested in test_inplace.
-    exempt = {"index_put", "floor_divide", "remainder", "ceil", "trunc", "isfinite",
-              "bitwise_not", "eq", "ne"}
+    exempt = {"index_put", "floor_divide", "div_trunc", "remainder", "ceil", "trunc",
+              "isfinite", "bitwise_not", "eq", "ne"}
     from dyngraph.engine.ops import OPS
     from dyngraph.engine.ops_nn import NN_OPS  # noqa: F401  (the nn engineer's ops are tested there)
 

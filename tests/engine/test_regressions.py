@@ -1106,3 +1106,141 @@ def test_numbers_pytorch_wraps_or_converts():
     assert (dg.ones(2, dtype=dg.int32) / 2**40).dtype == dg.float32
     with pytest.raises(OverflowError):
         dg.ones(2, dtype=dg.int64) + 2**64
+
+
+def test_an_integer_division_of_nothing_by_zero_is_no_error():
+    # Found by the differential test: v0 // L.tensor(0) with v0 an empty int64 tensor.
+    # PyTorch raises only when it divides something.
+    v0 = dg.tensor(np.array([], dtype=np.int64))
+    assert (v0 // dg.tensor(np.array(0, dtype=np.int64))).shape == (0,)
+    assert (v0 % dg.tensor(0)).shape == (0,)
+    assert (dg.zeros(2, 0, dtype=dg.int64) // dg.tensor([[0], [1]])).shape == (2, 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        dg.tensor([3, 4]) // dg.tensor([1, 0])
+
+
+def test_integer_division_rounded_toward_zero_stays_exact_and_integral():
+    # div(rounding_mode="trunc") of integers went through a float32 division: 123456789
+    # / 10 gave 12345679.0 (float32), and a division by zero gave inf.
+    q = dg.tensor([123456789, -7, 7, -7, 0]).div(dg.tensor([10, 2, -2, -2, 3]),
+                                                 rounding_mode="trunc")
+    assert q.dtype == dg.int64 and q.tolist() == [12345678, -3, -3, 3, 0]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        dg.tensor([3]).div(dg.tensor(0), rounding_mode="trunc")
+    assert dg.tensor([3.5, -3.5]).div(2, rounding_mode="trunc").tolist() == [1.0, -1.0]
+
+
+def test_pow_with_a_bool_tensor_exponent_refuses_its_gradient_as_pytorch():
+    # Found by the differential test: v2.pow_(L.tensor(False)) then backward. PyTorch's
+    # pow backward computes 'exponent - 1', which it refuses for a bool tensor.
+    x = dg.tensor([2.0, 3.0], requires_grad=True)
+    y = (x * 1).pow_(dg.tensor(False))
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with a bool"):
+        y.sum().backward()
+    (x ** True).sum().backward()  # a Python bool is a number: fine
+    assert x.grad.tolist() == [1.0, 1.0]
+
+
+def test_prod_gradient_without_zeros_is_result_over_input_as_pytorch():
+    # Found by the differential test: v5 = v0.log().prod(-1, keepdim=True) with a NaN in
+    # the log. Without a zero PyTorch's gradient is grad * result / input, so the NaN
+    # reaches every element; dyngraph's product of the others kept one finite.
+    v0 = dg.tensor(np.array([0.2514604330062866, -0.26420971751213074], np.float32),
+                   requires_grad=True)
+    v2 = v0.log()
+    v2.prod(dim=-1, keepdim=True).sum().backward()
+    assert np.isnan(v0.grad.numpy()).all()
+    x = dg.tensor([0.0, 0.0, float("inf")], requires_grad=True)
+    x.prod().backward()  # two zeros: PyTorch's gradient is all zeros (no 0 * inf)
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    y = dg.tensor([[2.0, 0.0], [3.0, 4.0]], requires_grad=True)
+    y.prod(1).sum().backward()  # a zero: the product of the others, exact
+    assert y.grad.tolist() == [[0.0, 2.0], [4.0, 3.0]]
+
+
+def test_division_gradient_by_a_tiny_divisor_does_not_underflow():
+    # PyTorch's divisor gradient is -grad * ((a / b) / b); dyngraph's b * b underflowed
+    # to 0 in float32 for b = 1e-30 and gave -inf.
+    a = dg.tensor([1e-30], requires_grad=True)
+    b = dg.tensor([1e-30], requires_grad=True)
+    (a / b).sum().backward()
+    assert b.grad.item() == pytest.approx(-1e30, rel=1e-5)
+
+
+def test_a_number_to_negative_integer_tensor_powers_follows_pytorchs_integer_powers():
+    # Found by the differential test: -2 ** v0 (Python: -(2 ** v0)) with v0 = -2 (int64).
+    # A Python int base with an integer tensor exponent is integer pow in PyTorch (1, -1
+    # or 0 for negative exponents); numpy refused the negative exponent.
+    v0 = dg.tensor(np.array(-2, dtype=np.int64))
+    assert (-2 ** v0).item() == 0
+    assert (2 ** dg.tensor([-2, -1, 0, 3])).tolist() == [0, 0, 1, 8]
+    assert ((-1) ** dg.tensor([-3, -2], dtype=dg.int32)).tolist() == [-1, 1]
+    assert (True ** dg.tensor([-1, 2])).tolist() == [1, 1]
+
+
+def test_bool_powers_follow_pytorch():
+    # Found by a sweep of the binary ops over dtypes and operand kinds (the differential
+    # test leaves ** with bools out): PyTorch keeps bool ** a Python bool as bool, treats
+    # a bool base with an integer tensor exponent as integer pow, and refuses a negative
+    # Python exponent of an unsigned tensor before wrapping it (dyngraph gave garbage).
+    b = dg.tensor([True, False, True])
+    assert (b**True).tolist() == [True, False, True] and (b**True).dtype == dg.bool
+    assert (b**False).tolist() == [True, True, True]
+    assert (b ** dg.tensor([-3, 0, 2])).tolist() == [1, 1, 1]
+    assert (b[0] ** dg.tensor([-3, 0, 2])).dtype == dg.int64
+    with pytest.raises(NotImplementedError, match='"pow" not implemented for \'Bool\''):
+        b ** b
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        dg.tensor([2, 3], dtype=dg.uint8) ** -2
+    c = b**True
+    c[0] = False  # the result is its own memory
+    assert b.tolist() == [True, False, True]
+
+
+def test_inplace_results_cast_by_pytorchs_rule_not_numpys():
+    # Found by a sweep of the in-place ops over dtypes: PyTorch writes any integer result
+    # into any integer tensor (int64 into uint8 wraps); numpy's same_kind refused it.
+    x = dg.tensor([0, 3, 250], dtype=dg.uint8)
+    x.add_(dg.tensor([-3, 0, 2]))
+    assert x.tolist() == [253, 3, 252]
+    x.clamp_(min=dg.tensor([1, 1, 1]))
+    assert x.tolist() == [253, 3, 252]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast"):
+        dg.tensor([1, 2]).add_(0.5)
+    with pytest.raises(RuntimeError, match="result type Long can't be cast"):
+        dg.tensor([True, False]).add_(dg.tensor([1, 1]))
+
+
+def test_masked_fill_takes_only_a_zero_dim_value_and_bool_clamp_has_no_kernel():
+    # Both were accepted: masked_fill_ broadcast a 1-d value; clamp of a bool tensor by
+    # bools returned bools.
+    with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+        dg.tensor([1, 2, 3]).masked_fill_(dg.tensor([True, False, True]), dg.tensor([5, 6, 7]))
+    with pytest.raises(RuntimeError, match="only supports a 0-dimensional value tensor"):
+        dg.ones(3).masked_fill(dg.tensor([True, False, True]), dg.ones(3))
+    b = dg.tensor([True, False])
+    with pytest.raises(NotImplementedError, match='"clamp_min_scalar_cpu" not implemented'):
+        b.clamp(True)
+    with pytest.raises(NotImplementedError, match='"clamp_cpu" not implemented'):
+        b.clamp(dg.tensor(False), dg.tensor(True))
+    assert b.clamp(0, 1).tolist() == [1, 0]  # an int bound: int64, as in PyTorch
+
+
+def test_an_operand_saved_only_for_a_gradient_nobody_needs_may_change():
+    # Found by the differential test: v2 = a % v0 with only a requiring grad, then v0
+    # changed in place: PyTorch saves a and v0 only for v0's gradient, so backward goes
+    # on; dyngraph raised the version error. Same for scatter_add's index and einsum.
+    a = dg.tensor(0.25, requires_grad=True)
+    v0 = dg.tensor([0.5, 0.75])
+    v2 = a % v0
+    v0[dg.tensor([True, False])] = 0.5
+    v2.sum().backward()
+    assert a.grad.item() == 2.0
+    x = dg.tensor([[1.0, 2.0]], requires_grad=True)
+    y = dg.tensor([[3.0], [4.0]])
+    z = dg.einsum("ij,jk->ik", x, y)
+    x_dup = x.detach()
+    with dg.no_grad():
+        x_dup.mul_(2)  # x changed: only y's gradient (not needed) would have read it
+    z.sum().backward()
+    assert x.grad.tolist() == [[3.0, 4.0]]
