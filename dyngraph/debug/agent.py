@@ -58,11 +58,25 @@ _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
 
 
+_CLEAN = (0, 0, False)  # the tail (nan, inf, sampled) of an exact cheap summary row
+
+
 def _settled(s: Any) -> bool:
     """Does summary row ``s`` settle "no NaN/Inf" by itself (exact, and none counted)?"""
-    if s is None or s[-1]:  # none, or sampled
+    if s is None:
         return False
-    return not (s[3] or s[4]) if len(s) == 6 else not (s[7] or s[8])
+    if len(s) == 6:
+        return s[3:] == _CLEAN  # (one compare: this runs for every op and gradient)
+    return not (s[-1] or s[7] or s[8])
+
+
+def _all_settled(summaries: tuple[Any, ...]) -> bool:
+    """``_settled`` for every summary row of a backward step's gradients (None: none
+    flows there, nothing to settle)."""
+    for s in summaries:
+        if s is not None and not (s[3:] == _CLEAN if len(s) == 6 else _settled(s)):
+            return False
+    return True
 
 
 def _norm_of(s: Any) -> float | None:
@@ -216,21 +230,22 @@ class Agent:
         """Tracer hook: raw arrays, called right before the event that describes them.
         Keeps each in the store (for value requests at a pause) and the newest ones for the
         breakpoint checks (``_see_array``)."""
+        store: Any = self.store  # (ValueStore.put/put_grad, one call layer less)
         if kind == "op":  # an op's output, with the op's arguments (tensors and constants)
             self._value_id = tensor_id
             value, self._args = payload
             self._value = value
-            self.store.put(tensor_id, value)  # type: ignore[union-attr]
+            store._add(store.current.values, tensor_id, value)
         elif kind == "value":  # a tensor entering the iteration (a leaf, a parameter)
             self._value_id = tensor_id
             self._value = payload
-            self.store.put(tensor_id, payload)  # type: ignore[union-attr]
+            store._add(store.current.values, tensor_id, payload)
         elif kind == "grads":
             self._grads = (tensor_id, payload[0], payload[1])
-            self.store.put_grad(tensor_id, payload[0])  # type: ignore[union-attr]
+            store._add(store.current.grads, tensor_id, payload[0])
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
-            self.store.put_grad(tensor_id, payload)  # type: ignore[union-attr]
+            store._add(store.current.grads, tensor_id, payload)
 
     def _see_array(self, kind: str, tensor_id: int, payload: Any) -> None:
         """``on_array`` without a store (``keep_values=False``): only what checks read."""
@@ -401,10 +416,10 @@ class Agent:
     def _on_tensor(self, r: Row) -> None:
         if self._matcher.nan is None:
             return
-        e: ev.TensorCreated = event_of(r)  # type: ignore[assignment]
-        value = self._value_of(e.tensor)
-        if value is None or all_finite(value, e.summary):
+        value = self._value_of(r[3])
+        if value is None or _settled(r[9]) or all_finite(value):
             return
+        e: ev.TensorCreated = event_of(r)  # type: ignore[assignment]
         nan, inf = nonfinite_counts(value)
         if nan:
             self._nan.add(e.tensor)
@@ -425,7 +440,7 @@ class Agent:
         grads = self._grads if self._grads is not None and self._grads[0] == node else None
         if m.nan is not None and grads is not None:
             # the usual case, settled by exact summaries alone: everything finite
-            if not (_settled(r[7]) and all(s is None or _settled(s) for s in r[8])):
+            if not (_settled(r[7]) and _all_settled(r[8])):
                 hit = self._check_nan_grads(event_of(r), grads[1], grads[2])  # type: ignore[arg-type]
         if hit is None and m.node_norm and grads is not None:
             norm = _norm(grads[1], r[7])
