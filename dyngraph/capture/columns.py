@@ -411,8 +411,9 @@ class _Frame:
         else:
             nc, nf = iter(cheap).__next__, iter(full).__next__
             table = [nc() if f == 6 else nf() for f in forms]
-        table.append(None)  # index -1: no summary
-        return table
+        out: list[Any] = table
+        out.append(None)  # index -1: no summary
+        return out
 
     # -- columns ------------------------------------------------------------------------------
     def column(self, kind: str, name: str, ftype: str, n: int,
@@ -488,7 +489,7 @@ class _Frame:
             raise _bad(kind, where(k), name, col[k], "a summary of the frame")
 
     def _arrays(self, kind: str, name: str, n: int, where: Callable[[int], int]
-                ) -> list[np.ndarray]:
+                ) -> list[Any]:
         r = self.r
         dtypes = r.column("I", n, "array dtypes")
         shapes = r.column("I", n, "array shapes")
@@ -498,7 +499,7 @@ class _Frame:
         self.pending_arrays = (kind, name, where, dtypes, shapes, sizes)
         return [None] * n  # filled in by ``arrays`` once the blob is read (it comes last)
 
-    def arrays(self, blob: bytes) -> list[list[np.ndarray]]:
+    def arrays(self, blob: bytes) -> list[np.ndarray]:
         kind, name, where, dtypes, shapes, sizes = self.pending_arrays
         if sum(sizes) != len(blob) or (sizes and min(sizes) < 0):
             raise TraceFileError("events frame's arrays do not match their sizes")

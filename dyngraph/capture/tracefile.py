@@ -202,18 +202,19 @@ def encode_rows(rows: Sequence[Row], version: int = FORMAT_VERSION) -> bytes:
 
 def _json_rows(rows: Sequence[Row]) -> bytes:
     """Format 1's body: a JSON array of the rows, a full summary packed (see below)."""
-    out = []
-    for r in rows:
+    out: list[Any] = []
+    for row in rows:
+        r: Any = row
         if r[0] == "op":  # attrs: an object (the row holds its items)
             r = (*r[:9], dict(r[9]), *r[10:])
         if r[0] in _SUMMARY_SLOTS:
             r = list(r)
             for i in _SUMMARY_SLOTS[r[0]]:
                 if type(r[i]) is tuple and len(r[i]) == 11:
-                    r[i] = _pack_full(_FullRow(r[i]))
+                    r[i] = _pack_full(_FullRow(r[i]))  # type: ignore[arg-type]
                 elif r[0] == "backward_step" and i == 8:
-                    r[i] = [_pack_full(_FullRow(x)) if type(x) is tuple and len(x) == 11
-                            else x for x in r[i]]
+                    r[i] = [_pack_full(_FullRow(x))  # type: ignore[arg-type]
+                            if type(x) is tuple and len(x) == 11 else x for x in r[i]]
         out.append(r)
     return _dumps(out).encode()
 
