@@ -27,6 +27,7 @@ import warnings
 import weakref
 import zlib
 from collections.abc import Iterator
+from types import FrameType
 from typing import BinaryIO
 
 from ..errors import TraceFileError, TraceFileWarning
@@ -87,7 +88,8 @@ def _open(name: str, buffering: int = CHUNK) -> BinaryIO:
 def warn(message: str) -> None:
     """A TraceFileWarning attributed to the first caller outside dyngraph (the user's
     ``read_trace`` line, not one of ours)."""
-    level, frame = 2, sys._getframe(1)  # (stacklevel 2: warn's caller)
+    level = 2  # (stacklevel 2: warn's caller)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         level, frame = level + 1, frame.f_back
     warnings.warn(message, TraceFileWarning, stacklevel=level)

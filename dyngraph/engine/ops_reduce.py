@@ -31,9 +31,10 @@ def _int64_for_ints(a: np.ndarray) -> Any:
 
 
 def _sum(a: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> Any:
-    """A sum as PyTorch's: float16 accumulates in float32 and rounds back at the end."""
+    """A sum as PyTorch's: float16 accumulates in float32 and rounds back at the end
+    (np.add.reduce: np.sum without its Python wrapper)."""
     acc = _F32 if a.dtype == _F16 else _int64_for_ints(a)
-    out = _add_reduce(a, axis=axes, keepdims=keepdim, dtype=acc)  # np.sum, minus a wrapper
+    out = _add_reduce(a, axis=axes, keepdims=keepdim, dtype=acc)  # type: ignore[call-overload]
     return out.astype(np.float16) if a.dtype == _F16 else out
 
 
