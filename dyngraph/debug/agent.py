@@ -34,7 +34,6 @@ from .breakpoints import (
     Breakpoint,
     Matcher,
     all_finite,
-    array_norm,
     nonfinite_counts,
     same_file,
 )
@@ -42,6 +41,7 @@ from .channel import Channel, ChannelClosed, readable
 from .describe import ModuleStack, counts, describe_op, locate_exception, where
 from .evaluation import FrameEvaluator
 from .inspection import InspectError, result_to_wire, view_to_wire
+from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
 
 BATCH = 512
@@ -56,34 +56,6 @@ _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 # Rows (``dyngraph.capture.rows``) are what the agent sees: the places of the fields it
 # reads. An op row: its op, inputs, output, module, file, line, summary.
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
-
-
-_CLEAN = (0, 0, False)  # the tail (nan, inf, sampled) of an exact cheap summary row
-
-
-def _settled(s: Any) -> bool:
-    """Does summary row ``s`` settle "no NaN/Inf" by itself (exact, and none counted)?"""
-    if s is None:
-        return False
-    if len(s) == 6:
-        return s[3:] == _CLEAN  # (one compare: this runs for every op and gradient)
-    return not (s[-1] or s[7] or s[8])
-
-
-def _all_settled(summaries: tuple[Any, ...]) -> bool:
-    """``_settled`` for every summary row of a backward step's gradients (None: none
-    flows there, nothing to settle)."""
-    for s in summaries:
-        if s is not None and not (s[3:] == _CLEAN if len(s) == 6 else _settled(s)):
-            return False
-    return True
-
-
-def _norm_of(s: Any) -> float | None:
-    """The exact norm a summary row holds, or None."""
-    if s is None or s[-1]:
-        return None
-    return s[2] if len(s) == 6 else s[6]  # type: ignore[no-any-return]
 
 
 class Agent:
@@ -292,7 +264,7 @@ class Agent:
         e: ev.Op | None = None  # the event object, built only if something reads it
         if m.nan is not None and self._value_id == r[_OUTPUT]:
             # An exact summary (not sampled) that saw no NaN/Inf settles it for free.
-            if not _settled(r[_SUMMARY]):
+            if not settled(r[_SUMMARY]):
                 e = event_of(r)  # type: ignore[assignment]
                 hit = self._check_nan_op(e, self._value)  # type: ignore[arg-type]
         if m.checks_ops:
@@ -417,7 +389,7 @@ class Agent:
         if self._matcher.nan is None:
             return
         value = self._value_of(r[3])
-        if value is None or _settled(r[9]) or all_finite(value):
+        if value is None or settled(r[9]) or all_finite(value):
             return
         e: ev.TensorCreated = event_of(r)  # type: ignore[assignment]
         nan, inf = nonfinite_counts(value)
@@ -440,10 +412,10 @@ class Agent:
         grads = self._grads if self._grads is not None and self._grads[0] == node else None
         if m.nan is not None and grads is not None:
             # the usual case, settled by exact summaries alone: everything finite
-            if not (_settled(r[7]) and _all_settled(r[8])):
+            if not (settled(r[7]) and all_settled(r[8])):
                 hit = self._check_nan_grads(event_of(r), grads[1], grads[2])  # type: ignore[arg-type]
         if hit is None and m.node_norm and grads is not None:
-            norm = _norm(grads[1], r[7])
+            norm = gradient_norm(grads[1], r[7])
             if norm > m.node_threshold:  # (NaN norms are the nan breakpoint's business)
                 hit = ("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} flowing "
                                     f"into {self._describe_node(node, r[4])}")
@@ -488,7 +460,7 @@ class Agent:
         m = self._matcher
         if not (m.node_norm or m.global_norm):
             return
-        norm = _norm(leaf[1], r[5])
+        norm = gradient_norm(leaf[1], r[5])
         self._leaf_sq[tensor] = norm * norm
         self._leaf_names[tensor] = name
         if norm > m.node_threshold:
@@ -797,12 +769,6 @@ def _module_text(path: str | None, cls: str) -> str:
     if cls:  # the outermost module has no path of its own
         return f" (in the top-level {cls})"
     return ""
-
-
-def _norm(array: np.ndarray, summary: Any) -> float:
-    """The gradient's exact norm: its summary row's, if it holds one."""
-    norm = _norm_of(summary)
-    return array_norm(array) if norm is None else norm
 
 
 def _describe(r: Row) -> str:
