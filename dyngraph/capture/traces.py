@@ -17,10 +17,10 @@ import bisect
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -58,37 +58,35 @@ class LazyEvents(Sequence[ev.Event]):
 
     def frame(self, index: int) -> list[ev.Event]:
         """The decoded events of frame ``index`` (safe to call from several threads)."""
-        cache = self._cache
-        with self._lock:
-            events = cache.get(index)
-            if events is not None:
-                cache.move_to_end(index)
-                return events
         ref = self._frames[index]
-        events = ref.decode() if ref.version == JSON_VERSION else \
-            events_of(self.frame_rows(index)[0])
-        with self._lock:
-            cache[index] = events
-            if len(cache) > _CACHED_FRAMES:
-                cache.popitem(last=False)
-        return events
+        return self._cached(self._cache, index, lambda: ref.decode()
+                            if ref.version == JSON_VERSION
+                            else events_of(self.frame_rows(index)[0]))
 
     def frame_rows(self, index: int) -> tuple[list[Row], list[int]]:
         """The rows of frame ``index`` and each one's iteration (in order: a frame's
         iterations never go back), decoded once while looked at (as ``frame``)."""
-        cache = self._rows
+        def decode() -> tuple[list[Row], list[int]]:
+            rows = self._frames[index].rows()
+            return rows, list(map(_iteration_of, rows))
+
+        return self._cached(self._rows, index, decode)
+
+    def _cached(self, cache: OrderedDict[int, Any], index: int, make: Callable[[], Any]
+                ) -> Any:
+        """``cache[index]``, made by ``make()`` outside the lock on a miss; the
+        ``_CACHED_FRAMES`` most recently used are kept."""
         with self._lock:
             hit = cache.get(index)
             if hit is not None:
                 cache.move_to_end(index)
                 return hit
-        rows = self._frames[index].rows()
-        hit = (rows, list(map(_iteration_of, rows)))
+        value = make()
         with self._lock:
-            cache[index] = hit
+            cache[index] = value
             if len(cache) > _CACHED_FRAMES:
                 cache.popitem(last=False)
-        return hit
+        return value
 
     def iteration_span(self, frame: int, index: int) -> tuple[int, int]:
         """Where iteration ``index``'s rows (and events) are in frame ``frame``."""
