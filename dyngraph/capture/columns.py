@@ -125,7 +125,7 @@ class _Tables:
         table = self.sums
         get = table.get
         found = self.sum_list
-        out = []
+        out: list[int] = []
         append = out.append
         for s in col:
             i = get(id(s))

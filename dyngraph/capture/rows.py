@@ -219,14 +219,17 @@ class RowEvents(Sequence[ev.Event]):
 
     def __init__(self, header: ev.Event, pull: Callable[[], None] | None = None) -> None:
         self.header = header
-        self.batches: list[list[Row]] = []
+        self.batches: list[tuple[Row, ...]] = []
         self._built: list[list[ev.Event] | None] = []
         self.starts: list[int] = []  # index of each batch's first event (the header is 0)
         self._len = 1
         self.pull = pull
 
     def take(self, rows: list[Row]) -> None:
-        self.batches.append(rows)
+        # Kept as a tuple: a list stays tracked by the cyclic collector, which visits each
+        # of its rows at every full collection (as the trace grows, most of the cost of
+        # recording a chain of tiny ops); a tuple of untracked rows is untracked itself.
+        self.batches.append(tuple(rows))
         self._built.append(None)
         self.starts.append(self._len)
         self._len += len(rows)

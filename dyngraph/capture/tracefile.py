@@ -577,7 +577,7 @@ class TraceWriter:
         if len(pending) >= self._batch or (type(event) is ev.IterationEnd and self._due()):
             self._write_pending()
 
-    def take(self, rows: list[Row], at_once: bool = False) -> None:
+    def take(self, rows: Sequence[Row], at_once: bool = False) -> None:
         """Queue a batch of rows (a tracer sink: the tracer hands them over at iteration
         ends and every ``BATCH_EVENTS``), written as ``write`` writes events; ``at_once``:
         write them now, as a frame of their own."""

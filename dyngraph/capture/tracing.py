@@ -35,6 +35,7 @@ import numpy as np
 from . import events as ev
 from .arrays import to_numpy
 from .keys import StructureKeys
+from .pacing import CollectorPacing
 from .rows import MAKERS as _MAKERS
 from .rows import Row, summary_builder, summary_row
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
@@ -207,6 +208,8 @@ class Tracer:
         # The numpy summariser of the current stats mode, for backends that hold ndarrays:
         # it returns summary rows (``dyngraph.capture.rows``).
         self.summarize_array: Callable[[np.ndarray], Any] = ROW_SUMMARIZERS["none"]
+        # The collector runs as often per object the program allocates as unrecorded.
+        self._pacing = CollectorPacing()
 
     # -- listeners -----------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
@@ -253,6 +256,10 @@ class Tracer:
                          default="none")
         self.summarize_array = ROW_SUMMARIZERS[self.stats]
         self.values = "small" if any(v == "small" for _, _, _, v in subs) else "none"
+        if subs:
+            self._pacing.start(self.seq)
+        else:
+            self._pacing.stop()
 
     def restart(self) -> None:
         """Number seq and iterations afresh (a new recording in the same process)."""
@@ -299,6 +306,7 @@ class Tracer:
             self.rows = []
             for sink in self._sinks:
                 sink(rows)
+            self._pacing.rows_recorded(self.seq)
 
     def emit(self, event: ev.Event) -> None:
         """Record an event object (its row, that is)."""

@@ -31,8 +31,11 @@ _dtype_names: dict[Any, str] = {}
 _NONES = {n: (None,) * n for n in range(8)}
 # Gradient summaries of the backward pass in progress, by array identity: the array a
 # backward step hands to an input is usually the very array that input's own step (or its
-# leaf's accumulation) sees next, so each is summarised once.
-_grad_summaries: dict[int, tuple[np.ndarray, SummaryRow | None]] = {}
+# leaf's accumulation) sees next, so each is summarised once. ``_summarised`` holds every
+# array summarised until the pass ends, so no id is reused meanwhile (a list append, where
+# a (array, summary) pair per gradient was one more object for the cyclic collector).
+_grad_summaries: dict[int, SummaryRow | None] = {}
+_summarised: list[np.ndarray] = []
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 
@@ -145,17 +148,21 @@ def announce(tensor: Any) -> None:
 
 
 def _grad_summary(g: np.ndarray) -> SummaryRow | None:
-    cache = _grad_summaries
-    hit = cache.get(id(g))
-    if hit is not None and hit[0] is g:
-        return hit[1]
-    summary = tracer.summarize_array(g)
-    cache[id(g)] = (g, summary)  # holding g keeps its id from being reused meanwhile
+    key = id(g)
+    if key in _grad_summaries:
+        return _grad_summaries[key]
+    summary = _grad_summaries[key] = tracer.summarize_array(g)
+    _summarised.append(g)
     return summary
 
 
-def backward_start(root: Any, retain_graph: bool) -> None:
+def _forget_grads() -> None:
     _grad_summaries.clear()
+    _summarised.clear()
+
+
+def backward_start(root: Any, retain_graph: bool) -> None:
+    _forget_grads()
     tracer.backward_start(root._id, retain_graph)
 
 
@@ -228,5 +235,5 @@ def grad_accumulated(tensor: Any) -> None:
 
 
 def backward_end(root: Any, duration_ns: int) -> None:
-    _grad_summaries.clear()
+    _forget_grads()
     tracer.backward_end(root._id, duration_ns)
