@@ -13,9 +13,12 @@ allocates as it would unrecorded. The recording still pays for its own objects (
 is looked at once, then untracked: rows hold only plain values); the program's garbage
 is collected at its usual rate, so its memory is what it would be.
 
-The recording's allocations are estimated (``PER_ROW`` per row; measured: op rows
-three, backward rows three or four, others one or two); the program's are the rest of
-what the collector counted. The threshold the program set is respected: it is the base
+The pace is approximate: the recording's allocations are estimated (``PER_ROW`` per
+row; measured: op rows three, backward rows three or four, others one or two), the
+program's are the rest of what the collector counted (a trace file's writer frees its
+rows every few milliseconds, which makes the program's share look smaller), and the
+threshold is never raised more than ``MAX_FACTOR`` (4) times: at worst, 2,100 more young
+objects wait for their collection. The threshold the program set is respected: it is the base
 that is scaled, a change the program makes meanwhile becomes the new base, 0 (automatic
 collection off) stays 0, and it is restored when recording stops.
 """
