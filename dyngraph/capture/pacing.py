@@ -13,6 +13,17 @@ allocates as it would unrecorded. The recording still pays for its own objects (
 is looked at once, then untracked: rows hold only plain values); the program's garbage
 is collected at its usual rate, so its memory is what it would be.
 
+``keep`` makes the recording's tuples cost the collector one look each.
+CPython stops tracking a tuple of plain values when a collection finds its items
+untracked, looking at the youngest objects in order; but an inner tuple that only a
+later one refers to (a row's ids or summary, made before the row) is moved behind it
+while the collector sorts out what is reachable, so the row is looked at before its items
+are untracked and stays tracked: each level of nesting took one more collection, in an
+older generation each time, and an in-memory trace's batches reached the oldest one still
+tracked, where every full collection read every row again. Anything the recording hands
+to ``keep`` is referred to from an old list until the next collection ends, so it stays
+in place and all of it is untracked in one pass.
+
 The pace is approximate: the recording's allocations are estimated (``PER_ROW`` per
 row; measured: op rows three, backward rows three or four, others one or two), the
 program's are the rest of what the collector counted (a trace file's writer frees its
@@ -33,6 +44,19 @@ objects are never collected less often than unrecorded by more than a little).""
 MAX_FACTOR = 4.0
 CHECK_ROWS = 1024
 """Rows between two adjustments (each reads the collector's statistics: ~2 µs)."""
+ANCHOR_LIMIT = 1 << 16
+
+
+# What ``keep`` was given since the last collection ended (see the module doc): one list
+# for the process's life, so it is old, cleared in place. Any recording code (the tracer,
+# a backend, the summaries) may hand it the tuples it makes for a row.
+_anchor: list[object] = []
+keep = _anchor.append
+
+
+def _collected(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop":  # (what was kept has been looked at, and untracked)
+        _anchor.clear()
 
 
 def _collections() -> int:
@@ -63,6 +87,11 @@ class CollectorPacing:
         self._base = self._set = gc.get_threshold()[0]
         self._factor = 1.0
         self._mark(seq)
+        if _collected not in gc.callbacks:
+            # Installed once, for good: the rows of a recording's last batches are still
+            # held when it stops, and their collection comes later. (Two calls per
+            # collection; removing it from inside a collection could skip another's.)
+            gc.callbacks.append(_collected)
 
     def stop(self) -> None:
         """Recording stops: the program's threshold back, unless it set one meanwhile."""
@@ -82,6 +111,8 @@ class CollectorPacing:
         """The recording's row counter is now ``seq``: adjust every ``CHECK_ROWS`` rows."""
         if self._base is None or seq - self._rows < CHECK_ROWS:
             return
+        if len(_anchor) > ANCHOR_LIMIT:  # the collector is off: do not hold on
+            _anchor.clear()
         threshold = gc.get_threshold()
         if threshold[0] != self._set:  # the program set its own: that is the base now
             self._base = threshold[0]

@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from . import events as ev
+from . import summaries
 from .arrays import to_numpy
 from .keys import StructureKeys
-from .pacing import CollectorPacing
+from .pacing import CollectorPacing, keep
 from .rows import MAKERS as _MAKERS
 from .rows import Row, summary_builder, summary_row
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
@@ -210,6 +211,9 @@ class Tracer:
         self.summarize_array: Callable[[np.ndarray], Any] = ROW_SUMMARIZERS["none"]
         # The collector runs as often per object the program allocates as unrecorded.
         self._pacing = CollectorPacing()
+        # Hand every tuple a row holds but the row alone refers to (its ids, summary ...)
+        # to ``keep``: the collector then untracks row and items in one pass (``pacing``).
+        self.keep = keep
 
     # -- listeners -----------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
@@ -258,8 +262,10 @@ class Tracer:
         self.values = "small" if any(v == "small" for _, _, _, v in subs) else "none"
         if subs:
             self._pacing.start(self.seq)
+            summaries.keep = keep
         else:
             self._pacing.stop()
+            summaries.keep = summaries._keep_nothing
 
     def restart(self) -> None:
         """Number seq and iterations afresh (a new recording in the same process)."""
@@ -304,6 +310,7 @@ class Tracer:
         rows = self.rows
         if rows:
             self.rows = []
+            self.keep(rows)  # (the sinks may keep the rows in a tuple made after them)
             for sink in self._sinks:
                 sink(rows)
             self._pacing.rows_recorded(self.seq)
@@ -464,10 +471,13 @@ class Tracer:
         file, line, function = self.source(skip + 1)
         shape = self.shapes.setdefault(shape, shape)
         self.seq += 1
+        summary = summary_row(summary)
+        self.keep(inputs)
+        self.keep(summary)
         row = ("op", self.seq, self.iteration, name, inputs, output, shape, dtype,
                requires_grad, self.attrs(attrs) if attrs else (),
                self.module_stack[-1], file, line, function, grad_enabled, duration_ns,
-               summary_row(summary), calls[-1])
+               summary, calls[-1])
         self.known.add(output)
         self.iteration_ops.append(row)
         if self.array_hook is not None:
@@ -494,8 +504,10 @@ class Tracer:
         self.known.add(tensor)
         self.seq += 1
         shape = self.shapes.setdefault(shape, shape)
+        summary = summary_row(summary)
+        self.keep(summary)
         row = ("tensor", self.seq, self.iteration, tensor, name, shape, dtype, requires_grad,
-               is_param, summary_row(summary), is_leaf, grad_fn)
+               is_param, summary, is_leaf, grad_fn)
         self.iteration_tensors.append(row)
         if self.array_hook is not None:
             self.array_hook("value", tensor, value)
@@ -528,6 +540,8 @@ class Tracer:
             if len(self._shared_attrs) > 10_000:
                 self._shared_attrs.clear()
             shared = self._shared_attrs[key] = key
+            for item in key:  # (the (name, value) pairs: see ``keep``)
+                self.keep(item)
         return shared
 
     def backward_start(self, root: int, retain_graph: bool) -> None:
@@ -546,9 +560,16 @@ class Tracer:
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
+        grad_output = summary_row(grad_output)
+        grad_inputs = tuple([summary_row(s) for s in grad_inputs])
+        keep = self.keep
+        keep(inputs)
+        keep(grad_output)
+        for s in grad_inputs:
+            keep(s)
+        keep(grad_inputs)
         row = ("backward_step", self.seq, self.iteration, node, op, grad_fn, inputs,
-               summary_row(grad_output), tuple([summary_row(s) for s in grad_inputs]),
-               duration_ns)
+               grad_output, grad_inputs, duration_ns)
         if self.array_hook is not None:
             self.array_hook("grads", node, (grad_output_value, grad_input_values))
         self.deliver(row)
@@ -560,7 +581,9 @@ class Tracer:
         if self.array_hook is not None:
             self.array_hook("grad", tensor, value)
         self.seq += 1
-        self.deliver(("grad", self.seq, self.iteration, tensor, name, summary_row(summary)))
+        summary = summary_row(summary)
+        self.keep(summary)
+        self.deliver(("grad", self.seq, self.iteration, tensor, name, summary))
 
     def backward_end(self, root: int, duration_ns: int) -> None:
         if _get_ident() != self.thread and self.other_thread():
@@ -580,8 +603,10 @@ class Tracer:
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
+        pairs = [(int(t), float(n)) for t, n in updates]
+        self.keep(pairs)  # (a list, made before its pairs: they stay in order behind it)
         self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
-                      tuple([(int(t), float(n)) for t, n in updates])))
+                      tuple(pairs)))
 
     def make_header(self, stats: str | None = None, values: str | None = None,
                     script: str | None = None, argv: Iterable[str] | None = None) -> ev.Header:

@@ -117,10 +117,14 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
     dt = data.dtype
     oid = out._id
     seq = t.seq = t.seq + 1
+    summary = t.summarize_array(data)
+    keep = t.keep  # (see Tracer.keep: the row's own tuples)
+    keep(ids)
+    keep(summary)
     # Positional, in field order (``rows``): this is the hottest line of a recording.
     row = ("op", seq, t.iteration, name, ids, oid, shape, _dtype_names.get(dt) or _dtype_name(dt),
            out.requires_grad, t.attrs(attrs) if attrs else (), t.module_stack[-1], file,
-           line, function, grad_enabled, duration_ns, t.summarize_array(data), calls[-1])
+           line, function, grad_enabled, duration_ns, summary, calls[-1])
     known.add(oid)
     t.iteration_ops.append(row)
     if t.array_hook is not None:
@@ -153,6 +157,7 @@ def _grad_summary(g: np.ndarray) -> SummaryRow | None:
         return _grad_summaries[key]
     summary = _grad_summaries[key] = tracer.summarize_array(g)
     _summarised.append(g)
+    tracer.keep(summary)
     return summary
 
 
@@ -213,6 +218,9 @@ def node_ran(node_id: int, node: Any, grad_output: np.ndarray, in_grads: Any,
             summaries = tuple([None if g is None else summ(g) for g in grads])
     op = node.op
     seq = t.seq = t.seq + 1
+    keep = t.keep  # (see Tracer.keep; the summaries themselves were kept when made)
+    keep(ids)
+    keep(summaries)
     row = ("backward_step", seq, t.iteration, node_id, op.name, op.grad_fn_name, ids,
            None if summ is None else summ(grad_output), summaries, duration_ns)
     if t.array_hook is not None:
