@@ -556,16 +556,24 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     present = sorted(set(codes))
     per_kind: list[list[Row] | None] = [None] * len(KINDS)
     array_rows: list[Row] | None = None
+    if len(present) > 1:
+        # The events grouped by kind in one stable sort (a mask per kind, an int compared
+        # per event and kind, was 40% of decoding), each kind's seqs and iterations a
+        # slice of the sorted columns.
+        order, counts = _by_kind(codes)
+        take = itemgetter(*order.tolist())  # (count >= 2: more than one kind)
+        sorted_seqs, sorted_iterations = take(seqs), take(iterations)
+    start = 0
     for code in present:
         kind = KINDS[code]
         if len(present) == 1:
             ks, kit, n = seqs, iterations, count
             where: Callable[[int], int] = int
         else:
-            mask = list(map(code.__eq__, codes))
-            ks = list(compress(seqs, mask))
-            kit = list(compress(iterations, mask))
-            n = len(ks)
+            n = counts[code]
+            ks = sorted_seqs[start:start + n]
+            kit = sorted_iterations[start:start + n]
+            start += n
             where = _where(codes, code)
         names = ev.FIELD_NAMES[kind][2:]
         cols = [frame.column(kind, name, ftype, n, where)
@@ -583,8 +591,22 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
         raise TraceFileError("events frame holds array bytes but no values event")
     if len(present) == 1:
         return per_kind[present[0]]  # type: ignore[return-value]
-    nexts = [None if rows is None else iter(rows).__next__ for rows in per_kind]
-    return [nexts[c]() for c in codes]  # type: ignore[misc]
+    # Back in the frame's order: the k-th event is at position inverse[k] of the rows
+    # grouped by kind (in the order of ``present``, as sorted).
+    grouped = list(chain.from_iterable(per_kind[c] for c in present))  # type: ignore[misc]
+    inverse = np.empty(count, np.intp)
+    inverse[order] = _RANGE[:count] if count <= len(_RANGE) else np.arange(count)
+    return list(map(grouped.__getitem__, inverse.tolist()))
+
+
+_RANGE = np.arange(1 << 12)
+
+
+def _by_kind(codes: bytes) -> tuple[np.ndarray, list[int]]:
+    """The positions of the events sorted by kind code (stably: a kind's in frame order)
+    and the number of events of each code."""
+    kinds = np.frombuffer(codes, np.uint8)
+    return np.argsort(kinds, kind="stable"), np.bincount(kinds).tolist()
 
 
 def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]:
