@@ -27,7 +27,7 @@ import numpy as np
 from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
-from .rowgraph import graph_of_rows
+from .rowgraph import pending_graph
 from .rows import Row, RowEvents, event_of, events_of
 from .tracefile import FLAG_VALUES, JSON_VERSION, TraceWriter, encode_events
 from .tracereader import FrameRef, read_frames
@@ -164,13 +164,15 @@ class Iteration:
 
         Asking again costs no decoding: whether the iteration grew is told by the trace's
         bookkeeping, not by its events. Built from the iteration's rows where the trace
-        has them (recorded, or read from a file), without event objects.
+        has them (recorded, or read from a file), without event objects, when first
+        looked into (``rowgraph.pending_graph``): the rows are decoded now (a damaged
+        frame raises here), the nodes made when a field is first read.
         """
         stamp = self.trace._iteration_stamp(self.index)
         if self._graph is None or self._graph_stamp != stamp:
             rows = self.trace._iteration_rows(self.index)
             if rows is not None:
-                self._graph = graph_of_rows(rows, self.index)
+                self._graph = pending_graph(rows, self.index)
             else:
                 builder = GraphBuilder()
                 builder.current.iteration = self.index
