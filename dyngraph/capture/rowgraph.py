@@ -169,7 +169,7 @@ def _build(g: Any) -> None:
             built = graph_of_rows(pending.rows, pending.iteration)
             for slot in _SLOT.values():
                 slot.__set__(g, slot.__get__(built))
-        g.__class__ = Graph  # type: ignore[assignment]  (narrowed to PendingGraph above)
+        g.__class__ = Graph  # type: ignore[assignment]
 
 
 def _field(name: str) -> property:
