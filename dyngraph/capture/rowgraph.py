@@ -148,13 +148,6 @@ _PENDING = _SLOT["nodes"]  # holds the rows until the graph is built
 _building = threading.Lock()  # a UI may look at a graph from a worker while drawing
 
 
-class _Rows:
-    __slots__ = ("rows", "iteration")
-
-    def __init__(self, rows: Sequence[Row], iteration: int) -> None:
-        self.rows, self.iteration = rows, iteration
-
-
 def _build(g: Any) -> None:
     """Build ``g`` from its rows, in place: from then on it is a plain ``Graph`` (its
     class is switched: the layout is Graph's), its fields read without a detour."""
@@ -165,8 +158,8 @@ def _build(g: Any) -> None:
             pending = _PENDING.__get__(g)
         except AttributeError:  # (made empty, as copy.copy does before setting fields)
             pending = None
-        if type(pending) is _Rows:
-            built = graph_of_rows(pending.rows, pending.iteration)
+        if type(pending) is tuple:  # (rows, iteration)
+            built = graph_of_rows(*pending)
             for slot in _SLOT.values():
                 slot.__set__(g, slot.__get__(built))
         g.__class__ = Graph  # type: ignore[assignment]
@@ -213,7 +206,8 @@ for _name in _FIELDS:
 
 def pending_graph(rows: Sequence[Row], iteration: int) -> Graph:
     """``graph_of_rows(rows, iteration)``, built when first looked at. ``rows`` must not
-    change meanwhile (a file's, or a list of a recording's: rows are tuples)."""
+    change meanwhile (a file's, or a list of a recording's: rows are tuples). Kept as
+    a tuple (of tuples), a graph not looked into is no work for the cyclic collector."""
     g: Any = _new(PendingGraph)
-    _PENDING.__set__(g, _Rows(rows, iteration))
+    _PENDING.__set__(g, (rows, iteration))
     return g  # type: ignore[no-any-return]
