@@ -18,6 +18,7 @@ range before a row is built, so a crafted frame is refused in one line
 
 from __future__ import annotations
 
+import gc
 import json
 import struct
 import sys
@@ -310,10 +311,23 @@ class _Frame:
 
     def __init__(self, r: _Reader, lo: int, hi: int) -> None:
         self.r, self.lo, self.hi = r, lo, hi
+        # What holds the tuples inside others (attribute items, summaries, columns of
+        # tuples ...), in the order made: held till the frame is decoded (see
+        # ``decode_payload``'s ``settle``, and ``hold``).
+        self.inner: list[Any] = []
         self.strings = self._strings()
         self.shapes = self._shapes()
         self.attrs = self._attrs()
         self.sums = self._summaries()
+
+    def hold(self, made: list[Any]) -> list[Any]:
+        """``made`` (a list of tuples that rows will hold), held till the frame is
+        decoded, and so is its first tuple: ``list(zip(...))`` makes that one before the
+        list (zip keeps a tuple at hand), and only later objects would refer to it."""
+        self.inner.append(made)
+        if made:
+            self.inner.append(made[0])
+        return made
 
     def _strings(self) -> list[str]:
         r = self.r
@@ -352,10 +366,16 @@ class _Frame:
             raise TraceFileError(f"undecodable attributes ({exc})"[:200]) from None
         if type(table) is not list:
             raise TraceFileError("events frame's attributes are not a list")
-        out = []
+        out: list[tuple[Any, ...]] = []
+        inner = self.inner
         for d in table:
             try:
-                out.append(() if type(d) is dict and not d else tuple(_attrs(d).items()))
+                if type(d) is dict and not d:
+                    out.append(())
+                    continue
+                pairs = list(_attrs(d).items())  # (made before the tuple of them)
+                inner.append(pairs)
+                out.append(tuple(pairs))
             except (_Bad, RecursionError):
                 raise TraceFileError(f"malformed attributes {_short(d)}") from None
         return out
@@ -394,7 +414,10 @@ class _Frame:
         lengths = r.column("I", n, "preview lengths")
         values = r.column("d", sum(lengths), "previews")
         it = iter(values)
-        previews = map(tuple, map(islice, repeat(it), lengths))
+        # (a list first: zip makes each summary before its items, and a preview made
+        # after its summary would leave the summary tracked by the collector a while)
+        previews = list(map(tuple, map(islice, repeat(it), lengths)))
+        self.inner.append(previews)
         return list(zip(*head, *stats, nan, inf, previews, flags, strict=True))
 
     def _summaries(self) -> list[Any]:
@@ -404,6 +427,8 @@ class _Frame:
             raise TraceFileError("a summary of an unknown form")
         cheap = self._summary_part(n_cheap, False)
         full = self._summary_part(len(forms) - n_cheap, True)
+        self.hold(cheap)
+        self.hold(full)
         if not full:
             table = cheap
         elif not cheap:
@@ -477,7 +502,8 @@ class _Frame:
             total = sum(lengths)
             ids = r.column("q", total, f"{name} ids")
             norms = r.column("d", total, f"{name} norms")
-            return _grouped(list(zip(ids, norms, strict=True)), lengths)
+            pairs = self.hold(list(zip(ids, norms, strict=True)))
+            return _grouped(pairs, lengths)
         if ftype == "array":
             return self._arrays(kind, name, n, where)
         raise AssertionError(ftype)  # pragma: no cover
@@ -531,9 +557,19 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
 
 
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
-                   position: int | None = STREAM) -> list[Row]:
+                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
     """The rows of a format-2 events frame's payload, every value checked; TraceFileError
-    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have."""
+    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
+
+    ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
+    young generation's collection before returning, so that every row of plain values is
+    untracked at once. The collector untracks a tuple whose items are all untracked, in
+    the order it then holds the young objects; an object only other young objects refer
+    to is moved behind its referrer, so a row (row -> summary -> shape) lost one level
+    per collection and lived on, tracked, into the oldest generation, making full
+    collections more frequent and slower. Collected while every table and column that
+    refers to them is still held here, they stay in the order made: inner first.
+    """
     (count,) = struct.unpack_from("<I", payload)
     r = _Reader(payload)
     codes = r.raw(count, "event kinds")
@@ -578,6 +614,7 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
         names = ev.FIELD_NAMES[kind][2:]
         cols = [frame.column(kind, name, ftype, n, where)
                 for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+        frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
         if kind == "values":
             array_rows = per_kind[code]
@@ -590,13 +627,17 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     elif blob:
         raise TraceFileError("events frame holds array bytes but no values event")
     if len(present) == 1:
-        return per_kind[present[0]]  # type: ignore[return-value]
-    # Back in the frame's order: the k-th event is at position inverse[k] of the rows
-    # grouped by kind (in the order of ``present``, as sorted).
-    grouped = list(chain.from_iterable(per_kind[c] for c in present))  # type: ignore[misc]
-    inverse = np.empty(count, np.intp)
-    inverse[order] = _RANGE[:count] if count <= len(_RANGE) else np.arange(count)
-    return list(map(grouped.__getitem__, inverse.tolist()))
+        rows = per_kind[present[0]]
+    else:
+        # Back in the frame's order: the k-th event is at position inverse[k] of the rows
+        # grouped by kind (in the order of ``present``, as sorted).
+        grouped = list(chain.from_iterable(per_kind[c] for c in present))  # type: ignore[misc]
+        inverse = np.empty(count, np.intp)
+        inverse[order] = _RANGE[:count] if count <= len(_RANGE) else np.arange(count)
+        rows = list(map(grouped.__getitem__, inverse.tolist()))
+    if settle:
+        gc.collect(0)  # (frame and per_kind still held: see above)
+    return rows  # type: ignore[return-value]
 
 
 _RANGE = np.arange(1 << 12)

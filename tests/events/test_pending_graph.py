@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
+import sys
 import threading
 
 import numpy as np
@@ -103,3 +105,40 @@ def test_threads_building_one_graph_see_the_same_nodes(tmp_path) -> None:
         for t in threads:
             t.join()
         assert all(s is seen[0] for s in seen) and seen[0] is g.nodes
+
+
+def _tracked_rows(trace) -> list:
+    rows = [r for it in trace.iterations for r in trace._iteration_rows(it.index)]
+    return [r for r in rows if gc.is_tracked(r)]
+
+
+@pytest.mark.skipif(sys.implementation.name != "cpython", reason="CPython's collector")
+@pytest.mark.parametrize("stats", ["cheap", "full"])
+def test_rows_read_from_a_file_are_no_work_for_the_collector(tmp_path, stats) -> None:
+    # Rows of plain values (summaries, shapes, attribute items, update pairs inside) are
+    # untracked by the collection that follows their frame's decoding, not one level per
+    # collection: kept by pending graphs, they would make full collections frequent.
+    dg.manual_seed(0)
+    model = dg.nn.Sequential(dg.nn.Linear(4, 8), dg.nn.ReLU(), dg.nn.Linear(8, 2))
+    opt = dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with dg.trace(stats=stats) as t:
+        for _ in range(3):
+            opt.zero_grad()
+            dg.nn.functional.cross_entropy(model(dg.randn(3, 4)), dg.tensor([0, 1, 1])
+                                           ).backward()
+            opt.step()
+    path = tmp_path / "t.dgtrace"
+    t.save(path)
+    read = dg.read_trace(path)
+    kinds = {r[0] for it in read.iterations for r in read._iteration_rows(it.index)}
+    assert {"op", "backward_step", "grad", "optimizer_step"} <= kinds
+    assert any(r[9] for it in read.iterations for r in read._iteration_rows(it.index)
+               if r[0] == "op")  # (attribute items: two levels of tuples)
+    assert _tracked_rows(read) == []
+    gc.disable()
+    try:  # with the collector off, reading collects nothing
+        before = gc.get_count()[1]
+        again = dg.read_trace(path)
+        assert len(_tracked_rows(again)) > 0 and gc.get_count()[1] == before
+    finally:
+        gc.enable()
