@@ -54,6 +54,7 @@ _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
 _NONE = -1  # a summary index meaning "no summary"
 _PREVIEW_CUT = itemgetter(slice(0, 255))
+_ITERATION = itemgetter(2)  # (a row's)
 
 # What each field is stored as, by name (a name means the same in every kind): the type
 # tests of format 1 (``decoding._FIELD_TESTS``) say which integers must be non-negative.
@@ -448,10 +449,11 @@ class _Frame:
         r = self.r
         if ftype == "str":
             col = r.column("I", n, name)
-            if col and max(col) >= len(self.strings):
+            out = _looked_up(self.strings, col)
+            if out is None:
                 k = col.index(max(col))
                 raise _bad(kind, where(k), name, col[k], "a string of the frame")
-            return list(map(self.strings.__getitem__, col))
+            return out
         if ftype == "int" or ftype == "count":
             col = r.column("q", n, name)
             if ftype == "count" and col and min(col) < 0:
@@ -470,20 +472,22 @@ class _Frame:
             return list(map(self.sums.__getitem__, col))
         if ftype == "shape":
             col = r.column("I", n, name)
-            if col and max(col) >= len(self.shapes):
+            out = _looked_up(self.shapes, col)
+            if out is None:
                 k = col.index(max(col))
                 raise _bad(kind, where(k), name, col[k], "a shape of the frame")
-            return list(map(self.shapes.__getitem__, col))
+            return out
         if ftype == "ids":
             lengths = r.column("I", n, f"{name} lengths")
             flat = r.column("q", sum(lengths), name)
             return _grouped(flat, lengths)
         if ftype == "attrs":
             col = r.column("I", n, name)
-            if col and max(col) >= len(self.attrs):
+            out = _looked_up(self.attrs, col)
+            if out is None:
                 k = col.index(max(col))
                 raise _bad(kind, where(k), name, col[k], "attributes of the frame")
-            return list(map(self.attrs.__getitem__, col))
+            return out
         if ftype == "summaries":
             lengths = r.column("I", n, f"{name} lengths")
             flat = r.column("i", sum(lengths), name)
@@ -543,6 +547,15 @@ class _Frame:
             out.append(np.frombuffer(blob[pos:pos + size], dtype).reshape(shape).copy())
             pos += size
         return out
+
+
+def _looked_up(table: list[Any], col: list[int]) -> list[Any] | None:
+    """``table``'s items at the (unsigned) indexes ``col``; None if one is out of range
+    (cheaper than a ``max`` first: a column is a few hundred indexes)."""
+    try:
+        return list(map(table.__getitem__, col))
+    except IndexError:
+        return None
 
 
 def _short(v: Any) -> str:
@@ -704,9 +717,11 @@ def check_rows(rows: list[Row], count: int, lo: int, hi: int, first_seq: int,
         raise TraceFileError(f"events frame says it starts at seq {first_seq} but its "
                              f"first event has seq {rows[0][1]}")
     if lo != hi:
-        previous = lo
-        for r in rows:
-            if r[2] < previous:
-                raise TraceFileError(f"events frame goes back from iteration {previous} "
-                                     f"to {r[2]}")
-            previous = r[2]
+        iterations = list(map(_ITERATION, rows))
+        if iterations != sorted(iterations):  # (in C; the loop below only to explain)
+            previous = lo
+            for it in iterations:
+                if it < previous:
+                    raise TraceFileError(f"events frame goes back from iteration "
+                                         f"{previous} to {it}")
+                previous = it

@@ -99,8 +99,9 @@ class LazyEvents(Sequence[ev.Event]):
 
     def iteration_rows(self, frame: int, index: int) -> tuple[Row, ...]:
         """The rows of iteration ``index`` in frame ``frame`` (the header's excluded)."""
-        rows = self.frame_rows(frame)[0]
-        lo, hi = self.iteration_span(frame, index)
+        rows, iterations = self.frame_rows(frame)
+        lo = bisect.bisect_left(iterations, index)
+        hi = bisect.bisect_right(iterations, index, lo)
         if frame == 0 and lo == 0 and hi:  # (the first frame begins with the header)
             return tuple([r for r in rows[lo:hi] if r[0] != "header"])
         return rows[lo:hi]
