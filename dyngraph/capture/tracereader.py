@@ -213,14 +213,16 @@ class FrameRef:
 
 def _kept_rows(payload: bytes, position: int) -> list[Row]:
     """``tracefile.decode_rows_payload`` for rows that will be kept (a trace's): decoded
-    with the collector paused, then settled (``columns.decode_payload``)."""
+    with the collector paused, then settled (``columns.decode_payload``) if the program
+    lets it collect at all (one that turned collections off gets none from us)."""
     if len(payload) < EVENTS_META.size:
         raise TraceFileError("events frame too short")
     count, lo, hi, _flags, first_seq = EVENTS_META.unpack_from(payload)
     enabled = gc.isenabled()
     gc.disable()  # (a collection halfway would walk the rows being made)
     try:
-        rows = columns.decode_payload(payload, lo, hi, position, settle=enabled)
+        rows = columns.decode_payload(payload, lo, hi, position,
+                                      settle=enabled and gc.get_threshold()[0] > 0)
     except RecursionError:
         raise TraceFileError("undecodable events frame (nested too deep)") from None
     finally:

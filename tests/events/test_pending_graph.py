@@ -60,9 +60,11 @@ def test_any_first_touch_builds_the_graph_of_the_rows(tmp_path, touch) -> None:
         rows = _rows(trace)
         g = pending_graph(rows, 2)
         assert type(g) is PendingGraph and isinstance(g, Graph)
-        FIRST_TOUCHES[touch](g)
+        result = FIRST_TOUCHES[touch](g)
         assert type(g) is Graph
         assert g == graph_of_rows(rows, 2)
+        if isinstance(result, Graph):  # (a copy, or a replaced one)
+            assert type(result) is Graph and result == g
 
 
 def test_equality_and_setting_a_field_first(tmp_path) -> None:
