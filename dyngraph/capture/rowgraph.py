@@ -145,7 +145,9 @@ _FIELDS = ("iteration", "nodes", "edges", "backward_order", "calls", "complete",
            "_structure_key")
 _SLOT = {name: Graph.__dict__[name] for name in _FIELDS}  # Graph's own slot descriptors
 _PENDING = _SLOT["nodes"]  # holds the rows until the graph is built
-_building = threading.Lock()  # a UI may look at a graph from a worker while drawing
+# (a UI may look at a graph from a worker while drawing; reentrant: a finalizer run by a
+# collection while a graph is built may look at another)
+_building = threading.RLock()
 
 
 def _build(g: Any) -> None:
