@@ -279,14 +279,25 @@ class _Reader:
 
     def column(self, typecode: str, count: int | None, what: str) -> list[Any]:
         """A block of fixed-size items as a list; ``count`` of them if given."""
+        data, a = self._sized(typecode, count, what)
+        a.frombytes(data)
+        return _swap(a).tolist()
+
+    def _sized(self, typecode: str, count: int | None, what: str
+               ) -> tuple[memoryview, array]:  # type: ignore[type-arg]
+        """The next block, checked to be a column of ``typecode`` items (``count`` if
+        given), and an empty array of them."""
         data = self.block()
         a = array(typecode)
         if len(data) % a.itemsize or (count is not None and len(data) != count * a.itemsize):
             raise TraceFileError(f"events frame holds {len(data)} bytes of {what}, expected "
                                  f"{'a multiple of ' if count is None else ''}"
                                  f"{(count or 1) * a.itemsize}")
-        a.frombytes(data)
-        return _swap(a).tolist()
+        return data, a
+
+    def skip(self, typecode: str, count: int, what: str) -> None:
+        """Pass a column (checked as ``column`` checks it) that is not needed."""
+        self._sized(typecode, count, what)
 
     def raw(self, count: int | None, what: str) -> bytes:
         data = self.block()
@@ -670,7 +681,7 @@ def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]
     (count,) = struct.unpack_from("<I", payload)
     r = _Reader(payload)
     r.raw(count, "event kinds")
-    r.column("q", count, "seqs")
+    r.skip("q", count, "seqs")
     iterations = r.column("I", count, "iterations")
     if iterations and (iterations[0] != lo or iterations[-1] != hi or
                        min(iterations) < lo or max(iterations) > hi):
