@@ -18,6 +18,7 @@ range before a row is built, so a crafted frame is refused in one line
 
 from __future__ import annotations
 
+import gc
 import json
 import struct
 import sys
@@ -53,6 +54,7 @@ _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
 _NONE = -1  # a summary index meaning "no summary"
 _PREVIEW_CUT = itemgetter(slice(0, 255))
+_ITERATION = itemgetter(2)  # (a row's)
 
 # What each field is stored as, by name (a name means the same in every kind): the type
 # tests of format 1 (``decoding._FIELD_TESTS``) say which integers must be non-negative.
@@ -286,14 +288,25 @@ class _Reader:
 
     def column(self, typecode: str, count: int | None, what: str) -> list[Any]:
         """A block of fixed-size items as a list; ``count`` of them if given."""
+        data, a = self._sized(typecode, count, what)
+        a.frombytes(data)
+        return _swap(a).tolist()
+
+    def _sized(self, typecode: str, count: int | None, what: str
+               ) -> tuple[memoryview, array]:  # type: ignore[type-arg]
+        """The next block, checked to be a column of ``typecode`` items (``count`` if
+        given), and an empty array of them."""
         data = self.block()
         a = array(typecode)
         if len(data) % a.itemsize or (count is not None and len(data) != count * a.itemsize):
             raise TraceFileError(f"events frame holds {len(data)} bytes of {what}, expected "
                                  f"{'a multiple of ' if count is None else ''}"
                                  f"{(count or 1) * a.itemsize}")
-        a.frombytes(data)
-        return _swap(a).tolist()
+        return data, a
+
+    def skip(self, typecode: str, count: int, what: str) -> None:
+        """Pass a column (checked as ``column`` checks it) that is not needed."""
+        self._sized(typecode, count, what)
 
     def raw(self, count: int | None, what: str) -> bytes:
         data = self.block()
@@ -319,10 +332,23 @@ class _Frame:
 
     def __init__(self, r: _Reader, lo: int, hi: int) -> None:
         self.r, self.lo, self.hi = r, lo, hi
+        # What holds the tuples inside others (attribute items, summaries, columns of
+        # tuples ...), in the order made: held till the frame is decoded (see
+        # ``decode_payload``'s ``settle``, and ``hold``).
+        self.inner: list[Any] = []
         self.strings = self._strings()
         self.shapes = self._shapes()
         self.attrs = self._attrs()
         self.sums = self._summaries()
+
+    def hold(self, made: list[Any]) -> list[Any]:
+        """``made`` (a list of tuples that rows will hold), held till the frame is
+        decoded, and so is its first tuple: ``list(zip(...))`` makes that one before the
+        list (zip keeps a tuple at hand), and only later objects would refer to it."""
+        self.inner.append(made)
+        if made:
+            self.inner.append(made[0])
+        return made
 
     def _strings(self) -> list[str]:
         r = self.r
@@ -361,10 +387,16 @@ class _Frame:
             raise TraceFileError(f"undecodable attributes ({exc})"[:200]) from None
         if type(table) is not list:
             raise TraceFileError("events frame's attributes are not a list")
-        out = []
+        out: list[tuple[Any, ...]] = []
+        inner = self.inner
         for d in table:
             try:
-                out.append(() if type(d) is dict and not d else tuple(_attrs(d).items()))
+                if type(d) is dict and not d:
+                    out.append(())
+                    continue
+                pairs = list(_attrs(d).items())  # (made before the tuple of them)
+                inner.append(pairs)
+                out.append(tuple(pairs))
             except (_Bad, RecursionError):
                 raise TraceFileError(f"malformed attributes {_short(d)}") from None
         return out
@@ -403,7 +435,10 @@ class _Frame:
         lengths = r.column("I", n, "preview lengths")
         values = r.column("d", sum(lengths), "previews")
         it = iter(values)
-        previews = map(tuple, map(islice, repeat(it), lengths))
+        # (a list first: zip makes each summary before its items, and a preview made
+        # after its summary would leave the summary tracked by the collector a while)
+        previews = list(map(tuple, map(islice, repeat(it), lengths)))
+        self.inner.append(previews)
         return list(zip(*head, *stats, nan, inf, previews, flags, strict=True))
 
     def _summaries(self) -> list[Any]:
@@ -413,6 +448,8 @@ class _Frame:
             raise TraceFileError("a summary of an unknown form")
         cheap = self._summary_part(n_cheap, False)
         full = self._summary_part(len(forms) - n_cheap, True)
+        self.hold(cheap)
+        self.hold(full)
         if not full:
             table = cheap
         elif not cheap:
@@ -432,10 +469,11 @@ class _Frame:
         r = self.r
         if ftype == "str":
             col = r.column("I", n, name)
-            if col and max(col) >= len(self.strings):
+            out = _looked_up(self.strings, col)
+            if out is None:
                 k = col.index(max(col))
                 raise _bad(kind, where(k), name, col[k], "a string of the frame")
-            return list(map(self.strings.__getitem__, col))
+            return out
         if ftype == "int" or ftype == "count":
             col = r.column("q", n, name)
             if ftype == "count" and col and min(col) < 0:
@@ -454,20 +492,22 @@ class _Frame:
             return list(map(self.sums.__getitem__, col))
         if ftype == "shape":
             col = r.column("I", n, name)
-            if col and max(col) >= len(self.shapes):
+            out = _looked_up(self.shapes, col)
+            if out is None:
                 k = col.index(max(col))
                 raise _bad(kind, where(k), name, col[k], "a shape of the frame")
-            return list(map(self.shapes.__getitem__, col))
+            return out
         if ftype == "ids":
             lengths = r.column("I", n, f"{name} lengths")
             flat = r.column("q", sum(lengths), name)
             return _grouped(flat, lengths)
         if ftype == "attrs":
             col = r.column("I", n, name)
-            if col and max(col) >= len(self.attrs):
+            out = _looked_up(self.attrs, col)
+            if out is None:
                 k = col.index(max(col))
                 raise _bad(kind, where(k), name, col[k], "attributes of the frame")
-            return list(map(self.attrs.__getitem__, col))
+            return out
         if ftype == "summaries":
             lengths = r.column("I", n, f"{name} lengths")
             flat = r.column("i", sum(lengths), name)
@@ -486,7 +526,8 @@ class _Frame:
             total = sum(lengths)
             ids = r.column("q", total, f"{name} ids")
             norms = r.column("d", total, f"{name} norms")
-            return _grouped(list(zip(ids, norms, strict=True)), lengths)
+            pairs = self.hold(list(zip(ids, norms, strict=True)))
+            return _grouped(pairs, lengths)
         if ftype == "array":
             return self._arrays(kind, name, n, where)
         raise AssertionError(ftype)  # pragma: no cover
@@ -528,6 +569,15 @@ class _Frame:
         return out
 
 
+def _looked_up(table: list[Any], col: list[int]) -> list[Any] | None:
+    """``table``'s items at the (unsigned) indexes ``col``; None if one is out of range
+    (cheaper than a ``max`` first: a column is a few hundred indexes)."""
+    try:
+        return list(map(table.__getitem__, col))
+    except IndexError:
+        return None
+
+
 def _short(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -540,9 +590,19 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
 
 
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
-                   position: int | None = STREAM) -> list[Row]:
+                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
     """The rows of a format-2 events frame's payload, every value checked; TraceFileError
-    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have."""
+    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
+
+    ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
+    young generation's collection before returning, so that every row of plain values is
+    untracked at once. The collector untracks a tuple whose items are all untracked, in
+    the order it then holds the young objects; an object only other young objects refer
+    to is moved behind its referrer, so a row (row -> summary -> shape) lost one level
+    per collection and lived on, tracked, into the oldest generation, making full
+    collections more frequent and slower. Collected while every table and column that
+    refers to them is still held here, they stay in the order made: inner first.
+    """
     (count,) = struct.unpack_from("<I", payload)
     r = _Reader(payload)
     codes = r.raw(count, "event kinds")
@@ -565,20 +625,29 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     present = sorted(set(codes))
     per_kind: list[list[Row] | None] = [None] * len(KINDS)
     array_rows: list[Row] | None = None
+    if len(present) > 1:
+        # The events grouped by kind in one stable sort (a mask per kind, an int compared
+        # per event and kind, was 40% of decoding), each kind's seqs and iterations a
+        # slice of the sorted columns.
+        order, counts = _by_kind(codes)
+        take = itemgetter(*order.tolist())  # (count >= 2: more than one kind)
+        sorted_seqs, sorted_iterations = take(seqs), take(iterations)
+    start = 0
     for code in present:
         kind = KINDS[code]
         if len(present) == 1:
             ks, kit, n = seqs, iterations, count
             where: Callable[[int], int] = int
         else:
-            mask = list(map(code.__eq__, codes))
-            ks = list(compress(seqs, mask))
-            kit = list(compress(iterations, mask))
-            n = len(ks)
+            n = counts[code]
+            ks = sorted_seqs[start:start + n]
+            kit = sorted_iterations[start:start + n]
+            start += n
             where = _where(codes, code)
         names = ev.FIELD_NAMES[kind][2:]
         cols = [frame.column(kind, name, ftype, n, where)
                 for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+        frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
         if kind == "values":
             array_rows = per_kind[code]
@@ -591,9 +660,27 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     elif blob:
         raise TraceFileError("events frame holds array bytes but no values event")
     if len(present) == 1:
-        return per_kind[present[0]]  # type: ignore[return-value]
-    nexts = [None if rows is None else iter(rows).__next__ for rows in per_kind]
-    return [nexts[c]() for c in codes]  # type: ignore[misc]
+        rows = per_kind[present[0]]
+    else:
+        # Back in the frame's order: the k-th event is at position inverse[k] of the rows
+        # grouped by kind (in the order of ``present``, as sorted).
+        grouped = list(chain.from_iterable(per_kind[c] for c in present))  # type: ignore[misc]
+        inverse = np.empty(count, np.intp)
+        inverse[order] = _RANGE[:count] if count <= len(_RANGE) else np.arange(count)
+        rows = list(map(grouped.__getitem__, inverse.tolist()))
+    if settle:
+        gc.collect(0)  # (frame and per_kind still held: see above)
+    return rows  # type: ignore[return-value]
+
+
+_RANGE = np.arange(1 << 12)
+
+
+def _by_kind(codes: bytes) -> tuple[np.ndarray, list[int]]:
+    """The positions of the events sorted by kind code (stably: a kind's in frame order)
+    and the number of events of each code."""
+    kinds = np.frombuffer(codes, np.uint8)
+    return np.argsort(kinds, kind="stable"), np.bincount(kinds).tolist()
 
 
 def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]:
@@ -603,7 +690,7 @@ def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]
     (count,) = struct.unpack_from("<I", payload)
     r = _Reader(payload)
     r.raw(count, "event kinds")
-    r.column("q", count, "seqs")
+    r.skip("q", count, "seqs")
     iterations = r.column("I", count, "iterations")
     if iterations and (iterations[0] != lo or iterations[-1] != hi or
                        min(iterations) < lo or max(iterations) > hi):
@@ -650,9 +737,11 @@ def check_rows(rows: list[Row], count: int, lo: int, hi: int, first_seq: int,
         raise TraceFileError(f"events frame says it starts at seq {first_seq} but its "
                              f"first event has seq {rows[0][1]}")
     if lo != hi:
-        previous = lo
-        for r in rows:
-            if r[2] < previous:
-                raise TraceFileError(f"events frame goes back from iteration {previous} "
-                                     f"to {r[2]}")
-            previous = r[2]
+        iterations = list(map(_ITERATION, rows))
+        if iterations != sorted(iterations):  # (in C; the loop below only to explain)
+            previous = lo
+            for it in iterations:
+                if it < previous:
+                    raise TraceFileError(f"events frame goes back from iteration "
+                                         f"{previous} to {it}")
+                previous = it

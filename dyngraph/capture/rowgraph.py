@@ -11,7 +11,8 @@ node (tests/events/test_graph_builder.py compares the two on every kind of event
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import structure
@@ -137,3 +138,78 @@ def graph_of_rows(rows: Iterable[Row], iteration: int) -> Graph:
             nodes, edges, calls = graph.nodes, graph.edges, graph.calls
             occurrences = {}
     return done if done is not None else graph
+
+
+# -- graphs built when first looked at ------------------------------------------------------
+_FIELDS = ("iteration", "nodes", "edges", "backward_order", "calls", "complete",
+           "_structure_key")
+_SLOT = {name: Graph.__dict__[name] for name in _FIELDS}  # Graph's own slot descriptors
+_PENDING = _SLOT["nodes"]  # holds the rows until the graph is built
+# (a UI may look at a graph from a worker while drawing; reentrant: a finalizer run by a
+# collection while a graph is built may look at another)
+_building = threading.RLock()
+
+
+def _build(g: Any) -> None:
+    """Build ``g`` from its rows, in place: from then on it is a plain ``Graph`` (its
+    class is switched: the layout is Graph's), its fields read without a detour."""
+    with _building:
+        if type(g) is not PendingGraph:
+            return  # (built meanwhile by another thread)
+        try:
+            pending = _PENDING.__get__(g)
+        except AttributeError:  # (made empty, as copy.copy does before setting fields)
+            pending = None
+        if type(pending) is tuple:  # (rows, iteration)
+            built = graph_of_rows(*pending)
+            for slot in _SLOT.values():
+                slot.__set__(g, slot.__get__(built))
+        g.__class__ = Graph  # type: ignore[assignment]
+
+
+def _field(name: str) -> property:
+    slot = _SLOT[name]
+
+    def get(self: Graph) -> Any:
+        _build(self)
+        return slot.__get__(self)
+
+    def set_(self: Graph, value: Any) -> None:
+        _build(self)
+        slot.__set__(self, value)
+
+    def del_(self: Graph) -> None:
+        _build(self)
+        slot.__delete__(self)
+
+    return property(get, set_, del_)
+
+
+class PendingGraph(Graph):
+    """A ``Graph`` whose nodes are built from its rows when any field is first read or
+    set (it then becomes a plain ``Graph``: same object, same fields)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        _build(self)
+        if type(other) is PendingGraph:
+            _build(other)
+        return Graph.__eq__(self, other)
+
+    def __repr__(self) -> str:
+        _build(self)
+        return Graph.__repr__(self)
+
+
+for _name in _FIELDS:
+    setattr(PendingGraph, _name, _field(_name))
+
+
+def pending_graph(rows: Sequence[Row], iteration: int) -> Graph:
+    """``graph_of_rows(rows, iteration)``, built when first looked at. ``rows`` must not
+    change meanwhile (a file's, or a list of a recording's: rows are tuples). Kept as
+    a tuple (of tuples), a graph not looked into is no work for the cyclic collector."""
+    g: Any = _new(PendingGraph)
+    _PENDING.__set__(g, (rows, iteration))
+    return g  # type: ignore[no-any-return]

@@ -27,7 +27,7 @@ import numpy as np
 from . import backends
 from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
-from .rowgraph import graph_of_rows
+from .rowgraph import pending_graph
 from .rows import Row, RowEvents, event_of, events_of
 from .tracefile import FLAG_VALUES, JSON_VERSION, TraceWriter, encode_events
 from .tracereader import FrameRef, read_frames
@@ -52,8 +52,11 @@ class LazyEvents(Sequence[ev.Event]):
             total += f.count
         self._len = total
         self._cache: OrderedDict[int, list[ev.Event]] = OrderedDict()
-        # frame -> (its rows, each row's iteration): what graphs are built from
-        self._rows: OrderedDict[int, tuple[list[Row], list[int]]] = OrderedDict()
+        # frame -> (its rows, each row's iteration): what graphs are built from. A tuple of
+        # rows, not a list: a graph keeps its slice until built, and a tuple of rows is left
+        # alone by the cyclic collector (a list it walks, reading every row's header: with
+        # a million events' worth kept, each full collection took a tenth of a second).
+        self._rows: OrderedDict[int, tuple[tuple[Row, ...], list[int]]] = OrderedDict()
         self._lock = threading.Lock()  # a UI may decode in a worker while drawing
 
     def frame(self, index: int) -> list[ev.Event]:
@@ -63,11 +66,11 @@ class LazyEvents(Sequence[ev.Event]):
                             if ref.version == JSON_VERSION
                             else events_of(self.frame_rows(index)[0]))
 
-    def frame_rows(self, index: int) -> tuple[list[Row], list[int]]:
+    def frame_rows(self, index: int) -> tuple[tuple[Row, ...], list[int]]:
         """The rows of frame ``index`` and each one's iteration (in order: a frame's
         iterations never go back), decoded once while looked at (as ``frame``)."""
-        def decode() -> tuple[list[Row], list[int]]:
-            rows = self._frames[index].rows()
+        def decode() -> tuple[tuple[Row, ...], list[int]]:
+            rows = tuple(self._frames[index].rows())
             return rows, list(map(_iteration_of, rows))
 
         return self._cached(self._rows, index, decode)
@@ -94,12 +97,13 @@ class LazyEvents(Sequence[ev.Event]):
         lo = bisect.bisect_left(iterations, index)
         return lo, bisect.bisect_right(iterations, index, lo)
 
-    def iteration_rows(self, frame: int, index: int) -> list[Row]:
+    def iteration_rows(self, frame: int, index: int) -> tuple[Row, ...]:
         """The rows of iteration ``index`` in frame ``frame`` (the header's excluded)."""
-        rows = self.frame_rows(frame)[0]
-        lo, hi = self.iteration_span(frame, index)
+        rows, iterations = self.frame_rows(frame)
+        lo = bisect.bisect_left(iterations, index)
+        hi = bisect.bisect_right(iterations, index, lo)
         if frame == 0 and lo == 0 and hi:  # (the first frame begins with the header)
-            return [r for r in rows[lo:hi] if r[0] != "header"]
+            return tuple([r for r in rows[lo:hi] if r[0] != "header"])
         return rows[lo:hi]
 
     def __len__(self) -> int:
@@ -164,13 +168,15 @@ class Iteration:
 
         Asking again costs no decoding: whether the iteration grew is told by the trace's
         bookkeeping, not by its events. Built from the iteration's rows where the trace
-        has them (recorded, or read from a file), without event objects.
+        has them (recorded, or read from a file), without event objects, when first
+        looked into (``rowgraph.pending_graph``): the rows are decoded now (a damaged
+        frame raises here), the nodes made when a field is first read.
         """
         stamp = self.trace._iteration_stamp(self.index)
         if self._graph is None or self._graph_stamp != stamp:
             rows = self.trace._iteration_rows(self.index)
             if rows is not None:
-                self._graph = graph_of_rows(rows, self.index)
+                self._graph = pending_graph(rows, self.index)
             else:
                 builder = GraphBuilder()
                 builder.current.iteration = self.index
@@ -239,7 +245,7 @@ class Trace:
         self._values: dict[int, np.ndarray] | None = None
         self._values_scanned = 0
         # iteration number -> frame indexes (file traces)
-        self._frame_spans: dict[int, list[int]] | None = None
+        self._frame_spans: dict[int, tuple[int, ...]] | None = None
 
     @classmethod
     def from_frames(cls, header: ev.Header, frames: list[FrameRef],
@@ -250,7 +256,8 @@ class Trace:
             # (never a range from the metadata: it may claim four billion iterations)
             for it in f.iterations():
                 spans.setdefault(it, []).append(i)
-        trace._frame_spans = spans
+        # (as tuples, which the cyclic collector lets be, unlike a list per iteration)
+        trace._frame_spans = dict(zip(spans, map(tuple, spans.values()), strict=True))
         return trace
 
     def __len__(self) -> int:
@@ -315,15 +322,18 @@ class Trace:
         return [e for e in self.events[span[0]:span[1]]
                 if e.iteration == index and type(e) is not ev.Header]
 
-    def _iteration_rows(self, index: int) -> list[Row] | None:
+    def _iteration_rows(self, index: int) -> Sequence[Row] | None:
         """Iteration ``index``'s rows (the header excluded), or None for a trace of event
-        objects (``Trace(events)``)."""
+        objects (``Trace(events)``). A file's are a tuple (see ``LazyEvents._rows``)."""
         if self._frame_spans is not None:
             lazy: LazyEvents = self.events  # type: ignore[assignment]
+            frames = self._frame_spans.get(index, ())
+            if len(frames) == 1:
+                return lazy.iteration_rows(frames[0], index)
             out: list[Row] = []
-            for f in self._frame_spans.get(index, ()):
+            for f in frames:
                 out += lazy.iteration_rows(f, index)
-            return out
+            return tuple(out)
         if type(self.events) is not RowEvents:
             return None
         self._scan()
@@ -331,8 +341,8 @@ class Trace:
         if span is None:
             return []
         log: RowEvents = self.events  # type: ignore[assignment]
-        return [r for _, r in log.rows_from(span[0], span[1])
-                if r[2] == index and r[0] != "header"]
+        return tuple([r for _, r in log.rows_from(span[0], span[1])
+                      if r[2] == index and r[0] != "header"])
 
     def _iteration_stamp(self, index: int) -> int:
         """A number that changes whenever iteration ``index`` gains events."""

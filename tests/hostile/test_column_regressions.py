@@ -63,6 +63,19 @@ def test_a_string_index_past_the_table_is_refused_naming_the_field(base, tmp_pat
     assert f"name is {n_strings + 7}, expected a string of the frame" in _refused(path)
 
 
+def test_a_damaged_frame_is_refused_when_its_graph_is_asked_for(base, tmp_path):
+    # it.graph builds its nodes when first looked into, but decodes (and checks) the rows
+    # at once: a damaged frame is refused there, not later inside whoever draws the graph.
+    frames = cf.split_versions(base.read_bytes())
+    _, parts = cf.blocks(frames[1][2])
+    path = _with_block(base, tmp_path, 1, NAMES,
+                       struct.pack("<I", len(parts[3]) // 4 + 7) + parts[NAMES][4:])
+    trace = dg.read_trace(path)
+    with pytest.raises(TraceFileError, match="expected a string of the frame"):
+        for it in trace.iterations:
+            _ = it.graph
+
+
 def test_a_block_running_past_its_frame_is_refused(base, tmp_path):
     frames = cf.split_versions(base.read_bytes())
     payload = frames[1][2]
