@@ -243,22 +243,31 @@ def test_only_recent_layouts_are_kept(tmp_path: Path, monkeypatch: pytest.Monkey
     assert [it.layout_reused for it in result.iterations] == [False, True, False, False]
 
 
-def test_trace_graphs_match_the_trace_iterations(tmp_path: Path) -> None:
-    from dyngraph.exporters.batch import trace_graphs
-
+def test_a_file_trace_exports_its_iterations_own_graphs(tmp_path: Path) -> None:
+    """Each iteration's DOT is its graph's (as exporting the graphs gives); ``changed``
+    picks the iterations whose structure differs from the one before."""
     path = tmp_path / "run.dgtrace"
     with dyngraph.record(path, stats="cheap"):
         w = dyngraph.randn(3, 2, requires_grad=True)
         for i in range(5):
-            x = dyngraph.randn(1 + i % 3, 3)
+            x = dyngraph.randn(1 + (i // 2) % 2, 3)  # batch 1, 1, 2, 2, 1
             x.matmul(w).relu().sum().backward()
     trace = dyngraph.read_trace(path)
-    streamed = trace_graphs(trace)
-    expected = [it.graph for it in trace.iterations]
-    assert [g.iteration for g in streamed] == [g.iteration for g in expected]
-    assert [g.structure_key for g in streamed] == [it.structure_key for it in trace.iterations]
-    for a, b in zip(streamed, expected, strict=True):
-        assert to_dot(a) == to_dot(b)
+    out, same = tmp_path / "all", tmp_path / "graphs"
+    export_iterations(trace, out, formats=["dot"], iterations="all")
+    export_iterations([it.graph for it in dyngraph.read_trace(path).iterations], same,
+                      formats=["dot"], iterations="all")
+    for it in trace.iterations:
+        name = f"iter-{it.index:04d}.dot"
+        assert (out / name).read_text() == (same / name).read_text()
+        assert (out / name).read_text().count(' id="n') == len(it.graph.nodes)
+    keys = [it.structure_key for it in trace.iterations]
+    changed = export_iterations(dyngraph.read_trace(path), tmp_path / "changed",
+                                formats=["dot"], iterations="changed")
+    expected = [it.index for k, it in enumerate(trace.iterations)
+                if k == 0 or keys[k - 1] != keys[k]]
+    assert [info.index for info in changed.iterations] == expected
+    assert expected == [1, 3, 5]
 
 
 # -- IterationExporter: one iteration per call, layouts kept between calls -------------------
