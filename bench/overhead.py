@@ -3,7 +3,7 @@ the live stream, in one run.
 
     OPENBLAS_NUM_THREADS=1 python bench/overhead.py            # everything (~5 min)
     OPENBLAS_NUM_THREADS=1 python bench/overhead.py --quick    # smaller, for a smoke run
-    python bench/overhead.py --only steps                      # one part (steps, memory,
+    python bench/overhead.py --only steps                      # one part (steps, long, memory,
                                                                # million, live, demos)
 
 1. Step overhead, recorded against unrecorded, on three workloads: an MLP 784-256-128-10 at
@@ -16,6 +16,9 @@ the live stream, in one run.
    ``trace:<stats>`` (``dyngraph.trace`` into memory), ``record:<stats>`` (``dyngraph.record``
    to a file) and, for the chain, ``compiled-out`` (apply() and Module.__call__ with the
    tracer checks removed from their source).
+   ``long``: the same ratios over one long recording per mode (an MLP for 3,000 steps,
+   the chain for 300), 3 interleaved rounds: a recording left on grows, and what that
+   costs (the cyclic collector walking a growing trace) shows only there.
 2. Memory of a trace: bytes per event of an in-memory trace (stats="cheap", no values) and
    of a trace read back from its file.
 3. One million events: write them to a file, open with ``read_trace``, stream them with
@@ -500,8 +503,9 @@ def demos(rounds: int, steps: int | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and events")
-    parser.add_argument("--only", default="steps,memory,million,live",
-                        help="comma-separated parts to run (steps, memory, million, live, "
+    parser.add_argument("--only", default="steps,long,memory,million,live",
+                        help="comma-separated parts to run (steps, long, memory, million, "
+                             "live, "
                              "demos: not run by default, ~10 min)")
     args = parser.parse_args()
     parts = set(args.only.split(","))
@@ -527,6 +531,18 @@ def main() -> None:
                                        ("off", "compiled-out", "trace:cheap",
                                         "record:cheap")),
                             {"cheap": 2.0})
+        if "long" in parts:
+            # What "leave it on" means: one recording over many steps, so the trace (kept
+            # in memory, or written) grows while the program runs. The collector's cost of
+            # a growing trace shows here, not in the short rounds above.
+            long_rounds = 2 if args.quick else 3
+            for name, make, n, goals in (
+                ("MLP step", mlp_step, 500 if args.quick else 3000, {"cheap": 1.15}),
+                ("1,000 tiny ops", chain_step, 50 if args.quick else 300, {"cheap": 2.0}),
+            ):
+                report_overhead(f"long recording, {name} x {n:,} steps in one recording",
+                                time_modes(make(), long_rounds, n, tmp,
+                                           ("off", "trace:cheap", "record:cheap")), goals)
         if "memory" in parts:
             trace_memory(mlp_step(), 200 if not args.quick else 50, tmp)
         if "million" in parts:
