@@ -246,10 +246,14 @@ def decode_events_payload(payload: bytes | memoryview, position: int | None = ST
     return events_of(decode_rows_payload(payload, position))
 
 
-def decode_rows_payload(payload: bytes | memoryview, position: int | None = STREAM
-                        ) -> list[Row]:
+def decode_rows_payload(payload: bytes | memoryview, position: int | None = STREAM,
+                        keep: bool = False) -> list[Row]:
     """The rows of a format-2 events frame's payload (metadata included), checked against
-    the metadata as ``decode_events_payload`` checks events."""
+    the metadata as ``decode_events_payload`` checks events.
+
+    ``keep``: the rows will be kept (a trace's), so they are settled
+    (``columns.decode_payload``) if the program lets the collector run at all (one that
+    turned collections off gets none from us)."""
     if len(payload) < EVENTS_META.size:
         raise TraceFileError("events frame too short")
     count, lo, hi, _flags, first_seq = EVENTS_META.unpack_from(payload)
@@ -258,7 +262,8 @@ def decode_rows_payload(payload: bytes | memoryview, position: int | None = STRE
     enabled = gc.isenabled()
     gc.disable()  # (as decoding.decode_events_payload does, for the same reason)
     try:
-        rows = columns.decode_payload(payload, lo, hi, position)
+        rows = columns.decode_payload(
+            payload, lo, hi, position, settle=keep and enabled and gc.get_threshold()[0] > 0)
     except RecursionError:
         raise TraceFileError("undecodable events frame (nested too deep)") from None
     finally:

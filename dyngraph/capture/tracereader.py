@@ -20,7 +20,6 @@ Every refusal is a ``TraceFileError`` of one line: the file, the problem and its
 
 from __future__ import annotations
 
-import gc
 import os
 import stat
 import sys
@@ -44,6 +43,7 @@ from .tracefile import (
     MAGIC,
     check_header,
     decode_events_payload,
+    decode_rows_payload,
 )
 
 CHUNK = 1 << 20  # bytes read at a time
@@ -152,7 +152,7 @@ class FrameRef:
         assert self.file is not None, "a streamed frame is decoded as it is read"
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
-            return _kept_rows(payload, self.position)
+            return decode_rows_payload(payload, self.position, keep=True)
         except TraceFileError as exc:
             raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
                          ) from None
@@ -209,27 +209,6 @@ class FrameRef:
         if self.position == FIRST_FRAME:
             found = found[1:]  # (the header's; decoding checks that it is one)
         return list(dict.fromkeys(found))
-
-
-def _kept_rows(payload: bytes, position: int) -> list[Row]:
-    """``tracefile.decode_rows_payload`` for rows that will be kept (a trace's): decoded
-    with the collector paused, then settled (``columns.decode_payload``) if the program
-    lets it collect at all (one that turned collections off gets none from us)."""
-    if len(payload) < EVENTS_META.size:
-        raise TraceFileError("events frame too short")
-    count, lo, hi, _flags, first_seq = EVENTS_META.unpack_from(payload)
-    enabled = gc.isenabled()
-    gc.disable()  # (a collection halfway would walk the rows being made)
-    try:
-        rows = columns.decode_payload(payload, lo, hi, position,
-                                      settle=enabled and gc.get_threshold()[0] > 0)
-    except RecursionError:
-        raise TraceFileError("undecodable events frame (nested too deep)") from None
-    finally:
-        if enabled:
-            gc.enable()
-    columns.check_rows(rows, count, lo, hi, first_seq, position)
-    return rows
 
 
 # -- walking a file's frames ---------------------------------------------------------------
