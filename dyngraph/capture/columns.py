@@ -462,18 +462,23 @@ class _Frame:
         return out
 
     # -- columns ------------------------------------------------------------------------------
+    def _indexed(self, table: list[Any], kind: str, name: str, n: int,
+                 where: Callable[[int], int], what: str) -> list[Any]:
+        """A column of ``n`` indexes into one of the frame's tables, looked up, checked."""
+        col = self.r.column("I", n, name)
+        out = _looked_up(table, col)
+        if out is None:
+            k = col.index(max(col))
+            raise _bad(kind, where(k), name, col[k], what)
+        return out
+
     def column(self, kind: str, name: str, ftype: str, n: int,
                where: Callable[[int], int]) -> list[Any]:
         """Field ``name`` of the ``n`` events of ``kind`` (``where(k)``: the frame index of
         the k-th), checked."""
         r = self.r
         if ftype == "str":
-            col = r.column("I", n, name)
-            out = _looked_up(self.strings, col)
-            if out is None:
-                k = col.index(max(col))
-                raise _bad(kind, where(k), name, col[k], "a string of the frame")
-            return out
+            return self._indexed(self.strings, kind, name, n, where, "a string of the frame")
         if ftype == "int" or ftype == "count":
             col = r.column("q", n, name)
             if ftype == "count" and col and min(col) < 0:
@@ -491,23 +496,13 @@ class _Frame:
             self._summary_refs(col, kind, name, where)
             return list(map(self.sums.__getitem__, col))
         if ftype == "shape":
-            col = r.column("I", n, name)
-            out = _looked_up(self.shapes, col)
-            if out is None:
-                k = col.index(max(col))
-                raise _bad(kind, where(k), name, col[k], "a shape of the frame")
-            return out
+            return self._indexed(self.shapes, kind, name, n, where, "a shape of the frame")
         if ftype == "ids":
             lengths = r.column("I", n, f"{name} lengths")
             flat = r.column("q", sum(lengths), name)
             return _grouped(flat, lengths)
         if ftype == "attrs":
-            col = r.column("I", n, name)
-            out = _looked_up(self.attrs, col)
-            if out is None:
-                k = col.index(max(col))
-                raise _bad(kind, where(k), name, col[k], "attributes of the frame")
-            return out
+            return self._indexed(self.attrs, kind, name, n, where, "attributes of the frame")
         if ftype == "summaries":
             lengths = r.column("I", n, f"{name} lengths")
             flat = r.column("i", sum(lengths), name)
