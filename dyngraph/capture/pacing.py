@@ -5,7 +5,7 @@ objects the program allocated and kept, and an older one after every ten of thos
 recording keeps two or three tuples per event (the row, its ids, its summary): on a
 chain of tiny ops that is twice the engine's own allocations, so, unpaced, the collector
 ran three times as often, and each time it walks every object of the program's live
-graph again (on a 1,000-op chain, half the cost of recording it).
+graph again (on a 1,000-op chain, about a third of what recording it cost).
 
 While a recording runs, ``CollectorPacing`` raises ``threshold0`` by the recording's
 share of the allocations, so the collector runs as often per object the *program*
@@ -45,6 +45,8 @@ MAX_FACTOR = 4.0
 CHECK_ROWS = 1024
 """Rows between two adjustments (each reads the collector's statistics: ~2 µs)."""
 ANCHOR_LIMIT = 1 << 16
+"""Most tuples ``keep`` holds: beyond, they are let go (a program that turned the
+collector off would otherwise have them all held)."""
 
 
 # What ``keep`` was given since the last collection ended (see the module doc): one list
