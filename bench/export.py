@@ -30,7 +30,14 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
-from dyngraph.exporters import build_dot, export_iterations, layout, render, to_dot  # noqa: E402
+from dyngraph.exporters import (  # noqa: E402
+    GraphvizError,
+    build_dot,
+    export_iterations,
+    layout,
+    render,
+    to_dot,
+)
 
 from dyngraph.capture.events import Summary  # noqa: E402
 from dyngraph.capture.graph import Graph, GraphEdge, GraphNode  # noqa: E402
@@ -203,7 +210,14 @@ def main() -> None:
     for n in (1000, 5000):
         g = transformer(n)
         text = build_dot(g, legend=False).layout_text()
-        t_lay = best_of(lambda text=text, fast=n > 1500: layout(text, fast=fast), repeats=2)
+        try:
+            t_lay = best_of(lambda text=text, fast=n > 1500: layout(text, fast=fast),
+                            repeats=2)
+        except GraphvizError as exc:
+            # (graphviz-pure 0.2.2 runs out of its memory on the 5,000-node transformer's
+            # 3,342 ranks; an export never asks it: too deep, drawn by the layered layout)
+            print(f"   layout() of {n} nodes (-Tplain)    failed: {exc}")
+            continue
         print(f"   layout() of {n} nodes (-Tplain)    {t_lay * 1e3:8.1f} ms")
 
 
