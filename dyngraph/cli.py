@@ -104,6 +104,15 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _watchdog_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--watchdog", type=float, metavar="SECONDS", default=None,
+        help="end the script, with a dump of its threads' stacks, once it has not answered "
+             "for this long (default: $DYNGRAPH_WATCHDOG or 60; 0: never). A script that "
+             "sleeps or waits still answers",
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
     _backend_option(p)
     p.add_argument("script", help="the Python script to run")
@@ -138,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="cheap")
     p.add_argument("--values", choices=("none", "small"), default="none")
+    _watchdog_option(p)
     _script_args(p)
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
@@ -149,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="fail on the first NaN/Inf (default: on)",
     )
+    _watchdog_option(p)
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")

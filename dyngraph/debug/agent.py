@@ -43,11 +43,14 @@ from .evaluation import FrameEvaluator
 from .inspection import InspectError, result_to_wire, view_to_wire
 from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
+from .watchdog import Busy, pong
 
 BATCH = 512
 ABORTED = 137  # exit status after {"cmd": "abort"}: what a SIGKILL'd process shows a shell
 MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within an iteration
 FLUSH_INTERVAL = 0.05
+FLUSH_ROUNDS = 8  # what a flush queued for itself (a finalizer's print) goes in these
+OUTPUT_JOIN = 4096  # print()'s pieces are joined into one event up to this many characters
 RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
                    "continue", "run_to_line", "pause")
 INSPECT_COMMANDS = ("inspect", "eval")  # served on the paused thread, one at a time
@@ -90,6 +93,9 @@ class Agent:
         self._batch = batch
         self._queue: deque[Row] = deque()
         self._flush_lock = threading.Lock()
+        self._flusher = 0  # the thread inside flush (0: none)
+        self._outputs = False  # output queued since the last flush (to join print's pieces)
+        self.busy = Busy()  # the runtime's critical sections now running (the watchdog's)
         self._last_flush = time.monotonic()
         self._closing = threading.Event()
         self._handle: Any = None
@@ -635,48 +641,79 @@ class Agent:
 
     # -- script output -------------------------------------------------------------------
     def output(self, stream: str, text: str) -> None:
-        """Called by the capture (any thread, capture lock held)."""
-        queue = self._queue
-        newline = "\n" in text
-        if threading.get_ident() == self._main_ident:
-            # print() writes its pieces separately: join them into one event. Only the
-            # script's thread appends events, and the lock keeps the pump from popping.
-            with self._flush_lock:
-                last = queue[-1] if queue else None
-                if (last is not None and last[0] == "output" and last[3] == stream
-                        and len(last[4]) < 4096):
-                    queue[-1] = ("output", last[1], last[2], stream, last[4] + text)
-                    text = ""
-        if text:
-            queue.append(("output", tracer.next_seq(), tracer.iteration, stream, text))
-        if newline:
-            # Lines go out at once (so output written just before a crash survives it),
-            # except in a flood: past a few flushes per 10 ms the batch and the timer take
-            # over, and a hundred thousand prints cost a few hundred sends, not 100,000.
-            now = time.monotonic()
-            if now - self._out_window > 0.01:
-                self._out_window = now
-                self._out_flushes = 0
-            if self._out_flushes < 4:
-                self._out_flushes += 1
-                self.flush()
+        """The script wrote ``text`` (the capture calls this, any thread, capture lock held).
+
+        Queued, nothing more: no lock, no send. The collector runs wherever Python
+        allocates, a flush included, and a finalizer or a warning it runs may print: that
+        print comes here on the flushing thread, and must not wait for the flush."""
+        self._queue.append(("output", tracer.next_seq(), tracer.iteration, stream, text))
+        self._outputs = True
+
+    def output_written(self, text: str) -> None:
+        """After the capture let go of its lock: lines go out at once (so output written
+        just before a crash survives it), except in a flood: past a few flushes per 10 ms
+        the batch and the timer take over, and a hundred thousand prints cost a few
+        hundred sends, not 100,000."""
+        if "\n" not in text:
+            return
+        now = time.monotonic()
+        if now - self._out_window > 0.01:
+            self._out_window = now
+            self._out_flushes = 0
+        if self._out_flushes < 4:
+            self._out_flushes += 1
+            self.flush()
 
     # -- the channel -----------------------------------------------------------------------
     def flush(self) -> None:
-        """Send everything queued, in order, as one frame."""
+        """Send everything queued, in order.
+
+        One thread sends at a time (the flush lock). What a thread queues while inside its
+        own flush (a finalizer that prints, run by the collector while the batch is
+        encoded) goes out with the next round of that same flush: a flush never waits for
+        itself. Output never takes the flush lock (``output``): no lock is shared by the
+        flush and the output path."""
         if self.detached:
             return
-        with self._flush_lock:
-            queue = self._queue
-            n = len(queue)
-            if not n:
-                return
-            batch = [queue.popleft() for _ in range(n)]
-            self._last_flush = time.monotonic()
-            try:
-                self.channel.send(tracefile.encode_rows(batch))
-            except ChannelClosed:
-                _hard_exit(1)  # the session is gone; a run nobody watches must not go on
+        me = threading.get_ident()
+        if self._flusher == me:
+            return
+        token = self.busy.begin("a flush of events")
+        try:
+            with self._flush_lock:
+                self._flusher = me
+                try:
+                    for _ in range(FLUSH_ROUNDS):
+                        if not self._queue:
+                            break
+                        self._send_batch()
+                finally:
+                    self._flusher = 0
+        finally:
+            self.busy.end(token)
+
+    def _send_batch(self) -> None:
+        """Send what is queued now, as one frame."""
+        queue = self._queue
+        n = len(queue)
+        batch: list[Row] = []
+        try:
+            while len(batch) < n:
+                batch.append(queue.popleft())
+            if self._outputs:
+                self._outputs = False
+                batch = _joined(batch)
+            data = tracefile.encode_rows(batch)
+        except BaseException:
+            # Ctrl-C (or anything) before the frame went out: the rows go back, in order,
+            # ahead of whatever was queued meanwhile.
+            queue.extendleft(reversed(batch))
+            raise
+        self._last_flush = time.monotonic()
+        try:
+            self.channel.send(data)
+        except ChannelClosed:
+            _hard_exit(1)  # the session is gone; a run nobody watches must not go on
 
     def send_message(self, message: dict[str, Any]) -> None:
         try:
@@ -746,6 +783,8 @@ class Agent:
             self.send_message({"reply": cmd, "request": msg.get("request"),
                                "error": "the script is running: its variables can be read "
                                         "only while it is paused"})
+        elif cmd == "ping":  # the session's watchdog (see watchdog.py)
+            self.send_message(pong(self.busy, msg))
         elif cmd == "interrupt_eval":
             self.evaluator.interrupt()
         elif cmd == "abort":  # a session that cannot signal us (another machine) ends us so
@@ -769,6 +808,22 @@ def _module_text(path: str | None, cls: str) -> str:
     if cls:  # the outermost module has no path of its own
         return f" (in the top-level {cls})"
     return ""
+
+
+def _joined(batch: list[Row]) -> list[Row]:
+    """``print`` writes its pieces separately ("loss", " ", "0.5", "\\n"): consecutive output
+    rows of one stream become one event (up to ``OUTPUT_JOIN`` characters), with the
+    first piece's seq."""
+    joined: list[Row] = []
+    last: Row | None = None
+    for r in batch:
+        if (r[0] == "output" and last is not None and last[0] == "output"
+                and last[3] == r[3] and len(last[4]) < OUTPUT_JOIN):
+            last = joined[-1] = (*last[:4], last[4] + r[4])
+            continue
+        joined.append(r)
+        last = r
+    return joined
 
 
 def _describe(r: Row) -> str:
