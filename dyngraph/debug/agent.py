@@ -13,7 +13,9 @@ captured C-level output and flushes batches on the timer.
 
 from __future__ import annotations
 
+import gc
 import math
+import operator
 import os
 import sys
 import threading
@@ -59,6 +61,7 @@ _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 # Rows (``dyngraph.capture.rows``) are what the agent sees: the places of the fields it
 # reads. An op row: its op, inputs, output, module, file, line, summary.
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
+_SEQ = operator.itemgetter(1)
 
 
 class Agent:
@@ -94,7 +97,10 @@ class Agent:
         self._queue: deque[Row] = deque()
         self._flush_lock = threading.Lock()
         self._flusher = 0  # the thread inside flush (0: none)
-        self._outputs = False  # output queued since the last flush (to join print's pieces)
+        self._parked: deque[tuple[str, str]] = deque()  # output without its seq yet
+        self._taken = 0  # the newest seq a flush took from the queue
+        self._numbering = threading.RLock()  # (see _number_parked)
+        self._outputs = False  # output queued since the last flush (to sort and join)
         self.busy = Busy()  # the runtime's critical sections now running (the watchdog's)
         self._last_flush = time.monotonic()
         self._closing = threading.Event()
@@ -180,9 +186,14 @@ class Agent:
         """Close the last iteration, send RunEnd and everything still queued."""
         if self._handle is None:
             return
-        tracer.flush_iteration()
         if self._capture is not None:
-            self._capture.drain()
+            # All of the script's output goes before RunEnd: what the collector's finalizers
+            # print from here on (this flush allocates) goes to the original fds instead.
+            self._capture.stop()
+        # The script is over: no row is being made (one Ctrl-C'd in the making never will).
+        # In the last iteration, before its end: what comes after it belongs to none.
+        self._number_parked(force=True)
+        tracer.flush_iteration()
         # After the last IterationEnd the tracer already counts the next iteration; the end
         # of the run belongs to the last one that had ops.
         iteration = tracer.iteration
@@ -526,6 +537,7 @@ class Agent:
         """Emit BreakpointHit, flush, and block the script until a resume command. Meanwhile
         answer questions about its frames (on this thread: user code runs where it was)."""
         self._stop = None
+        self._number_parked()  # (what the script printed before it stopped goes first)
         seq = tracer.next_seq()
         self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
         self.evaluator.begin_pause(seq, tb)
@@ -643,11 +655,64 @@ class Agent:
     def output(self, stream: str, text: str) -> None:
         """The script wrote ``text`` (the capture calls this, any thread, capture lock held).
 
-        Queued, nothing more: no lock, no send. The collector runs wherever Python
-        allocates, a flush included, and a finalizer or a warning it runs may print: that
-        print comes here on the flushing thread, and must not wait for the flush."""
-        self._queue.append(("output", tracer.next_seq(), tracer.iteration, stream, text))
-        self._outputs = True
+        Parked, then numbered (``_number_parked``): no lock, no send. The collector runs
+        wherever Python allocates, inside a flush or inside the recording of an op, and a
+        finalizer or a warning it runs may print: that print comes here, on whatever
+        thread, and must neither wait for the flush nor take a seq while an op's is taken
+        and its row not yet queued."""
+        self._parked.append((stream, text))
+        if threading.get_ident() == self._main_ident:
+            self._number_parked()  # (now, unless inside an op: its place among the ops)
+
+    def _number_parked(self, force: bool = False) -> None:
+        """Queue the parked output as rows, with the next seqs, if no other row is being
+        made: every seq taken so far is queued (or sent). Otherwise later (the next print
+        of the script's thread, the next flush, the pump's tick); ``force`` at the end.
+
+        One thread numbers at a time. The script's thread waits for its turn (its output
+        must go before its next op); the others only try, and leave theirs to the thread
+        numbering now, which looks again before it leaves. Other threads number only in
+        ``flush``, where no frame goes out between their taking seqs and queueing the rows,
+        and the flush sorts by seq the rows that the script's thread queued meanwhile with
+        later seqs."""
+        main = threading.get_ident() == self._main_ident
+        while self._parked:
+            if not self._numbering.acquire(blocking=main):
+                return
+            try:
+                numbered = self._number_locked(force)
+            finally:
+                self._numbering.release()
+            if not numbered:
+                return
+
+    def _number_locked(self, force: bool) -> bool:
+        # No collection in here: the finalizers it runs could print and wait for the
+        # capture lock, held by the script's thread waiting for this one.
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            parked = self._parked
+            n = len(parked)  # (only this thread takes from it: the numbering lock)
+            queue = self._queue
+            # From the reading of tracer.seq to its update: no call, no loop. CPython
+            # switches threads only at those, so the check and the taking of seqs are one
+            # step for every other thread.
+            seq = tracer.seq
+            newest = queue[-1][1] if queue else self._taken
+            if seq != newest and not force:
+                return False  # a row is being made: its seq is taken, the row not queued
+            tracer.seq = seq + n
+            iteration = tracer.iteration
+            self._outputs = True
+            for i in range(1, n + 1):
+                stream, text = parked.popleft()
+                queue.append(("output", seq + i, iteration, stream, text))
+            return True
+        finally:
+            if collecting:
+                gc.enable()
 
     def output_written(self, text: str) -> None:
         """After the capture let go of its lock: lines go out at once (so output written
@@ -684,6 +749,7 @@ class Agent:
                 self._flusher = me
                 try:
                     for _ in range(FLUSH_ROUNDS):
+                        self._number_parked()
                         if not self._queue:
                             break
                         self._send_batch()
@@ -702,7 +768,11 @@ class Agent:
                 batch.append(queue.popleft())
             if self._outputs:
                 self._outputs = False
+                batch.sort(key=_SEQ)  # (rows queued by two threads: see _number_parked)
+                self._taken = max(self._taken, batch[-1][1])  # (before joining: seqs go)
                 batch = _joined(batch)
+            else:
+                self._taken = max(self._taken, batch[-1][1])
             data = tracefile.encode_rows(batch)
         except BaseException:
             # Ctrl-C (or anything) before the frame went out: the rows go back, in order,

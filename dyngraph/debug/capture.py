@@ -110,6 +110,7 @@ class OutputCapture:
         self._written = written
         self._busy = busy or Busy()
         self._draining = False
+        self._stopped = False
         self._lock = threading.RLock()
         self._pipes: dict[int, tuple[str, int]] = {}
         self._decoders: dict[str, codecs.IncrementalDecoder] = {}
@@ -134,6 +135,13 @@ class OutputCapture:
         sys.stderr = sys.__stderr__ = CapturedStream(self, "stderr", 2)  # type: ignore
 
     def write(self, stream: str, text: str) -> None:
+        if self._stopped:  # (a logging handler that kept the stream, a finalizer at exit)
+            original = self._saved_streams[0 if stream == "stdout" else 1]
+            try:
+                original.write(text)  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                pass
+            return
         token = self._busy.begin("a write of the script's output")
         try:
             with self._lock:
@@ -195,6 +203,7 @@ class OutputCapture:
                 pass
         self._pipes.clear()
         self.fds = ()
+        self._stopped = True  # (our streams write to fds 1 and 2 now: the pipes)
 
     def stop(self) -> None:
         """Drain everything and give the process its original fds and streams back."""
@@ -202,6 +211,7 @@ class OutputCapture:
             return
         self.drain()
         sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = self._saved_streams  # type: ignore
+        self._stopped = True  # (what still writes to our streams goes to the original ones)
         for fd, saved in self._saved:
             os.dup2(saved, fd)
             os.close(saved)

@@ -37,7 +37,6 @@ from ..capture import events as ev
 from ..errors import TraceFileError, UserError
 from .breakpoints import Breakpoint
 from .channel import ChannelClosed, socket_pair
-from .watchdog import DEFAULT_LIMIT, Watchdog, stack_dump, watchdog_limit
 from .inspection import (
     EvalResult,
     Frame,
@@ -48,6 +47,7 @@ from .inspection import (
     result_from_wire,
     view_from_wire,
 )
+from .watchdog import DEFAULT_LIMIT, Watchdog, stack_dump, watchdog_limit
 
 # After the child closed the channel it is about to exit; past this, it is killed.
 EXIT_GRACE = 5.0
@@ -207,7 +207,6 @@ class Session:
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
             "backend": backend,
         })
-        session._dog.armed = True
         return session
 
     # -- what happened -------------------------------------------------------------------
@@ -476,6 +475,7 @@ class Session:
                                            pause=hit.seq)
             elif t is ev.Header:
                 self.header = e  # type: ignore[assignment]
+                self._dog.armed = True  # (the child's command thread runs from now on)
             elif t is ev.ExceptionRaised:
                 self.exception = e  # type: ignore[assignment]
             elif t is ev.RunEnd:
@@ -505,7 +505,9 @@ class Session:
 
     def _stuck_text(self) -> str:
         stacks = self.stacks or "(no stack dump came: faulthandler could not answer)"
-        return (f"\ndyngraph: the script stopped answering: {self.stuck}. It was ended. "
+        ours = (" This is a bug in dyngraph: please report it with these stacks."
+                if self._dog.blamed_us else "")
+        return (f"\ndyngraph: the script stopped answering: {self.stuck}. It was ended.{ours} "
                 f"Its threads, innermost call first:\n{stacks}\n")
 
     def _end_stuck(self, reason: str) -> None:

@@ -130,7 +130,10 @@ class Watchdog:
         self._pings = itertools.count(1)
         self._waiting: tuple[int, float] | None = None  # (ping, sent at) not yet answered
         self._last_ping = 0.0
-        self.armed = False  # (the child's first message must be its settings: armed after)
+        # From the child's header on: its command thread answers from then (before, it
+        # starts up, and its first message must be its settings, not a ping).
+        self.armed = False
+        self.blamed_us = False  # stuck inside dyngraph's own runtime: a bug of ours
 
     def tick(self) -> str | None:
         """Ping when due; a one-line reason once the child counts as stuck, else None."""
@@ -143,9 +146,8 @@ class Watchdog:
                 if stopped(self._pid):  # someone stopped it on purpose: their time, not ours
                     self._waiting = (ping, now)
                     return None
-                return (f"the script has not answered for {now - sent:.0f} s (the "
-                        "interpreter is held: a call that keeps the GIL, or a deadlock in C "
-                        "code)")
+                return (f"it did not answer for {now - sent:.0f} s (its interpreter is held: "
+                        "a call that keeps the GIL, or a deadlock in C code)")
             return None
         if now - self._last_ping >= PING_EVERY:
             ping = next(self._pings)
@@ -161,8 +163,8 @@ class Watchdog:
         busy = float(msg.get("busy", 0.0) or 0.0)
         if self.limit and busy >= self.limit:
             what = str(msg.get("what", "")) or "its work"
-            return (f"dyngraph's runtime in the script has been blocked for {busy:.0f} s in "
-                    f"{what} (a bug in dyngraph: please report it with the stacks below)")
+            self.blamed_us = True
+            return f"dyngraph's runtime in the script was blocked for {busy:.0f} s in {what}"
         return None
 
 
