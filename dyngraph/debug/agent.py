@@ -99,6 +99,7 @@ class Agent:
         self._flusher = 0  # the thread inside flush (0: none)
         self._parked: deque[tuple[str, str]] = deque()  # output without its seq yet
         self._taken = 0  # the newest seq a flush took from the queue
+        self._taken_iteration = 0  # and its iteration
         self._numbering = threading.RLock()  # (see _number_parked)
         self._outputs = False  # output queued since the last flush (to sort and join)
         self.busy = Busy()  # the runtime's critical sections now running (the watchdog's)
@@ -196,9 +197,11 @@ class Agent:
         tracer.flush_iteration()
         # After the last IterationEnd the tracer already counts the next iteration; the end
         # of the run belongs to the last one that had ops.
+        # (Output printed after an iteration's end, with no op since, is in the next one:
+        # the end is not before it.)
         iteration = tracer.iteration
         if self._seen_iteration < iteration:
-            iteration = max(1, iteration - 1)
+            iteration = max(1, iteration - 1, self._newest_iteration())
         self._queue.append(("run_end", tracer.next_seq(), iteration, status, reason))
         tracer.array_hook = None
         self._handle.remove()
@@ -206,6 +209,11 @@ class Agent:
         self._note_handle.remove()
         self._closing.set()
         self.flush()
+
+    def _newest_iteration(self) -> int:
+        """The iteration of the newest row queued (or sent)."""
+        queue = self._queue
+        return queue[-1][2] if queue else self._taken_iteration
 
     def _on_note(self, text: str) -> None:
         """A capture backend's word about the run ("torch.compile runs eagerly ...")."""
@@ -773,6 +781,7 @@ class Agent:
                 batch = _joined(batch)
             else:
                 self._taken = max(self._taken, batch[-1][1])
+            self._taken_iteration = batch[-1][2]
             data = tracefile.encode_rows(batch)
         except BaseException:
             # Ctrl-C (or anything) before the frame went out: the rows go back, in order,
