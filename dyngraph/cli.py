@@ -163,12 +163,17 @@ def build_parser() -> argparse.ArgumentParser:
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")
+    p.add_argument("--iterations", default="all", metavar="SPEC",
+                   help="which iterations to list: e.g. 1-10,15 | 5- | -10 | last | changed "
+                        "(default: all; past 40, the first and last 20)")
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("export", help="write DOT/SVG of every iteration's graph")
     p.add_argument("-o", "--output", metavar="DIR", help="folder to write (required)")
     p.add_argument("--format", default="dot,svg")
-    p.add_argument("--iterations", default="all", help="e.g. 1-10,15 | all | changed")
+    p.add_argument("--iterations", default="all", metavar="SPEC",
+                   help="e.g. 1-10,15 | 5- | -10 | last | all | changed (a range past the "
+                        "end is cut to it)")
     p.add_argument("--graph", choices=("forward", "backward", "both"), default="forward")
     p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
     p.add_argument("--diff", action="store_true", help="mark changes since the previous iteration")

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..capture import events as ev
+from .. import iterspec
 from ..errors import UserError
 from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
@@ -373,12 +374,22 @@ def run_summary(args: argparse.Namespace) -> int:
     from ..capture.traces import read_trace
 
     path = args.trace
+    spec = getattr(args, "iterations", "all") or "all"
+    parts = iterspec.parse(spec) if spec not in ("all", "changed") else ()
     if not os.path.exists(path):
         raise UserError(f"no such trace file: {path}")
     if os.path.isdir(path):
         raise UserError(f"{path} is a directory, not a trace file")
     trace = read_trace(path)
     rows, totals = summarize_trace(trace.events)
+    if spec == "changed":
+        rows = [r for i, r in enumerate(rows) if i == 0 or r["changed"]]
+    elif parts:
+        wanted, notes = iterspec.resolve(parts, [r["iteration"] for r in rows])
+        for note in notes:
+            _stderr().print(f"dyngraph summary: note: {shown(note)}")
+        chosen = set(wanted)
+        rows = [r for r in rows if r["iteration"] in chosen]
     console = _console()
     header = trace.header
     if header is not None:
