@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from dyngraph.capture.graph import Graph, diff_graphs
 from dyngraph import iterspec
+from dyngraph.capture.graph import Graph, diff_graphs
 from dyngraph.errors import UserError
 
 from .colors import GradScale

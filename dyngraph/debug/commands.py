@@ -24,8 +24,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..capture import events as ev
 from .. import iterspec
+from ..capture import events as ev
 from ..errors import UserError
 from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
