@@ -370,8 +370,10 @@ class _Frame:
 
     def _strings(self) -> list[str]:
         r = self.r
-        lengths = r.column("I", None, "string lengths")
-        self.charge(STRING * len(lengths), "strings")
+        data, a = r._sized("I", None, "string lengths")
+        self.charge(STRING * (len(data) // a.itemsize), "strings")  # (before the list)
+        a.frombytes(data)
+        lengths = _swap(a).tolist()
         blob = r.block()  # (not copied: the characters are copied once, into the strs)
         if sum(lengths) != len(blob):
             raise TraceFileError("events frame's strings do not match their lengths")
