@@ -87,26 +87,38 @@ def to_numpy_dtype(d: Any) -> np.dtype:
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
-def zero_dim_promotion(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PyTorch's rule for a 0-d tensor beside a dimensioned one: the 0-d tensor decides the
-    dtype only if it is of a higher category (bool < integer < float). numpy lets its
-    width win too (float32 tensor * float64 0-d tensor would be float64)."""
-    if (x.ndim == 0) == (y.ndim == 0):
-        return x, y
-    zero, dimmed = (x, y) if x.ndim == 0 else (y, x)
-    if zero.dtype.kind == "b" or _CATEGORY[zero.dtype.kind] > _CATEGORY[dimmed.dtype.kind]:
-        return x, y  # (a bool keeps its own errors: bool - int raises in PyTorch)
-    zero = zero.astype(dimmed.dtype)
-    return (zero, y) if x.ndim == 0 else (x, zero)
+def promoted(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two operands of an elementwise op, cast where numpy would compute in another dtype
+    than PyTorch's ``result_type``: an integer beside a float16 tensor (numpy: float64,
+    PyTorch: float16), an integer beside any float (PyTorch casts it to the float type
+    first, numpy rounds only the result), a 0-d tensor beside a dimensioned one of its
+    category (which it does not widen in PyTorch). An operand numpy widens exactly as
+    PyTorch does (float32 beside float64) is left as it is, so the op still holds the
+    tensor's own memory; a bool too (bool - int keeps PyTorch's refusal of bools)."""
+    dt = result_type(x, y)
+    return _cast_to(x, dt), _cast_to(y, dt)
 
 
-def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
-    """PyTorch's promote_types: across categories the higher one's dtype (int64 with
-    float32 is float32, where numpy says float64); within one, the wider."""
+def _cast_to(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    kind = a.dtype.kind
+    if a.dtype == dt or kind == "b":
+        return a
+    if _CATEGORY[kind] == _CATEGORY[dt.kind] and _promote_pair(a.dtype, dt) == dt:
+        return a  # widened by numpy as by PyTorch
+    return a.astype(dt)
+
+
+def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's ``promote_types``: across categories (bool < integer < float < complex)
+    the higher one's dtype (int64 with float16 is float16, where numpy says float64);
+    within one, the wider (uint8 with int8: int16)."""
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
     return np.result_type(a, b)
+
+
+_promote_pair = promote_types
 
 
 def result_type(*arrays: np.ndarray) -> np.dtype:

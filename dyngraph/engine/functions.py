@@ -248,6 +248,13 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    if not isinstance(input, Tensor):
+        given = ", ".join([type(input).__name__] + [f"{k}={type(v).__name__}" for k, v in
+                                                    (("min", min), ("max", max)) if v is not None])
+        raise TypeError(
+            f"clamp() received an invalid combination of arguments - got ({given}), but "
+            "expected one of: (Tensor input, Tensor min = None, Tensor max = None) or (Tensor "
+            "input, Number min = None, Number max = None)")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):  # bounds that may need a gradient

@@ -41,7 +41,7 @@ from . import (
 from .autograd import grad_mode
 from .creation import generator
 from .dtypes import can_cast, checked_scalar, wrapped_int
-from .ops import OPS, check_sub_operands
+from .ops import OPS, check_sub_operands, complex_name
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
 
@@ -82,6 +82,9 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
     and (``overlap``) no operand may partly overlap the memory being written."""
     shape = self._array.shape
     for o in others:
+        if type(o) is complex:  # (dyngraph has no complex tensors, nor does self)
+            raise RuntimeError(f"result type {complex_name(self._array)} can't be cast to "
+                               f"the desired output type {_scalar_name(self._array.dtype)}")
         if overlap and isinstance(o, Tensor):
             _check_no_partial_overlap(self, o)
         other = o._array.shape if isinstance(o, Tensor) else np.shape(o)
@@ -175,9 +178,13 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
 
 def _cast_error(result: np.dtype, target: np.dtype) -> RuntimeError:
     return RuntimeError(
-        f"result type {_SCALAR_NAMES.get(result.name, result.name)} can't be cast to the "
-        f"desired output type {_SCALAR_NAMES.get(target.name, target.name)}"
+        f"result type {_scalar_name(result)} can't be cast to the desired output type "
+        f"{_scalar_name(target)}"
     )
+
+
+def _scalar_name(dtype: np.dtype) -> str:
+    return _SCALAR_NAMES.get(dtype.name, dtype.name)
 
 
 def _overlapping(array: np.ndarray) -> bool:

@@ -19,7 +19,7 @@ from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd, numpy_warnings, versions
 from . import recording as _recording
 from .autograd import Node, grad_mode
-from .dtypes import zero_dim_promotion
+from .dtypes import promoted
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
 from .recording import op as _record_op
@@ -43,6 +43,8 @@ NON_LEAF_GRAD_WARNING = (
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information."
 )
 INT_GRAD_MESSAGE = "Only Tensors of floating point and complex dtype can require gradients"
+COMPLEX_MESSAGE = ("dyngraph does not implement complex tensors: a Python complex number in an "
+                   "op would make one (PyTorch gives complex64 or complex128)")
 
 
 class Tensor:
@@ -550,7 +552,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
                 ey = y.grad_fn or y if y.requires_grad and enabled else None
                 y = y._array
                 if type(x) is _ndarray and x.dtype is not y.dtype and op.promotes:
-                    x, y = zero_dim_promotion(x, y)
+                    x, y = promoted(x, y)
             else:
                 ey = None
             if op.needs_input_grad:  # matmul, linear ...: backward only what is needed
@@ -582,7 +584,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         if backward_fn is not None:  # a saved output must be the tensor's own memory
             versions.rebind(backward_fn, scalar, out_data)
     dt = out_data.dtype
-    if (dt is _F64 or dt is _F16) and not op.exact:
+    if dt is not _F32 and (dt is _F64 or dt is _F16 or dt.kind == "c") and not op.exact:
         out_data = _demote(inputs, out_data)
     out = Tensor.__new__(Tensor)
     out._array = out_data
@@ -653,8 +655,13 @@ def _demote(inputs: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
 
     numpy promotes ints to float64 (``int_tensor / 2``, ``sqrt(int_tensor)``) and bools and
     bytes to float16 (``exp(mask)``); PyTorch gives its default float32.
+
+    A complex result (of a Python complex number: ``x * 1j``) is refused: dyngraph has no
+    complex tensors.
     """
     dt = out.dtype
+    if dt.kind == "c":
+        raise NotImplementedError(COMPLEX_MESSAGE)
     for x in inputs:
         if isinstance(x, Tensor):
             if x._array.dtype is dt:
