@@ -85,6 +85,13 @@ def to_numpy_dtype(d: Any) -> np.dtype:
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+COMPLEX_MESSAGE = ("dyngraph does not implement complex tensors: a Python complex number in an "
+                   "op would make one (PyTorch gives complex64 or complex128)")
+
+
+def category(dt: np.dtype) -> int:
+    """PyTorch's promotion category: bool 0 < integer 1 < float 2 < complex 3."""
+    return _CATEGORY[dt.kind]
 
 
 def promoted(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,6 +175,11 @@ def checked_scalar(value: Any, dtype: np.dtype, name: str | None = None) -> Any:
             low = -high
         if low <= value <= high:
             return value % (high + 1) if value < 0 and kind == "u" else value
+    elif t is complex:  # dyngraph has no complex tensors; PyTorch converts only real ones
+        if kind == "b":
+            return bool(value)
+        if value.imag == 0:
+            return checked_scalar(value.real, dtype, name)
     else:
         return value  # a bool, a tensor: nothing to check
     raise RuntimeError(f"value cannot be converted to type "

@@ -278,11 +278,22 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 
 def maximum(input: Any, other: Any) -> Tensor:
+    _check_tensors("maximum", input, other)
     return apply(OPS["maximum"], input, other)
 
 
 def minimum(input: Any, other: Any) -> Tensor:
+    _check_tensors("minimum", input, other)
     return apply(OPS["minimum"], input, other)
+
+
+def _check_tensors(name: str, input: Any, other: Any) -> None:
+    """PyTorch's refusal of a number where an op takes only tensors (``maximum``,
+    ``logical_and`` ...: no Number overload)."""
+    for arg, position, value in (("input", 1, input), ("other", 2, other)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be "
+                            f"Tensor, not {type(value).__name__}")
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
@@ -302,8 +313,11 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
 
 def _binary(name: str) -> Any:
     op = OPS[name]
+    tensors_only = name.startswith("logical_")
 
     def fn(input: Any, other: Any) -> Tensor:
+        if tensors_only:
+            _check_tensors(name, input, other)
         return apply(op, input, other)
 
     fn.__name__ = fn.__qualname__ = name

@@ -183,7 +183,14 @@ def _tensors(tensors: Any, name: str) -> list[Any]:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if type(t) in _NUMBERS:  # (numpy arrays are taken, as before)
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     return [t if isinstance(t, Tensor) else _wrap(np.asarray(t)) for t in tensors]
+
+
+_NUMBERS = (bool, int, float, complex)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:

@@ -40,7 +40,7 @@ from . import (
 )
 from .autograd import grad_mode
 from .creation import generator
-from .dtypes import can_cast, checked_scalar, wrapped_int
+from .dtypes import can_cast, checked_scalar, promoted, wrapped_int
 from .ops import OPS, check_sub_operands, complex_name
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
@@ -252,6 +252,8 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
     """The plain path of an arithmetic in-place op: numpy writes into the memory."""
     array = _writable(self)
     other = _array(other)
+    if type(other) is np.ndarray and other.dtype is not array.dtype:
+        other = promoted(array, other)[1]  # an int into float16 first, as PyTorch
     if type(other) is int and array.dtype.kind in "iu":
         other = wrapped_int(other, array.dtype)  # PyTorch wraps it; numpy would refuse
     try:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import checked_scalar, promoted, result_type
+from .dtypes import COMPLEX_MESSAGE, checked_scalar, promoted, result_type
 from .errors import not_implemented_for
 
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
@@ -381,6 +381,8 @@ def _checked_number(x: Any, a: np.ndarray) -> Any:
         return checked_scalar(x, dt if dt.kind == "f" else _F32)
     if t is int and not 0 <= x <= 127 and a.dtype.kind in "iuf":
         return checked_scalar(x, a.dtype)
+    if t is complex:
+        return checked_scalar(x, a.dtype)
     return x
 
 
@@ -487,6 +489,8 @@ def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, 
 @register("where")
 def where(cond, a, b):
     cond = np.asarray(cond, bool)
+    if type(a) is complex or type(b) is complex:
+        raise NotImplementedError(COMPLEX_MESSAGE)
     if type(a) is np.ndarray and type(b) is np.ndarray:
         if a.dtype != b.dtype:
             a, b = promoted(a, b)

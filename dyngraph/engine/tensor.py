@@ -19,7 +19,7 @@ from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd, numpy_warnings, versions
 from . import recording as _recording
 from .autograd import Node, grad_mode
-from .dtypes import promoted
+from .dtypes import COMPLEX_MESSAGE, promoted
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
 from .recording import op as _record_op
@@ -43,8 +43,6 @@ NON_LEAF_GRAD_WARNING = (
     "instead. See github.com/pytorch/pytorch/pull/30531 for more information."
 )
 INT_GRAD_MESSAGE = "Only Tensors of floating point and complex dtype can require gradients"
-COMPLEX_MESSAGE = ("dyngraph does not implement complex tensors: a Python complex number in an "
-                   "op would make one (PyTorch gives complex64 or complex128)")
 
 
 class Tensor:
