@@ -192,7 +192,8 @@ class Node:
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
         return tuple(
-            (None, 0) if t is None else (t if type(t) is Node else AccumulateGrad(t), 0)
+            (None, 0) if t is None or (type(t) is not Node and t._borrowed)  # (no accumulator)
+            else (t if type(t) is Node else AccumulateGrad(t), 0)
             for t in self.inputs
         )
 
@@ -415,6 +416,8 @@ def run_backward(
     handed: dict[int, np.ndarray] = {}
     for cid, grad in leaf_grads.items():
         leaf = leaves[cid]
+        if leaf._borrowed:
+            continue  # a view whose base came to require grad after it: no accumulator
         if type(grad) is list:
             grad = _total(grad)
         if leaf._hooks:
