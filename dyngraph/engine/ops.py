@@ -365,6 +365,7 @@ def leaky_relu(a, negative_slope=0.01):
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_NUMBERS = (bool, int, float, complex)
 _F32_MAX = float(np.finfo(np.float32).max)
 _INFINITIES = (float("inf"), float("-inf"))
 
@@ -507,7 +508,9 @@ def masked_fill(a, mask, value):
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{np.asarray(mask).dtype}")
     mask = np.asarray(mask, bool)
-    out = np.where(mask, np.asarray(_checked_number(value, a), dtype=a.dtype), a)
+    # A number is converted to the tensor's own type, checked (uint8: -0.5 overflows).
+    value = checked_scalar(value, a.dtype) if type(value) in _NUMBERS else value
+    out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
     return out, lambda g: (np.where(mask, 0, g), None, None)
 
 
