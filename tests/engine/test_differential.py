@@ -1,16 +1,19 @@
 """The differential test: random programs on dyngraph and on PyTorch, compared step by step.
 
-hypothesis draws short programs (diffprog.py) of elementwise, broadcasting, mixed-dtype,
-reduction, shape, view, indexing, matmul and nn.functional ops (and, in the in-place test,
-in-place ops on views and bases and setitem). Each line runs on both libraries from the same
+hypothesis draws short programs (diffprog.py) of elementwise, broadcasting, mixed-dtype
+(float16, float32, float64, int64, int32, uint8, bool, mixed with each other), reduction,
+shape, view, indexing, matmul and nn.functional ops, on tensors that may have empty dims,
+with ``requires_grad_()`` in the middle (and, in the in-place test, in-place ops on bases,
+on indexed views and on narrow/split/chunk/unbind pieces, transposes and diagonals, and
+setitem). Each line runs on both libraries from the same
 numpy data. After every line, every live value must match: dtype, shape, requires_grad and
 values; or both libraries must raise the same exception type. At the end the leaves'
 gradients of a weighted sum of every float value must match.
 
 Sizes: the CI profile runs a fixed, small set of examples (derandomized, so CI never flakes
 on a new draw); ``DYNGRAPH_DIFF_EXAMPLES=2000 pytest tests/engine/test_differential.py``
-runs a big random search. A failure prints the shrunk program as code: paste it into
-test_regressions.py once fixed.
+runs a big random search. A failure prints the shrunk program as code: keep it as a named
+test once fixed (test_regressions.py, test_regressions_fuzzer_dtypes.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,31 @@
+"""Programs the differential fuzzer (test_differential.py) found once it drew float16 and
+uint8 tensors, ``requires_grad_()`` in the middle and more empty dims (issue 23). Each is
+the shrunk program as the fuzzer printed it, on dyngraph and, where installed, PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from twin import twin, twin_raises
+
+
+def test_masked_fill_of_uint8_with_a_negative_float_overflows():
+    """``v0.masked_fill(mask, -1.5)`` on uint8: dyngraph raised numpy's OverflowError."""
+    def program(L):
+        v0 = L.tensor(np.array([], dtype=np.uint8))
+        return v0.masked_fill(L.tensor(np.array([False])), -1.5)
+
+    twin_raises(program, RuntimeError, "value cannot be converted to type uint8_t without "
+                                       "overflow")
+
+
+@pytest.mark.parametrize(("value", "dtype", "expected"), [
+    (-0.5, "int32", [0, 0]), (255.5, "int32", [255, 0]), (-1, "uint8", [255, 0]),
+    (-255, "uint8", [1, 0]), (2.5, "float16", [2.5, 0.0]),
+])
+def test_masked_fill_converts_a_number_to_the_tensors_type(value, dtype, expected):
+    def program(L):
+        return {"out": L.zeros(2, dtype=getattr(L, dtype)).masked_fill(
+            L.tensor([True, False]), value)}
+
+    twin(program, {"out": expected})
