@@ -426,6 +426,10 @@ def run_backward(
             if cid in capture_ids:
                 captured[cid] = grad
         else:
+            if leaf.grad_fn is not None and leaf.requires_grad:
+                # used as a leaf, then made part of a graph in place (requires_grad_(False)
+                # let an in-place op through): PyTorch's AccumulateGrad refuses it
+                raise RuntimeError("leaf variable has been moved into the graph interior")
             _accumulate_leaf(leaf, grad, handed)
     if listening:
         recording.backward_end(roots[0], now_ns() - start)

@@ -29,3 +29,18 @@ def test_masked_fill_converts_a_number_to_the_tensors_type(value, dtype, expecte
             L.tensor([True, False]), value)}
 
     twin(program, {"out": expected})
+
+
+def test_a_leaf_made_interior_by_an_in_place_op_after_requires_grad_false():
+    """A leaf used in the graph, then ``requires_grad_(False)`` and an in-place op that
+    makes it part of the graph: PyTorch's backward refuses to accumulate into it."""
+    def program(L):
+        v0 = L.tensor(np.array([], dtype=np.float32), requires_grad=True)
+        v1 = v0.index_select(-1, L.tensor(np.array([], dtype=np.int64)))
+        v0.requires_grad_(False)
+        v0.add_(v1)
+        loss = (v0 * L.tensor(np.array([], dtype=np.float32))).sum() + (
+            v1 * L.tensor(np.array([], dtype=np.float32))).sum()
+        loss.backward()
+
+    twin_raises(program, RuntimeError, "leaf variable has been moved into the graph interior")
