@@ -160,7 +160,8 @@ def softmax(a, dim):
     if a.size == 0:  # (the backward holds the output PyTorch saves, as below)
         out = a.copy()  # of any dtype: PyTorch refuses integers only when there are some
         return out, lambda g, out=out: (g,)
-    not_implemented_for(a, _kernel("softmax", a, dim), "biu")
+    if a.dtype.kind in "biu":
+        not_implemented_for(a, _kernel("softmax", a, dim), "biu")
     e = np.exp(a - _max(a, axis=dim, keepdims=True))
     out = e / _sum(e, axis=dim, keepdims=True)
     return out, lambda g: (out * (g - _sum(g * out, axis=dim, keepdims=True)),)
@@ -176,7 +177,8 @@ def log_softmax(a, dim):
     if a.size == 0:  # (the backward holds the output PyTorch saves, as below)
         out = a.copy()
         return out, lambda g, out=out: (g,)
-    not_implemented_for(a, _kernel("log_softmax", a, dim), "biu")
+    if a.dtype.kind in "biu":
+        not_implemented_for(a, _kernel("log_softmax", a, dim), "biu")
     out = _log_softmax(a, dim)
     return out, lambda g: (g - np.exp(out) * _sum(g, axis=dim, keepdims=True),)
 
