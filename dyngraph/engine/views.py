@@ -30,7 +30,7 @@ from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
 from .ops_shape import ADVANCED_GETITEM, ViewStep
 from .tensor import RefusedUse, Tensor, apply
-from .versions import ids, root
+from .versions import changed_since, ids, root
 
 _AS_STRIDED, _COPY_SLICES, _GETITEM = OPS["as_strided"], OPS["copy_slices"], OPS["getitem"]
 
@@ -224,12 +224,21 @@ def lend_requires_grad(base: Tensor) -> None:
     """``base.requires_grad_()`` (or ``_(False)``): its live views made in grad mode before
     it required grad now require grad as it does, keeping grad_fn None, as in PyTorch: each
     is a leaf whose gradient goes nowhere (no accumulator: PyTorch's own requires_grad flag
-    of the view is still off) until the base's memory changes (``base_changed``)."""
+    of the view is still off) until the base's memory changes (``base_changed``). A view
+    whose memory changed since it was made gets its history from the base at once (PyTorch
+    regenerates the grad_fn of a view whose version moved; of a split/unbind piece, that
+    refuses)."""
     for ref in base.__dict__.get("_views") or ():
         v = ref()
         if v is None or info(v) is None or v.grad_fn is not None:
             continue
         if base.requires_grad and not v.requires_grad:
+            if changed_since(base._array, v._id):
+                if v._view_info.multi is not None:
+                    _refuse(v, v._view_info)
+                else:
+                    _rebuild(v, base)
+                continue
             v.requires_grad = True
             v.__dict__["_borrowed"] = True
         elif not base.requires_grad and v._borrowed:

@@ -44,3 +44,33 @@ def test_a_leaf_made_interior_by_an_in_place_op_after_requires_grad_false():
         loss.backward()
 
     twin_raises(program, RuntimeError, "leaf variable has been moved into the graph interior")
+
+
+def test_a_view_whose_memory_changed_before_requires_grad_follows_its_base():
+    """PyTorch regenerates the grad_fn of a view whose version moved since it was made, so
+    requires_grad_() after an in-place change gives it a history at once (dyngraph kept
+    it a leaf whose gradient went nowhere: v0.grad was 2, not 5)."""
+    def program(L):
+        v0 = L.tensor(np.array([0.25], dtype=np.float32))
+        v2 = v0[0]
+        v0[L.tensor([], dtype=L.int64)] = 0.5
+        v0.requires_grad_()
+        loss = (v0 * 2).sum() + v2 * 3
+        loss.backward()
+        assert not v2.is_leaf
+        return {"v0.grad": v0.grad}
+
+    twin(program, {"v0.grad": [5.0]})
+
+
+def test_a_piece_whose_memory_changed_before_requires_grad_is_refused_in_a_graph():
+    def program(L):
+        v0 = L.ones(4)
+        piece = v0.split(2)[0]
+        v0.mul_(2)
+        v0.requires_grad_()
+        assert (piece > 0).tolist() == [True, True]  # no gradient asked: it works
+        (piece * 2).sum()
+
+    twin_raises(program, RuntimeError, "A view was created in no_grad mode and its base or "
+                                       "another view of its base has been modified inplace")
