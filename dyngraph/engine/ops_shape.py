@@ -338,7 +338,7 @@ def cat(*arrays, dim=0):
     # PyTorch still skips 1-D empty tensors (the old way to start an accumulation).
     kept = [i for i, x in enumerate(arrays) if x.shape != (0,)]
     if not kept:
-        out = np.concatenate(arrays)
+        out = np.zeros(0, joined_dtype(arrays))
         n = len(arrays)
         return out, lambda g: tuple(np.zeros(0, g.dtype) for _ in range(n))
     joined = [arrays[i] for i in kept]

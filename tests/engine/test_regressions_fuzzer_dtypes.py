@@ -74,3 +74,14 @@ def test_a_piece_whose_memory_changed_before_requires_grad_is_refused_in_a_graph
 
     twin_raises(program, RuntimeError, "A view was created in no_grad mode and its base or "
                                        "another view of its base has been modified inplace")
+
+
+def test_cat_of_empty_int64_and_float16_is_float16():
+    """Only empty 1-D tensors: numpy joined them in float64 (then float32)."""
+    def program(L):
+        v0 = L.tensor(np.array([], dtype=np.int64))
+        v3 = L.cat([v0, v0.half()], 1)
+        assert str(v3.dtype).endswith("float16")
+        return {"v3": v3}
+
+    twin(program, {"v3": []})
