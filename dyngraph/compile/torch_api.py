@@ -1,0 +1,306 @@
+"""The adapter: every private PyTorch API the compile lane touches, and nothing else.
+
+torch.compile tells what it does through three private channels, all read here:
+
+- the structured-trace logger (``torch.__trace``, the records ``TORCH_TRACE`` writes and
+  tlparse reads): one record per compile start, graph break, recompile reason, guard set
+  and compile's metrics, each with a ``frame_id``/``frame_compile_id``;
+- the compile callbacks (``torch._dynamo.callback_handler``): the start and end of each
+  compile, timed here;
+- ``torch._dynamo.utils.get_compilation_metrics()`` and ``counters``: the run's totals.
+
+When the structured logger is missing (an older or newer torch that moved it), the lane
+falls back to the text PyTorch prints with ``TORCH_LOGS=recompiles,graph_breaks,guards``,
+taken from the same loggers ``TORCH_LOGS`` turns on (parsed in ``records.py``); when
+neither is there, it says "compile events unavailable on torch X" and the script runs on.
+
+Nothing here changes what is compiled: a handler on a logger, a callback in a list. The
+loggers keep the levels and propagation they had, so the user's own ``TORCH_LOGS`` output
+is what it would be without dyngraph (a text-fallback logger is set to DEBUG to hear it,
+with propagation off unless ``TORCH_LOGS`` already turned it on).
+
+Checked on (the lane's tests pass on each; other versions try the same names and say what
+they miss):
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+CHECKED_VERSIONS: dict[str, str] = {
+    # torch (major.minor): what was checked there
+    "2.13": "structured trace, compile callbacks, get_compilation_metrics, TORCH_LOGS text",
+}
+__doc__ = (__doc__ or "") + "".join(
+    f"\n- torch {v}: {what}" for v, what in CHECKED_VERSIONS.items()) + "\n"
+
+TRACE_LOGGER = "torch.__trace"
+# TORCH_LOGS artifact -> the loggers that print it (``getArtifactLogger(module, name)``
+# names a logger ``<module>.__<name>``).
+TEXT_LOGGERS: dict[str, tuple[str, ...]] = {
+    "recompiles": ("torch._dynamo.guards.__recompiles",),
+    "graph_breaks": ("torch._dynamo.symbolic_convert.__graph_breaks",
+                     "torch._dynamo.exc.__graph_breaks",
+                     "torch._dynamo.convert_frame.__graph_breaks"),
+    "guards": ("torch._dynamo.guards.__guards",),
+}
+# "torch._dynamo hit config.recompile_limit (8)": a plain warning of this logger.
+LIMIT_LOGGER = "torch._dynamo.convert_frame"
+
+Record = Callable[[str, dict[str, Any], str], None]  # (record name, metadata, payload)
+Text = Callable[[str, str, str], None]  # (artifact, message as TORCH_LOGS prints it, id)
+Timing = Callable[[str, str, str, int], None]  # ("start"|"end", compile id, trigger, ns)
+
+
+def version() -> str:
+    return str(torch.__version__).split("+")[0]
+
+
+def checked() -> bool:
+    """Was this torch's major.minor checked (``CHECKED_VERSIONS``)?"""
+    return ".".join(version().split(".")[:2]) in CHECKED_VERSIONS
+
+
+def dynamo() -> Any:
+    """``torch._dynamo``, imported (the first ``torch.compile`` call imports it anyway)."""
+    import torch._dynamo
+
+    return torch._dynamo
+
+
+# -- the structured trace -------------------------------------------------------------------
+class _TraceHandler(logging.Handler):
+    """Receives the records ``torch._logging.trace_structured`` makes: the metadata dict
+    and the payload text come in the record's ``extra``."""
+
+    def __init__(self, on_record: Record) -> None:
+        super().__init__(logging.DEBUG)
+        self.on_record = on_record
+
+    def emit(self, record: logging.LogRecord) -> None:
+        metadata = getattr(record, "metadata", None)
+        if not isinstance(metadata, dict):
+            return
+        payload = getattr(record, "payload", None)
+        for name in metadata:
+            if name not in _CONTEXT_KEYS:
+                self.on_record(name, metadata, payload if isinstance(payload, str) else "")
+                return
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        pass  # a bug of ours must never reach the user's compile
+
+
+# Keys trace_structured adds beside the record's own name.
+_CONTEXT_KEYS = frozenset({"rank", "compiled_autograd_id", "frame_id", "frame_compile_id",
+                           "attempt", "has_payload", "stack", "subgraph_name", "severity",
+                           "timestamp", "pathname", "thread"})
+
+
+class _TextHandler(logging.Handler):
+    def __init__(self, artifact: str, on_text: Text) -> None:
+        super().__init__(logging.DEBUG)
+        self.artifact = artifact
+        self.on_text = on_text
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - torch's own format error: not ours to raise
+            return
+        self.on_text(self.artifact, message, current_compile_id())
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
+        pass
+
+
+class Listener:
+    """Hears torch.compile. ``start()`` returns the source it uses: ``"structured"``,
+    ``"text"`` (the TORCH_LOGS fallback) or ``""`` with ``missing`` saying why none."""
+
+    def __init__(self, on_record: Record, on_text: Text, on_timing: Timing,
+                 force_text: bool = False) -> None:
+        self.on_record = on_record
+        self.on_text = on_text
+        self.on_timing = on_timing
+        self.force_text = force_text
+        self.source = ""
+        self.missing = ""
+        self._undo: list[Callable[[], None]] = []
+        self._started: dict[str, int] = {}
+
+    def start(self) -> str:
+        try:
+            d = dynamo()
+        except Exception as exc:  # noqa: BLE001 - any import failure means: no compiler
+            self.missing = f"torch._dynamo does not import ({type(exc).__name__})"
+            return ""
+        self._callbacks(d)
+        self._limit_logger()
+        if not self.force_text and self._structured():
+            self.source = "structured"
+        elif self._text_loggers():
+            self.source = "text"
+        else:
+            self.missing = "neither the structured trace logger nor the TORCH_LOGS loggers"
+        return self.source
+
+    def stop(self) -> None:
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:  # noqa: BLE001,S110 - torch moved on: nothing left to undo
+                pass
+        self._undo = []
+
+    def callbacks_lost(self) -> bool:
+        """``torch._dynamo.reset()`` clears the compile callbacks: are ours gone?"""
+        handler = getattr(dynamo(), "callback_handler", None)
+        return handler is not None and self._on_start not in getattr(
+            handler, "start_callbacks", [self._on_start])
+
+    def renew_callbacks(self) -> None:
+        self._callbacks(dynamo())
+
+    # -- the parts -----------------------------------------------------------------------
+    def _structured(self) -> bool:
+        internal = getattr(getattr(torch, "_logging", None), "_internal", None)
+        trace_log = getattr(internal, "trace_log", None)
+        if not isinstance(trace_log, logging.Logger) or trace_log.name != TRACE_LOGGER:
+            return False
+        handler = _TraceHandler(self.on_record)
+        trace_log.addHandler(handler)
+        self._undo.append(lambda: trace_log.removeHandler(handler))
+        return True
+
+    def _text_loggers(self) -> bool:
+        found = False
+        self._enable_recompiles_text()
+        manager = logging.Logger.manager.loggerDict
+        for artifact, names in TEXT_LOGGERS.items():
+            for name in names:
+                if name not in manager:  # torch never made it: not a logger it uses
+                    continue
+                log = logging.getLogger(name)
+                handler = _TextHandler(artifact, self.on_text)
+                level, propagate = log.level, log.propagate
+                if not log.isEnabledFor(logging.DEBUG):  # TORCH_LOGS did not turn it on:
+                    log.propagate = False  # hear it without printing it
+                    log.setLevel(logging.DEBUG)
+                log.addHandler(handler)
+                self._undo.append(_restore(log, handler, level, propagate))
+                found = True
+        return found
+
+    def _enable_recompiles_text(self) -> None:
+        """Dynamo writes the ``recompiles`` text only when ``TORCH_LOGS`` named it (it asks
+        ``log_state``, not the logger): name it there too, for our handler alone."""
+        internal = getattr(getattr(torch, "_logging", None), "_internal", None)
+        state = getattr(internal, "log_state", None)
+        names = getattr(state, "artifact_names", None)
+        if isinstance(names, set) and "recompiles" not in names:
+            names.add("recompiles")
+            self._undo.append(lambda: names.discard("recompiles"))
+
+    def _limit_logger(self) -> None:
+        log = logging.getLogger(LIMIT_LOGGER)
+        handler = _TextHandler("limit", self.on_text)
+        handler.setLevel(logging.WARNING)
+        log.addHandler(handler)
+        self._undo.append(lambda: log.removeHandler(handler))
+
+    def _callbacks(self, d: Any) -> None:
+        handler = getattr(d, "callback_handler", None)
+        if handler is None or not hasattr(handler, "register_start_callback"):
+            return
+        handler.register_start_callback(self._on_start)
+        handler.register_end_callback(self._on_end)
+
+        def undo() -> None:
+            for name, cb in (("remove_start_callback", self._on_start),
+                             ("remove_end_callback", self._on_end)):
+                try:
+                    getattr(handler, name)(cb)
+                except ValueError:
+                    pass  # cleared by torch._dynamo.reset()
+
+        self._undo.append(undo)
+
+    def _on_start(self, args: Any) -> None:
+        compile_id, trigger = _callback_args(args)
+        now = time.perf_counter_ns()
+        self._started[compile_id] = now
+        self.on_timing("start", compile_id, trigger, 0)
+
+    def _on_end(self, args: Any) -> None:
+        compile_id, trigger = _callback_args(args)
+        t0 = self._started.pop(compile_id, None)
+        took = time.perf_counter_ns() - t0 if t0 is not None else 0
+        self.on_timing("end", compile_id, trigger, took)
+
+
+def _restore(log: logging.Logger, handler: logging.Handler, level: int,
+             propagate: bool) -> Callable[[], None]:
+    def undo() -> None:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+
+    return undo
+
+
+def current_compile_id() -> str:
+    """The id (``"0/1"``) of the compile under way, or ""."""
+    guards = getattr(torch, "_guards", None)
+    context = getattr(guards, "CompileContext", None)
+    try:
+        cid = context.current_compile_id() if context is not None else None
+    except Exception:  # noqa: BLE001 - no compile context: not in a compile
+        return ""
+    if cid is None or getattr(cid, "frame_id", None) is None:
+        return ""
+    return f"{cid.frame_id}/{cid.frame_compile_id}"
+
+
+def _callback_args(args: Any) -> tuple[str, str]:
+    trigger = getattr(getattr(args, "callback_trigger", None), "name", "") or ""
+    return str(getattr(args, "compile_id", "") or ""), trigger.lower()
+
+
+# -- totals ---------------------------------------------------------------------------------
+def compile_counts() -> dict[str, int]:
+    """The run's compile totals, as ``get_compilation_metrics()`` and Dynamo's counters
+    give them: ``compiles`` (entries compiled), ``frames`` (distinct code objects),
+    ``recompiles``, ``graph_breaks`` and ``unique_graphs``. All 0 if nothing compiled."""
+    if "torch._dynamo" not in __import__("sys").modules:
+        return dict.fromkeys(("compiles", "frames", "recompiles", "graph_breaks",
+                              "unique_graphs"), 0)
+    utils = dynamo().utils
+    metrics = list(utils.get_compilation_metrics())
+    frames = {(m.co_name, m.co_filename, m.co_firstlineno) for m in metrics}
+    counters = utils.counters
+    return {
+        "compiles": len(metrics),
+        "frames": len(frames),
+        "recompiles": sum(1 for m in metrics if m.recompile_reason),
+        "graph_breaks": sum(counters["graph_break"].values()),
+        "unique_graphs": int(counters["stats"]["unique_graphs"]),
+    }
+
+
+# -- what compiled code looks like from outside ---------------------------------------------
+RESUME_PREFIX = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
+"""The name Dynamo gives the function that resumes ``fn`` after a break at a line."""
+
+
+def compiling() -> bool:
+    """Is Dynamo tracing right now (``torch.compiler.is_compiling``)?"""
+    compiler = getattr(torch, "compiler", None)
+    is_compiling = getattr(compiler, "is_compiling", None)
+    return bool(is_compiling()) if is_compiling is not None else False
