@@ -104,8 +104,18 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _compile_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--compile", choices=("observe", "eager"), default=None,
+        help="torch.compile'd code: observe (run it compiled, record its compiles, graph "
+             "breaks and recompiles) or eager (run it uncompiled, every op seen) "
+             "(default: observe)",
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
     _backend_option(p)
+    _compile_option(p)
     p.add_argument("script", help="the Python script to run")
     _script_arguments(p)
 

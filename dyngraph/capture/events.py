@@ -347,7 +347,7 @@ class RunEnd(Event):
 
 @dataclass(frozen=True, slots=True)
 class CompileEvent(Event):
-    """What torch.compile did, as it happened (the compile lane; ``dyngraph.compile``).
+    """What torch.compile did, as it happened (the compile lane; ``dyngraph.compile_lane``).
 
     ``what`` is one of ``COMPILE_WHATS``: ``start``/``end`` of a compile (``end`` carries
     ``duration_ns`` and, if it failed, ``type``/``reason``), ``break`` (a graph break:

@@ -30,6 +30,7 @@ from ..capture import events as ev
 from ..capture.arrays import to_numpy
 from ..capture.rows import Row, event_of, row_of
 from ..capture.tracing import set_run_info, tracer
+from ..compile_lane import set_mode as set_compile_mode
 from .breakpoints import (
     Breakpoint,
     Matcher,
@@ -67,9 +68,10 @@ class Agent:
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", compile: str | None = None) -> None:  # noqa: A002
         self.channel = channel
         self.backend = backend
+        self.compile = compile
         self._backends: Any = None
         self.notes: list[str] = []
         self.detached = False  # set in a forked worker: it must not write to the channel
@@ -146,6 +148,7 @@ class Agent:
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
         self._note_handle = backends.on_note(self._on_note)
+        set_compile_mode(self.compile)
         self._backends = backends.activate(self.backend)
         self._install_hook()
         if type(tracer.module_stack) is list:

@@ -224,7 +224,8 @@ def run_record(args: argparse.Namespace) -> int:
     TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False, backend=args.backend)
+                            script_breakpoints=False, backend=args.backend,
+                            compile=args.compile)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     recording = _Recording(output)
@@ -312,7 +313,8 @@ def run_check(args: argparse.Namespace) -> int:
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False, backend=args.backend)
+                            script_breakpoints=False, backend=args.backend,
+                            compile=args.compile)
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0}
 

@@ -8,7 +8,7 @@
 - makes a custom ``autograd.Function`` one op, named after its class;
 - ``torch.compile``: with ``--compile eager`` runs compiled code eagerly
   (``torch.compiler.set_stance("force_eager")``), so its ops are seen, and says so once
-  (``backends.note``); by default (``observe``) the compile lane (``dyngraph.compile``)
+  (``backends.note``); by default (``observe``) the compile lane (``dyngraph.compile_lane``)
   records what torch.compile does while compiled calls run out of the capture's sight
   (``aside``).
 
@@ -33,7 +33,7 @@ from torch.optim.optimizer import (
 
 from ..capture import arrays, backends
 from ..capture.tracing import now_ns, tracer
-from ..compile import mode as compile_mode
+from ..compile_lane import mode as compile_mode
 from .backward import BackwardCapture, Windows
 from .calls import OP
 from .forward import ForwardCapture
@@ -256,7 +256,7 @@ class TorchCapture:
 
     def _observed(self, compiled: Any) -> Any:
         if self.lane is None:
-            from ..compile.lane import CompileLane
+            from ..compile_lane.lane import CompileLane
 
             self.lane = CompileLane(self)
             self.lane.start()
