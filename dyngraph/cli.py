@@ -150,8 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--values", choices=("none", "small"), default="none")
     _script_args(p)
 
-    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
+    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf, large gradients "
+                                     "or a recompile storm")
     p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
+    p.add_argument("--max-recompiles", type=int, metavar="N", default=None,
+                   help="fail when a torch.compile'd function recompiles more than N times")
     p.add_argument(
         "--nan",
         dest="nan",

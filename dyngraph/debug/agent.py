@@ -129,7 +129,12 @@ class Agent:
             "grad": self._on_grad,
             "backward_end": self._on_backward_end,
             "iteration_end": self._on_iteration_end,
+            "compile": self._on_compile,
         }
+        # A compile breakpoint's hit, held until the script is back in its own code
+        # (``backends.safe_point``) or its next op: torch.compile is mid-compile when it
+        # tells, and Python evaluated at a pause there would run inside the compiler.
+        self._compile_hit: tuple[str, str, int] | None = None
 
     @property
     def last_op(self) -> ev.Op | None:
@@ -148,6 +153,7 @@ class Agent:
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
         self._note_handle = backends.on_note(self._on_note)
+        self._safe_handle = backends.on_safe_point(self._at_safe_point)
         set_compile_mode(self.compile)
         self._backends = backends.activate(self.backend)
         self._install_hook()
@@ -190,6 +196,7 @@ class Agent:
         self._handle.remove()
         self._handle = None
         self._note_handle.remove()
+        self._safe_handle.remove()
         self._closing.set()
         self.flush()
 
@@ -256,7 +263,23 @@ class Agent:
         """``on_row`` for an event object."""
         self.on_row(row_of(event))
 
+    def _on_compile(self, r: Row) -> None:
+        bp = self._matcher.compile.get(r[3])
+        if bp is not None and self._compile_hit is None:
+            from ..compile_lane.report import describe
+
+            self._compile_hit = ("compile", f"breakpoint {bp}: {describe(event_of(r))}",  # type: ignore[arg-type]
+                                 r[1])
+
+    def _at_safe_point(self) -> None:
+        hit = self._compile_hit
+        if hit is not None and threading.get_ident() == self._main_ident:
+            self._compile_hit = None
+            self._pause(*hit)
+
     def _on_op(self, r: Row) -> None:
+        if self._compile_hit is not None:
+            self._at_safe_point()
         ops = self._ops
         ops[r[_OUTPUT]] = r
         if len(ops) > MAX_OPS:  # a run that never ends an iteration: keep the newest half
