@@ -435,14 +435,16 @@ class Assembler:
         self._waiting += [(compile_id, f) for f in collected]
 
     def timing(self, which: str, compile_id: str, trigger: str, ns: int) -> None:
-        if which == "end":
+        # Only Dynamo's frame compiles: a backend's lazy backward compile reuses the id.
+        if which == "end" and trigger in ("dynamo", ""):
             self.timings[compile_id] = ns
             self._done.append((compile_id, ns))
 
     def flush(self, metrics: list[dict[str, Any]]) -> None:
         """Text mode: emit what waits, each compile as start, its facts, end; ``metrics``
         are the run's compilation metrics (dicts) that name the frames."""
-        by_id = {str(m.get("compile_id")): m for m in metrics}
+        by_id = {str(m.get("compile_id")): m for m in metrics
+                 if m.get("co_name")}  # (not a backward's entry: it has no frame)
         for compile_id, ns in self._done:
             m = by_id.get(compile_id, {})
             frame_id = compile_id.partition("/")[0]

@@ -17,7 +17,8 @@ neither is there, it says "compile events unavailable on torch X" and the script
 Nothing here changes what is compiled: a handler on a logger, a callback in a list. The
 loggers keep the levels and propagation they had, so the user's own ``TORCH_LOGS`` output
 is what it would be without dyngraph (a text-fallback logger is set to DEBUG to hear it,
-with propagation off unless ``TORCH_LOGS`` already turned it on).
+with propagation off unless ``TORCH_LOGS`` already turned it on; the ``guards`` text is
+heard only if ``TORCH_LOGS`` asked for it: see ``HEARD_ONLY``).
 
 Checked on (the lane's tests pass on each; other versions try the same names and say what
 they miss):
@@ -50,6 +51,10 @@ TEXT_LOGGERS: dict[str, tuple[str, ...]] = {
                      "torch._dynamo.convert_frame.__graph_breaks"),
     "guards": ("torch._dynamo.guards.__guards",),
 }
+# Artifacts heard only when the user's TORCH_LOGS turned them on: with ``guards`` on,
+# Dynamo builds more guard code (get_compilation_metrics' guard_count grew from 73 to 102
+# on the demo), so turning it on ourselves would change what is compiled.
+HEARD_ONLY = frozenset({"guards"})
 # "torch._dynamo hit config.recompile_limit (8)": a plain warning of this logger.
 LIMIT_LOGGER = "torch._dynamo.convert_frame"
 
@@ -188,6 +193,8 @@ class Listener:
                 if name not in manager:  # torch never made it: not a logger it uses
                     continue
                 log = logging.getLogger(name)
+                if artifact in HEARD_ONLY and not log.isEnabledFor(logging.DEBUG):
+                    continue
                 handler = _TextHandler(artifact, self.on_text)
                 level, propagate = log.level, log.propagate
                 if not log.isEnabledFor(logging.DEBUG):  # TORCH_LOGS did not turn it on:
