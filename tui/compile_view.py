@@ -30,7 +30,7 @@ def compile_row(event: ev.CompileEvent, seq: str = "", narrow: bool = False) -> 
     style = STYLE.get(event.what, "blue")
     where = shown(report.where(event.file, event.line))
     text = Text.assemble((seq, "dim"), ("⚙ ", "blue"),
-                         (f"{MARK.get(event.what, '')}{event.what:<9}", style),
+                         (f"{MARK.get(event.what, ' ')} {event.what:<9}", style),
                          f" {shown(report.frame_name(event))}", (f" {where}", "dim"))
     if event.what == "recompile":
         text.append(f"  {shown(event.reason)}", "red")

@@ -22,8 +22,8 @@ from ..capture.tracing import tracer
 from . import torch_api
 from .records import Assembler, Fact
 
-OBSERVE_NOTE = ("torch.compile observed: compiled code runs as without dyngraph (its ops "
-                "are not captured; --compile eager shows them)")
+OBSERVE_NOTE = ("torch.compile observed: compiled code runs as without dyngraph, its ops "
+                "unseen (--compile eager shows them)")
 # Tests (and a user whose torch's structured trace misbehaves) choose the text fallback.
 SOURCE_ENV = "DYNGRAPH_COMPILE_SOURCE"
 
