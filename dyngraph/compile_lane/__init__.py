@@ -15,10 +15,11 @@ Two ways to record a script that calls ``torch.compile`` (``--compile`` on the c
 - ``eager``: ``torch.compile`` is switched off while recording (``force_eager``), so every
   op of the compiled code is seen in the op lane; nothing is compiled.
 
-This package imports ``dyngraph.capture`` and never the reverse. Only ``torch_api.py`` and
-``lane.py`` import torch (and only once the script has: the PyTorch capture loads the lane
-at the script's first ``torch.compile``); ``records.py`` and ``report.py`` are plain Python,
-read by ``dyngraph summary``/``check`` and the debugger without torch.
+This package imports ``dyngraph.capture`` and never the reverse. Only ``torch_api.py``
+imports torch: every private PyTorch API the lane reads is there, with the versions it was
+checked on. ``lane.py`` speaks to it; the PyTorch capture loads both at the script's first
+``torch.compile``. ``records.py`` and ``report.py`` are plain Python, read by ``dyngraph
+summary``/``check`` and the debugger without torch.
 """
 
 from __future__ import annotations

@@ -201,8 +201,9 @@ class RecompileCounter:
         assert e is not None
         where_from = f", a guard made at {_stack_where(e.stack)}" if e.stack else ""
         named = f" on input {input_text(e.input)}" if e.input else ""
+        n = self.counts[(e.frame, e.file, e.line)]
         return (f"{frame_name(e)} ({where(e.file, e.line)}) recompiled "
-                f"{self.counts[(e.frame, e.file, e.line)]} times (> --max-recompiles "
+                f"{n} time{'s' * (n != 1)} (> --max-recompiles "
                 f"{self.limit}), the last in iteration {e.iteration}: guard failed{named}: "
                 f"{e.reason}{where_from}")
 
