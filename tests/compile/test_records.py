@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (torch's messages below are kept as it prints them, long lines and all)
 """What torch.compile says, parsed (no torch needed): the messages below are torch 2.13's
 own, as its structured trace and ``TORCH_LOGS`` print them."""
 
