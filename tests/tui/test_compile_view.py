@@ -51,8 +51,8 @@ def lane_trace() -> dg.Trace:
                 facts.append(Fact("recompile", "0/1", "step", HERE, def_line,
                                   "tensor 'x' size mismatch at index 0. expected 3, actual 4",
                                   detail="0/0: tensor 'x' size mismatch at index 0. expected "
-                                         "3, actual 4", stack=f"{HERE}:{marked('guard-made')} in step",
-                                  input="x"))
+                                         "3, actual 4",
+                                  stack=f"{HERE}:{marked('guard-made')} in step", input="x"))
             if i != 1:
                 cid = f"0/{i // 2}"
                 facts += [Fact("start", cid, "step", HERE, def_line),
