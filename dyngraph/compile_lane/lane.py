@@ -35,7 +35,7 @@ class CompileLane:
         self.capture = capture
         self.owner = capture.owner
         self.depth = 0
-        self.assembler = Assembler(self._emit, tracer.is_internal)
+        self.assembler = Assembler(self._emit, tracer.is_internal, torch_api.interned_strings)
         self.listener: torch_api.Listener | None = None
         self.source = ""
         self._text_metrics_seen = 0

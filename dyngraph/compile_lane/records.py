@@ -262,10 +262,12 @@ class Assembler:
     ``flush`` (given the run's compilation metrics), which names their frames.
     """
 
-    def __init__(self, emit: Emit, internal: Callable[[str], bool] = lambda file: False
-                 ) -> None:
+    def __init__(self, emit: Emit, internal: Callable[[str], bool] = lambda file: False,
+                 interned: Callable[[], dict[int, str]] = dict) -> None:
         self.emit = emit
         self.internal = internal  # is a file library code (left out of stacks)?
+        # The file names interned before we listened (their ``str`` records went by).
+        self.interned = interned
         self.strings: dict[int, str] = {}  # the structured trace's interned file names
         self.frames: dict[str, tuple[str, str, int]] = {}  # frame id -> (name, file, line)
         self.guards: dict[str, str] = {}  # compile id -> its condensed guards
@@ -298,6 +300,8 @@ class Assembler:
         for e in (md.get("dynamo_start") or {}).get("stack") or []:
             if isinstance(e, dict):
                 filename = e.get("filename")
+                if isinstance(filename, int) and filename not in self.strings:
+                    self.strings.update(self.interned())
                 file = self.strings.get(filename, "") if isinstance(filename, int) else str(
                     filename or "")
                 entries.append((file, int(e.get("line") or 0), str(e.get("name") or "")))

@@ -262,6 +262,17 @@ def _restore(log: logging.Logger, handler: logging.Handler, level: int,
     return undo
 
 
+def interned_strings() -> dict[int, str]:
+    """The structured trace's table of file names (index -> name). A name is sent as a
+    ``str`` record only the first time it is interned, whoever listened then: names
+    interned before the lane listened (an earlier compile in the process) are read here."""
+    structured = getattr(getattr(torch, "_logging", None), "structured", None)
+    table = getattr(structured, "INTERN_TABLE", None)
+    if not isinstance(table, dict):
+        return {}
+    return {index: name for name, index in table.items() if isinstance(index, int)}
+
+
 def current_compile_id() -> str:
     """The id (``"0/1"``) of the compile under way, or ""."""
     guards = getattr(torch, "_guards", None)

@@ -10,8 +10,13 @@ after ``torch._dynamo.reset()``, on the CPU with the ``eager``/``aot_eager`` bac
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import runpy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,21 +64,50 @@ STEPS = 5  # lengths 5, 5, 7, 9, 5: two recompiles, and a length seen before
 BACKEND = "aot_eager"
 
 
-@pytest.fixture(scope="module")
-def plain() -> tuple:
-    """The demo as written, without dyngraph: its losses and what Dynamo compiled."""
-    return counted(lambda: demo_module()["main"](STEPS, backend=BACKEND))
+def computed_once(folder: Path, name: str, compute: Callable[[Path], Any]) -> Any:
+    """``compute(folder)``'s JSON-able result, computed by one worker of the session and
+    read from ``folder/name.json`` by the others (``compute`` may leave files there)."""
+    result = folder / f"{name}.json"
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not result.exists():
+                result.write_text(json.dumps(compute(folder)))
+            return json.loads(result.read_text())
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-@pytest.fixture(scope="module")
-def observed() -> tuple[dyngraph.Trace, dict, list[str], tuple]:
-    """The same, recorded in observe mode (the default): the trace, the demo's namespace,
-    the capture's notes, and the losses and compiles as ``plain`` has them."""
+def _runs(folder: Path) -> dict:
+    """The demo as written, without dyngraph and then recorded in observe mode (the
+    default): each run's losses and what Dynamo compiled, the capture's notes; the trace
+    is left in ``folder``."""
+    plain = counted(lambda: demo_module()["main"](STEPS, backend=BACKEND))
     module = demo_module()
     notes: list[str] = []
     with backends.on_note(notes.append), dyngraph.trace() as t:
         seen = counted(lambda: module["main"](STEPS, backend=BACKEND))
-    return t, module, notes, seen
+    t.save(folder / "observed.dgtrace")
+    return {"plain": plain, "seen": seen, "notes": notes}
+
+
+@pytest.fixture(scope="module")
+def runs(shared_dir: Path) -> dict:
+    """``_runs``, once per session (pytest-xdist workers share it)."""
+    return computed_once(shared_dir, "compile_lane_runs", _runs)
+
+
+@pytest.fixture(scope="module")
+def plain(runs: dict) -> list:
+    return runs["plain"]
+
+
+@pytest.fixture(scope="module")
+def observed(runs: dict, shared_dir: Path) -> tuple[dyngraph.Trace, dict, list[str], list]:
+    """The recorded run: its trace, the demo's constants, the notes, its counts."""
+    constants = runpy.run_path(str(DEMO), run_name="compile_varlen_constants")
+    return (dyngraph.read_trace(shared_dir / "observed.dgtrace"), constants, runs["notes"],
+            runs["seen"])
 
 
 def test_every_recompile_is_reported_at_its_iteration_with_its_guard(observed):
@@ -179,17 +213,19 @@ def compile_signature(since: int) -> list[tuple]:
              m.fail_type) for m in metrics]
 
 
-def counted(run) -> tuple[list[float], list[tuple], int, int]:
+def counted(run) -> list:
     counters = torch._dynamo.utils.counters
     since = len(torch._dynamo.utils.get_compilation_metrics())
     breaks = sum(counters["graph_break"].values())
     graphs = counters["stats"]["unique_graphs"]
     losses = run()
-    return (losses, compile_signature(since), sum(counters["graph_break"].values()) - breaks,
-            counters["stats"]["unique_graphs"] - graphs)
+    # (as JSON keeps it: workers share it through a file)
+    return json.loads(json.dumps([losses, compile_signature(since),
+                                  sum(counters["graph_break"].values()) - breaks,
+                                  counters["stats"]["unique_graphs"] - graphs]))
 
 
-def same_with_and_without_dyngraph(plain: tuple, seen: tuple, t: dyngraph.Trace) -> None:
+def same_with_and_without_dyngraph(plain: list, seen: list, t: dyngraph.Trace) -> None:
     assert seen == plain  # losses bit for bit, and the compiles one for one
     losses, signature, breaks, graphs = plain
     assert breaks > 0 and sum(1 for s in signature if s[1]) >= 2 and graphs > 1

@@ -179,3 +179,14 @@ def test_the_text_fallback_gives_the_same_facts_once_the_metrics_name_the_frames
         ("start", "step", ""), ("recompile", "step", "x"), ("end", "step", "")]
     a.text("limit", LIMIT, "")
     assert facts[-1].what == "limit" and facts[-1].detail.startswith("0/1: tensor 'x'")
+
+
+def test_file_names_interned_before_the_lane_listened_are_looked_up():
+    facts: list[Fact] = []
+    # (an earlier compile in the process interned the file: its "str" record went by)
+    a = Assembler(facts.append, interned=lambda: {1: "/w/demo.py"})
+    a.record("dynamo_start", {"dynamo_start": {"stack": [
+        {"line": 16, "name": "step", "filename": 1}]}, "frame_id": 3, "frame_compile_id": 0},
+        "")
+    assert (facts[0].file, facts[0].line, facts[0].stack) == (
+        "/w/demo.py", 16, "/w/demo.py:16 in step")
