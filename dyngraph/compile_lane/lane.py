@@ -24,6 +24,8 @@ from .records import Assembler, Fact
 
 OBSERVE_NOTE = ("torch.compile observed: compiled code runs as without dyngraph, its ops "
                 "unseen (--compile eager shows them)")
+EARLY_NOTE = ("functions torch.compile'd before the recording began run eagerly while it "
+              "records (compile them inside it to observe them)")
 # Tests (and a user whose torch's structured trace misbehaves) choose the text fallback.
 SOURCE_ENV = "DYNGRAPH_COMPILE_SOURCE"
 
@@ -38,10 +40,29 @@ class CompileLane:
         self.assembler = Assembler(self._emit, tracer.is_internal, torch_api.interned_strings)
         self.listener: torch_api.Listener | None = None
         self.source = ""
-        self._text_metrics_seen = 0
+        # Outside the lane's compiled calls, compiled code runs eagerly: code compiled
+        # before the capture began (not made through its torch.compile) would otherwise
+        # run with the capture's mode on the stack, which Dynamo traces. Inside them, the
+        # script's own stance holds.
+        self._eager: Any = None
+        self._stance: Any = None
+        self._undo_early: Any = None
 
     # -- start and stop ------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, early: bool = False) -> None:
+        """Make compiled code outside the lane's calls run eagerly; ``early``: the capture
+        starts after the script imported torch._dynamo, so something may have been compiled
+        out of the lane's sight already (the first time such code runs, a note says so).
+        Listening begins with the first ``torch.compile`` (``wrap``): until then a
+        recording shows no compile lane."""
+        self._stance = torch_api.stance()
+        self._eager = torch_api.eager_stance()
+        torch_api.set_stance(self._eager)
+        if early:
+            self._undo_early = torch_api.on_eager_entry(
+                self._eager, lambda: backends.note(EARLY_NOTE))
+
+    def _listen(self) -> None:
         force_text = os.environ.get(SOURCE_ENV, "") == "text"
         self.listener = torch_api.Listener(self._record, self._text, self._timing,
                                            force_text=force_text)
@@ -58,6 +79,12 @@ class CompileLane:
 
     def stop(self) -> None:
         self.flush()
+        if self._undo_early is not None:
+            self._undo_early()
+            self._undo_early = None
+        if self._eager is not None and torch_api.stance() is self._eager:
+            torch_api.set_stance(self._stance)  # (a stance the script set since stays)
+        self._eager = None
         if self.listener is not None:
             self.listener.stop()
             self.listener = None
@@ -66,8 +93,11 @@ class CompileLane:
     def wrap(self, compiled: Any) -> Any:
         """``compiled`` (a ``torch.compile`` result) with its calls out of the capture's
         sight. A compiled module keeps its class: its ``forward`` is wrapped."""
-        if isinstance(getattr(compiled, "__dict__", None), dict) and "_orig_mod" in vars(
-                compiled) and callable(vars(compiled).get("forward")):
+        if self.listener is None:
+            self._listen()
+        if torch_api.is_compiled_module(compiled):
+            # (Dynamo, meeting it inside another compiled function, traces its ``_orig_mod``
+            # and never this ``forward``: nested, it is as if we were not there.)
             compiled.forward = self._wrap_function(compiled.forward)
             return compiled
         if callable(compiled):
@@ -86,11 +116,17 @@ class CompileLane:
                 # op would (its ops are not seen: without this, iterations run together).
                 tracer.flush_iteration()
             restore = lane.capture.aside()
+            stance = torch_api.stance()
+            if stance is not lane._eager:
+                lane._stance = stance  # the script set one since: it holds
+            torch_api.set_stance(lane._stance)
             lane.depth += 1
             try:
                 return fn(*args, **kwargs)
             finally:
                 lane.depth -= 1
+                lane._stance = torch_api.stance()
+                torch_api.set_stance(lane._eager)
                 restore()
                 lane.after_call()
 

@@ -27,7 +27,6 @@ they miss):
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -291,34 +290,55 @@ def _callback_args(args: Any) -> tuple[str, str]:
     return str(getattr(args, "compile_id", "") or ""), trigger.lower()
 
 
-# -- totals ---------------------------------------------------------------------------------
-def compile_counts() -> dict[str, int]:
-    """The run's compile totals, as ``get_compilation_metrics()`` and Dynamo's counters
-    give them: ``compiles`` (entries compiled), ``frames`` (distinct code objects),
-    ``recompiles``, ``graph_breaks`` and ``unique_graphs``. All 0 if nothing compiled."""
-    if "torch._dynamo" not in __import__("sys").modules:
-        return dict.fromkeys(("compiles", "frames", "recompiles", "graph_breaks",
-                              "unique_graphs"), 0)
-    utils = dynamo().utils
-    metrics = list(utils.get_compilation_metrics())
-    frames = {(m.co_name, m.co_filename, m.co_firstlineno) for m in metrics}
-    counters = utils.counters
-    return {
-        "compiles": len(metrics),
-        "frames": len(frames),
-        "recompiles": sum(1 for m in metrics if m.recompile_reason),
-        "graph_breaks": sum(counters["graph_break"].values()),
-        "unique_graphs": int(counters["stats"]["unique_graphs"]),
-    }
+# -- the stance (compiled code not made through the lane's torch.compile) --------------------
+def stance() -> Any:
+    """Dynamo's current stance object (``torch.compiler.set_stance`` sets it)."""
+    return dynamo().eval_frame._stance
+
+
+def set_stance(value: Any) -> None:
+    """Put back a stance object ``stance`` gave (``set_stance`` itself refuses to run inside
+    a compiled region; the lane swaps stances only outside one)."""
+    dynamo().eval_frame._stance = value
+
+
+def on_eager_entry(eager: Any, callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback`` (once) when compiled code starts to run under the stance ``eager``:
+    code compiled out of the lane's sight. Dynamo's compiled functions look their stance
+    up through ``eval_frame._callback_from_stance`` on every call; returns the undo."""
+    frame = dynamo().eval_frame
+    original = getattr(frame, "_callback_from_stance", None)
+    if original is None:
+        return lambda: None
+
+    def callback_from_stance(*args: Any, **kwargs: Any) -> Any:
+        if frame._stance is eager and frame._callback_from_stance is callback_from_stance:
+            frame._callback_from_stance = original  # (once is enough)
+            callback()
+        return original(*args, **kwargs)
+
+    frame._callback_from_stance = callback_from_stance
+
+    def undo() -> None:
+        if frame._callback_from_stance is callback_from_stance:
+            frame._callback_from_stance = original
+
+    return undo
+
+
+def eager_stance() -> Any:
+    """A stance object that runs compiled code eagerly (``"force_eager"``)."""
+    prior = stance()
+    torch.compiler.set_stance("force_eager")
+    eager = stance()
+    set_stance(prior)
+    return eager
 
 
 # -- what compiled code looks like from outside ---------------------------------------------
-RESUME_PREFIX = re.compile(r"^torch_dynamo_resume_in_(.+)_at_(\d+)$")
-"""The name Dynamo gives the function that resumes ``fn`` after a break at a line."""
-
-
-def compiling() -> bool:
-    """Is Dynamo tracing right now (``torch.compiler.is_compiling``)?"""
-    compiler = getattr(torch, "compiler", None)
-    is_compiling = getattr(compiler, "is_compiling", None)
-    return bool(is_compiling()) if is_compiling is not None else False
+def is_compiled_module(obj: Any) -> bool:
+    """Is ``obj`` what ``torch.compile(module)`` returns (an ``OptimizedModule``, whose
+    ``forward`` runs the compiled code)?"""
+    optimized = getattr(getattr(dynamo(), "eval_frame", None), "OptimizedModule", None)
+    return optimized is not None and isinstance(obj, optimized) and callable(
+        vars(obj).get("forward"))

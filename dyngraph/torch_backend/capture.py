@@ -91,8 +91,11 @@ class TorchCapture:
         # ours, and they count each module once.
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when "
                                 "there are global hooks on modules")
-        if "torch._dynamo" in sys.modules and compile_mode() == "eager":
-            self._force_eager(announce=False)  # something may be compiled already
+        if "torch._dynamo" in sys.modules:  # something may be compiled already
+            if compile_mode() == "eager":
+                self._force_eager(announce=False)
+            else:
+                self._compile_lane(early=True)
 
     def stop(self) -> None:
         self._step_back()
@@ -255,12 +258,15 @@ class TorchCapture:
         torch.compile = compile  # type: ignore[assignment]
 
     def _observed(self, compiled: Any) -> Any:
+        return self._compile_lane().wrap(compiled)
+
+    def _compile_lane(self, early: bool = False) -> Any:
         if self.lane is None:
             from ..compile_lane.lane import CompileLane
 
             self.lane = CompileLane(self)
-            self.lane.start()
-        return self.lane.wrap(compiled)
+            self.lane.start(early)
+        return self.lane
 
     def aside(self) -> Any:
         """Take the capture out of sight while compiled code runs (the compile lane's

@@ -27,7 +27,7 @@ from dyngraph import demos  # noqa: E402
 from dyngraph.capture import backends  # noqa: E402
 from dyngraph.capture import events as ev  # noqa: E402
 from dyngraph.compile_lane import report  # noqa: E402
-from dyngraph.compile_lane.lane import OBSERVE_NOTE, SOURCE_ENV  # noqa: E402
+from dyngraph.compile_lane.lane import EARLY_NOTE, OBSERVE_NOTE, SOURCE_ENV  # noqa: E402
 
 DEMO = demos.path("compile_varlen")
 
@@ -243,9 +243,103 @@ def test_zero_interference_the_compiles_and_outputs_are_the_same_as_without_dyng
 
 @pytest.mark.skipif(not os.environ.get("DYNGRAPH_INDUCTOR"),
                     reason="inductor compiles C++: set DYNGRAPH_INDUCTOR=1 (slow)")
-def test_zero_interference_with_the_default_inductor_backend():
+def test_zero_interference_with_the_default_inductor_backend(monkeypatch):
+    # Inductor's caches on disk would let whichever run comes second skip compiling
+    # (and recording) its backward: both runs compile everything instead.
+    monkeypatch.setattr(torch._inductor.config, "fx_graph_cache", False)
+    monkeypatch.setattr(torch._functorch.config, "enable_autograd_cache", False)
     plain = counted(lambda: demo_module()["main"](STEPS, backend="inductor"))
     module = demo_module()
     with dyngraph.trace() as t:
         seen = counted(lambda: module["main"](STEPS, backend="inductor"))
     same_with_and_without_dyngraph(plain, seen, t)
+
+
+# -- the recompile limit, falling back to eager, and a torch that tells nothing ------------------
+def double(x):
+    return x * 2
+
+
+def test_the_recompile_limit_and_a_fallback_to_eager_are_reported(monkeypatch):
+    torch._dynamo.reset()
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 1)
+    monkeypatch.setattr(torch._dynamo.config, "automatic_dynamic_shapes", False)
+    monkeypatch.setattr(torch._dynamo.config, "suppress_errors", True)
+
+    def failing_backend(gm, example_inputs):
+        raise RuntimeError("this backend cannot compile")
+
+    with dyngraph.trace() as t:
+        compiled = torch.compile(double, backend="eager")
+        for n in (2, 3, 4):  # a new shape each time: the second one is over the limit
+            with dyngraph.iteration():
+                assert compiled(torch.ones(n)).tolist() == [2.0] * n
+        broken = torch.compile(lambda x: x + 1, backend=failing_backend)
+        with dyngraph.iteration():
+            assert broken(torch.ones(2)).tolist() == [2.0, 2.0]  # ran eagerly instead
+    limit = compiles(t, "limit")
+    assert [(e.iteration, e.frame) for e in limit] == [(2, "double")]
+    assert "recompile limit (1) hit: double runs eagerly" in limit[0].reason
+    assert "expected 2, actual 3" in limit[0].detail
+    fallback = compiles(t, "fallback")
+    assert [e.iteration for e in fallback] == [4] and fallback[0].type
+    assert "this backend cannot compile" in fallback[0].detail
+
+
+def test_a_torch_that_tells_nothing_gives_a_note_not_a_crash(monkeypatch):
+    from dyngraph.compile_lane import torch_api
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(torch_api, "TRACE_LOGGER", "no.such.logger")
+    monkeypatch.setattr(torch_api, "TEXT_LOGGERS", {})
+    notes: list[str] = []
+    with backends.on_note(notes.append), dyngraph.trace() as t:
+        assert torch.compile(double, backend="eager")(torch.ones(2)).tolist() == [2.0, 2.0]
+    unavailable = compiles(t, "unavailable")
+    version = torch.__version__.split("+")[0]
+    assert len(unavailable) == 1
+    assert unavailable[0].reason.startswith(f"compile events unavailable on torch {version}: ")
+    assert unavailable[0].reason in notes
+    assert report.compile_table(t.events).unavailable == unavailable[0].reason
+
+
+def test_code_compiled_before_the_recording_runs_eagerly_and_is_said_so():
+    torch._dynamo.reset()
+    before = torch.compile(double, backend="eager")  # out of the lane's sight
+    notes: list[str] = []
+    with backends.on_note(notes.append), dyngraph.trace(stats="full") as t:
+        assert before(torch.ones(3)).tolist() == [2.0] * 3  # (the capture's mode, traced
+        # by Dynamo, would have broken it: it runs eagerly, its ops seen)
+    assert EARLY_NOTE in notes and compiles(t, "start") == []
+    assert [e.op for e in t.events if type(e) is ev.Op] == ["mul"]
+    assert torch.compiler.is_compiling() is False and before(torch.ones(2)).tolist() == [
+        2.0, 2.0]  # and compiled again once the recording is over
+
+
+def nested_run() -> list:
+    """A compiled module and a compiled function, called from another compiled function."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(4, 4)
+    module = torch.compile(linear, backend="eager")
+    inner = torch.compile(lambda x: x.relu() * 2, backend="eager")
+    assert isinstance(module, torch.nn.Module) and list(module.parameters()) == list(
+        linear.parameters())  # (still the module torch.compile returns)
+
+    @torch.compile(backend="eager")
+    def outer(x):
+        return inner(module(x)).sum()
+
+    return counted(lambda: [outer(torch.randn(3, 4)).item() for _ in range(2)]
+                   + [module(torch.randn(2, 4)).sum().item()])
+
+
+def test_zero_interference_for_compiled_modules_and_compiles_inside_compiles():
+    plain = nested_run()
+    with dyngraph.trace() as t:
+        seen = nested_run()
+    assert seen == plain
+    # outer (with inner and the module inlined), then the module on its own (torch wraps a
+    # torch.nn module's forward in a function of its own, ``inner``)
+    assert [e.frame for e in compiles(t, "start")][0] == "outer"
+    assert len(compiles(t, "start")) == len(seen[1]) == 2
