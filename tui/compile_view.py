@@ -63,7 +63,7 @@ def compile_view(event: ev.CompileEvent, joined: str = "", width: int = 60) -> G
             table.add_row("guard made at", literal(_entry(event.stack.splitlines()[-1])))
         table.add_row("function", function)
         if event.detail and "\n" in event.detail:
-            table.add_row("every entry", literal(event.detail))
+            table.add_row("every entry", literal(event.detail, multiline=True))
     elif event.what == "break":
         table.add_row("breaks at", literal(report.where(event.file, event.line), "bold yellow"))
         table.add_row("type", literal(event.type))
@@ -76,15 +76,15 @@ def compile_view(event: ev.CompileEvent, joined: str = "", width: int = 60) -> G
         shown_lines = "\n".join(lines[:GUARD_LINES])
         more = f"\n… {len(lines) - GUARD_LINES} more" if len(lines) > GUARD_LINES else ""
         table.add_row("function", function)
-        table.add_row(event.reason, literal(shown_lines + more))
+        table.add_row(event.reason, literal(shown_lines + more, multiline=True))
     else:
         table.add_row("function", function)
         table.add_row("what", literal(report.describe(event)))
         if event.detail:
-            table.add_row("", literal(event.detail))
+            table.add_row("", literal(event.detail, multiline=True))
     if event.stack and event.what != "recompile":
         table.add_row("user stack", literal("\n".join(
-            _entry(s) for s in event.stack.splitlines())))
+            _entry(s) for s in event.stack.splitlines()), multiline=True))
     table.add_row("iteration", Text(str(event.iteration)))
     if event.what in ("break", "recompile"):
         table.add_row("op lane", Text(shown(joined), "cyan") if joined else Text(
