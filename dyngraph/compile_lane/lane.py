@@ -55,9 +55,11 @@ class CompileLane:
         out of the lane's sight already (the first time such code runs, a note says so).
         Listening begins with the first ``torch.compile`` (``wrap``): until then a
         recording shows no compile lane."""
+        global _running
         self._stance = torch_api.stance()
         self._eager = torch_api.eager_stance()
         torch_api.set_stance(self._eager)
+        _running = self
         if early:
             self._undo_early = torch_api.on_eager_entry(
                 self._eager, lambda: backends.note(EARLY_NOTE))
@@ -78,6 +80,9 @@ class CompileLane:
                           f"dyngraph was not checked on ({', '.join(torch_api.CHECKED_VERSIONS)})")
 
     def stop(self) -> None:
+        global _running
+        if _running is self:
+            _running = None
         self.flush()
         if self._undo_early is not None:
             self._undo_early()
@@ -105,33 +110,30 @@ class CompileLane:
         return compiled  # (a decorator factory is wrapped when it is applied)
 
     def _wrap_function(self, fn: Any) -> Any:
-        lane = self
+        return _observed(fn)
 
-        @functools.wraps(fn)
-        def observed(*args: Any, **kwargs: Any) -> Any:
-            if lane.depth or threading.get_ident() != lane.owner:
-                return fn(*args, **kwargs)
-            if tracer.listening:
-                # A compiled call after a backward ended begins the next iteration, as an
-                # op would (its ops are not seen: without this, iterations run together).
-                tracer.flush_iteration()
-            restore = lane.capture.aside()
-            stance = torch_api.stance()
-            if stance is not lane._eager:
-                lane._stance = stance  # the script set one since: it holds
-            torch_api.set_stance(lane._stance)
-            lane.depth += 1
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                lane.depth -= 1
-                lane._stance = torch_api.stance()
-                torch_api.set_stance(lane._eager)
-                restore()
-                lane.after_call()
-
-        observed._dyngraph_observed = True  # type: ignore[attr-defined]
-        return observed
+    def call(self, fn: Any, args: Any, kwargs: Any) -> Any:
+        """Run compiled ``fn`` out of the capture's sight, with the script's stance."""
+        if self.listener is None:  # (compiled in an earlier recording)
+            self._listen()
+        if tracer.listening:
+            # A compiled call after a backward ended begins the next iteration, as an op
+            # would (its ops are not seen: without this, iterations run together).
+            tracer.flush_iteration()
+        restore = self.capture.aside()
+        stance = torch_api.stance()
+        if stance is not self._eager:
+            self._stance = stance  # the script set one since: it holds
+        torch_api.set_stance(self._stance)
+        self.depth += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.depth -= 1
+            self._stance = torch_api.stance()
+            torch_api.set_stance(self._eager)
+            restore()
+            self.after_call()
 
     def after_call(self) -> None:
         """Back in the user's code: emit what waits, let a debugger pause for it."""
@@ -168,3 +170,23 @@ class CompileLane:
                 "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
                 "graph_op_count", "guard_count", "duration_us")
         return [{k: getattr(m, k, None) for k in keys} for m in metrics]
+
+
+_running: CompileLane | None = None  # the lane of the recording under way
+
+
+def _observed(fn: Any) -> Any:
+    """``fn`` (compiled code) run by the lane of whichever recording is under way when it
+    is called: one made in an earlier recording is observed in a later one, and runs as
+    it is outside any. Nested in another compiled function, Dynamo never runs this: it
+    traces ``_torchdynamo_inline`` (copied from ``fn`` by ``functools.wraps``) instead."""
+
+    @functools.wraps(fn)
+    def observed(*args: Any, **kwargs: Any) -> Any:
+        lane = _running
+        if lane is None or lane.depth or threading.get_ident() != lane.owner:
+            return fn(*args, **kwargs)
+        return lane.call(fn, args, kwargs)
+
+    observed._dyngraph_observed = True  # type: ignore[attr-defined]
+    return observed

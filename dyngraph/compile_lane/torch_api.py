@@ -71,11 +71,18 @@ def checked() -> bool:
     return ".".join(version().split(".")[:2]) in CHECKED_VERSIONS
 
 
-def dynamo() -> Any:
-    """``torch._dynamo``, imported (the first ``torch.compile`` call imports it anyway)."""
-    import torch._dynamo
+_dynamo: Any = None
 
-    return torch._dynamo
+
+def dynamo() -> Any:
+    """``torch._dynamo``, imported (the first ``torch.compile`` call imports it anyway);
+    kept, since every compiled call the lane runs asks for it."""
+    global _dynamo
+    if _dynamo is None:
+        import torch._dynamo
+
+        _dynamo = torch._dynamo
+    return _dynamo
 
 
 # -- the structured trace -------------------------------------------------------------------

@@ -177,6 +177,22 @@ def test_a_fullgraph_compile_is_captured_and_the_fix_removes_every_recompile():
     assert compiles(t, "start")[0].iteration == 1
 
 
+def test_code_compiled_in_one_recording_is_observed_in_the_next_and_runs_as_it_is_outside(
+        monkeypatch):
+    torch._dynamo.reset()
+    monkeypatch.setattr(torch._dynamo.config, "automatic_dynamic_shapes", False)
+    with dyngraph.trace() as first:
+        compiled = torch.compile(double, backend="eager")
+        assert compiled(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert compiled(torch.ones(3)).tolist() == [2.0] * 3  # outside: compiles, as without us
+    with dyngraph.trace() as second:
+        assert compiled(torch.ones(4)).tolist() == [2.0] * 4
+    assert [e.what for e in compiles(first, "start")] == ["start"]
+    assert compiles(second, "recompile")[0].reason.endswith("actual 4")
+    metrics = torch._dynamo.utils.get_compilation_metrics()[-3:]
+    assert [m.co_name for m in metrics] == ["double"] * 3  # three shapes, three compiles
+
+
 def test_a_script_that_never_compiles_shows_no_compile_lane():
     notes: list[str] = []
     model = torch.nn.Linear(3, 2)
