@@ -49,10 +49,12 @@ def test_compile_breakpoints_pause_after_the_compiled_call_at_the_break_and_the_
                             stats="none")
     events: list[ev.Event] = []
     pauses: list[ev.BreakpointHit] = []
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 600
     try:
         while not session.state.finished:
-            assert time.monotonic() < deadline, session.state
+            assert time.monotonic() < deadline, (session.state, [
+                (e.kind, getattr(e, "what", ""), getattr(e, "text", "")[-200:])
+                for e in events[-12:]])
             events += session.poll(0.1)
             hits = [e for e in events if type(e) is ev.BreakpointHit]
             if session.state.paused and len(hits) > len(pauses):
