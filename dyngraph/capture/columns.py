@@ -584,10 +584,43 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
     return list(map(tuple, map(islice, repeat(it), lengths)))
 
 
+# Fields added to an event's columns since format 2 was first written, at the end of its
+# row, with the value an older frame means (a header written before the numpy version was
+# recorded names none). A frame that does not decode is read again without them.
+_ADDED_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {"header": (("numpy_version", ""),)}
+
+
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
                    position: int | None = STREAM, settle: bool = False) -> list[Row]:
     """The rows of a format-2 events frame's payload, every value checked; TraceFileError
     naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
+    A frame written before ``_ADDED_COLUMNS`` were is read as it was written."""
+    try:
+        return _decode_payload(payload, lo, hi, position, settle)
+    except TraceFileError as exc:
+        if not _holds_added(payload):
+            raise
+        try:
+            return _decode_payload(payload, lo, hi, position, settle, older=True)
+        except TraceFileError:
+            raise exc from None
+
+
+def _holds_added(payload: bytes | memoryview) -> bool:
+    """Does the frame hold an event of a kind that has ``_ADDED_COLUMNS``?"""
+    try:
+        (count,) = struct.unpack_from("<I", payload)
+        codes = _Reader(payload).raw(count, "event kinds")
+    except (TraceFileError, struct.error):
+        return False
+    return any(CODES[kind] in codes for kind in _ADDED_COLUMNS)
+
+
+def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
+                    position: int | None = STREAM, settle: bool = False,
+                    older: bool = False) -> list[Row]:
+    """``decode_payload``; ``older``: without the ``_ADDED_COLUMNS``, whose values each
+    row then takes.
 
     ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
     young generation's collection before returning, so that every row of plain values is
@@ -640,10 +673,15 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             start += n
             where = _where(codes, code)
         names = ev.FIELD_NAMES[kind][2:]
+        types = FIELD_TYPES[kind]
+        added = _ADDED_COLUMNS.get(kind, ()) if older else ()
+        if added:
+            names, types = names[:-len(added)], types[:-len(added)]
         cols = [frame.column(kind, name, ftype, n, where)
-                for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+                for name, ftype in zip(names, types, strict=True)]
         frame.inner.append(cols)
-        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
+        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols,
+                                  *(repeat(value, n) for _, value in added)))
         if kind == "values":
             array_rows = per_kind[code]
     blob = r.raw(None, "arrays")
