@@ -30,6 +30,8 @@ KIND_HELP = {
     "iteration": "an iteration number (3), or any text form",
     "nan": "first NaN/Inf in a value or gradient (no value needed)",
     "grad_norm": "a gradient-norm threshold (100), or any text form (global_grad>100)",
+    "compile": "recompile or break: torch.compile recompiled, or broke a graph "
+               "(compile:recompile)",
 }
 
 
@@ -95,6 +97,12 @@ def history_hit(bp: Breakpoint, events: Sequence[ev.Event], i: int) -> str | Non
         norm = _grad_norm(event, bp.scope)
         if norm is not None and norm > bp.threshold:
             return f"grad norm {norm:.4g} > {bp.threshold:g}"
+        return None
+    if kind == "compile":
+        if isinstance(event, ev.CompileEvent) and event.what == bp.name:
+            from dyngraph.compile_lane.report import describe
+
+            return describe(event)
         return None
     if not isinstance(event, ev.Op):
         return None

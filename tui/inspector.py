@@ -201,6 +201,26 @@ class Inspector(VerticalScroll):
         self._body.update(view, layout=False)
         self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
 
+    def show_compile(self, event: ev.CompileEvent, joined: str = "") -> None:
+        """A compile event instead of a node (``compile_view``)."""
+        from .compile_view import compile_view
+
+        width = self.content_region.width - 1
+        key = ("compile", event.seq, joined, width)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.node = None
+        view = compile_view(event, joined, width if width >= 20 else 60)
+        if width >= 20:
+            lines = len(self.app.console.render_lines(
+                view, self.app.console.options.update_width(width), pad=False))
+            if lines > self._height:
+                self._height = lines
+                self._body.styles.height = lines
+        self._body.update(view, layout=False)
+        self.border_title = f"inspector · compile {event.what}"
+
 
 def values_text(array: np.ndarray | None, title: str, width: int = 160,
                 why_none: str = "") -> Text:

@@ -17,6 +17,7 @@ from textual.message import Message
 from dyngraph.capture import events as ev
 from dyngraph.textsafe import shown
 
+from .compile_view import compile_row
 from .linelist import LineList
 from .numbers import fmt, norm_of
 
@@ -94,6 +95,8 @@ def describe_event(event: ev.Event, narrow: bool = False) -> Text:
     if isinstance(event, ev.ExceptionRaised):
         return Text.assemble((seq, "dim"), (shown(f"✖ {event.type}: {event.message}"),
                                             "bold red"))
+    if isinstance(event, ev.CompileEvent):  # the compile lane's rows
+        return compile_row(event, seq, narrow)
     return Text.assemble((seq, "dim"), shown(event.kind))
 
 

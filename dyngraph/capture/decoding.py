@@ -284,7 +284,7 @@ _FIELD_TESTS = {
 _STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
                   "description", "stream", "text", "type", "message", "traceback",
-                  "numpy_version")
+                  "numpy_version", "what", "compile_id", "frame", "detail", "stack", "input")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
 # summary decoder.

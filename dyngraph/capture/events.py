@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Schema 2 added ``Op.call`` and ``ModuleCall``; a schema-1 stream reads as calls all 0.
+# Schema 3 added ``CompileEvent`` (torch.compile's lane); older streams simply have none.
 
 
 SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
@@ -347,6 +348,40 @@ class RunEnd(Event):
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class CompileEvent(Event):
+    """What torch.compile did, as it happened (the compile lane; ``dyngraph.compile_lane``).
+
+    ``what`` is one of ``COMPILE_WHATS``: ``start``/``end`` of a compile (``end`` carries
+    ``duration_ns`` and, if it failed, ``type``/``reason``), ``break`` (a graph break:
+    ``reason``, its ``type`` and ``detail`` = explanation and hints, at the user's
+    ``file:line`` with ``stack``), ``recompile`` (``reason`` = the guard that failed,
+    ``input`` = the input it names), ``guards`` (``detail``: the compiled entry's guards),
+    ``limit`` (the recompile limit was hit: the function runs eagerly from then on),
+    ``fallback`` (a compile failed and the frame runs eagerly) and ``unavailable`` (this
+    torch gives no compile events: ``reason`` says why). ``compile_id`` is torch's
+    ``"frame/attempt"`` (``"0/2"``: the third compile of the first frame); ``frame``,
+    ``file`` and ``line`` name the compiled function, or for a break the line that broke.
+    """
+
+    kind: ClassVar[str] = "compile"
+    what: str = ""
+    compile_id: str = ""
+    frame: str = ""
+    file: str = ""
+    line: int = 0
+    reason: str = ""
+    type: str = ""
+    detail: str = ""
+    stack: str = ""
+    input: str = ""
+    duration_ns: int = 0
+
+
+COMPILE_WHATS = ("start", "end", "break", "recompile", "guards", "limit", "fallback",
+                 "unavailable")
+
+
 def builder(cls: type) -> type:
     """A subclass of the frozen slotted ``cls`` that adds no slots and the plain
     ``__setattr__``: an object is built as one of these, field by field, then its
@@ -403,6 +438,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ScriptOutput,
         ExceptionRaised,
         RunEnd,
+        CompileEvent,  # (schema 3; a kind's code in a trace file is its place here)
     )
 }
 

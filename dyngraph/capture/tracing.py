@@ -608,6 +608,17 @@ class Tracer:
         self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
                       tuple(pairs)))
 
+    def record(self, kind: str, *fields: Any) -> None:
+        """Record a row of ``kind`` (one with no method of its own here: the compile lane's
+        ``compile``) in the current iteration; like an op, it closes an iteration whose
+        backward ended."""
+        if _get_ident() != self.thread and self.other_thread():
+            return
+        if self._pending_end:
+            self.end_iteration()
+        self.seq += 1
+        self.deliver((kind, self.seq, self.iteration, *fields))
+
     def make_header(self, stats: str | None = None, values: str | None = None,
                     script: str | None = None, argv: Iterable[str] | None = None) -> ev.Header:
         """The header that opens a recording's stream.

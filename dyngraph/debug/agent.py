@@ -30,6 +30,7 @@ from ..capture import events as ev
 from ..capture.arrays import to_numpy
 from ..capture.rows import Row, event_of, row_of
 from ..capture.tracing import set_run_info, tracer
+from ..compile_lane import set_mode as set_compile_mode
 from .breakpoints import (
     Breakpoint,
     Matcher,
@@ -67,9 +68,10 @@ class Agent:
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", compile: str | None = None) -> None:  # noqa: A002
         self.channel = channel
         self.backend = backend
+        self.compile = compile
         self._backends: Any = None
         self.notes: list[str] = []
         self.detached = False  # set in a forked worker: it must not write to the channel
@@ -127,7 +129,12 @@ class Agent:
             "grad": self._on_grad,
             "backward_end": self._on_backward_end,
             "iteration_end": self._on_iteration_end,
+            "compile": self._on_compile,
         }
+        # A compile breakpoint's hit, held until the script is back in its own code
+        # (``backends.safe_point``) or its next op: torch.compile is mid-compile when it
+        # tells, and Python evaluated at a pause there would run inside the compiler.
+        self._compile_hit: tuple[str, str, int] | None = None
 
     @property
     def last_op(self) -> ev.Op | None:
@@ -146,6 +153,8 @@ class Agent:
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
         self._note_handle = backends.on_note(self._on_note)
+        self._safe_handle = backends.on_safe_point(self._at_safe_point)
+        set_compile_mode(self.compile)
         self._backends = backends.activate(self.backend)
         self._install_hook()
         if type(tracer.module_stack) is list:
@@ -187,6 +196,7 @@ class Agent:
         self._handle.remove()
         self._handle = None
         self._note_handle.remove()
+        self._safe_handle.remove()
         self._closing.set()
         self.flush()
 
@@ -253,7 +263,23 @@ class Agent:
         """``on_row`` for an event object."""
         self.on_row(row_of(event))
 
+    def _on_compile(self, r: Row) -> None:
+        bp = self._matcher.compile.get(r[3])
+        if bp is not None and self._compile_hit is None:
+            from ..compile_lane.report import describe
+
+            self._compile_hit = ("compile", f"breakpoint {bp}: {describe(event_of(r))}",  # type: ignore[arg-type]
+                                 r[1])
+
+    def _at_safe_point(self) -> None:
+        hit = self._compile_hit
+        if hit is not None and threading.get_ident() == self._main_ident:
+            self._compile_hit = None
+            self._pause(*hit)
+
     def _on_op(self, r: Row) -> None:
+        if self._compile_hit is not None:
+            self._at_safe_point()
         ops = self._ops
         ops[r[_OUTPUT]] = r
         if len(ops) > MAX_OPS:  # a run that never ends an iteration: keep the newest half

@@ -148,7 +148,8 @@ class Session:
               values: str = "none", post_mortem: bool = True, keep_values: bool = True,
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
-              env: dict[str, str] | None = None, backend: str = "auto") -> Session:
+              env: dict[str, str] | None = None, backend: str = "auto",
+              compile: str | None = None) -> Session:  # noqa: A002 - the CLI's --compile
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -158,8 +159,10 @@ class Session:
         ``keep_values``/``keep_iterations``/``max_bytes`` bound the values the child keeps
         for ``fetch_values`` (see ``dyngraph.debug.values``). ``backend`` is ``"auto"``
         (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
-        ``"dyngraph"`` (see ``dyngraph.capture.backends``). Raises UserError for a missing
-        script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
+        ``"dyngraph"`` (see ``dyngraph.capture.backends``); ``compile`` is ``"observe"``
+        (the default) or ``"eager"`` (see ``dyngraph.compile_lane``). Raises UserError for
+        a missing script, a directory, a syntax error, or ``backend="torch"`` without
+        PyTorch.
         """
         backends.check(backend)
         if stats not in ("full", "cheap", "none"):
@@ -195,7 +198,7 @@ class Session:
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
-            "backend": backend,
+            "backend": backend, "compile": compile,
         })
         return session
 

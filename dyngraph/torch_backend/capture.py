@@ -6,8 +6,11 @@
 - installs the global module hooks (module paths, parameter names: ``modules.py``);
 - hooks every optimizer's ``step`` globally (its internals are not ops; update norms);
 - makes a custom ``autograd.Function`` one op, named after its class;
-- runs ``torch.compile``d code eagerly (``torch.compiler.set_stance("force_eager")``),
-  so its ops are seen, and says so once (``backends.note``).
+- ``torch.compile``: with ``--compile eager`` runs compiled code eagerly
+  (``torch.compiler.set_stance("force_eager")``), so its ops are seen, and says so once
+  (``backends.note``); by default (``observe``) the compile lane (``dyngraph.compile_lane``)
+  records what torch.compile does while compiled calls run out of the capture's sight
+  (``aside``).
 
 Ops of other threads are not captured (the mode is per thread; the module and optimizer
 hooks, which are global, ignore other threads).
@@ -30,6 +33,7 @@ from torch.optim.optimizer import (
 
 from ..capture import arrays, backends
 from ..capture.tracing import now_ns, tracer
+from ..compile_lane import mode as compile_mode
 from .backward import BackwardCapture, Windows
 from .calls import OP
 from .forward import ForwardCapture
@@ -67,6 +71,7 @@ class TorchCapture:
         self._stance: Any = None
         self._aside = False  # the mode is off the stack for an optimizer step
         self.compiled = False
+        self.lane: Any = None  # the compile lane, from the first torch.compile (observe)
 
     def _quiet(self, delta: int) -> None:
         self.mode.quiet += delta
@@ -87,7 +92,10 @@ class TorchCapture:
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when "
                                 "there are global hooks on modules")
         if "torch._dynamo" in sys.modules:  # something may be compiled already
-            self._force_eager(announce=False)
+            if compile_mode() == "eager":
+                self._force_eager(announce=False)
+            else:
+                self._compile_lane(early=True)
 
     def stop(self) -> None:
         self._step_back()
@@ -108,6 +116,9 @@ class TorchCapture:
             torch.autograd.Function.apply = self._saved_apply  # type: ignore[method-assign]
         if self._saved_compile is not None:
             torch.compile = self._saved_compile
+        if self.lane is not None:
+            self.lane.stop()
+            self.lane = None
         if self._stance is not None:
             prev, self._stance = self._stance, None
             torch.compiler.set_stance(prev.stance,
@@ -237,12 +248,65 @@ class TorchCapture:
         capture = self
 
         def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch's name
-            capture._force_eager(announce=True)
-            return original(*args, **kwargs)
+            if compile_mode() == "eager":
+                capture._force_eager(announce=True)
+                return original(*args, **kwargs)
+            return capture._observed(original(*args, **kwargs))
 
         compile.__wrapped__ = original  # type: ignore[attr-defined]
         compile.__doc__ = original.__doc__
         torch.compile = compile  # type: ignore[assignment]
+
+    def _observed(self, compiled: Any) -> Any:
+        return self._compile_lane().wrap(compiled)
+
+    def _compile_lane(self, early: bool = False) -> Any:
+        if self.lane is None:
+            from ..compile_lane.lane import CompileLane
+
+            self.lane = CompileLane(self)
+            self.lane.start(early)
+        return self.lane
+
+    def aside(self) -> Any:
+        """Take the capture out of sight while compiled code runs (the compile lane's
+        calls): Dynamo guards on the mode stack and traces global hooks and patched
+        functions, so any of them would change what is compiled. Returns the undo."""
+        n = torch._C._len_torch_function_stack()
+        stack = [torch._C._get_function_stack_at(i) for i in range(n)]
+        above: list[Any] = []
+        if self.mode in stack:
+            above = [torch._C._pop_torch_function_stack() for _ in range(n - 1 - stack.index(
+                self.mode))]
+            torch._C._pop_torch_function_stack()
+            for mode in reversed(above):
+                torch._C._push_on_torch_function_stack(mode)
+        installed = bool(self._handles)
+        self.modules.remove()
+        for h in self._handles:
+            h.remove()
+        patches = [(torch.autograd.Function, "apply", self._saved_apply),
+                   *self._saved_utilities]
+        current = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in patches]
+        for owner, name, original in patches:
+            if original is not None:
+                setattr(owner, name, original)
+
+        def restore() -> None:
+            for owner, name, value in current:
+                if value is not None:
+                    setattr(owner, name, value)
+            if installed:
+                self._handles = [register_optimizer_step_pre_hook(self._before_step),
+                                 register_optimizer_step_post_hook(self._after_step)]
+                self.modules.install()
+            if self.mode in stack:
+                tops = [torch._C._pop_torch_function_stack() for _ in above]
+                torch._C._push_on_torch_function_stack(self.mode)
+                for mode in reversed(tops):
+                    torch._C._push_on_torch_function_stack(mode)
+
+        return restore
 
     def _force_eager(self, announce: bool) -> None:
         if self._stance is None:
