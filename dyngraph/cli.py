@@ -141,7 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     _script_args(p)
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
-    p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
+    p.add_argument(
+        "--max-grad-norm", type=float, metavar="X", default=None,
+        help="fail at the first gradient whose L2 norm exceeds X: one flowing into an op's "
+             "output during backward, or a parameter's accumulated .grad. The seed backward() "
+             "starts from (1 for a scalar loss, or its gradient= argument) is no gradient "
+             "anyone computed and is not counted (default: no limit)")
     p.add_argument(
         "--nan",
         dest="nan",

@@ -49,6 +49,10 @@ from .decoding import (
 from .rows import Row
 
 KINDS = tuple(ev.EVENT_TYPES)  # a kind's code is its place here (the header's is 0)
+VERSION = 3  # the frame format written: 2 before schema 3's backward-step fields
+# Kinds whose rows an older frame format stores with fewer fields (the last ones), by
+# (format, kind): the values those fields read as (see ``decoding._ADDED_FIELDS``).
+_PADDED: dict[tuple[int, str], tuple[Any, ...]] = {(2, "backward_step"): (-1, (), (), ())}
 CODES = {kind: code for code, kind in enumerate(KINDS)}
 _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
@@ -61,7 +65,8 @@ _ITERATION = itemgetter(2)  # (a row's)
 _STORED = {"count": "count", "index": "count", "int": "int", "bool": "bool", "str": "str",
            "number": "f64", "ids": "ids"}
 _CONVERTED = {"shape": "shape", "argv": "strs", "summary": "summary",
-              "grad_output": "summary", "grad_inputs": "summaries", "updates": "updates",
+              "grad_output": "summary", "grad_inputs": "summaries", "grad_outputs": "summaries",
+              "updates": "updates",
               "attrs": "attrs", "array": "array"}
 
 
@@ -73,7 +78,7 @@ def _field_type(name: str) -> str:
 
 FIELD_TYPES: dict[str, tuple[str, ...]] = {
     kind: tuple(_field_type(n) for n in ev.FIELD_NAMES[kind][2:]) for kind in KINDS}
-assert set(_CONVERT) <= set(_CONVERTED) | {"inputs"}
+assert set(_CONVERT) <= set(_CONVERTED) | {"inputs", "outputs", "next_nodes"}
 
 
 def _swap(a: array) -> array:  # type: ignore[type-arg]
@@ -585,9 +590,11 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
 
 
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
-                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
-    """The rows of a format-2 events frame's payload, every value checked; TraceFileError
-    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
+                   position: int | None = STREAM, settle: bool = False,
+                   version: int = VERSION) -> list[Row]:
+    """The rows of a column events frame's payload (frame format ``version``), every value
+    checked; TraceFileError naming what is wrong otherwise. ``lo..hi``: the iterations the
+    events may have.
 
     ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
     young generation's collection before returning, so that every row of plain values is
@@ -639,9 +646,13 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             kit = sorted_iterations[start:start + n]
             start += n
             where = _where(codes, code)
-        names = ev.FIELD_NAMES[kind][2:]
+        names, ftypes = ev.FIELD_NAMES[kind][2:], FIELD_TYPES[kind]
+        pad = _PADDED.get((version, kind), ())
+        if pad:  # an older format: fewer columns, the rest what an older stream means
+            names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
         cols = [frame.column(kind, name, ftype, n, where)
-                for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+                for name, ftype in zip(names, ftypes, strict=True)]
+        cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
         if kind == "values":
