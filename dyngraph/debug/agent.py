@@ -429,7 +429,7 @@ class Agent:
         incoming = _incoming(r, grads)
         if m.nan is not None and grads is not None:
             # the usual case, settled by exact summaries alone: everything finite
-            if not (all_settled(r[12] or (r[7],)) and all_settled(r[8])):
+            if not (all(settled(s) for s in r[12] or (r[7],)) and all_settled(r[8])):
                 hit = self._check_nan_grads(event_of(r), incoming, grads[2])  # type: ignore[arg-type]
         if hit is None and m.node_norm and grads is not None and not seeded:
             worst = max(((gradient_norm(g, s), tid) for tid, g, s in incoming
