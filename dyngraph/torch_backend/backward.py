@@ -108,6 +108,7 @@ class BackwardCapture:
         self.names = names
         self._set_quiet = set_quiet
         self._leaf_hooks: dict[int, Any] = {}
+        self._ran: set[int] = set()  # the nodes run in the pass going on (their ids)
         self.summaries: Callable[[Sequence[_Tensor | None]], list[Summary | None]] = stats.none
 
     def remove(self) -> None:
@@ -129,7 +130,11 @@ class BackwardCapture:
             retain = kwargs.get("create_graph", False)
         tracer.backward_start(root, bool(retain))
         start = now_ns()
+        self._ran = set()
         result = func(*args, **kwargs)
+        if name == "grad" and tracer.listening:
+            self._captured([*roots, *_inputs(args, kwargs)],
+                           [*_seeds(roots, args, kwargs), *result])
         tracer.backward_end(root, now_ns() - start)
         self.windows.rotate()
         return result
@@ -193,10 +198,35 @@ class BackwardCapture:
         node: Any = _current_node()
         if node is None:
             return
+        self._step(node, grad_inputs, grad_outputs)
+
+    def _captured(self, inputs: list[Any], grads: list[Any]) -> None:
+        """``autograd.grad`` hands back the gradients arriving at its inputs; autograd runs
+        an input's node (or a root's) only when another input needs what it hands on. A
+        node it did not run is reported as reached: its output slots' gradients (those
+        ``grad`` returned, a root's seed), and nothing handed on."""
+        reached: dict[int, tuple[Any, dict[int, Any]]] = {}
+        for t, g in zip(inputs, grads, strict=False):
+            fn = t.grad_fn if isinstance(t, _Tensor) else None
+            info = None if fn is None else fn.metadata.get(_TAG)
+            if info is None or g is None or info[_GID] in self._ran:
+                continue
+            reached.setdefault(info[_GID], (fn, {}))[1][t.output_nr] = g
+        for fn, slots in reached.values():
+            n = len(fn._input_metadata)
+            grad_outputs = tuple(slots.get(k) for k in range(n))
+            self._step(fn, _nones(len(fn.next_functions)), grad_outputs)
+
+    def _step(self, node: Any, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]
+              ) -> None:
+        """Report that ``node`` took ``grad_outputs`` in and handed ``grad_inputs`` on."""
         info = node.metadata[_TAG]
+        self._ran.add(info[_GID])
         n = len(grad_outputs)
         outputs = info[_OUTPUTS]
-        if outputs is None or len(outputs) != n:
+        # (a slot with no tensor yet may have one now: a value computed in an earlier
+        # iteration, used in this one, enters it and is owned then)
+        if outputs is None or len(outputs) != n or -1 in outputs:
             owner, seq = self.windows.owner, info[_SEQ]
             outputs = info[_OUTPUTS] = tuple([owner(seq, k) for k in range(n)])
         summaries = self.summaries
@@ -245,6 +275,25 @@ def _nones(n: int) -> tuple[None, ...]:
     if nones is None:
         nones = _NONES[n] = (None,) * n
     return nones
+
+
+def _seeds(roots: list[_Tensor], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The gradient autograd.grad starts from at each root (``grad_outputs``, or ones)."""
+    given = args[2] if len(args) > 2 else kwargs.get("grad_outputs")
+    if isinstance(given, _Tensor):
+        given = [given]
+    if not isinstance(given, (list, tuple)):
+        given = [None] * len(roots)
+    return [torch.ones_like(t) if g is None else g
+            for t, g in zip(roots, given, strict=False)]
+
+
+def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """autograd.grad's ``inputs``, as a list."""
+    found = args[1] if len(args) > 1 else kwargs.get("inputs")
+    if isinstance(found, _Tensor):
+        return [found]
+    return list(found) if isinstance(found, (list, tuple)) else []
 
 
 def _roots(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[_Tensor]:

@@ -154,7 +154,7 @@ class ForwardCapture(TorchFunctionMode):
     def _own(self, t: _Tensor, tid: int) -> None:
         """``t`` (recorded as ``tid``) is the output of its ``grad_fn``'s slot
         ``output_nr``: the gradient arriving there is ``t``'s."""
-        fn = t.grad_fn
+        fn = _grad_fn_of(t)
         if fn is not None:
             self._on_owner(fn._sequence_nr(), t.output_nr, tid)
         if t._is_view():
@@ -222,7 +222,9 @@ class ForwardCapture(TorchFunctionMode):
         before the op ran (an in-place op changes it: that is not a change to see)."""
         tid = id_of(t)
         if tid not in known:
-            self.announce(t, tid)
+            # (the target of an in-place op holds its new node already: not the one of
+            # the value that came in)
+            self.announce(t, tid, own=before is None)
             return tid
         seen = t.__dict__.get("_dg_v")
         if seen is not None:
@@ -243,13 +245,14 @@ class ForwardCapture(TorchFunctionMode):
         self._own(t, oid)
         return oid
 
-    def announce(self, t: _Tensor, tid: int) -> None:
-        """``t`` enters this iteration's graph from outside it (a leaf, a parameter ...)."""
+    def announce(self, t: _Tensor, tid: int, own: bool = True) -> None:
+        """``t`` enters this iteration's graph from outside it (a leaf, a parameter ...);
+        ``own``: a non-leaf's gradient is its node's (see ``_own``)."""
         name, is_param = self.names.get(tid, ("", False))
-        grad_fn = t.grad_fn
+        grad_fn = _grad_fn_of(t)
         if grad_fn is None and t.requires_grad:
             self._on_leaf(t, tid)
-        elif grad_fn is not None:  # computed before: its gradient is its node's slot's
+        elif grad_fn is not None and own:  # computed before: its node's slot's gradient
             self._own(t, tid)
         if tracer.stats != self.stats:
             self.set_stats(tracer.stats)
@@ -276,8 +279,17 @@ def _made_in(t: _Tensor, s0: int, s1: int) -> bool:
     """Did the call that numbered autograd nodes ``[s0, s1)`` give ``t`` its node?"""
     if s1 == s0:
         return False
-    fn = t.grad_fn
+    fn = _grad_fn_of(t)
     return fn is not None and s0 <= fn._sequence_nr() < s1
+
+
+def _grad_fn_of(t: _Tensor) -> Any:
+    """``t.grad_fn``; None where reading it raises (an output of a multi-output view op,
+    ``split``'s, whose base was changed in place: PyTorch refuses to rebuild its node)."""
+    try:
+        return t.grad_fn
+    except RuntimeError:
+        return None
 
 
 def _version_of(t: Any) -> int | None:
