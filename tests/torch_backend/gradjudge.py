@@ -1,6 +1,7 @@
 """Judging a recorded program against autograd itself (test_autograd_differential.py).
 
-``judge(program)`` runs a program (gradprog.py) twice:
+``judge(program)`` runs a program (gradprog.py) three times: as written (the reference
+for bitwise equality: see ``run_pure``);
 
 - plainly, the truth: ``retain_grad()`` on every intermediate as it is made; after each
   line a copy of every value; before each backward line autograd's graph as
@@ -70,6 +71,9 @@ class Run:
     events: list[ev.Event] = field(default_factory=list)
     # values whose retained .grad PyTorch gets wrong (see ``_siblings_changed``)
     unreliable: set[str] = field(default_factory=set)
+    # per line: the values outside any graph (no grad) it changed in place: no op records
+    # that, so a record of theirs made earlier in the line holds the value before
+    outside: list[set[str]] = field(default_factory=list)
 
 
 def _lib(program: Program) -> Any:
@@ -103,6 +107,7 @@ def _run_plain(program: Program) -> Run:
         if kind == "backward" and lib is torch:
             graph = autograd_graph(env, program.roots[i])
         nodes = _nodes_of(env) if lib is torch else {}
+        versions = {n: _version(t) for n, t in tensors(env).items()}
         err = run_line(line, env)
         if err is not None:
             run.error = (i, type(err))
@@ -115,6 +120,8 @@ def _run_plain(program: Program) -> Run:
                 t.retain_grad()
                 retained.add(n)
         run.values.append({n: _copy(t) for n, t in tensors_and_parameters(env).items()})
+        run.outside.append({n for n, t in now.items() if not t.requires_grad
+                            and _version(t) != versions.get(n, _version(t))})
         if kind == "backward":
             grads = {n: _copy(now[n].grad) for n in retained if n not in run.unreliable}
             for n in retained:  # (two names may hold one tensor: all read, then cleared)
@@ -232,17 +239,34 @@ def _grad_fn(t: Any) -> Any:
 
 
 # -- judging --------------------------------------------------------------------------------------
+def run_pure(program: Program) -> Run:
+    """The program as its author wrote it, nothing looked at in between: what a captured
+    run must equal bit for bit. (The truth's looks are not free: reading ``grad_fn`` of a
+    view whose base changed builds its node then, and the order autograd runs nodes in,
+    hence the order a leaf's gradients are summed in, follows when nodes were made.)"""
+    env = environment(program, _lib(program))
+    run = Run(env)
+    for i, line in enumerate(program.lines):
+        err = run_line(line, env)
+        if err is not None:
+            run.error = (i, type(err))
+            break
+    return run
+
+
 def judge(program: Program) -> None:
+    pure = run_pure(program)
     plain = run_plain(program)
     captured = run_captured(program)
-    problems = compare(program, plain, captured)
+    problems = compare(program, plain, captured, pure)
     if problems:
         raise Mismatch("\n".join(problems[:8]) + f"\n\nprogram ({program.family}; L = "
                        f"{program.library}):\n{program.source()}")
 
 
-def compare(program: Program, plain: Run, captured: Run) -> list[str]:
-    problems = _bitwise(plain, captured)
+def compare(program: Program, plain: Run, captured: Run, pure: Run | None = None
+            ) -> list[str]:
+    problems = _bitwise(plain if pure is None else pure, captured)
     if problems:
         return problems  # the rest compares two runs that must be the same run
     problems += _forward(program, plain, captured)
@@ -290,7 +314,7 @@ def _forward(program: Program, plain: Run, captured: Run) -> list[str]:
             # A value recorded by this line (a name that only holds a value recorded
             # before holds what it was then: changed under no_grad, it is no op of the
             # graph, as on the numpy engine).
-            if rid is None or rid in seen or rid not in recorded:
+            if rid is None or rid in seen or rid not in recorded or n in plain.outside[i]:
                 continue
             e = recorded[rid]
             if type(e) is ev.TensorCreated and not e.is_leaf:
