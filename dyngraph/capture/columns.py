@@ -650,8 +650,8 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
         pad = _PADDED.get((version, kind), ())
         if pad:  # an older format: fewer columns, the rest what an older stream means
             names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
-        cols = [frame.column(kind, name, ftype, n, where)
-                for name, ftype in zip(names, ftypes, strict=True)]
+        cols: list[Any] = [frame.column(kind, name, ftype, n, where)
+                           for name, ftype in zip(names, ftypes, strict=True)]
         cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))

@@ -63,8 +63,8 @@ class GraphNode:
 
     @property
     def label(self) -> str:
-        """Short human label: the op name, or a leaf's name."""
-        if self.kind == "op":
+        """Short human label: the op name (a backward node's grad_fn), or a leaf's name."""
+        if self.kind == "op" or self.kind == "backward":
             return self.op
         if self.name:
             return self.name

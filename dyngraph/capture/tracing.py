@@ -588,7 +588,7 @@ class Tracer:
                grad_output, grad_inputs, duration_ns, grad_node, outputs, grad_outputs,
                next_nodes)
         if self.array_hook is not None:
-            payload = (grad_output_value, grad_input_values)
+            payload: tuple[Any, ...] = (grad_output_value, grad_input_values)
             if outputs:
                 payload += (outputs, grad_output_values)
             self.array_hook("grads", node, payload)

@@ -1,11 +1,17 @@
 """The backward half of PyTorch capture: node hooks, leaf hooks, and the op each node is of.
 
-When ``backward()`` (or ``autograd.backward``/``autograd.grad``) starts, the graph is
-walked from its roots and every node gets one post-hook (a shared bound method: a closure
-over the node would keep the graph alive through C++). Each node is tagged, in its
-``metadata``, with the forward op it belongs to: the op whose window of autograd sequence
-numbers holds the node's (see ``forward.py``), and with the ids its gradients flow to. A
+When ``backward()`` (or ``autograd.backward``/``autograd.grad``) starts, autograd's graph
+is walked from its roots (``next_functions``) and every node gets one post-hook (a shared
+bound method: a closure over the node would keep the graph alive through C++). Each node is
+tagged, in its ``metadata``, with the forward op it belongs to (the op whose window of
+autograd sequence numbers holds the node's, see ``forward.py``), its own id, and input
+slot by input slot where its gradient goes: the node (``next_nodes``) and the tensor. A
 node run twice (``retain_graph=True``) is hooked once.
+
+A node has one output slot per output of its op (autograd's ``output_nr``: ``split``'s node
+has one per piece). The forward capture registers, for each tensor it records, the slot
+it is (``Windows.own``), so each slot's gradient is reported as that tensor's own; a slot
+no recorded tensor is (``F.linear``'s ``TBackward0``) reports -1.
 
 Leaves report their accumulated ``.grad`` through a post-accumulate-grad hook, registered
 once per leaf when it first enters a graph; it stays for later steps.
@@ -207,7 +213,7 @@ class BackwardCapture:
         ``grad`` returned, a root's seed), and nothing handed on."""
         reached: dict[int, tuple[Any, dict[int, Any]]] = {}
         for t, g in zip(inputs, grads, strict=False):
-            fn = t.grad_fn if isinstance(t, _Tensor) else None
+            fn: Any = t.grad_fn if isinstance(t, _Tensor) else None
             info = None if fn is None else fn.metadata.get(_TAG)
             if info is None or g is None or info[_GID] in self._ran:
                 continue

@@ -15,13 +15,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import torch.nn as nn  # noqa: E402
+from dyngraph.exporters.dot import to_dot  # noqa: E402
+from dyngraph.tui.inspector import node_view  # noqa: E402
 from torch.utils.checkpoint import checkpoint  # noqa: E402
 
 import dyngraph  # noqa: E402
 from dyngraph.capture import events as ev  # noqa: E402
 from dyngraph.capture.graph import backward_graph  # noqa: E402
-from dyngraph.exporters.dot import to_dot  # noqa: E402
-from dyngraph.tui.inspector import node_view  # noqa: E402
 
 SCRIPTS = Path(__file__).parent / "scripts"
 SPLIT = '''import torch
@@ -61,7 +61,8 @@ def test_split_pieces_have_their_own_gradients_in_the_trace(split_trace):
     assert len(trace.iterations) == 2
     for it in trace.iterations:
         assert norms(it.graph, "split") == pytest.approx(PIECES, rel=1e-6)
-        assert norms(it.graph, "mul")[0] == pytest.approx(np.sqrt(8 * 14), rel=1e-6)  # (1, 2, 3 on 8 each)
+        # the mul before split: 1, 2 and 3 on 8 elements each
+        assert norms(it.graph, "mul")[0] == pytest.approx(np.sqrt(8 * 14), rel=1e-6)
 
 
 def test_the_backward_graph_of_split_has_every_edge_and_each_pieces_gradient(split_trace):
