@@ -341,3 +341,32 @@ def test_a_grad_breakpoint_does_not_stop_at_the_seed():
     assert run.pauses[0].at.grad_fn == "NllLossBackward0"
     steps = [e for e in run.events if type(e) is ev.BackwardStep]
     assert steps[0].grad_fn == "MulBackward0" and steps[0].grad_output.norm == 1.0
+
+
+def test_ddps_node_is_drawn_as_what_it_is():
+    import socket
+
+    import torch.distributed as dist
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0,
+                            world_size=1)
+    try:
+        torch.manual_seed(0)
+        model = nn.parallel.DistributedDataParallel(
+            nn.Sequential(nn.Linear(4, 3), nn.Tanh()), find_unused_parameters=True)
+        with dyngraph.trace(stats="cheap") as t:
+            model(torch.randn(5, 4)).sum().backward()
+    finally:
+        dist.destroy_process_group()
+    graph = t.iterations[0].graph
+    back = backward_graph(graph)
+    ops = [n.op for n in back.nodes.values()]
+    assert ops[:3] == ["SumBackward0", "_DDPSinkBackward", "TanhBackward0"]
+    names = {n.name for n in back.nodes.values() if n.kind == "accumulate"}
+    assert names == {"module.0.weight", "module.0.bias"}
+    grads = {n.name: n.grad.norm for n in graph.nodes.values() if n.kind == "param"}
+    assert grads == {n: pytest.approx(p.grad.norm().item())
+                     for n, p in model.named_parameters()}
