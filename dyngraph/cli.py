@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import platform
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, cast
+
+import numpy as np
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -115,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dyngraph",
         description="See and debug define-by-run computational graphs.",
     )
-    parser.add_argument("--version", action="version", version=f"dyngraph {__version__}")
+    # numpy does the engine's arithmetic: its version belongs in a bug report (numpy
+    # 2.4's in-place negative was wrong on strided views).
+    parser.add_argument("--version", action="version",
+                        version=f"dyngraph {__version__} (numpy {np.__version__}, Python "
+                                f"{platform.python_version()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("debug", help="step through a script's graph in the terminal debugger")

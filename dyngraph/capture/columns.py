@@ -589,12 +589,45 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
     return list(map(tuple, map(islice, repeat(it), lengths)))
 
 
+# Fields added to an event's columns since format 2 was first written, at the end of its
+# row, with the value an older frame means (a header written before the numpy version was
+# recorded names none). A frame that does not decode is read again without them.
+_ADDED_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {"header": (("numpy_version", ""),)}
+
+
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
                    position: int | None = STREAM, settle: bool = False,
                    version: int = VERSION) -> list[Row]:
     """The rows of a column events frame's payload (frame format ``version``), every value
     checked; TraceFileError naming what is wrong otherwise. ``lo..hi``: the iterations the
-    events may have.
+    events may have. A frame written before ``_ADDED_COLUMNS`` were is read as it was
+    written."""
+    try:
+        return _decode_payload(payload, lo, hi, position, settle, version)
+    except TraceFileError as exc:
+        if not _holds_added(payload):
+            raise
+        try:
+            return _decode_payload(payload, lo, hi, position, settle, version, older=True)
+        except TraceFileError:
+            raise exc from None
+
+
+def _holds_added(payload: bytes | memoryview) -> bool:
+    """Does the frame hold an event of a kind that has ``_ADDED_COLUMNS``?"""
+    try:
+        (count,) = struct.unpack_from("<I", payload)
+        codes = _Reader(payload).raw(count, "event kinds")
+    except (TraceFileError, struct.error):
+        return False
+    return any(CODES[kind] in codes for kind in _ADDED_COLUMNS)
+
+
+def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
+                    position: int | None = STREAM, settle: bool = False,
+                    version: int = VERSION, older: bool = False) -> list[Row]:
+    """``decode_payload``; ``older``: without the ``_ADDED_COLUMNS``, whose values each
+    row then takes.
 
     ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
     young generation's collection before returning, so that every row of plain values is
@@ -647,14 +680,20 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             start += n
             where = _where(codes, code)
         names, ftypes = ev.FIELD_NAMES[kind][2:], FIELD_TYPES[kind]
+        # An older format stores fewer columns of some kinds (``_PADDED``), and a format-2
+        # frame may be of before ``_ADDED_COLUMNS``: the rest is what an older stream means.
         pad = _PADDED.get((version, kind), ())
-        if pad:  # an older format: fewer columns, the rest what an older stream means
+        if pad:
             names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
+        added = _ADDED_COLUMNS.get(kind, ()) if older else ()
+        if added:
+            names, ftypes = names[:-len(added)], ftypes[:-len(added)]
         cols: list[Any] = [frame.column(kind, name, ftype, n, where)
                            for name, ftype in zip(names, ftypes, strict=True)]
         cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
-        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
+        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols,
+                                  *(repeat(value, n) for _, value in added)))
         if kind == "values":
             array_rows = per_kind[code]
     blob = r.raw(None, "arrays")

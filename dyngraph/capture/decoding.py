@@ -284,7 +284,8 @@ _FIELD_TESTS = {
 }
 _STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
-                  "description", "stream", "text", "type", "message", "traceback")
+                  "description", "stream", "text", "type", "message", "traceback",
+                  "numpy_version")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
 # summary decoder.
@@ -394,8 +395,10 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
 
 
 # Fields added since schema 1, at the end of their event's row, with the value an older
-# stream means: its rows are padded with them (a schema-1 op ran in no known call).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,),
+# stream means: its rows are padded with them (a schema-1 op ran in no known call; a
+# header written before the numpy version was recorded names none; a schema-2 backward
+# step is one node per op output).
+_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": ("",),
                                                 "backward_step": (-1, [], [], [])}
 
 

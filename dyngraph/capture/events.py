@@ -139,8 +139,10 @@ class Header(Event):
 
     ``script`` and ``argv`` are those of the recorded program (whoever starts the recording
     sets them, see ``tracing.make_header``); ``stats`` and ``values`` the recording's modes;
-    ``created`` the wall-clock start (seconds since the epoch). A header has seq 0 and
-    iteration 0: it precedes every numbered event of its stream.
+    ``created`` the wall-clock start (seconds since the epoch); ``numpy_version`` the numpy
+    the recording ran on (its engine's arithmetic is numpy's; "" in traces written before
+    it was recorded). A header has seq 0 and iteration 0: it precedes every numbered event
+    of its stream.
     """
 
     kind: ClassVar[str] = "header"
@@ -151,6 +153,7 @@ class Header(Event):
     stats: str = "cheap"
     values: str = "none"
     created: float = 0.0
+    numpy_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)

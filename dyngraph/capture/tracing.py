@@ -650,6 +650,7 @@ class Tracer:
             seq=0, iteration=0, dyngraph_version=__version__,
             script=str(script), argv=tuple(str(a) for a in argv),
             stats=stats or self.stats, values=values or self.values, created=time.time(),
+            numpy_version=np.__version__,
         )
 
 

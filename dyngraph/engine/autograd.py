@@ -192,7 +192,8 @@ class Node:
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
         return tuple(
-            (None, 0) if t is None else (t if type(t) is Node else AccumulateGrad(t), 0)
+            (None, 0) if t is None or (type(t) is not Node and t._borrowed)  # (no accumulator)
+            else (t if type(t) is Node else AccumulateGrad(t), 0)
             for t in self.inputs
         )
 
@@ -415,6 +416,8 @@ def run_backward(
     handed: dict[int, np.ndarray] = {}
     for cid, grad in leaf_grads.items():
         leaf = leaves[cid]
+        if leaf._borrowed:
+            continue  # a view whose base came to require grad after it: no accumulator
         if type(grad) is list:
             grad = _total(grad)
         if leaf._hooks:
@@ -423,6 +426,10 @@ def run_backward(
             if cid in capture_ids:
                 captured[cid] = grad
         else:
+            if leaf.grad_fn is not None and leaf.requires_grad:
+                # used as a leaf, then made part of a graph in place (requires_grad_(False)
+                # let an in-place op through): PyTorch's AccumulateGrad refuses it
+                raise RuntimeError("leaf variable has been moved into the graph interior")
             _accumulate_leaf(leaf, grad, handed)
     if listening:
         recording.backward_end(roots[0], now_ns() - start)
