@@ -159,7 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf, large gradients "
                                      "or a recompile storm")
-    p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
+    p.add_argument(
+        "--max-grad-norm", type=float, metavar="X", default=None,
+        help="fail at the first gradient whose L2 norm exceeds X: one flowing into an op's "
+             "output during backward, or a parameter's accumulated .grad. The seed backward() "
+             "starts from (1 for a scalar loss, or its gradient= argument) is no gradient "
+             "anyone computed and is not counted (default: no limit)")
     p.add_argument("--max-recompiles", type=int, metavar="N", default=None,
                    help="fail when a torch.compile'd function recompiles more than N times")
     p.add_argument(

@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from dyngraph.capture.graph import Graph
+from dyngraph.capture.graph import Graph, backward_graph
 from dyngraph.textsafe import shown
 
 from . import messages as msg
@@ -377,6 +377,11 @@ class DebuggerApp(DebuggerActions):
                                                         self._joined_ops(self.compile_event))
             return
         graph = self.graph
+        if graph is not None and self.graph_mode == "backward":
+            # autograd's graph: a node of no forward op (TBackward0, a checkpoint's) too
+            pane: Any = self.main.query_one("#graph")
+            graph = (pane.backward_of(graph) if hasattr(pane, "backward_of")
+                     else backward_graph(graph))
         node = graph.nodes.get(self.selected) if graph is not None and self.selected else None
         history = (self.model.grad_history(node, SPARK_ITERATIONS) if node is not None
                    else ())
@@ -386,8 +391,10 @@ class DebuggerApp(DebuggerActions):
                 other = graph.nodes.get(src)
                 if other is not None:
                     inputs.append(f"{other.label} t{src}")
+        header = self.model.header
         self.main.query_one(Inspector).show(node, history, inputs,
-                                       backward_done=self.model.backward_done())
+                                       backward_done=self.model.backward_done(),
+                                       stats=header.stats if header is not None else "")
 
     # -- Python at the pause: variables, watches, console ---------------------------------
     def _python_note(self) -> str:

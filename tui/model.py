@@ -398,10 +398,12 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     out = into if into is not None else Graph(iteration=graph.iteration)
     out.iteration = graph.iteration
     out.calls = graph.calls  # only ever added to; a call without ops so far draws nothing
-    if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()):
+    if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()) and all(
+            g.seq <= seq for g in graph.grad_nodes.values()):
         out.nodes = dict(nodes)
         out.edges = list(graph.edges)
         out.backward_order = list(graph.backward_order)
+        out.grad_nodes = graph.grad_nodes  # (never changed: a finished iteration's)
         out.complete = graph.complete
         out._structure_key = graph._structure_key
         return out
@@ -419,6 +421,7 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     out.edges = [e for e in graph.edges if e.src in kept and e.dst in kept]
     out.backward_order = [i for i in graph.backward_order if kept.get(i) is not None
                           and kept[i].backward_seq]
+    out.grad_nodes = {i: g for i, g in graph.grad_nodes.items() if g.seq <= seq}
     out.complete = False
     out._structure_key = None
     return out

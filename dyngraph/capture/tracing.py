@@ -552,11 +552,18 @@ class Tracer:
 
     def backward_step(self, node: int, op: str, grad_fn: str, inputs: tuple[int, ...],
                       grad_output: Any, grad_inputs: tuple[Any, ...], duration_ns: int,
-                      grad_output_value: Any, grad_input_values: Any) -> None:
+                      grad_output_value: Any, grad_input_values: Any, grad_node: int = -1,
+                      outputs: tuple[int, ...] = (), grad_outputs: tuple[Any, ...] = (),
+                      next_nodes: tuple[int, ...] = (),
+                      grad_output_values: tuple[Any, ...] = ()) -> None:
         """A backward node ran. ``node`` is the id of the forward op's output it belongs to
         (-1: none known); ``inputs`` the ids its gradients flow to, aligned with
         ``grad_inputs`` (summaries, summary rows or None where no gradient flows); the two
-        values are the raw gradients, for ``array_hook``."""
+        values are the raw gradients, for ``array_hook``. A backend whose nodes are not one
+        per op output (PyTorch's) names the node (``grad_node``), the forward tensor of each
+        of its output slots with that slot's gradient (``outputs``, ``grad_outputs``, raw:
+        ``grad_output_values``) and the node each input slot's gradient goes to
+        (``next_nodes``): see ``events.BackwardStep``."""
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
@@ -568,10 +575,23 @@ class Tracer:
         for s in grad_inputs:
             keep(s)
         keep(grad_inputs)
+        if grad_outputs:
+            grad_outputs = tuple([grad_output if i == 0 else summary_row(s)
+                                  for i, s in enumerate(grad_outputs)])
+            for s in grad_outputs:
+                keep(s)
+            keep(grad_outputs)
+            keep(outputs)
+        if next_nodes:
+            keep(next_nodes)
         row = ("backward_step", self.seq, self.iteration, node, op, grad_fn, inputs,
-               grad_output, grad_inputs, duration_ns)
+               grad_output, grad_inputs, duration_ns, grad_node, outputs, grad_outputs,
+               next_nodes)
         if self.array_hook is not None:
-            self.array_hook("grads", node, (grad_output_value, grad_input_values))
+            payload: tuple[Any, ...] = (grad_output_value, grad_input_values)
+            if outputs:
+                payload += (outputs, grad_output_values)
+            self.array_hook("grads", node, payload)
         self.deliver(row)
 
     def grad_accumulated(self, tensor: int, name: str, summary: Any, value: Any) -> None:

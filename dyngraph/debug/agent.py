@@ -28,7 +28,7 @@ import numpy as np
 from ..capture import backends, tracefile
 from ..capture import events as ev
 from ..capture.arrays import to_numpy
-from ..capture.rows import Row, event_of, row_of
+from ..capture.rows import Row, event_of, row_of, summary_of
 from ..capture.tracing import set_run_info, tracer
 from ..compile_lane import set_mode as set_compile_mode
 from .breakpoints import (
@@ -107,7 +107,13 @@ class Agent:
         self._value_id = -1
         self._value: np.ndarray | None = None
         self._args: tuple[Any, ...] = ()
-        self._grads: tuple[int, np.ndarray, tuple[np.ndarray | None, ...]] | None = None
+        # (node id, incoming gradient, outgoing ones, (tensor id, incoming gradient) of
+        # each output slot of a backend's node with several (PyTorch's) or None)
+        self._grads: tuple[Any, ...] | None = None
+        # The backward nodes a gradient was handed to so far in this backward pass: a
+        # node that runs without being one of them is a root, its incoming gradient the
+        # seed ``backward()`` started from (ones, or ``gradient=``), which no one computed.
+        self._handed: set[int] = set()
         self._leaf_grad: tuple[int, np.ndarray] | None = None
         self._ops: dict[int, Row] = {}  # op rows by output id
         # tensors of this iteration holding NaN / holding Inf (already accounted for)
@@ -223,8 +229,14 @@ class Agent:
             self._value = payload
             store._add(store.current.values, tensor_id, payload)
         elif kind == "grads":
-            self._grads = (tensor_id, payload[0], payload[1])
-            store._add(store.current.grads, tensor_id, payload[0])
+            slots = tuple(zip(*payload[2:], strict=True)) if len(payload) > 2 else None
+            self._grads = (tensor_id, payload[0], payload[1], slots)
+            if slots is None:
+                store._add(store.current.grads, tensor_id, payload[0])
+            else:  # each output slot's gradient is its own tensor's
+                for tid, g in slots:
+                    if tid >= 0 and g is not None:
+                        store._add(store.current.grads, tid, g)
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
             store._add(store.current.grads, tensor_id, payload)
@@ -238,7 +250,8 @@ class Agent:
             self._value_id = tensor_id
             self._value = payload
         elif kind == "grads":
-            self._grads = (tensor_id, payload[0], payload[1])
+            slots = tuple(zip(*payload[2:], strict=True)) if len(payload) > 2 else None
+            self._grads = (tensor_id, payload[0], payload[1], slots)
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
 
@@ -435,32 +448,41 @@ class Agent:
         m = self._matcher
         hit: tuple[str, str] | None = None
         node = r[3]
+        gid = node if r[10] < 0 else r[10]
+        seeded = gid not in self._handed  # a root: what arrives is the seed
+        self._handed.update(r[13] or r[6])
         grads = self._grads if self._grads is not None and self._grads[0] == node else None
+        incoming = _incoming(r, grads)
         if m.nan is not None and grads is not None:
             # the usual case, settled by exact summaries alone: everything finite
-            if not (settled(r[7]) and all_settled(r[8])):
-                hit = self._check_nan_grads(event_of(r), grads[1], grads[2])  # type: ignore[arg-type]
-        if hit is None and m.node_norm and grads is not None:
-            norm = gradient_norm(grads[1], r[7])
-            if norm > m.node_threshold:  # (NaN norms are the nan breakpoint's business)
+            if not (all(settled(s) for s in r[12] or (r[7],)) and all_settled(r[8])):
+                hit = self._check_nan_grads(event_of(r), incoming, grads[2])  # type: ignore[arg-type]
+        if hit is None and m.node_norm and grads is not None and not seeded:
+            worst = max(((gradient_norm(g, s), tid) for tid, g, s in incoming
+                         if g is not None), default=None, key=lambda x: x[0])
+            if worst is not None and worst[0] > m.node_threshold:
+                # (NaN norms are the nan breakpoint's business)
+                norm, tid = worst
+                into = self._describe_node(tid if tid >= 0 else node, r[4])
                 hit = ("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} flowing "
-                                    f"into {self._describe_node(node, r[4])}")
+                                    f"into {into}")
         if hit is None and self._stop is not None and self._stop[0] == "op":
             hit = ("step", f"backward {r[5]}: {self._describe_node(node, r[4])}")
         if hit is not None:
             self._pause(hit[0], hit[1], r[1])
 
-    def _check_nan_grads(self, e: ev.BackwardStep, grad_output: np.ndarray,
+    def _check_nan_grads(self, e: ev.BackwardStep,
+                         incoming: list[tuple[int, Any, Any]],
                          grad_inputs: tuple[np.ndarray | None, ...]) -> tuple[str, str] | None:
-        """Report the backward step that produces a NaN (or an Inf) gradient from a finite
-        incoming gradient. Forward values with NaN were reported already; forward values
+        """Report the backward step that produces a NaN (or an Inf) gradient from finite
+        incoming gradients. Forward values with NaN were reported already; forward values
         with Inf (masks) may legitimately give Inf gradients, so only NaN counts there."""
-        go = e.grad_output
         nans = self._nan
         if nans and (e.node in nans or any(i in nans for i in e.inputs)):
             return None
-        if not all_finite(grad_output, go):
-            return None  # a non-finite gradient coming in was reported where it was made
+        for _, g, s in incoming:
+            if g is not None and not all_finite(g, summary_of(s)):
+                return None  # a non-finite gradient coming in was reported where it was made
         infs = self._inf
         inf_ok = e.node in infs or any(i in infs for i in e.inputs)
         summaries = e.grad_inputs
@@ -496,6 +518,7 @@ class Agent:
 
     def _on_backward_start(self, r: Row) -> None:
         self._leaf_sq = {}
+        self._handed = set()
         if self._stop is not None and self._stop[0] == "forward":
             self._pause("step", f"end of forward: backward starts from "
                                 f"{self._describe_node(r[3], 'tensor')}", r[1])
@@ -800,3 +823,16 @@ def _module_text(path: str | None, cls: str) -> str:
 def _describe(r: Row) -> str:
     """``describe_op`` of an op row."""
     return describe_op(event_of(r))  # type: ignore[arg-type]
+
+
+def _incoming(r: Row, grads: tuple[Any, ...] | None) -> list[tuple[int, Any, Any]]:
+    """(tensor id, raw gradient, summary row) of each gradient arriving at the backward
+    node of step row ``r``: one per output slot (``BackwardStep.outputs``)."""
+    if grads is None:
+        return []
+    slots = grads[3]
+    if slots is None:
+        return [(r[3], grads[1], r[7])]
+    summaries = r[12] or (r[7],)
+    return [(tid, g, summaries[k] if k < len(summaries) else None)
+            for k, (tid, g) in enumerate(slots)]

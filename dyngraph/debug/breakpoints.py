@@ -40,8 +40,10 @@ class Breakpoint:
     - ``iteration``: the first op of iteration ``iteration`` (numbered from 1).
     - ``nan``: the op (or backward step) that first produces a NaN/Inf, checked exactly.
     - ``grad_norm``: a gradient whose L2 norm exceeds ``threshold``; ``scope="node"`` checks
-      each backward step and each leaf's ``.grad``, ``scope="global"`` the norm over all
-      leaves' gradients at the end of backward (as ``clip_grad_norm_`` computes it).
+      the gradients arriving at each backward step (one per output of the op) and each
+      leaf's ``.grad``, ``scope="global"`` the norm over all leaves' gradients at the end of
+      backward (as ``clip_grad_norm_`` computes it). The seed a backward pass starts from
+      (1 for a scalar loss, or ``gradient=``) is not a computed gradient: not counted.
     - ``compile``: torch.compile recompiled (``name="recompile"``) or broke a graph
       (``name="break"``); the pause comes when the compiled call returns to the script.
 

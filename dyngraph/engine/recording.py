@@ -222,7 +222,8 @@ def node_ran(node_id: int, node: Any, grad_output: np.ndarray, in_grads: Any,
     keep(ids)
     keep(summaries)
     row = ("backward_step", seq, t.iteration, node_id, op.name, op.grad_fn_name, ids,
-           None if summ is None else summ(grad_output), summaries, duration_ns)
+           None if summ is None else summ(grad_output), summaries, duration_ns, node_id,
+           (), (), ())  # (one node per op output: see events.BackwardStep)
     if t.array_hook is not None:
         t.array_hook("grads", node_id, (grad_output, grads))
     rows = t.rows  # ``Tracer.deliver``, inlined

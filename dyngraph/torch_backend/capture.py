@@ -36,7 +36,7 @@ from ..capture.tracing import now_ns, tracer
 from ..compile_lane import mode as compile_mode
 from .backward import BackwardCapture, Windows
 from .calls import OP
-from .forward import ForwardCapture
+from .forward import ForwardCapture, _version_of
 from .ids import id_of
 from .modules import ModulePaths
 
@@ -62,7 +62,8 @@ class TorchCapture:
         self.windows = Windows()
         self.backward = BackwardCapture(self.windows, self.modules.names, self._quiet)
         self.mode = ForwardCapture(self.modules.names, self.windows.add,
-                                   self.backward.hook_leaf, self.backward.run)
+                                   self.backward.hook_leaf, self.backward.run,
+                                   self.windows.own)
         self._handles: list[Any] = []
         self._steps: list[tuple[list[torch.Tensor], Any]] = []
         self._saved_apply: Any = None
@@ -196,6 +197,7 @@ class TorchCapture:
             if (mode.quiet or not tracer.listening or not _modes_enabled()
                     or threading.get_ident() != capture.owner):
                 return inner(cls, *args, **kwargs)
+            before = _version_of(args[0]) if args else None  # (ctx.mark_dirty changes it)
             s0 = _seq_nr()
             t0 = now_ns()
             mode.quiet += 1  # the ops inside forward are the Function's own
@@ -206,7 +208,8 @@ class TorchCapture:
             duration = now_ns() - t0
             mode.quiet += 1
             try:
-                mode.record(cls.__name__, OP, args, kwargs, out, s0, _seq_nr(), duration)
+                mode.record(cls.__name__, OP, args, kwargs, out, s0, _seq_nr(), duration,
+                            before)
             finally:
                 mode.quiet -= 1
             return out
