@@ -4,13 +4,16 @@
 
 - pushes the ``ForwardCapture`` mode (ops, ``backward()``: ``forward.py``/``backward.py``);
 - installs the global module hooks (module paths, parameter names: ``modules.py``);
-- hooks every optimizer's ``step`` globally (its internals are not ops; update norms);
+- wraps every optimizer class's ``step`` (its internals are not ops; update norms:
+  ``steps.py``);
 - makes a custom ``autograd.Function`` one op, named after its class;
 - runs ``torch.compile``d code eagerly (``torch.compiler.set_stance("force_eager")``),
   so its ops are seen, and says so once (``backends.note``).
 
-Ops of other threads are not captured (the mode is per thread; the module and optimizer
-hooks, which are global, ignore other threads).
+Ops of other threads are not captured (the mode is per thread; the module hooks and the
+optimizer wrappers, which are global, leave other threads alone and name them once in a
+note). Nothing here raises into the script: a failure of dyngraph's own is a note
+(``guard.py``).
 """
 
 from __future__ import annotations
@@ -21,34 +24,21 @@ import threading
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
-from torch.optim.optimizer import (
-    register_optimizer_step_post_hook,
-    register_optimizer_step_pre_hook,
-)
 
 from ..capture import arrays, backends
 from ..capture.tracing import now_ns, tracer
 from .backward import BackwardCapture, Windows
 from .calls import OP
 from .forward import ForwardCapture
-from .ids import id_of
+from .guard import failed
+from .layouts import to_numpy
 from .modules import ModulePaths
+from .steps import OptimizerSteps
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 _modes_enabled = torch._C._is_torch_function_mode_enabled
 COMPILE_NOTE = "torch.compile runs eagerly while captured"
-
-
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A tensor's values as numpy (on the CPU; low precision floats as float32)."""
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    if t.is_conj():
-        t = t.resolve_conj()
-    return t.cpu().numpy()
 
 
 class TorchCapture:
@@ -59,13 +49,11 @@ class TorchCapture:
         self.backward = BackwardCapture(self.windows, self.modules.names, self._quiet)
         self.mode = ForwardCapture(self.modules.names, self.windows.add,
                                    self.backward.hook_leaf, self.backward.run)
-        self._handles: list[Any] = []
-        self._steps: list[tuple[list[torch.Tensor], Any]] = []
+        self.steps = OptimizerSteps(self.mode, self.owner)
         self._saved_apply: Any = None
         self._saved_compile: Any = None
         self._saved_utilities: list[tuple[Any, str, Any]] = []
         self._stance: Any = None
-        self._aside = False  # the mode is off the stack for an optimizer step
         self.compiled = False
 
     def _quiet(self, delta: int) -> None:
@@ -77,8 +65,7 @@ class TorchCapture:
         arrays.register(torch.Tensor, to_numpy)
         self.mode.__enter__()  # type: ignore[no-untyped-call]
         self.modules.install()
-        self._handles = [register_optimizer_step_pre_hook(self._before_step),
-                         register_optimizer_step_post_hook(self._after_step)]
+        self.steps.install()
         self._patch_function_apply()
         self._patch_compile()
         self._patch_gradient_utilities()
@@ -90,7 +77,6 @@ class TorchCapture:
             self._force_eager(announce=False)
 
     def stop(self) -> None:
-        self._step_back()
         if torch._C._len_torch_function_stack() and torch._C._get_function_stack_at(
                 torch._C._len_torch_function_stack() - 1) is self.mode:
             self.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
@@ -98,9 +84,7 @@ class TorchCapture:
             self.mode.quiet += 1  # not on top (the user's mode is): let it pass calls on
         self.modules.remove()
         self.backward.remove()
-        for h in self._handles:
-            h.remove()
-        self._handles = []
+        self.steps.remove()
         for owner, name, original in self._saved_utilities:
             setattr(owner, name, original)
         self._saved_utilities = []
@@ -113,64 +97,6 @@ class TorchCapture:
             torch.compiler.set_stance(prev.stance,
                                       skip_guard_eval_unsafe=prev.skip_guard_eval_unsafe,
                                       force_backend=prev.backend)
-
-    # -- optimizers ------------------------------------------------------------------------
-    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._step_back()  # a step that raised never came back: come back now
-        if not tracer.listening or threading.get_ident() != self.owner:
-            self._steps.append(([], []))
-            return
-        self.mode.in_step += 1
-        # Update norms need a copy of every parameter (as much memory traffic as a plain
-        # SGD step): only when statistics are asked for.
-        params = [] if tracer.stats == "none" else [
-            p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        self.mode.quiet += 1
-        try:
-            with torch.no_grad():
-                before = torch._foreach_mul(params, 1.0) if params else []
-        finally:
-            self.mode.quiet -= 1
-        self._steps.append((params, before))
-        if len(args) <= 1 and kwargs.get("closure") is None:  # (args[0] is the optimizer)
-            # Nothing of the step is an op of the graph, and a mode on the stack routes
-            # every one of its hundreds of tensor calls through Python: step aside.
-            self._step_aside()
-
-    def _step_aside(self) -> None:
-        n = torch._C._len_torch_function_stack()
-        if n and torch._C._get_function_stack_at(n - 1) is self.mode:
-            torch._C._pop_torch_function_stack()
-            self._aside = True
-            self.modules.on_enter = self._step_back
-
-    def _step_back(self) -> None:
-        if self._aside:
-            self._aside = False
-            self.modules.on_enter = None
-            torch._C._push_on_torch_function_stack(self.mode)
-
-    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self._steps:
-            return
-        self._step_back()
-        params, before = self._steps.pop()
-        if not tracer.listening or threading.get_ident() != self.owner:
-            return
-        self.mode.in_step -= 1
-        norms: list[float] = []
-        self.mode.quiet += 1
-        try:
-            if params:
-                with torch.no_grad():
-                    torch._foreach_sub_(before, params)  # the copy becomes -change
-                    norms = torch.stack([n.to(torch.float64) for n in
-                                         torch._foreach_norm(before)]).tolist()
-        finally:
-            self.mode.quiet -= 1
-        lr = optimizer.param_groups[0].get("lr", 0.0) if optimizer.param_groups else 0.0
-        tracer.optimizer_step(type(optimizer).__name__, float(lr),
-                              tuple((id_of(p), n) for p, n in zip(params, norms, strict=True)))
 
     # -- custom autograd.Function: one op ----------------------------------------------------
     def _patch_function_apply(self) -> None:
@@ -196,6 +122,8 @@ class TorchCapture:
             mode.quiet += 1
             try:
                 mode.record(cls.__name__, OP, args, kwargs, out, s0, _seq_nr(), duration)
+            except Exception as exc:  # noqa: BLE001 - dyngraph's failure, not the script's
+                failed(f"the autograd.Function {cls.__name__}", exc)
             finally:
                 mode.quiet -= 1
             return out
@@ -218,6 +146,8 @@ class TorchCapture:
                     continue
 
                 def quiet(*args: Any, __original: Any = original, **kwargs: Any) -> Any:
+                    if threading.get_ident() != capture.owner:  # (its mode is not there)
+                        return __original(*args, **kwargs)
                     capture.mode.quiet += 1
                     try:
                         return __original(*args, **kwargs)

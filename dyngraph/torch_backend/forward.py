@@ -27,13 +27,16 @@ from ..capture.events import Summary
 from ..capture.tracing import now_ns, tracer
 from . import stats
 from .calls import BACKWARD, INPLACE, ITER, SKIP, _kinds, classify
+from .guard import failed
 from .ids import id_of, new_id
-from .stats import dtype_name, shape_of
+from .stats import dtype_of, shape_of
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _seq_nr = torch._C._autograd._get_sequence_nr
 _grad_enabled = torch.is_grad_enabled
+_tracing_state = torch._C._get_tracing_state
+_set_tracing_state = torch._C._set_tracing_state
 
 
 class ForwardCapture(TorchFunctionMode):
@@ -74,11 +77,23 @@ class ForwardCapture(TorchFunctionMode):
         out = func(*args, **kwargs)
         duration = now_ns() - t0
         if kind == ITER:  # ``for row in x``: the rows, recorded as one unbind
-            rows = tuple(out)
-            self.record(name, kind, args, kwargs, rows, s0, _seq_nr(), duration)
-            return iter(rows)
-        self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration)
-        return out
+            out = tuple(out)
+        # Recording never raises into the script (``guard``), and under ``torch.jit.trace``
+        # it runs with tracing off: the tracer would take dyngraph's reads (shapes,
+        # statistics) into the user's graph, and the trace's own check would fail.
+        try:
+            tracing = _tracing_state()
+            if tracing is None:
+                self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration)
+            else:
+                _set_tracing_state(None)
+                try:
+                    self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration)
+                finally:
+                    _set_tracing_state(tracing)
+        except Exception as exc:  # noqa: BLE001 - dyngraph's failure, not the script's
+            failed(f"the op {name}", exc)
+        return iter(out) if kind == ITER else out
 
     def set_stats(self, mode: str) -> None:
         if mode != self.stats:
@@ -119,7 +134,7 @@ class ForwardCapture(TorchFunctionMode):
         if len(outs) == 1:  # the usual case, without the lists
             o = outs[0]
             oid = new_id(o)
-            tracer.op(name, ids, oid, shape_of(o), dtype_name(o.dtype), o.requires_grad, attrs,
+            tracer.op(name, ids, oid, shape_of(o), dtype_of(o), o.requires_grad, attrs,
                       grad_enabled, duration, self._one(o), o, flat)
             if s1 > s0:
                 self._on_window(s0, s1, oid, name)
@@ -130,7 +145,7 @@ class ForwardCapture(TorchFunctionMode):
             oid = new_id(o)
             if i == 0:
                 first = oid
-            tracer.op(name, ids, oid, shape_of(o), dtype_name(o.dtype), o.requires_grad,
+            tracer.op(name, ids, oid, shape_of(o), dtype_of(o), o.requires_grad,
                       attrs if i == 0 else {**attrs, "output": i}, grad_enabled,
                       duration if i == 0 else 0, summaries[i], o, flat)
         if s1 > s0:
@@ -192,7 +207,7 @@ class ForwardCapture(TorchFunctionMode):
         if tracer.stats != self.stats:
             self.set_stats(tracer.stats)
         tracer.tensor(
-            tid, name, shape_of(t), dtype_name(t.dtype), t.requires_grad,
+            tid, name, shape_of(t), dtype_of(t), t.requires_grad,
             is_param or isinstance(t, _Parameter),
             stats.full([t])[0] if self.stats == "full" else None, grad_fn is None,
             "" if grad_fn is None else type(grad_fn).__name__, t,

@@ -20,6 +20,7 @@ import torch
 from torch.nn.modules import module as module_mod
 
 from ..capture.tracing import tracer
+from .guard import guarded
 from .ids import id_of
 
 _COMPILED_PREFIX = "_orig_mod"
@@ -44,9 +45,6 @@ class ModulePaths:
         # tensor id -> (qualified name, is a parameter)
         self.names: dict[int, tuple[str, bool]] = {}
         self._handles: list[Any] = []
-        # Called at the next module call when set (the capture's way back after an
-        # optimizer step that raised).
-        self.on_enter: Any = None
 
     def install(self) -> None:
         self._handles = [
@@ -60,14 +58,17 @@ class ModulePaths:
         self._handles = []
 
     # -- hooks -----------------------------------------------------------------------------
+    @guarded("a module call")
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
-        if not tracer.listening or threading.get_ident() != self.owner:
+        if not tracer.listening:
             return
-        if self.on_enter is not None:
-            self.on_enter()
+        if threading.get_ident() != self.owner:
+            tracer.other_thread()  # (named once)
+            return
         tracer.enter_module(self.path_of(module))
         self.depth += 1
 
+    @guarded("the end of a module call")
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if self.depth == 0 or threading.get_ident() != self.owner:
             return  # entered before capture began (or by another thread)
