@@ -2,7 +2,8 @@
 
 ``TorchCapture.start()`` (in the thread whose ops are to be seen):
 
-- pushes the ``ForwardCapture`` mode (ops, ``backward()``: ``forward.py``/``backward.py``);
+- pushes the ``ForwardCapture`` mode (ops, ``backward()``: ``forward.py``/``backward.py``),
+  hidden from code that asks which modes are on (``modestack.py``);
 - installs the global module hooks (module paths, parameter names: ``modules.py``);
 - wraps every optimizer class's ``step`` (its internals are not ops; update norms:
   ``steps.py``);
@@ -33,11 +34,12 @@ from .calls import OP
 from .forward import ForwardCapture
 from .guard import failed
 from .layouts import to_numpy
+from .modestack import HiddenMode, real
 from .modules import ModulePaths
 from .steps import OptimizerSteps
 
 _seq_nr = torch._C._autograd._get_sequence_nr
-_modes_enabled = torch._C._is_torch_function_mode_enabled
+_modes_enabled = real.enabled  # (PyTorch's answer: ours is hidden from everyone else)
 COMPILE_NOTE = "torch.compile runs eagerly while captured"
 
 
@@ -49,6 +51,7 @@ class TorchCapture:
         self.backward = BackwardCapture(self.windows, self.modules.names, self._quiet)
         self.mode = ForwardCapture(self.modules.names, self.windows.add,
                                    self.backward.hook_leaf, self.backward.run)
+        self.hidden = HiddenMode(self.mode)
         self.steps = OptimizerSteps(self.mode, self.owner)
         self._saved_apply: Any = None
         self._saved_compile: Any = None
@@ -64,6 +67,7 @@ class TorchCapture:
         tracer.add_library(os.path.dirname(torch.__file__))
         arrays.register(torch.Tensor, to_numpy)
         self.mode.__enter__()  # type: ignore[no-untyped-call]
+        self.hidden.install()
         self.modules.install()
         self.steps.install()
         self._patch_function_apply()
@@ -77,8 +81,8 @@ class TorchCapture:
             self._force_eager(announce=False)
 
     def stop(self) -> None:
-        if torch._C._len_torch_function_stack() and torch._C._get_function_stack_at(
-                torch._C._len_torch_function_stack() - 1) is self.mode:
+        self.hidden.remove()
+        if real.stack_len() and real.stack_at(real.stack_len() - 1) is self.mode:
             self.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
         else:
             self.mode.quiet += 1  # not on top (the user's mode is): let it pass calls on

@@ -29,6 +29,7 @@ from torch.optim import Optimizer
 from ..capture.tracing import tracer
 from .guard import failed
 from .ids import id_of
+from .modestack import real
 
 _get_ident = threading.get_ident
 _WRAPPED = "_dyngraph_step"
@@ -99,16 +100,16 @@ class OptimizerSteps:
         finally:
             mode.in_step -= 1
             if aside:
-                torch._C._push_on_torch_function_stack(mode)
+                real.push(mode)
         self._after(optimizer, *before)
         return out
 
     def _pop_mode(self) -> bool:
         """Take the capture's mode off the stack if it is on top (a mode the script pushed
         above it stays, and so does dyngraph's under it)."""
-        n = torch._C._len_torch_function_stack()
-        if n and torch._C._get_function_stack_at(n - 1) is self.mode:
-            torch._C._pop_torch_function_stack()
+        n = real.stack_len()
+        if n and real.stack_at(n - 1) is self.mode:
+            real.pop()
             return True
         return False
 
