@@ -29,6 +29,7 @@ import torch
 
 from ..capture import arrays, backends
 from ..capture.tracing import now_ns, tracer
+from . import guard, layouts
 from .backward import BackwardCapture, Windows
 from .calls import OP
 from .forward import ForwardCapture
@@ -64,6 +65,8 @@ class TorchCapture:
 
     # -- start and stop ------------------------------------------------------------------
     def start(self) -> None:
+        guard.reset()
+        layouts.reset()
         tracer.add_library(os.path.dirname(torch.__file__))
         arrays.register(torch.Tensor, to_numpy)
         self.mode.__enter__()  # type: ignore[no-untyped-call]

@@ -4,7 +4,8 @@ Every place where torch calls into dyngraph (the mode's handler after the op ran
 hooks, backward hooks, optimizer hooks, the patched ``autograd.Function.apply``) runs its
 recording inside a guard. An exception raised there is dyngraph's bug, not the script's:
 the op already ran (or runs anyway), the script goes on unchanged, the trace lacks what
-could not be recorded, and one note says so in one paragraph, once per place and kind:
+could not be recorded, and one note says so in one paragraph, once per kind of exception
+and place in dyngraph (the first thing it failed to record is named):
 
     dyngraph could not record an op (RuntimeError: ... at dyngraph/torch_backend/stats.py:
     192); the script went on unchanged, the trace lacks it: a bug in dyngraph, please report
@@ -26,15 +27,20 @@ from ..capture import backends
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _MESSAGE_LIMIT = 200
-_told: set[tuple[str, str, str]] = set()
+_told: set[tuple[str, str]] = set()
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def reset() -> None:
+    """A new recording: each failure is told again."""
+    _told.clear()
+
+
 def failed(what: str, exc: BaseException) -> None:
-    """Tell (once per place and kind) that recording ``what`` raised ``exc``."""
+    """Tell (once per kind of exception and place) that recording ``what`` raised ``exc``."""
     where = _where(exc)
-    key = (what, type(exc).__name__, where)
+    key = (type(exc).__name__, where)
     if key in _told:
         return
     _told.add(key)

@@ -37,6 +37,11 @@ UNREADABLE = np.zeros(0, np.float32)
 """What ``to_numpy`` gives for such a tensor: no values (a check sees nothing to judge)."""
 
 
+def reset() -> None:
+    """A new recording: each kind is noted again."""
+    _noted.clear()
+
+
 def kind_of(t: torch.Tensor) -> str:
     """What kind of unreadable tensor ``t`` is ("sparse_coo", "nested", "meta" ...), or ""
     for an ordinary one."""
