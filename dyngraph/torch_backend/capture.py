@@ -38,6 +38,7 @@ from .layouts import to_numpy
 from .modestack import HiddenMode, real
 from .modules import ModulePaths
 from .steps import OptimizerSteps
+from .warnplace import WarningPlaces
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 _modes_enabled = real.enabled  # (PyTorch's answer: ours is hidden from everyone else)
@@ -53,6 +54,7 @@ class TorchCapture:
         self.mode = ForwardCapture(self.modules.names, self.windows.add,
                                    self.backward.hook_leaf, self.backward.run)
         self.hidden = HiddenMode(self.mode)
+        self.warning_places = WarningPlaces(ForwardCapture.__torch_function__)
         self.steps = OptimizerSteps(self.mode, self.owner)
         self._saved_apply: Any = None
         self._saved_compile: Any = None
@@ -71,6 +73,7 @@ class TorchCapture:
         arrays.register(torch.Tensor, to_numpy)
         self.mode.__enter__()  # type: ignore[no-untyped-call]
         self.hidden.install()
+        self.warning_places.install()
         self.modules.install()
         self.steps.install()
         self._patch_function_apply()
@@ -85,6 +88,7 @@ class TorchCapture:
 
     def stop(self) -> None:
         self.hidden.remove()
+        self.warning_places.remove()
         if real.stack_len() and real.stack_at(real.stack_len() - 1) is self.mode:
             self.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
         else:

@@ -23,10 +23,11 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ..capture.arrays import UNWRITTEN
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tracer
 from . import stats
-from .calls import BACKWARD, INPLACE, ITER, SKIP, _kinds, classify
+from .calls import BACKWARD, EMPTY, INPLACE, ITER, SKIP, _kinds, classify
 from .guard import failed
 from .ids import id_of, new_id
 from .stats import dtype_of, shape_of
@@ -70,6 +71,11 @@ class ForwardCapture(TorchFunctionMode):
             return func(*args, **kwargs)
         if kind == BACKWARD:
             return self._on_backward(func, name, tuple(args), kwargs)
+        if kind == EMPTY:  # (its result enters the graph as a leaf: see ``announce``)
+            out = func(*args, **kwargs)
+            if isinstance(out, _Tensor):
+                out._dg_unwritten = (id(out), out._version)
+            return out
         if self.in_step and not _grad_enabled():
             return func(*args, **kwargs)
         s0 = _seq_nr()
@@ -206,9 +212,14 @@ class ForwardCapture(TorchFunctionMode):
             self._on_leaf(t, tid)
         if tracer.stats != self.stats:
             self.set_stats(tracer.stats)
+        # A tensor of the ``empty`` family not written since (its version unchanged) holds
+        # whatever memory it was given: no data, no statistics.
+        mark = t.__dict__.get("_dg_unwritten")
+        unwritten = mark is not None and mark == (id(t), t._version)
         tracer.tensor(
             tid, name, shape_of(t), dtype_of(t), t.requires_grad,
             is_param or isinstance(t, _Parameter),
-            stats.full([t])[0] if self.stats == "full" else None, grad_fn is None,
-            "" if grad_fn is None else type(grad_fn).__name__, t,
+            stats.full([t])[0] if self.stats == "full" and not unwritten else None,
+            grad_fn is None, "" if grad_fn is None else type(grad_fn).__name__,
+            UNWRITTEN if unwritten else t,
         )

@@ -339,3 +339,71 @@ def test_a_failure_inside_dyngraph_is_one_note_and_the_script_goes_on(monkeypatc
     assert notes[0].startswith("dyngraph could not record the op mul (RuntimeError: "
                                "summaries broke at dyngraph/torch_backend/")
     assert any(type(e) is ev.BackwardStep for e in events)  # the rest was recorded
+
+
+# -- where it points -----------------------------------------------------------------------------
+def warn_three_ways() -> list[tuple[str, int, str]]:
+    import torch.nn.functional as F
+
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        F.softmax(x)  # @python-warning
+        torch.add(x, x, out=torch.ones(2))  # @cpp-warning
+        x.view(6).add_(1)  # (no warning)
+    return [(w.filename, w.lineno, w.category.__name__) for w in seen]
+
+
+def marked(marker: str) -> int:
+    import inspect
+
+    lines, start = inspect.getsourcelines(warn_three_ways)
+    return start + next(i for i, t in enumerate(lines) if t.rstrip().endswith(f"# @{marker}"))
+
+
+def test_warnings_inside_a_captured_call_point_at_the_scripts_line():
+    """Issue 22: warnings raised inside a captured call were placed at
+    dyngraph/torch_backend/forward.py, so -W and filterwarnings by module or line saw
+    dyngraph instead of the script."""
+    plain = warn_three_ways()
+    assert [(line, cat) for _, line, cat in plain] == [
+        (marked("python-warning"), "UserWarning"), (marked("cpp-warning"), "UserWarning")]
+    assert {file for file, _, _ in plain} == {__file__}
+    for stats in ("none", "full"):
+        assert captured(warn_three_ways, stats)[0] == plain
+
+
+def test_a_module_or_line_filter_of_the_scripts_applies_to_a_captured_call():
+    def run() -> int:
+        x = torch.randn(2, 3)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            warnings.filterwarnings("ignore", module=__name__.replace(".", r"\."))
+            torch.nn.functional.softmax(x)
+        return len(seen)
+
+    assert run() == 0
+    assert captured(run)[0] == 0
+
+
+def test_an_exception_raised_inside_torch_is_placed_at_the_scripts_line():
+    """Issue 22: "the script raised ..." named torch-internal files (torch/nn/functional.py)
+    instead of the user's line; and PyTorch's kilobytes-long messages fill one line."""
+    from dyngraph.debug.describe import first_line, locate_exception
+
+    def run() -> BaseException:
+        try:
+            torch.nn.functional.cross_entropy(torch.randn(3, 4), torch.tensor([0, 1]))  # @raise
+        except ValueError as exc:
+            return exc
+        raise AssertionError("no error")
+
+    import inspect
+
+    lines, start = inspect.getsourcelines(run)
+    line = start + next(i for i, t in enumerate(lines) if t.rstrip().endswith("# @raise"))
+    for exc in (run(), captured(run)[0]):
+        raised = locate_exception(exc.__traceback__)
+        assert (raised.file, raised.line) == (__file__, line)
+    assert first_line("boom\n" + "listing\n" * 1000) == "boom ..."
+    assert len(first_line("x" * 10_000)) == 303
