@@ -416,6 +416,8 @@ class Agent(ForwardChecks):
 
     def _on_backward_start(self, r: Row) -> None:
         self._leaf_sq = {}
+        if self._unwritten and r[3] in self._unwritten and self._matcher.nan is not None:
+            self._pause("nan", self._unwritten_root(r[3]), r[1])
         if self._stop is not None and self._stop[0] == "forward":
             self._pause("step", f"end of forward: backward starts from "
                                 f"{self._describe_node(r[3], 'tensor')}", r[1])

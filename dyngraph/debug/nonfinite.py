@@ -16,6 +16,7 @@ this judges events, not tensors):
   Runge-Kutta buffer): no data at all (a backend hands on ``arrays.UNWRITTEN`` as its value).
   An op that reads such a tensor and gives non-finite values passes them on unjudged; an
   op whose output is finite again (the buffer filled) is judged as any other from then on.
+  A backward pass started from a non-finite value that came that way fails: a loss is data.
 
 A NaN is blamed wherever it is made from values without one, data or not.
 """
@@ -61,19 +62,20 @@ class ForwardChecks:
         if all_finite(value, e.summary):
             return None
         inputs = e.inputs
-        unwritten = self._unwritten
-        if unwritten and any(i in unwritten for i in inputs):
-            unwritten.add(e.output)  # unwritten memory passed on: nothing to judge yet
-            return None
         nan, inf = nonfinite_counts(value)
         nans, infs = self._nan, self._inf
         nan_in = any(i in nans for i in inputs)
         inf_in = any(i in infs for i in inputs) or self._constant_inf(e)
+        made = (nan and not nan_in) or (inf and not (nan_in or inf_in))
+        unwritten = self._unwritten
+        if made and unwritten and any(i in unwritten for i in inputs):
+            unwritten.add(e.output)  # unwritten memory passed on: nothing to judge yet
+            return None
         if nan:
             nans.add(e.output)
         if inf:
             infs.add(e.output)
-        if (nan and not nan_in) or (inf and not (nan_in or inf_in) and self._needs_gradient(e)):
+        if made and (nan or self._needs_gradient(e)):
             return ("nan", f"first NaN/Inf: {describe_op(e)} produced {counts(nan, inf)} "
                            f"from {'finite inputs' if not (nan_in or inf_in) else 'no NaN'}")
         for i in inputs:  # a leaf that came in non-finite: report it at its first use
@@ -102,6 +104,15 @@ class ForwardChecks:
                 if a.dtype.kind == "f" and np.isinf(a).any():
                     return True
         return False
+
+    def _unwritten_root(self, root: int) -> str:
+        """The description of a backward pass that starts from a non-finite value read out
+        of memory nobody wrote (or of NaN written into a part of an ``empty`` tensor)."""
+        row = self._ops.get(root)
+        made = describe_op(event_of(row)) if row is not None else f"tensor #{root}"  # type: ignore[arg-type]
+        return (f"first NaN/Inf: backward starts from {made}, which holds NaN/Inf that came "
+                "out of the unwritten memory of a tensor of the empty family (torch.empty), "
+                "or were written into a part of one")
 
     def _on_tensor(self, r: Row) -> None:
         if self._matcher.nan is None:

@@ -147,7 +147,8 @@ def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
 
 def _unwritten(t: Tensor) -> Tensor:
     """Marks ``t`` as memory nobody wrote yet (zeros here, garbage in PyTorch): until an
-    in-place write moves its version on, a check does not judge what it holds (see
+    in-place write to all of it (a write to a part, ``t[i] = x``, keeps the mark: see
+    ``inplace._to_a_part``) a check does not judge what it holds (see
     ``dyngraph.debug.nonfinite``), as on PyTorch."""
     t._unwritten = t._version
     return t

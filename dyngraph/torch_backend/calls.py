@@ -16,6 +16,10 @@ SKIP, OP, INPLACE, BACKWARD, ITER, EMPTY = range(6)
 # Creation calls whose memory is not written: their results are not data until written.
 _EMPTY = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
                     "new_empty_strided"})
+# In-place writes to a part of a tensor: an ``empty`` one is still not all data after them.
+PARTIAL_WRITES = frozenset({"setitem", "index_put_", "index_copy_", "index_fill_",
+                            "index_add_", "masked_fill_", "masked_scatter_", "scatter_",
+                            "scatter_add_", "scatter_reduce_", "put_", "diagonal_scatter"})
 
 # Attribute reads that are ops (they build a graph node); every other getter is not.
 _OP_GETTERS = frozenset({"T", "mT", "H", "mH", "real", "imag"})

@@ -27,7 +27,7 @@ from ..capture.arrays import UNWRITTEN
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tracer
 from . import stats
-from .calls import BACKWARD, EMPTY, INPLACE, ITER, SKIP, _kinds, classify
+from .calls import BACKWARD, EMPTY, INPLACE, ITER, PARTIAL_WRITES, SKIP, _kinds, classify
 from .guard import failed
 from .ids import id_of, new_id
 from .stats import dtype_of, shape_of
@@ -38,6 +38,14 @@ _seq_nr = torch._C._autograd._get_sequence_nr
 _grad_enabled = torch.is_grad_enabled
 _tracing_state = torch._C._get_tracing_state
 _set_tracing_state = torch._C._set_tracing_state
+
+
+def _still_unwritten(args: Sequence[Any]) -> None:
+    """A part of a tensor of the ``empty`` family was written: the rest still is not data."""
+    t = args[0] if args else None
+    mark = t.__dict__.get("_dg_unwritten") if isinstance(t, _Tensor) else None
+    if mark is not None and mark[0] == id(t):
+        t._dg_unwritten = (mark[0], t._version)
 
 
 class ForwardCapture(TorchFunctionMode):
@@ -84,6 +92,8 @@ class ForwardCapture(TorchFunctionMode):
         duration = now_ns() - t0
         if kind == ITER:  # ``for row in x``: the rows, recorded as one unbind
             out = tuple(out)
+        elif kind == INPLACE and name in PARTIAL_WRITES:
+            _still_unwritten(args)
         # Recording never raises into the script (``guard``), and under ``torch.jit.trace``
         # it runs with tracing off: the tracer would take dyngraph's reads (shapes,
         # statistics) into the user's graph, and the trace's own check would fail.
@@ -212,8 +222,8 @@ class ForwardCapture(TorchFunctionMode):
             self._on_leaf(t, tid)
         if tracer.stats != self.stats:
             self.set_stats(tracer.stats)
-        # A tensor of the ``empty`` family not written since (its version unchanged) holds
-        # whatever memory it was given: no data, no statistics.
+        # A tensor of the ``empty`` family not written since (its version unchanged but by
+        # writes to a part of it) holds memory nobody wrote: no data, no statistics.
         mark = t.__dict__.get("_dg_unwritten")
         unwritten = mark is not None and mark == (id(t), t._version)
         tracer.tensor(

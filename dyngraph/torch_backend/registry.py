@@ -75,7 +75,7 @@ class Registry:
             self._see(module)
             if not isinstance(submodule, _Module):
                 return
-            built_alone = self._see(submodule)
+            built_alone = self._see(submodule, module)
             key = id(submodule)
             old = self._parent.get(key)
             if old is not None and old[0]() is submodule:
@@ -87,16 +87,24 @@ class Registry:
         except Exception:  # noqa: BLE001
             pass
 
-    def _see(self, module: Any) -> bool:
-        """Remember ``module`` (at its first registration: while it is being built); whether
-        it was built on its own."""
+    def _see(self, module: Any, holder: Any = None) -> bool:
+        """Remember ``module`` at its first registration; whether it was built on its own.
+
+        Mostly that first registration is one of its own (a parameter, a layer), made while
+        it is being built: it was built alone if no other module was being built around it.
+        A module that registers nothing (``nn.ReLU()``, a parameterless ``Lambda()``) is
+        first seen as ``holder`` registers it: built alone if it was handed to ``holder``'s
+        ``__init__`` as an argument and nothing else was being built around that."""
         key = id(module)
         entry = self._seen.get(key)
         if entry is not None and entry[0]() is module:
             return entry[1]
         if len(self._seen) > 200_000:
             self._seen = {k: v for k, v in self._seen.items() if v[0]() is not None}
-        alone = not _inside_another_construction(module)
+        if holder is None:
+            alone = not _inside_another_construction(module)
+        else:
+            alone = _handed_in(module, holder) and not _inside_another_construction(holder)
         self._seen[key] = (weakref.ref(module), alone)
         return alone
 
@@ -142,6 +150,25 @@ def _inside_another_construction(module: Any) -> bool:
             owner = frame.f_locals.get("self")
             if owner is not module and isinstance(owner, _Module):
                 return True
+        frame = frame.f_back
+    return False
+
+
+def _handed_in(module: Any, holder: Any) -> bool:
+    """Is ``module`` an argument of the running ``holder.__init__`` (built before it)?"""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__init__" and frame.f_locals.get("self") is holder:
+            count = code.co_argcount + code.co_kwonlyargcount
+            names = list(code.co_varnames[:count])
+            if code.co_flags & 0x04:  # *args
+                names.append(code.co_varnames[count])
+            for name in names:
+                value = frame.f_locals.get(name)
+                if value is module or (type(value) is tuple and any(v is module
+                                                                    for v in value)):
+                    return True
         frame = frame.f_back
     return False
 

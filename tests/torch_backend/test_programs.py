@@ -53,3 +53,8 @@ def test_check_passes_infs_made_from_data_and_unwritten_memory_but_not_a_nan():
     assert f"data_infs.py:{line} (iteration 1) produced 10 NaN" in failed.stderr
     ours = dyngraph_cli("check", "--backend", "dyngraph", script, "--dyngraph", timeout=120)
     assert ours.returncode == 0, ours.stderr
+    unwritten = dyngraph_cli("check", "--backend", "dyngraph", script, "--dyngraph",
+                             "--read-unwritten", timeout=120)
+    assert unwritten.returncode == 1
+    assert "first NaN/Inf: backward starts from add -> () at top level at " in unwritten.stderr
+    assert "the unwritten memory of a tensor of the empty family" in unwritten.stderr

@@ -1,6 +1,7 @@
 """Infs a program makes on purpose from data, and the memory of torch.empty before it is
 written: `dyngraph check` must pass this. With --nan-from-data it makes a NaN from data,
-which check must still catch. --dyngraph runs it on dyngraph's own engine."""
+and with --read-unwritten its loss reads memory nobody wrote: check must catch both.
+--dyngraph runs it on dyngraph's own engine."""
 
 import sys
 
@@ -31,7 +32,16 @@ for step in range(3):
     k.data[..., 2] = x[8:12]
     h = (k * torch.tensor([0.2, 0.3, 0.5])).sum(-1) + first[..., 0]
     scores = model(torch.cat([x * inv[:, None], h])) + mask[step]
-    loss = scores.softmax(-1).max(-1).values.mean()
+    rows = torch.empty(3, n)  # torchdiffeq's solution: filled row by row, row 0 first
+    rows.data.fill_(float("nan"))
+    rows[0] = mask[step].clamp(min=-1.0)
+    for i in (1, 2):
+        rows[i] = scores[i].softmax(-1)  # (these writes are ops of the graph)
+    loss = scores.softmax(-1).max(-1).values.mean() + rows.mean() * 1e-3
+    if "--read-unwritten" in sys.argv:
+        never = torch.empty(3)
+        never.data.fill_(float("nan"))
+        loss = loss + never.sum()  # @read-unwritten
     opt.zero_grad()
     loss.backward()
     opt.step()
