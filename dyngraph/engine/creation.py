@@ -150,7 +150,7 @@ def _unwritten(t: Tensor) -> Tensor:
     in-place write to all of it (a write to a part, ``t[i] = x``, keeps the mark: see
     ``inplace._to_a_part``) a check does not judge what it holds (see
     ``dyngraph.debug.nonfinite``), as on PyTorch."""
-    t._unwritten = t._version
+    t._unwritten = t._version  # type: ignore[attr-defined]
     return t
 
 

@@ -679,7 +679,7 @@ def _to_a_part(write: Any) -> Any:
         unwritten = mark is not None and mark == self._version
         out = write(self, *args, **kwargs)
         if unwritten:
-            self._unwritten = self._version
+            self._unwritten = self._version  # type: ignore[attr-defined]
         return out
 
     partial.__name__ = partial.__qualname__ = write.__name__

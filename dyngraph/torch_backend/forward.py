@@ -37,12 +37,12 @@ _Parameter = torch.nn.Parameter
 _seq_nr = torch._C._autograd._get_sequence_nr
 _grad_enabled = torch.is_grad_enabled
 _tracing_state = torch._C._get_tracing_state
-_set_tracing_state = torch._C._set_tracing_state
+_set_tracing_state = torch._C._set_tracing_state  # type: ignore[attr-defined]
 
 
 def _still_unwritten(args: Sequence[Any]) -> None:
     """A part of a tensor of the ``empty`` family was written: the rest still is not data."""
-    t = args[0] if args else None
+    t: Any = args[0] if args else None
     mark = t.__dict__.get("_dg_unwritten") if isinstance(t, _Tensor) else None
     if mark is not None and mark[0] == id(t):
         t._dg_unwritten = (mark[0], t._version)
@@ -82,7 +82,7 @@ class ForwardCapture(TorchFunctionMode):
         if kind == EMPTY:  # (its result enters the graph as a leaf: see ``announce``)
             out = func(*args, **kwargs)
             if isinstance(out, _Tensor):
-                out._dg_unwritten = (id(out), out._version)
+                out._dg_unwritten = (id(out), out._version)  # type: ignore[attr-defined]
             return out
         if self.in_step and not _grad_enabled():
             return func(*args, **kwargs)

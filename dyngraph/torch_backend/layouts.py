@@ -92,7 +92,7 @@ def unreadable(t: Any, kind: str = "") -> None:
                   "with shape, dtype and layout only")
 
 
-def shape_of_unusual(t: torch.Tensor) -> tuple[int, ...]:
+def shape_of_unusual(t: Any) -> tuple[int, ...]:
     """The shape of a tensor whose ``shape`` holds SymInts or raises: a nested tensor's
     padded shape (each ragged dimension as long as its longest component, what
     ``to_padded_tensor`` gives), as plain ints."""

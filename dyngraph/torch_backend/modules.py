@@ -89,7 +89,7 @@ class ModulePaths:
     def path_of(self, module: torch.nn.Module) -> str:
         registry = self.registry
         if registry.known(module):
-            path, top = registry.path(module)
+            registered, top = registry.path(module)
             if self.depth == 0:  # (modules under it built before the capture: see below)
                 root = self._root() if self._root is not None else None
                 if root is not top:
@@ -97,7 +97,7 @@ class ModulePaths:
             named = self._named.get(id(top))
             if named is None or named[0]() is not top or named[1] != registry.generation:
                 self._name_tensors(top)
-            return path
+            return registered
         key = id(module)
         if self.depth == 0:
             root = self._root() if self._root is not None else None

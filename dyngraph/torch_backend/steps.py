@@ -55,7 +55,7 @@ class OptimizerSteps:
         Optimizer.profile_hook_step = staticmethod(profile_hook_step)  # type: ignore[method-assign]
         for cls in _subclasses(Optimizer):
             step = cls.__dict__.get("step")
-            if getattr(step, "hooked", False) and not hasattr(step, _WRAPPED):
+            if step is not None and getattr(step, "hooked", False) and not hasattr(step, _WRAPPED):
                 cls.step = self._wrap(step)  # type: ignore[attr-defined]
 
     def remove(self) -> None:
@@ -124,7 +124,7 @@ class OptimizerSteps:
             self.mode.quiet += 1
             try:
                 with torch.no_grad():
-                    return params, (torch._foreach_mul(params, 1.0) if params else [])
+                    return params, (list(torch._foreach_mul(params, 1.0)) if params else [])
             finally:
                 self.mode.quiet -= 1
         except Exception as exc:  # noqa: BLE001 - the step runs anyway
@@ -159,6 +159,7 @@ def _subclasses(cls: type) -> list[type]:
     found: list[type] = []
     todo = [cls]
     while todo:
+        sub: type
         for sub in todo.pop().__subclasses__():
             if sub not in found:
                 found.append(sub)

@@ -76,7 +76,7 @@ class WarningPlaces:
         if warnings._showwarnmsg is self._show:  # type: ignore[attr-defined]
             warnings._showwarnmsg = self._show._dyngraph_original  # type: ignore[attr-defined]
         try:
-            warnings.filters.remove(self._filter)
+            warnings.filters.remove(self._filter)  # type: ignore[attr-defined]
             warnings._filters_mutated()  # type: ignore[attr-defined]
         except ValueError:  # the script reset the filters meanwhile
             pass
