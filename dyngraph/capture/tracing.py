@@ -522,8 +522,9 @@ class Tracer:
         if n > VALUES_LIMIT:
             return
         data = to_numpy(value)
-        if data.dtype.kind not in "biuf":
-            return  # complex or object arrays: a trace stores numbers only
+        if data.dtype.kind not in "biuf" or data.size != n:
+            return  # complex or object arrays: a trace stores numbers only; no values at all
+            # (a tensor whose values cannot be read, or unwritten memory)
         self.seq += 1
         self.deliver(("values", self.seq, self.iteration, tensor_id,
                       np.array(data, copy=True)))

@@ -39,9 +39,10 @@ from .breakpoints import (
     same_file,
 )
 from .channel import Channel, ChannelClosed, readable
-from .describe import ModuleStack, counts, describe_op, locate_exception, where
+from .describe import ModuleStack, counts, describe_op, first_line, locate_exception, where
 from .evaluation import FrameEvaluator
 from .inspection import InspectError, result_to_wire, view_to_wire
+from .nonfinite import ForwardChecks
 from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
 
@@ -59,7 +60,7 @@ _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
 
 
-class Agent:
+class Agent(ForwardChecks):
     """Runs in the child. ``start()`` before the script, ``finish()`` after it."""
 
     def __init__(self, channel: Channel, *, stats: str = "full", values: str = "none",
@@ -120,6 +121,8 @@ class Agent:
         self._nan: set[int] = set()
         self._inf: set[int] = set()
         self._bad_leaves: dict[int, str] = {}
+        self._unwritten: set[int] = set()  # see ``nonfinite.ForwardChecks``
+        self._needs_grad: set[int] = set()
         self._leaf_sq: dict[int, float] = {}
         self._leaf_names: dict[int, str] = {}
         self._seen_iteration = 0
@@ -319,44 +322,6 @@ class Agent:
         if hit is not None:
             self._pause(hit[0], hit[1], r[1])
 
-    def _value_of(self, tensor_id: int) -> np.ndarray | None:
-        return self._value if self._value_id == tensor_id else None
-
-    def _check_nan_op(self, e: ev.Op, value: np.ndarray) -> tuple[str, str] | None:
-        """Report the op that *produces* a NaN, or an Inf, from inputs without one.
-
-        Values that came in non-finite only carry it along; an Inf copied from a constant
-        argument (``masked_fill(mask, float("-inf"))``, the usual attention mask) is meant.
-        """
-        if all_finite(value, e.summary):
-            return None
-        nan, inf = nonfinite_counts(value)
-        nans, infs = self._nan, self._inf
-        inputs = e.inputs
-        nan_in = any(i in nans for i in inputs)
-        inf_in = any(i in infs for i in inputs) or self._constant_inf(e)
-        if nan:
-            nans.add(e.output)
-        if inf:
-            infs.add(e.output)
-        if (nan and not nan_in) or (inf and not (nan_in or inf_in)):
-            return ("nan", f"first NaN/Inf: {describe_op(e)} produced {counts(nan, inf)} "
-                           f"from {'finite inputs' if not (nan_in or inf_in) else 'no NaN'}")
-        for i in inputs:  # a leaf that came in non-finite: report it at its first use
-            leaf = self._bad_leaves.pop(i, None)
-            if leaf is not None:
-                return ("nan", f"{leaf}; first used by {describe_op(e)}")
-        return None
-
-    def _constant_inf(self, e: ev.Op) -> bool:
-        args = self._args if self._value_id == e.output else ()
-        for tid, arg in zip(e.inputs, args, strict=False):
-            if tid < 0 and isinstance(arg, (float, np.ndarray, np.floating)):
-                a = np.asarray(arg)
-                if a.dtype.kind == "f" and np.isinf(a).any():
-                    return True
-        return False
-
     def _check_op_breakpoints(self, m: Matcher, r: Row) -> tuple[str, str] | None:
         """Op, module and line breakpoints. Dict lookups in the caches first: this runs for
         every op while any such breakpoint is set."""
@@ -423,25 +388,6 @@ class Agent:
         if mode == "line" and r[_LINE] == stop[2] and same_file(stop[1], r[_FILE]):
             return ("step", f"reached {stop[1]}:{stop[2]}: {_describe(r)}")
         return None
-
-    def _on_tensor(self, r: Row) -> None:
-        if self._matcher.nan is None:
-            return
-        value = self._value_of(r[3])
-        if value is None or settled(r[9]) or all_finite(value):
-            return
-        e: ev.TensorCreated = event_of(r)  # type: ignore[assignment]
-        nan, inf = nonfinite_counts(value)
-        if nan:
-            self._nan.add(e.tensor)
-        if inf:
-            self._inf.add(e.tensor)
-        if not nan and not (e.requires_grad or e.is_param):
-            return  # data holding Inf (an additive -inf mask): meant, not a failure
-        what = f"{'parameter' if e.is_param else 'tensor'} {e.name or '#' + str(e.tensor)}"
-        # The op that uses it is announced next: stop there, where there is a line to show.
-        self._bad_leaves[e.tensor] = (f"first NaN/Inf: {what} {tuple(e.shape)} holds "
-                                      f"{counts(nan, inf)} as it enters iteration {e.iteration}")
 
     def _on_backward_step(self, r: Row) -> None:
         self._last_step = r
@@ -519,6 +465,8 @@ class Agent:
     def _on_backward_start(self, r: Row) -> None:
         self._leaf_sq = {}
         self._handed = set()
+        if self._unwritten and r[3] in self._unwritten and self._matcher.nan is not None:
+            self._pause("nan", self._unwritten_root(r[3]), r[1])
         if self._stop is not None and self._stop[0] == "forward":
             self._pause("step", f"end of forward: backward starts from "
                                 f"{self._describe_node(r[3], 'tensor')}", r[1])
@@ -547,6 +495,8 @@ class Agent:
         self._nan = set()
         self._inf = set()
         self._bad_leaves = {}
+        self._unwritten = set()
+        self._needs_grad = set()
         self._leaf_names = {}
 
     # -- descriptions ----------------------------------------------------------------------
@@ -664,8 +614,9 @@ class Agent:
             where_ = (f" in {raised.call}()" if raised.call else "") + in_module
             if last is not None:
                 where_ += f"{',' if where_ else ''} after op {last.op}"
+        message = first_line(str(exc))
         self.exception_description = (
-            f"{type(exc).__name__}: {exc}{where_}, iteration {tracer.iteration}, "
+            f"{type(exc).__name__}: {message}{where_}, iteration {tracer.iteration}, "
             f"{where(file, line)}"
         )
         self.flush()

@@ -550,17 +550,14 @@ def shell_status(status: int | None) -> int:
     return 128 - status if status < 0 else status
 
 
-# BLAS libraries start one thread per core; beside the debugger's own process that
-# oversubscribes the machine and made small models 10-100x slower (measured on 2 cores).
-# A user who sets any of these keeps their choice.
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
 def _child_env(env: dict[str, str] | None) -> dict[str, str]:
-    """The child's environment: the given one (or ours), with BLAS on one thread by default."""
-    child = dict(os.environ if env is None else env)
-    if not any(name in child for name in _BLAS_THREAD_VARIABLES):
-        for name in _BLAS_THREAD_VARIABLES:
-            child[name] = "1"
-    return child
+    """The child's environment: the given one (or ours), unchanged.
+
+    Thread settings above all stay the user's: with ``OMP_NUM_THREADS=1`` set for it, the
+    recorded PyTorch run reduced and multiplied on one thread where ``python SCRIPT`` used
+    every core, and its numbers were no longer bitwise those of the plain run. (A machine
+    oversubscribed by the script's threads beside the debugger is the user's to tune, as it
+    is beside any other program.)
+    """
+    return dict(os.environ if env is None else env)
 

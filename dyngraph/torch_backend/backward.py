@@ -23,6 +23,7 @@ thread that called it, inside the mode's handler), so their statistics are not o
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,11 +32,13 @@ import torch
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tensor_ids, tracer
 from . import stats
+from .guard import failed, guarded
 from .ids import id_of
 
 _current_node = torch._C._current_autograd_node
 _AccumulateGrad: Any = torch._C._functions.AccumulateGrad  # type: ignore[attr-defined]
 _TAG = "dyngraph"
+_get_ident = threading.get_ident
 _Tensor = torch.Tensor
 
 
@@ -125,25 +128,39 @@ class BackwardCapture:
     # -- the call --------------------------------------------------------------------------
     def run(self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run ``backward``/``grad`` with every node of its graph hooked."""
-        roots = _roots(name, args, kwargs)
+        try:
+            roots = self._start(name, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - dyngraph's failure: the backward runs
+            failed("a backward pass", exc)
+            roots = []
         if not roots:
             return func(*args, **kwargs)
-        self.summaries = stats.SUMMARIZERS[tracer.stats]
-        self._hook_graph(roots)
-        root = id_of(roots[0])
-        retain = kwargs.get("retain_graph")
-        if retain is None:
-            retain = kwargs.get("create_graph", False)
-        tracer.backward_start(root, bool(retain))
         start = now_ns()
         self._ran = set()
         result = func(*args, **kwargs)
-        if name == "grad" and tracer.listening:
-            self._captured([*roots, *_inputs(args, kwargs)],
-                           [*_seeds(roots, args, kwargs), *result])
-        tracer.backward_end(root, now_ns() - start)
-        self.windows.rotate()
+        try:
+            if name == "grad" and tracer.listening:
+                self._captured([*roots, *_inputs(args, kwargs)],
+                               [*_seeds(roots, args, kwargs), *result])
+            tracer.backward_end(id_of(roots[0]), now_ns() - start)
+            self.windows.rotate()
+        except Exception as exc:  # noqa: BLE001
+            failed("the end of a backward pass", exc)
         return result
+
+    def _start(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> list[_Tensor]:
+        """Hook the graph and report the start; the roots (none: nothing to record)."""
+        roots = _roots(name, args, kwargs)
+        if not roots:
+            return roots
+        self.summaries = stats.SUMMARIZERS[tracer.stats]
+        self._hook_graph(roots)
+        retain = kwargs.get("retain_graph")
+        if retain is None:
+            retain = kwargs.get("create_graph", False)
+        tracer.backward_start(id_of(roots[0]), bool(retain))
+        return roots
 
     def _tag(self, node: Any) -> list[Any]:
         """A node's tag: [op output id (-1: no op known), op name, input ids (set when
@@ -198,9 +215,10 @@ class BackwardCapture:
             node.register_hook(hook)
 
     # -- hooks -------------------------------------------------------------------------------
+    @guarded("a backward step")
     def _on_node(self, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
-        if not tracer.listening:
-            return
+        if not tracer.listening or (_get_ident() != tracer.thread and tracer.other_thread()):
+            return  # (another thread's backward through a hooked graph: not captured)
         node: Any = _current_node()
         if node is None:
             return
@@ -258,8 +276,9 @@ class BackwardCapture:
         if tid not in self._leaf_hooks:
             self._leaf_hooks[tid] = t.register_post_accumulate_grad_hook(self._on_leaf)
 
+    @guarded("a leaf's gradient")
     def _on_leaf(self, t: _Tensor) -> None:
-        if not tracer.listening:
+        if not tracer.listening or (_get_ident() != tracer.thread and tracer.other_thread()):
             return
         tid = id_of(t)
         grad = t.grad

@@ -23,17 +23,29 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ..capture.arrays import UNWRITTEN
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tracer
 from . import stats
-from .calls import BACKWARD, INPLACE, ITER, SKIP, _kinds, classify
+from .calls import BACKWARD, EMPTY, INPLACE, ITER, PARTIAL_WRITES, SKIP, _kinds, classify
+from .guard import failed
 from .ids import id_of, new_id
-from .stats import dtype_name, shape_of
+from .stats import dtype_of, shape_of
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _seq_nr = torch._C._autograd._get_sequence_nr
 _grad_enabled = torch.is_grad_enabled
+_tracing_state = torch._C._get_tracing_state
+_set_tracing_state = torch._C._set_tracing_state  # type: ignore[attr-defined]
+
+
+def _still_unwritten(args: Sequence[Any]) -> None:
+    """A part of a tensor of the ``empty`` family was written: the rest still is not data."""
+    t: Any = args[0] if args else None
+    mark = t.__dict__.get("_dg_unwritten") if isinstance(t, _Tensor) else None
+    if mark is not None and mark[0] == id(t):
+        t._dg_unwritten = (mark[0], t._version)
 
 
 class ForwardCapture(TorchFunctionMode):
@@ -70,6 +82,11 @@ class ForwardCapture(TorchFunctionMode):
             return func(*args, **kwargs)
         if kind == BACKWARD:
             return self._on_backward(func, name, tuple(args), kwargs)
+        if kind == EMPTY:  # (its result enters the graph as a leaf: see ``announce``)
+            out = func(*args, **kwargs)
+            if isinstance(out, _Tensor):
+                out._dg_unwritten = (id(out), out._version)  # type: ignore[attr-defined]
+            return out
         if self.in_step and not _grad_enabled():
             return func(*args, **kwargs)
         before = _version_of(args[0]) if kind == INPLACE and args else None
@@ -78,11 +95,26 @@ class ForwardCapture(TorchFunctionMode):
         out = func(*args, **kwargs)
         duration = now_ns() - t0
         if kind == ITER:  # ``for row in x``: the rows, recorded as one unbind
-            rows = tuple(out)
-            self.record(name, kind, args, kwargs, rows, s0, _seq_nr(), duration)
-            return iter(rows)
-        self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration, before)
-        return out
+            out = tuple(out)
+        elif kind == INPLACE and name in PARTIAL_WRITES:
+            _still_unwritten(args)
+        # Recording never raises into the script (``guard``), and under ``torch.jit.trace``
+        # it runs with tracing off: the tracer would take dyngraph's reads (shapes,
+        # statistics) into the user's graph, and the trace's own check would fail.
+        try:
+            tracing = _tracing_state()
+            if tracing is None:
+                self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration, before)
+            else:
+                _set_tracing_state(None)
+                try:
+                    self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration,
+                                before)
+                finally:
+                    _set_tracing_state(tracing)
+        except Exception as exc:  # noqa: BLE001 - dyngraph's failure, not the script's
+            failed(f"the op {name}", exc)
+        return iter(out) if kind == ITER else out
 
     def set_stats(self, mode: str) -> None:
         if mode != self.stats:
@@ -127,7 +159,7 @@ class ForwardCapture(TorchFunctionMode):
         if len(outs) == 1:  # the usual case, without the lists
             o = outs[0]
             oid = new_id(o)
-            tracer.op(name, ids, oid, shape_of(o), dtype_name(o.dtype), o.requires_grad, attrs,
+            tracer.op(name, ids, oid, shape_of(o), dtype_of(o), o.requires_grad, attrs,
                       grad_enabled, duration, self._one(o), o, flat)
             if s1 > s0:
                 self._on_window(s0, s1, oid, name)
@@ -143,7 +175,7 @@ class ForwardCapture(TorchFunctionMode):
             oids.append(oid)
             if i == 0:
                 first = oid
-            tracer.op(name, ids, oid, shape_of(o), dtype_name(o.dtype), o.requires_grad,
+            tracer.op(name, ids, oid, shape_of(o), dtype_of(o), o.requires_grad,
                       attrs if i == 0 else {**attrs, "output": i}, grad_enabled,
                       duration if i == 0 else 0, summaries[i], o, flat)
         if s1 > s0:
@@ -169,7 +201,7 @@ class ForwardCapture(TorchFunctionMode):
             return
         bid = self._current_id(base, tracer.known)
         oid = new_id(base)
-        tracer.op("copy_slices", (bid, tid), oid, shape_of(base), dtype_name(base.dtype),
+        tracer.op("copy_slices", (bid, tid), oid, shape_of(base), dtype_of(base),
                   base.requires_grad, {}, grad_enabled, 0, self._one(base), base, (base, t))
         self._own(base, oid)
 
@@ -240,7 +272,7 @@ class ForwardCapture(TorchFunctionMode):
             return tid
         bid = self._current_id(base, tracer.known)
         oid = new_id(t)
-        tracer.op("as_strided", (bid,), oid, shape_of(t), dtype_name(t.dtype),
+        tracer.op("as_strided", (bid,), oid, shape_of(t), dtype_of(t),
                   t.requires_grad, {}, _grad_enabled(), 0, self._one(t), t, (base,))
         self._own(t, oid)
         return oid
@@ -256,11 +288,16 @@ class ForwardCapture(TorchFunctionMode):
             self._own(t, tid)
         if tracer.stats != self.stats:
             self.set_stats(tracer.stats)
+        # A tensor of the ``empty`` family not written since (its version unchanged but by
+        # writes to a part of it) holds memory nobody wrote: no data, no statistics.
+        mark = t.__dict__.get("_dg_unwritten")
+        unwritten = mark is not None and mark == (id(t), t._version)
         tracer.tensor(
-            tid, name, shape_of(t), dtype_name(t.dtype), t.requires_grad,
+            tid, name, shape_of(t), dtype_of(t), t.requires_grad,
             is_param or isinstance(t, _Parameter),
-            stats.full([t])[0] if self.stats == "full" else None, grad_fn is None,
-            "" if grad_fn is None else type(grad_fn).__name__, t,
+            stats.full([t])[0] if self.stats == "full" and not unwritten else None,
+            grad_fn is None, "" if grad_fn is None else type(grad_fn).__name__,
+            UNWRITTEN if unwritten else t,
         )
 
 
