@@ -116,8 +116,18 @@ def _watchdog_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _compile_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--compile", choices=("observe", "eager"), default=None,
+        help="torch.compile'd code: observe (run it compiled, record its compiles, graph "
+             "breaks and recompiles) or eager (run it uncompiled, every op seen) "
+             "(default: observe)",
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
     _backend_option(p)
+    _compile_option(p)
     p.add_argument("script", help="the Python script to run")
     _script_arguments(p)
 
@@ -157,8 +167,16 @@ def build_parser() -> argparse.ArgumentParser:
     _watchdog_option(p)
     _script_args(p)
 
-    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
-    p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
+    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf, large gradients "
+                                     "or a recompile storm")
+    p.add_argument(
+        "--max-grad-norm", type=float, metavar="X", default=None,
+        help="fail at the first gradient whose L2 norm exceeds X: one flowing into an op's "
+             "output during backward, or a parameter's accumulated .grad. The seed backward() "
+             "starts from (1 for a scalar loss, or its gradient= argument) is no gradient "
+             "anyone computed and is not counted (default: no limit)")
+    p.add_argument("--max-recompiles", type=int, metavar="N", default=None,
+                   help="fail when a torch.compile'd function recompiles more than N times")
     p.add_argument(
         "--nan",
         dest="nan",

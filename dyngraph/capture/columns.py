@@ -51,6 +51,10 @@ from .framecost import ITEM, NUMBER, STRING, TUPLE
 from .rows import Row
 
 KINDS = tuple(ev.EVENT_TYPES)  # a kind's code is its place here (the header's is 0)
+VERSION = 3  # the frame format written: 2 before schema 3's backward-step fields
+# Kinds whose rows an older frame format stores with fewer fields (the last ones), by
+# (format, kind): the values those fields read as (see ``decoding._ADDED_FIELDS``).
+_PADDED: dict[tuple[int, str], tuple[Any, ...]] = {(2, "backward_step"): (-1, (), (), ())}
 CODES = {kind: code for code, kind in enumerate(KINDS)}
 _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
@@ -63,7 +67,8 @@ _ITERATION = itemgetter(2)  # (a row's)
 _STORED = {"count": "count", "index": "count", "int": "int", "bool": "bool", "str": "str",
            "number": "f64", "ids": "ids"}
 _CONVERTED = {"shape": "shape", "argv": "strs", "summary": "summary",
-              "grad_output": "summary", "grad_inputs": "summaries", "updates": "updates",
+              "grad_output": "summary", "grad_inputs": "summaries", "grad_outputs": "summaries",
+              "updates": "updates",
               "attrs": "attrs", "array": "array"}
 
 
@@ -75,7 +80,7 @@ def _field_type(name: str) -> str:
 
 FIELD_TYPES: dict[str, tuple[str, ...]] = {
     kind: tuple(_field_type(n) for n in ev.FIELD_NAMES[kind][2:]) for kind in KINDS}
-assert set(_CONVERT) <= set(_CONVERTED) | {"inputs"}
+assert set(_CONVERT) <= set(_CONVERTED) | {"inputs", "outputs", "next_nodes"}
 
 
 def _swap(a: array) -> array:  # type: ignore[type-arg]
@@ -633,17 +638,19 @@ _ADDED_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {"header": (("numpy_ver
 
 
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
-                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
-    """The rows of a format-2 events frame's payload, every value checked; TraceFileError
-    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
-    A frame written before ``_ADDED_COLUMNS`` were is read as it was written."""
+                   position: int | None = STREAM, settle: bool = False,
+                   version: int = VERSION) -> list[Row]:
+    """The rows of a column events frame's payload (frame format ``version``), every value
+    checked; TraceFileError naming what is wrong otherwise. ``lo..hi``: the iterations the
+    events may have. A frame written before ``_ADDED_COLUMNS`` were is read as it was
+    written."""
     try:
-        return _decode_payload(payload, lo, hi, position, settle)
+        return _decode_payload(payload, lo, hi, position, settle, version)
     except TraceFileError as exc:
         if not _holds_added(payload):
             raise
         try:
-            return _decode_payload(payload, lo, hi, position, settle, older=True)
+            return _decode_payload(payload, lo, hi, position, settle, version, older=True)
         except TraceFileError:
             raise exc from None
 
@@ -660,7 +667,7 @@ def _holds_added(payload: bytes | memoryview) -> bool:
 
 def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
                     position: int | None = STREAM, settle: bool = False,
-                    older: bool = False) -> list[Row]:
+                    version: int = VERSION, older: bool = False) -> list[Row]:
     """``decode_payload``; ``older``: without the ``_ADDED_COLUMNS``, whose values each
     row then takes.
 
@@ -716,14 +723,19 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             kit = sorted_iterations[start:start + n]
             start += n
             where = _where(codes, code)
-        names = ev.FIELD_NAMES[kind][2:]
-        types = FIELD_TYPES[kind]
+        names, ftypes = ev.FIELD_NAMES[kind][2:], FIELD_TYPES[kind]
+        # An older format stores fewer columns of some kinds (``_PADDED``), and a format-2
+        # frame may be of before ``_ADDED_COLUMNS``: the rest is what an older stream means.
+        pad = _PADDED.get((version, kind), ())
+        if pad:
+            names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
         added = _ADDED_COLUMNS.get(kind, ()) if older else ()
         if added:
-            names, types = names[:-len(added)], types[:-len(added)]
-        allowance.charge(n * (TUPLE + 2 * ITEM * len(names)), f"{kind} events")
-        cols = [frame.column(kind, name, ftype, n, where)
-                for name, ftype in zip(names, types, strict=True)]
+            names, ftypes = names[:-len(added)], ftypes[:-len(added)]
+        allowance.charge(n * (TUPLE + 2 * ITEM * (len(names) + len(pad))), f"{kind} events")
+        cols: list[Any] = [frame.column(kind, name, ftype, n, where)
+                           for name, ftype in zip(names, ftypes, strict=True)]
+        cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols,
                                   *(repeat(value, n) for _, value in added)))

@@ -277,7 +277,8 @@ _FIELD_TESTS = {
     "at_seq": "index", "line": "index", "node_count": "index", "call": "index",
     "parent": "index",
     "tensor": "int", "output": "int", "node": "int", "root": "int", "status": "int",
-    "schema_version": "int", "inputs": "ids",
+    "schema_version": "int", "inputs": "ids", "grad_node": "int", "outputs": "ids",
+    "next_nodes": "ids",
     "requires_grad": "bool", "is_param": "bool", "is_leaf": "bool", "grad_enabled": "bool",
     "retain_graph": "bool",
     "created": "number", "lr": "number",
@@ -285,7 +286,7 @@ _FIELD_TESTS = {
 _STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
                   "description", "stream", "text", "type", "message", "traceback",
-                  "numpy_version")
+                  "numpy_version", "what", "compile_id", "frame", "detail", "stack", "input")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
 # summary decoder.
@@ -296,12 +297,17 @@ _CONVERT: dict[str, str] = {
     "summary": "S({})",
     "grad_output": "S({})",
     "grad_inputs": "tuple(map(S, {}))",  # (the test makes it a list)
+    "grad_outputs": "tuple(map(S, {}))",  # (likewise)
+    "outputs": "tuple({})",  # (checked by its test, as inputs)
+    "next_nodes": "tuple({})",
     "updates": "_updates({})",
     # most ops have none: they share one empty dict
     "attrs": "_NO_ATTRS if type({0}) is dict and not {0} else _attrs({0})",
     "array": "decode_array({})",
 }
 
+
+_SUMMARY_LISTS = ("grad_inputs", "grad_outputs")  # fields holding a list of summaries
 
 _NAMESPACE: dict[str, Any] = {
     "M": _INT64, "_new": _new, "_shape": _shape, "_SHAPES_get": _SHAPES.get,
@@ -319,7 +325,7 @@ def _make_decoder(cls: type[ev.Event]) -> Any:
         assert name in _FIELD_TESTS or name in _CONVERT, f"{cls.__name__}.{name} has no test"
     # Locals are named v_<field>: a field may be called "type" (ExceptionRaised's is).
     tests = [_TESTS[_FIELD_TESTS[n]][0].format(f"v_{n}") for n in names if n in _FIELD_TESTS]
-    tests += ["type(v_grad_inputs) is list" for n in names if n == "grad_inputs"]
+    tests += [f"type(v_{n}) is list" for n in names if n in _SUMMARY_LISTS]
     lines = [f"    _, {', '.join('v_' + n for n in names)}, = r",
              f"    if not ({' and '.join(tests)}):",
              "        raise _BAD",
@@ -391,8 +397,10 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
 
 # Fields added since schema 1, at the end of their event's row, with the value an older
 # stream means: its rows are padded with them (a schema-1 op ran in no known call; a
-# header written before the numpy version was recorded names none).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": ("",)}
+# header written before the numpy version was recorded names none; a schema-2 backward
+# step is one node per op output).
+_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": ("",),
+                                                "backward_step": (-1, [], [], [])}
 
 
 def _upgrade(rows: list[Any]) -> bool:
@@ -450,7 +458,7 @@ def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) ->
                 expected = f"an iteration in the frame's range {lo}..{hi}"
             return f"{name} is {_show(value)}, expected {expected}"
     for name, value in zip(names, row[1:], strict=True):
-        if name in _CONVERT and name not in ("summary", "grad_output", "grad_inputs"):
+        if name in _CONVERT and name not in _SUMMARY_FIELDS:
             try:
                 eval(_CONVERT[name].format("v"), dict(_NAMESPACE), {"v": value})  # noqa: S307
             except (*_MALFORMED, RecursionError):
@@ -461,7 +469,7 @@ def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) ->
     return f"{type(exc).__name__}: {exc}"[:160]
 
 
-_SUMMARY_FIELDS = ("summary", "grad_output", "grad_inputs")
+_SUMMARY_FIELDS = ("summary", "grad_output", "grad_inputs", "grad_outputs")
 
 
 def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[str, Any] | None:
@@ -471,9 +479,10 @@ def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[st
     for name, value in zip(names, row[1:], strict=True):
         if name not in _SUMMARY_FIELDS:
             continue
-        if name == "grad_inputs" and type(value) is not list:
+        listed = name in _SUMMARY_LISTS
+        if listed and type(value) is not list:
             return name, value
-        for v in value if name == "grad_inputs" else [value]:
+        for v in value if listed else [value]:
             if v is None:
                 continue
             if type(v) is int:

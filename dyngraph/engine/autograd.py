@@ -447,14 +447,13 @@ _DEFER = 256
 
 def _node_extras(node: Node, grad: np.ndarray, tid: int, capture_ids: dict[int, int] | None,
                  captured: dict[int, np.ndarray]) -> np.ndarray:
-    """Tensor hooks, then retain_grad's ``.grad`` (PyTorch's order), or autograd.grad's
-    capture of this node's gradient."""
+    """Tensor hooks, then autograd.grad's capture of this node's gradient and
+    retain_grad's ``.grad`` (PyTorch fills a retained ``.grad`` under autograd.grad too)."""
     if node.hooks:
         grad = _apply_hooks(node.hooks, grad)
-    if capture_ids is not None:
-        if tid in capture_ids:
-            captured[tid] = grad
-    elif node.retained is not None:
+    if capture_ids is not None and tid in capture_ids:
+        captured[tid] = grad
+    if node.retained is not None:
         owner = node.retained()
         if owner is not None:
             owner._grad = (wrap(grad.copy()) if owner._grad is None

@@ -684,6 +684,26 @@ def itruediv(self: Tensor, other: Any) -> Tensor:
     return div_(self, other)
 
 
+def _to_a_part(write: Any) -> Any:
+    """An in-place write to a part of the tensor: one made by ``empty`` and unwritten before
+    is not all data after it either (see ``creation._unwritten``)."""
+
+    def partial(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        mark = self.__dict__.get("_unwritten")
+        unwritten = mark is not None and mark == self._version
+        out = write(self, *args, **kwargs)
+        if unwritten:
+            self._unwritten = self._version  # type: ignore[attr-defined]
+        return out
+
+    partial.__name__ = partial.__qualname__ = write.__name__
+    partial.__doc__ = write.__doc__
+    return partial
+
+
+setitem = _to_a_part(setitem)
+masked_fill_ = _to_a_part(masked_fill_)
+
 METHODS: dict[str, Any] = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_, "sqrt_": sqrt_,
     "neg_": neg_, "addcmul_": addcmul_, "addcdiv_": addcdiv_, "lerp_": lerp_,
