@@ -210,8 +210,7 @@ from .engine.legacy import (
 )
 from .engine.promotion import can_cast, promote_types, result_type
 from .engine.tensor import Size, Tensor
-
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def trace(*args: Any, **kwargs: Any) -> Any:

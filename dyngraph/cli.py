@@ -20,8 +20,8 @@ import numpy as np
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-from . import __version__
 from .errors import UserError
+from .version import __version__
 
 # command -> (module, function) that runs it; the function takes the parsed args and
 # returns the exit status.

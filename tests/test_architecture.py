@@ -85,6 +85,19 @@ def test_capture_layer_knows_no_engine():
     assert offenders == []
 
 
+def test_capture_layer_never_imports_the_package_root():
+    """``dyngraph/__init__.py`` loads the engine and registers every backend: a capture
+    module importing it (even inside a function) would reach them all. The version has its
+    own module, ``dyngraph.version``, for the trace header."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path, pkg in _package_files("dyngraph/capture", "dyngraph.capture")
+        for module, _ in _imports(path, pkg)
+        if module == "dyngraph"
+    ]
+    assert offenders == []
+
+
 def _imports_torch(module: str) -> bool:
     return module == "torch" or module.startswith("torch.")
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..version import __version__
 from . import events as ev
 from . import summaries
 from .arrays import to_numpy
@@ -647,8 +648,6 @@ class Tracer:
         ``script``/``argv`` default to ``run_info`` (set by whoever starts the recorded
         program, e.g. the debug runtime, with ``set_run_info``), else ``sys.argv``.
         """
-        from .. import __version__
-
         if script is None or argv is None:
             if self.run_info is not None:
                 default_script, default_argv = self.run_info
