@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dtypes
 from .errors import check_dim, check_size
 from .ops import OPS
 from .tensor import Tensor, _wrap, apply
@@ -59,8 +60,9 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
 
 def view(input: Tensor, *shape: Any) -> Tensor:
     """A view with another shape; PyTorch's error where that needs a copy."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer, tuple, list)):
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         raise NotImplementedError("view(dtype) is not supported by dyngraph; use .to(dtype)")
+    _check_view_arguments(shape)
     size = _shape_args(shape)
     array = input._array
     if not array.flags.c_contiguous and _fits(array, size):
@@ -69,6 +71,55 @@ def view(input: Tensor, *shape: Any) -> Tensor:
         except ValueError:
             raise RuntimeError(VIEW_MESSAGE) from None
     return view_op(_RESHAPE, input, shape=size)
+
+
+def _is_int(x: Any) -> bool:
+    """An int for a size, as PyTorch's argument parser takes it (a 0-d integer tensor is)."""
+    if isinstance(x, bool) or isinstance(x, (float, np.floating)):
+        return False
+    return isinstance(x, (int, np.integer)) or hasattr(x, "__index__")
+
+
+def _type_name(x: Any) -> str:
+    kind = type(x)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
+def _check_view_arguments(shape: tuple[Any, ...]) -> None:
+    """PyTorch's parser errors for ``view``'s two overloads, ``view(dtype)`` and
+    ``view(*size)``: "received an invalid combination of arguments" when no overload fits
+    (``view(2.0, 3)``), "failed to unpack" when the ints start and something else follows."""
+    if len(shape) == 1:
+        only = shape[0]
+        if isinstance(only, (tuple, list)):
+            if not only or _is_int(only[0]):
+                _check_unpacked(only)
+                return
+            names = ", ".join(_type_name(d) for d in only)
+            what = f"tuple of ({names})" if isinstance(only, tuple) else f"list of [{names}]"
+            got = type(only).__name__
+        elif _is_int(only):
+            return
+        else:
+            what = got = _type_name(only)
+        mismatch = ("\n      didn't match because some of the arguments have invalid types: "
+                    f"(!{what}!)")
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of:\n * (torch.dtype dtype){mismatch}\n"
+                        f" * (tuple of ints size){mismatch}\n")
+    if shape and not _is_int(shape[0]):
+        got = ", ".join(_type_name(d) for d in shape)
+        raise TypeError(f"view() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n")
+    _check_unpacked(shape)
+
+
+def _check_unpacked(size: Sequence[Any]) -> None:
+    for position, d in enumerate(size, start=1):
+        if not _is_int(d):
+            raise TypeError(f"view(): argument 'size' failed to unpack the object at pos "
+                            f"{position} with error \"type must be tuple of ints,but got "
+                            f"{_type_name(d)}\"")
 
 
 def _fits(array: np.ndarray, size: tuple[int, ...]) -> bool:

@@ -461,6 +461,17 @@ def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002
     return clamp_(self, max=max)
 
 
+def scatter_add_(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
+    """``self[index[i][j]][j] += src[i][j]`` (for ``dim=0``): the same checks and result
+    as ``scatter_add``, written into ``self``."""
+    if _in_graph(self, src):
+        return _commit(self, fn.scatter_add(_old(self), dim, index, src))
+    array = _writable(self)
+    result = fn.scatter_add(_wrap(array.copy()), dim, index, src)._array
+    np.copyto(array, result, casting="unsafe")
+    return _bumped(self)
+
+
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     fn.check_fill_value(value)
     _check_shape(self, mask)
@@ -708,6 +719,7 @@ METHODS: dict[str, Any] = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_, "sqrt_": sqrt_,
     "neg_": neg_, "addcmul_": addcmul_, "addcdiv_": addcdiv_, "lerp_": lerp_,
     "clamp_": clamp_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_,
+    "scatter_add_": scatter_add_,
     "masked_fill_": masked_fill_, "zero_": zero_, "fill_": fill_, "normal_": normal_,
     "uniform_": uniform_, "copy_": copy_, "__setitem__": setitem,
     "__iadd__": iadd, "__isub__": isub, "__imul__": imul, "__itruediv__": itruediv,

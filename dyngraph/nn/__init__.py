@@ -10,7 +10,7 @@ Sequential(
 
 
 from ..missing import module_getattr
-from . import functional, init, modules, utils  # noqa: F401
+from . import functional, init, modules, parallel, utils  # noqa: F401
 from .activation import (
     ELU,
     GELU,

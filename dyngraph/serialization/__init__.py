@@ -68,13 +68,14 @@ def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
          **pickle_load_args: Any) -> Any:
     """Read what ``save`` (dyngraph's or PyTorch's) wrote to ``f`` (a path or file object).
 
-    ``weights_only`` is accepted either way: dyngraph never runs code from a file, so it
-    always loads as PyTorch does with ``weights_only=True``. Everything loads onto the CPU
-    (``map_location`` is accepted and needs no work).
+    Tensors and plain values load whatever ``weights_only`` says: building them runs no
+    code. A whole model (``save(model, f)``) is rebuilt only with ``weights_only=False``,
+    as PyTorch requires: that imports the model's class (never unpickles). Everything loads
+    onto the CPU (``map_location`` is accepted and needs no work).
     """
     where, data = _read(f)
     if data.startswith(MAGIC):
-        return loads(data, where)
+        return loads(data, where, weights_only=weights_only is not False)
     if data.startswith(_ZIP):
         return load_torch_zip(io.BytesIO(data), where)
     if data.startswith(_PICKLE):

@@ -13,9 +13,9 @@ A VALUE is a JSON null, bool, number or string, or a one-key object: {"list": [V
 {"tuple": [...]}, {"set": [...]}, {"dict": [[KEY, VALUE]...]}, {"odict": [...]} (an
 OrderedDict, as state dicts are), {"tensor": i} (the i-th ENTRY; two references to one
 tensor load as one tensor, so tied weights stay tied), {"size": [...]}, {"dtype": name},
-{"bytes": base64}. An ENTRY is {"dtype", "shape", "offset", "nbytes", "kind"} with kind
-"tensor", "parameter" (a Parameter) or "ndarray", and "requires_grad": true for leaves
-that require grad.
+{"bytes": base64}, {"module": ...} (a whole model: ``modules.py``). An ENTRY is {"dtype",
+"shape", "offset", "nbytes", "kind"} with kind "tensor", "parameter" (a Parameter) or
+"ndarray", and "requires_grad": true for leaves that require grad.
 """
 
 from __future__ import annotations
@@ -80,10 +80,14 @@ class _Writer:
             tag = "odict" if isinstance(obj, OrderedDict) else "dict"
             return {tag: [[self.value(k, depth + 1), self.value(v, depth + 1)]
                           for k, v in obj.items()]}
+        if _is_module(obj):
+            from . import modules  # (it imports this module)
+
+            return modules.describe(self, obj, depth)
         raise SerializationError(
             f"save: cannot store a {type(obj).__module__}.{type(obj).__name__} object: "
             "dyngraph saves tensors, numbers, strings, None and lists, tuples and dicts of "
-            "them (save model.state_dict(), not the model)")
+            "them, and whole models (save model.state_dict() for a state dict)")
 
     def array(self, array: np.ndarray, kind: str, requires_grad: bool) -> int:
         key = id(array)
@@ -114,9 +118,16 @@ def dumps(obj: Any) -> bytes:
     return b"".join([MAGIC, struct.pack("<Q", len(header)), header, *writer.chunks])
 
 
+def _is_module(obj: Any) -> bool:
+    from ..nn.module import Module
+
+    return isinstance(obj, Module)
+
+
 # -- reading ------------------------------------------------------------------------------
-def loads(data: bytes, where: str) -> Any:
-    """Rebuild the object saved in ``data`` (the contents of ``where``, named in errors)."""
+def loads(data: bytes, where: str, weights_only: bool = True) -> Any:
+    """Rebuild the object saved in ``data`` (the contents of ``where``, named in errors).
+    A whole model is rebuilt only when ``weights_only`` is False (that imports its class)."""
     if len(data) < len(MAGIC) + 8:
         raise SerializationError(f"load: {where} is cut short (a damaged dyngraph checkpoint)")
     (length,) = struct.unpack_from("<Q", data, len(MAGIC))
@@ -132,6 +143,7 @@ def loads(data: bytes, where: str) -> Any:
         raise SerializationError(f"load: {where} is in checkpoint format {version!r}; this "
                                  f"dyngraph reads format {FORMAT}")
     reader = _Reader(memoryview(data)[start + length:], header.get("tensors"), where)
+    reader.weights_only = weights_only
     return reader.value(header.get("root"), 0)
 
 
@@ -143,6 +155,7 @@ class _Reader:
         self.entries = entries
         self.where = where
         self.made: dict[int, Any] = {}
+        self.weights_only = True
 
     def fail(self, what: str) -> SerializationError:
         return SerializationError(f"load: {self.where} is damaged ({what})")
@@ -168,6 +181,16 @@ class _Reader:
             return out
         if tag == "tensor" and isinstance(body, int) and not isinstance(body, bool):
             return self.tensor(body)
+        if tag == "module":
+            if self.weights_only:
+                name = body.get("class") if isinstance(body, dict) else None
+                raise SerializationError(
+                    f"load: {self.where} holds a whole model ({name}); rebuilding it imports "
+                    "and runs that class's code, so pass weights_only=False if you trust the "
+                    "file (as PyTorch requires), or save model.state_dict() instead")
+            from . import modules
+
+            return modules.rebuild(self, body, depth)
         if tag == "float" and body in ("nan", "inf", "-inf"):
             return float(body)
         if tag == "size" and items is not None and all(isinstance(d, int) for d in items):

@@ -104,9 +104,9 @@ def _saved(obj):
     return buffer
 
 
-def test_saving_a_whole_module_is_refused_with_a_hint():
-    with pytest.raises(SerializationError, match=r"save model\.state_dict\(\), not the model"):
-        dg.save(nn.Linear(2, 2), io.BytesIO())
+def test_saving_an_object_that_is_not_data_is_refused_with_a_hint():
+    with pytest.raises(SerializationError, match=r"save model\.state_dict\(\) for a state"):
+        dg.save(object(), io.BytesIO())
 
 
 def test_safe_globals_and_its_friends_are_accepted():
