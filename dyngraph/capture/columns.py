@@ -254,24 +254,37 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
         cols = list(zip(*by_kind[kind], strict=True))
         for ftype, col in zip(FIELD_TYPES[kind], cols[3:], strict=True):
             _encode_column(ftype, col, t, columns, arrays)
+    blocks = [
+        codes,
+        _swap(array("q", map(itemgetter(1), rows))).tobytes(),
+        _swap(array("I", map(itemgetter(2), rows))).tobytes(),
+        *table_blocks(t), *columns, b"".join(arrays),
+    ]
+    meta = EVENTS_META.pack(n, rows[0][2], rows[-1][2], flags, rows[0][1]) if n else \
+        EVENTS_META.pack(0, 0, 0, 0, 0)
+    return meta + join_blocks(blocks)
+
+
+def table_blocks(t: _Tables) -> list[bytes]:
+    """The blocks of a frame's tables (strings, shapes, attribute dicts, summaries), in the
+    order ``_Frame`` reads them."""
     sums = _summary_blocks(t)
     shapes = list(t.shapes)
     if any(len(s) > _MAX_DIMS for s in shapes):
         raise ValueError("a shape of too many dimensions")
     strings = [s.encode("utf-8") for s in t.strings]  # (a lone surrogate raises)
-    blocks = [
-        codes,
-        _swap(array("q", map(itemgetter(1), rows))).tobytes(),
-        _swap(array("I", map(itemgetter(2), rows))).tobytes(),
+    return [
         _swap(array("I", map(len, strings))).tobytes(), b"".join(strings),
         bytes(map(len, shapes)), _swap(array("q", chain.from_iterable(shapes))).tobytes(),
         json.dumps(list(map(dict, t.attrs)), separators=(",", ":"), allow_nan=True).encode(),
-        *sums, *columns, b"".join(arrays),
+        *sums,
     ]
-    meta = EVENTS_META.pack(n, rows[0][2], rows[-1][2], flags, rows[0][1]) if n else \
-        EVENTS_META.pack(0, 0, 0, 0, 0)
+
+
+def join_blocks(blocks: Sequence[bytes]) -> bytes:
+    """Blocks as a payload holds them: each its uint32 length, then its bytes."""
     pack = _BLOCK.pack
-    return meta + b"".join(chain.from_iterable((pack(len(b)), b) for b in blocks))
+    return b"".join(chain.from_iterable((pack(len(b)), b) for b in blocks))
 
 
 # -- decoding --------------------------------------------------------------------------------

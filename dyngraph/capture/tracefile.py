@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import TraceFileError, UserError
-from . import columns
+from . import columns, templates
 from . import events as ev
 from .decoding import (  # decoding lives there; these names are still found here
     _ARRAY_KINDS,  # noqa: F401
@@ -57,6 +57,11 @@ MAGIC = b"DG"
 FORMAT_VERSION = columns.VERSION  # events frames in columns (``columns.py``): 3 since
 # schema 3 (2 had fewer backward-step fields, still read); 1: JSON rows, still read
 JSON_VERSION = 1
+# Frames in columns with iteration templates (``templates.py``): written for a frame in
+# which an iteration repeats an earlier one, format 3 otherwise; the newest format read.
+TEMPLATE_VERSION = templates.VERSION
+NEWEST_VERSION = TEMPLATE_VERSION
+WRITE_VERSION = TEMPLATE_VERSION  # what encode_rows writes unless told (3: no templates)
 EVENTS = ord("E")
 CONTROL = ord("C")
 FRAME_HEADER = struct.Struct("<2sBBII")
@@ -179,17 +184,26 @@ def _frame(ftype: int, payload: bytes, version: int = FORMAT_VERSION) -> bytes:
                              zlib.crc32(payload)) + payload
 
 
-def encode_rows(rows: Sequence[Row], version: int = FORMAT_VERSION) -> bytes:
+def encode_rows(rows: Sequence[Row], version: int | None = None) -> bytes:
     """One complete events frame holding the events of ``rows`` (``dyngraph.capture.rows``):
-    in columns (format 2), or, for ``version=1`` or a value columns cannot hold (an id of
-    2^63 or more, a field of the wrong type), as JSON (format 1)."""
+    in columns with iteration templates (format 4) when an iteration of the frame repeats
+    an earlier one, else in columns (format 3; ``version=3`` never templates; the default
+    is ``WRITE_VERSION``), or, for
+    ``version=1`` or a value columns cannot hold (an id of 2^63 or more, a field of the
+    wrong type), as JSON (format 1)."""
+    if version is None:
+        version = WRITE_VERSION
     flags = 0
     for r in rows:
         if r[0] == "values":
             flags = FLAG_VALUES
             break
-    if version == FORMAT_VERSION and rows:
+    if version in (FORMAT_VERSION, TEMPLATE_VERSION) and rows:
         try:
+            if version == TEMPLATE_VERSION:
+                payload = templates.encode_payload(rows, flags)
+                if payload is not None:
+                    return _frame(EVENTS, payload, TEMPLATE_VERSION)
             return _frame(EVENTS, columns.encode_payload(rows, flags))  # (the current format)
         except (TypeError, ValueError, OverflowError, KeyError, AttributeError,
                 struct.error):
@@ -263,9 +277,12 @@ def decode_rows_payload(payload: bytes | memoryview, position: int | None = STRE
     enabled = gc.isenabled()
     gc.disable()  # (as decoding.decode_events_payload does, for the same reason)
     try:
-        rows = columns.decode_payload(
-            payload, lo, hi, position, settle=keep and enabled and gc.get_threshold()[0] > 0,
-            version=version)
+        settle = keep and enabled and gc.get_threshold()[0] > 0
+        if version == TEMPLATE_VERSION:
+            rows = templates.decode_payload(payload, lo, hi, position, settle=settle)
+        else:
+            rows = columns.decode_payload(payload, lo, hi, position, settle=settle,
+                                          version=version)
     except RecursionError:
         raise TraceFileError("undecodable events frame (nested too deep)") from None
     finally:
@@ -280,7 +297,7 @@ def _sniff(payload: bytes | memoryview) -> int:
     is the event count of the metadata), JSON with ``[``."""
     if len(payload) >= EVENTS_META.size + 4 and \
             bytes(payload[EVENTS_META.size:EVENTS_META.size + 4]) == bytes(payload[:4]):
-        return FORMAT_VERSION
+        return TEMPLATE_VERSION if templates.is_templated(payload) else FORMAT_VERSION
     return JSON_VERSION
 
 
@@ -323,10 +340,10 @@ def check_header(buf: bytes | bytearray | memoryview, pos: int = 0,
     magic, ftype, version, length, _crc = FRAME_HEADER.unpack_from(buf, pos)
     if magic != MAGIC:
         raise TraceFileError(f"not a dyngraph frame at byte {at}")
-    if version > FORMAT_VERSION:
+    if version > NEWEST_VERSION:
         raise TraceFileError(
             f"frame format {version} is from a newer dyngraph (this one reads up to "
-            f"{FORMAT_VERSION}); upgrade dyngraph"
+            f"{NEWEST_VERSION}); upgrade dyngraph"
         )
     if version < 1 or ftype not in (EVENTS, CONTROL) or length > MAX_FRAME:
         raise TraceFileError(f"damaged frame header at byte {at}")

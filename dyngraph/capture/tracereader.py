@@ -31,7 +31,7 @@ from types import FrameType
 from typing import BinaryIO
 
 from ..errors import TraceFileError, TraceFileWarning
-from . import columns
+from . import columns, templates
 from . import events as ev
 from .decoding import EVENTS_META, FIRST_FRAME, LATER_FRAME
 from .rows import Row, rows_of
@@ -41,6 +41,8 @@ from .tracefile import (
     FRAME_HEADER,
     JSON_VERSION,
     MAGIC,
+    NEWEST_VERSION,
+    TEMPLATE_VERSION,
     check_header,
     decode_events_payload,
     decode_rows_payload,
@@ -203,7 +205,10 @@ class FrameRef:
         assert self.file is not None
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
-            found = columns.frame_iterations(payload, lo, hi)
+            if self.version == TEMPLATE_VERSION:
+                found = templates.frame_iterations(payload, lo, hi)
+            else:
+                found = columns.frame_iterations(payload, lo, hi)
         except TraceFileError as exc:
             raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
                          ) from None
@@ -336,7 +341,7 @@ def _next_frame(f: BinaryIO, start: int, size: int) -> int | None:
     return None
 
 
-_VERSIONS = range(JSON_VERSION, FORMAT_VERSION + 1)  # every frame format there is
+_VERSIONS = range(JSON_VERSION, NEWEST_VERSION + 1)  # every frame format there is
 
 
 def _whole_frame_at(fd: int, pos: int, size: int) -> bool:

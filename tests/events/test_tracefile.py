@@ -128,7 +128,7 @@ def test_garbage_empty_foreign_and_future_files_are_refused(tmp_path, recorded):
                                          dyngraph_version="9.0")])
     cases["future"] = (future, "newer dyngraph")
     newer_frame = bytearray(good.read_bytes())
-    newer_frame[3] = tf.FORMAT_VERSION + 1
+    newer_frame[3] = tf.NEWEST_VERSION + 1
     cases["future-frame"] = (bytes(newer_frame), "newer dyngraph")
     no_header = tf.encode_events([ev.Op(seq=1, iteration=1, op="add")])
     cases["headless"] = (no_header, "does not begin with a header")

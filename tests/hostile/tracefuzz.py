@@ -413,8 +413,12 @@ def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3,
                            traceback="Traceback ...", at_seq=seq, file="train.py", line=7),
         ev.RunEnd(seq=seq + 4, iteration=it, status=1, reason="exception"),
     ]
-    if version == tf.FORMAT_VERSION:
-        dg.Trace(events).save(path)
+    if version in (tf.FORMAT_VERSION, tf.TEMPLATE_VERSION):
+        written, tf.WRITE_VERSION = tf.WRITE_VERSION, version
+        try:
+            dg.Trace(events).save(path)
+        finally:
+            tf.WRITE_VERSION = written
         return path
     # Format 1, frame by frame as the writer cut them: the header, then each iteration.
     frames, batch = [events[:1]], []

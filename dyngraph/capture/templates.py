@@ -1,0 +1,375 @@
+"""Iteration templates in events frames (frame format 4): a repeated iteration written as
+what changes.
+
+Most iterations repeat the one before: the same ops from the same lines, the same shapes,
+the same wiring; only ids, durations and statistics move. Format 3 writes every field of
+every event again. Format 4 splits a frame's events into segments, one per iteration (a
+run of events of one iteration), and writes a segment whose event kinds match an earlier
+segment of the frame, event by event, against that segment, its *template*:
+
+- each field compared per position with the template's (a field equal to it is implied,
+  not written), never a hash of a row: a divergence anywhere costs that field alone, and
+  what differs is always written, so a frame reads back exactly as written;
+- integers and id lists (tensor ids, call ids, lines, seqs) are compared after a shift per
+  segment, kind and field (ids come from counters, so a repeated iteration's are the
+  template's plus a constant; -1, "none", is never shifted);
+- durations and summaries (values that change every time) are written as format 3 writes
+  them, in columns;
+- a segment holding the header or tensor values, or shorter than ``MIN_ROWS`` events, is
+  written in full.
+
+A frame without a segment to template is written in format 3 (``encode_payload`` returns
+None): older readers still read most of a file, and format 3 stays what it was.
+
+Payload, after the 24 bytes of metadata (``FLAG_TEMPLATES`` set in its flags), in blocks
+as format 3 has them (``columns.py``; each a uint32 length and its bytes):
+
+- the event kinds, one byte each (as format 3's first block);
+- the segments: uint32 triples (events, iteration, template), the template the 1-based
+  number of an earlier segment written in full, 0 for one written in full itself;
+- a format-3 payload (metadata included) of the full segments' events, one after another;
+- per templated segment, the shift of its seqs (int64);
+- the tables of the written values (strings, shapes, attribute dicts, summaries: as in
+  format 3);
+- per kind present in templated segments (in code order): a mask of the seqs that differ
+  from the shifted template's and those seqs; then per field: a dense field's column; an
+  integer field's shifts (int64 per templated segment), mask and differing values; any
+  other field's mask and differing values. A mask has a bit per event of that kind in
+  templated segments (numpy's ``packbits`` order).
+
+Nothing here runs code from the data; every count, index and shift is checked before a row
+is built, and the rows are checked against the metadata as format 3's are.
+"""
+
+from __future__ import annotations
+
+import gc
+from array import array
+from collections.abc import Callable, Sequence
+from itertools import compress, repeat
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from ..errors import TraceFileError
+from . import columns, framecost
+from . import events as ev
+from .decoding import EVENTS_META, STREAM
+from .rows import Row
+
+VERSION = 4
+FLAG_TEMPLATES = 2  # (metadata flags: 1 is tracefile.FLAG_VALUES)
+MIN_ROWS = 8  # a segment shorter than this is written in full: too small to gain
+_INT64 = 1 << 63
+_KIND = itemgetter(0)
+_SEQ = itemgetter(1)
+_ITERATION = itemgetter(2)
+# Segments holding these are written in full: the header opens a file, values carry arrays.
+_FULL_ONLY = frozenset({columns.CODES["header"], columns.CODES["values"]})
+
+DENSE, SHIFTED, SAME = "dense", "shifted", "same"
+
+
+def _plan(kind: str) -> tuple[tuple[int, str, str, str], ...]:
+    """(row index, field name, stored type, how written) of each field of ``kind``."""
+    out = []
+    for i, (name, ftype) in enumerate(zip(ev.FIELD_NAMES[kind][2:], columns.FIELD_TYPES[kind],
+                                          strict=True), start=3):
+        if ftype in ("summary", "summaries", "f64", "updates", "array") or name == "duration_ns":
+            how = DENSE
+        elif ftype in ("int", "count", "ids"):
+            how = SHIFTED
+        else:
+            how = SAME
+        out.append((i, name, ftype, how))
+    return tuple(out)
+
+
+PLANS = {kind: _plan(kind) for kind in columns.KINDS}
+
+
+# -- encoding --------------------------------------------------------------------------------
+def _segments(rows: Sequence[Row]) -> list[tuple[int, int]]:
+    """(start, end) of each run of rows of one iteration."""
+    iterations = list(map(_ITERATION, rows))
+    cuts = [i for i in range(1, len(iterations)) if iterations[i] != iterations[i - 1]]
+    starts = [0, *cuts]
+    return list(zip(starts, [*cuts, len(rows)], strict=True))
+
+
+def _first_shift(rows: Sequence[Any], templates: Sequence[Any], ids: bool) -> int:
+    """The shift that maps the template's values onto these (from the first non-negative
+    template value that has a partner), 0 if none does."""
+    for value, template in zip(rows, templates, strict=True):
+        if ids:
+            if len(value) == len(template):
+                for v, t in zip(value, template, strict=True):
+                    if t >= 0:
+                        return int(v - t)
+        elif template >= 0 and type(value) is int:
+            return value - template
+    return 0
+
+
+def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list[Any]:
+    if not any(shifts):
+        return list(templates)
+    if ids:
+        return [tuple([x + d if x >= 0 else x for x in t]) if d else t
+                for t, d in zip(templates, shifts, strict=True)]
+    return [t + d if t >= 0 else t for t, d in zip(templates, shifts, strict=True)]
+
+
+def _differs(values: Sequence[Any], implied: Sequence[Any]) -> list[bool]:
+    # ``is not`` first: the same object is the common case, and equal. Otherwise ``!=``,
+    # the same equality format 3's tables use to share strings, shapes and attributes.
+    return [v is not t and v != t for v, t in zip(values, implied, strict=True)]
+
+
+def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
+    """The payload of a format-4 frame holding ``rows``, or None when no segment repeats
+    an earlier one (then the frame is written in format 3). Raises as
+    ``columns.encode_payload`` does on a value the columns cannot hold."""
+    codes = bytes(map(columns.CODES.__getitem__, map(_KIND, rows)))
+    segments = _segments(rows)
+    seen: dict[bytes, int] = {}  # kinds of a full segment -> its 1-based number
+    table: list[int] = []
+    full: list[Row] = []
+    templated: list[tuple[int, int, int]] = []  # (start, end, template's start)
+    for number, (a, b) in enumerate(segments, start=1):
+        kinds = codes[a:b]
+        template = seen.get(kinds, 0) if b - a >= MIN_ROWS else 0
+        if template and not _FULL_ONLY.isdisjoint(kinds):
+            template = 0
+        table += (b - a, rows[a][2], template)
+        if template:
+            templated.append((a, b, segments[template - 1][0]))
+        else:
+            seen.setdefault(kinds, number)
+            full.extend(rows[a:b])
+    if not templated:
+        return None
+    t = columns._Tables()
+    blocks: list[bytes] = []
+    shifts_seq = [rows[a][1] - rows[ta][1] for a, _, ta in templated]
+    # The templated rows of each kind, with their templates and segment numbers.
+    by_kind: dict[int, tuple[list[Row], list[Row], list[int]]] = {}
+    for s, (a, b, ta) in enumerate(templated):
+        for k in range(b - a):
+            group = by_kind.get(codes[a + k])
+            if group is None:
+                group = by_kind[codes[a + k]] = ([], [], [])
+            group[0].append(rows[a + k])
+            group[1].append(rows[ta + k])
+            group[2].append(s)
+    for code in sorted(by_kind):
+        _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
+                     blocks)
+    head = [codes, columns._swap(array("I", table)).tobytes(),
+            columns.encode_payload(full, flags & ~FLAG_TEMPLATES),
+            columns._swap(array("q", shifts_seq)).tobytes()]
+    meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags | FLAG_TEMPLATES,
+                            rows[0][1])
+    return meta + columns.join_blocks([*head, *columns.table_blocks(t), *blocks])
+
+
+def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list[int],
+                 shifts_seq: list[int], n_segments: int, t: columns._Tables,
+                 blocks: list[bytes]) -> None:
+    cols = list(zip(*rows, strict=True))
+    tcols = list(zip(*templates, strict=True))
+    implied = _shifted(tcols[1], [shifts_seq[s] for s in segment], False)
+    _sparse("int", cols[1], implied, t, blocks)
+    for i, _name, ftype, how in PLANS[kind]:
+        if how == DENSE:
+            columns._encode_column(ftype, cols[i], t, blocks, [])
+            continue
+        if how == SHIFTED:
+            ids = ftype == "ids"
+            shifts = [0] * n_segments
+            first = 0
+            for s in sorted(set(segment)):  # (segment numbers ascend with the rows)
+                end = first
+                while end < len(segment) and segment[end] == s:
+                    end += 1
+                shifts[s] = _first_shift(cols[i][first:end], tcols[i][first:end], ids)
+                first = end
+            blocks.append(columns._swap(array("q", shifts)).tobytes())
+            _sparse(ftype, cols[i], _shifted(tcols[i], [shifts[s] for s in segment], ids), t,
+                    blocks)
+        else:
+            _sparse(ftype, cols[i], tcols[i], t, blocks)
+
+
+def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: columns._Tables,
+            blocks: list[bytes]) -> None:
+    """A mask of the values that differ from what is implied, and those values."""
+    mask = _differs(values, implied)
+    blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask) else b"")
+    columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
+
+
+# -- decoding --------------------------------------------------------------------------------
+def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
+                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
+    """The rows of a format-4 payload, every value checked (``columns.decode_payload``'s
+    contract)."""
+    count, _lo, _hi, flags, _seq = EVENTS_META.unpack_from(payload)
+    r = columns._Reader(payload)
+    codes = r.raw(count, "event kinds")
+    if codes and max(codes) >= len(columns.KINDS):
+        k = codes.index(max(codes))
+        raise TraceFileError(f"unknown event kind {codes[k]} (event {k})")
+    columns._check_headers(codes, position)
+    segments = _read_segments(r, codes, count, lo, hi)
+    nested = bytes(r.block())
+    full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3)
+    templated = [(a, b, it, ta) for a, b, it, ta in segments if ta >= 0]
+    _check_full(full, codes, [(a, b, it) for a, b, it, ta in segments if ta < 0])
+    shifts_seq = r.column("q", len(templated), "seq shifts")
+    allowance = framecost.Allowance(count, len(payload))
+    # Rows in frame order: the full segments' as decoded, then the templated ones filled in.
+    out: list[Any] = [None] * count
+    where = 0
+    for a, b, _, ta in segments:
+        if ta < 0:
+            out[a:b] = full[where:where + b - a]
+            where += b - a
+    by_kind: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    for s, (a, b, _, ta) in enumerate(templated):
+        for k in range(b - a):
+            group = by_kind.get(codes[a + k])
+            if group is None:
+                group = by_kind[codes[a + k]] = ([], [], [])
+            group[0].append(a + k)
+            group[1].append(ta + k)
+            group[2].append(s)
+    ops = len(by_kind.get(columns.CODES["op"], ((),))[0])
+    frame = columns._Frame(r, lo, hi, allowance, ops)
+    iterations = [it for _, _, it, _ in templated]
+    for code in sorted(by_kind):
+        positions, template_positions, segment = by_kind[code]
+        kind = columns.KINDS[code]
+        allowance.charge(len(positions) * (framecost.TUPLE + framecost.ITEM
+                                           * len(ev.FIELD_NAMES[kind])), f"{kind} events")
+        rows = _decode_kind(frame, kind, [out[p] for p in template_positions], segment,
+                            shifts_seq, iterations, len(templated))
+        for p, row in zip(positions, rows, strict=True):
+            out[p] = row
+    r.done()
+    frame.check_referenced()
+    if settle:
+        gc.collect(0)
+    return out
+
+
+def _read_segments(r: columns._Reader, codes: bytes, count: int, lo: int, hi: int
+                   ) -> list[tuple[int, int, int, int]]:
+    """(start, end, iteration, template's start or -1) of each segment, checked: they
+    cover the frame, iterations go forward within ``lo..hi``, and a template is an
+    earlier full segment of the same kinds."""
+    table = r.column("I", None, "segments")
+    if len(table) % 3:
+        raise TraceFileError("events frame's segment table is not whole triples")
+    out: list[tuple[int, int, int, int]] = []
+    start, previous = 0, lo
+    for n, iteration, template in zip(table[::3], table[1::3], table[2::3], strict=True):
+        if n == 0 or not previous <= iteration <= hi:
+            raise TraceFileError(f"events frame has a segment of {n} events in iteration "
+                                 f"{iteration} (after {previous}, frame {lo}..{hi})")
+        ta = -1
+        if template:
+            if template > len(out) or out[template - 1][3] >= 0:
+                raise TraceFileError(f"events frame's segment {len(out) + 1} names segment "
+                                     f"{template}, which is not an earlier full segment")
+            ta, tb = out[template - 1][0], out[template - 1][1]
+            if codes[ta:tb] != codes[start:start + n] or n < MIN_ROWS:
+                raise TraceFileError(f"events frame's segment {len(out) + 1} does not match "
+                                     f"its template's events")
+        out.append((start, start + n, iteration, ta))
+        start += n
+        previous = iteration
+    if start != count:
+        raise TraceFileError(f"events frame's segments hold {start} events, not {count}")
+    return out
+
+
+def _check_full(full: list[Row], codes: bytes, segments: list[tuple[int, int, int]]) -> None:
+    """The full segments' rows are the events the segment table says they are."""
+    kinds = b"".join(codes[a:b] for a, b, _ in segments)
+    if len(full) != len(kinds) or bytes(
+            map(columns.CODES.__getitem__, map(_KIND, full))) != kinds:
+        raise TraceFileError("events frame's full segments do not match its event kinds")
+    iterations = [it for a, b, it in segments for _ in range(b - a)]
+    if list(map(_ITERATION, full)) != iterations:
+        raise TraceFileError("events frame's full segments do not match their iterations")
+
+
+def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment: list[int],
+                 shifts_seq: list[int], iterations: list[int], n_segments: int
+                 ) -> list[Row]:
+    n = len(templates)
+    where: Callable[[int], int] = int
+    tcols = list(zip(*templates, strict=True))
+    seqs = _filled(frame, kind, "seq", "int", n,
+                   _shifted(tcols[1], [shifts_seq[s] for s in segment], False), where)
+    if seqs and min(seqs) < 0:
+        raise TraceFileError(f"malformed {kind} event: seq is {min(seqs)}")
+    cols: list[Any] = []
+    for i, name, ftype, how in PLANS[kind]:
+        if how == DENSE:
+            cols.append(frame.column(kind, name, ftype, n, where))
+            continue
+        implied: Sequence[Any] = tcols[i]
+        if how == SHIFTED:
+            shifts = frame.r.column("q", n_segments, f"{name} shifts")
+            if shifts and (min(shifts) <= -_INT64 or max(shifts) >= _INT64):
+                raise TraceFileError(f"malformed {kind} events: a {name} shift out of range")
+            implied = _shifted(tcols[i], [shifts[s] for s in segment], ftype == "ids")
+            _check_ints(kind, name, ftype, implied)
+        cols.append(_filled(frame, kind, name, ftype, n, implied, where))
+    return list(zip(repeat(kind), seqs, [iterations[s] for s in segment], *cols))
+
+
+def _check_ints(kind: str, name: str, ftype: str, values: Sequence[Any]) -> None:
+    flat = [x for t in values for x in t] if ftype == "ids" else values
+    if flat and (min(flat) < (0 if ftype == "count" else -_INT64) or max(flat) >= _INT64):
+        raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+
+
+def _filled(frame: columns._Frame, kind: str, name: str, ftype: str, n: int,
+            implied: Sequence[Any], where: Callable[[int], int]) -> list[Any]:
+    """``implied`` with the values the mask says differ replaced by those written."""
+    packed = frame.r.raw(None, f"{name} mask")
+    if not packed:
+        frame.column(kind, name, ftype, 0, where)
+        return list(implied)
+    if len(packed) != (n + 7) // 8:
+        raise TraceFileError(f"events frame holds a {name} mask of {len(packed)} bytes "
+                             f"for {n} {kind} events")
+    mask = np.unpackbits(np.frombuffer(packed, np.uint8), count=n).astype(bool)
+    at = np.flatnonzero(mask).tolist()
+    values = frame.column(kind, name, ftype, len(at), where)
+    out = list(implied)
+    for k, v in zip(at, values, strict=True):
+        out[k] = v
+    return out
+
+
+def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]:
+    """Every event's iteration, from the segment table (``columns.frame_iterations``)."""
+    (count,) = EVENTS_META.unpack_from(payload)[:1]
+    r = columns._Reader(payload)
+    codes = r.raw(count, "event kinds")
+    segments = _read_segments(r, codes, count, lo, hi)
+    iterations = [it for a, b, it, _ in segments for _ in range(b - a)]
+    if iterations and (iterations[0] != lo or iterations[-1] != hi):
+        raise TraceFileError(f"events frame says iterations {lo}..{hi} but holds "
+                             f"{iterations[0]}..{iterations[-1]}")
+    return iterations
+
+
+def is_templated(payload: bytes | memoryview) -> bool:
+    return len(payload) >= EVENTS_META.size and bool(
+        EVENTS_META.unpack_from(payload)[3] & FLAG_TEMPLATES)
