@@ -46,7 +46,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections.abc import Callable, Sequence
-from itertools import compress, repeat
+from itertools import compress, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -68,7 +68,7 @@ _ITERATION = itemgetter(2)
 # Segments holding these are written in full: the header opens a file, values carry arrays.
 _FULL_ONLY = frozenset({columns.CODES["header"], columns.CODES["values"]})
 
-DENSE, SHIFTED, SAME = "dense", "shifted", "same"
+DENSE, SHIFTED, SAME, SUMMARY = "dense", "shifted", "same", "summary"
 
 
 def _plan(kind: str) -> tuple[tuple[int, str, str, str], ...]:
@@ -76,7 +76,9 @@ def _plan(kind: str) -> tuple[tuple[int, str, str, str], ...]:
     out = []
     for i, (name, ftype) in enumerate(zip(ev.FIELD_NAMES[kind][2:], columns.FIELD_TYPES[kind],
                                           strict=True), start=3):
-        if ftype in ("summary", "summaries", "f64", "updates", "array") or name == "duration_ns":
+        if ftype == "summary":
+            how = SUMMARY
+        elif ftype in ("summaries", "f64", "updates", "array") or name == "duration_ns":
             how = DENSE
         elif ftype in ("int", "count", "ids"):
             how = SHIFTED
@@ -99,26 +101,69 @@ def _segments(rows: Sequence[Row]) -> list[tuple[int, int]]:
 
 
 def _first_shift(rows: Sequence[Any], templates: Sequence[Any], ids: bool) -> int:
-    """The shift that maps the template's values onto these (from the first non-negative
-    template value that has a partner), 0 if none does."""
+    """The shift that maps the template's values onto these: from the first non-negative
+    template value its partner differs from (0 if none does)."""
     for value, template in zip(rows, templates, strict=True):
         if ids:
             if len(value) == len(template):
                 for v, t in zip(value, template, strict=True):
-                    if t >= 0:
+                    if t >= 0 and v != t:
                         return int(v - t)
-        elif template >= 0 and type(value) is int:
+        elif template >= 0 and type(value) is int and value != template:
             return value - template
     return 0
 
 
 def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list[Any]:
+    """Every value shifted (the seqs: they all move)."""
     if not any(shifts):
         return list(templates)
     if ids:
         return [tuple([x + d if x >= 0 else x for x in t]) if d else t
                 for t, d in zip(templates, shifts, strict=True)]
     return [t + d if t >= 0 else t for t, d in zip(templates, shifts, strict=True)]
+
+
+def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[int],
+            ids: bool) -> tuple[list[bool], list[Any]]:
+    """Per template value (per id of an id list), whether it is shifted: an id of a tensor
+    made in the iteration moves, a parameter's stays. The bits, and the values implied."""
+    bits: list[bool] = []
+    implied: list[Any] = []
+    if ids:
+        for v, t, d in zip(values, templates, shifts, strict=True):
+            if d and len(v) == len(t):
+                row = [x == y + d and y >= 0 for x, y in zip(v, t, strict=True)]
+                bits += row
+                implied.append(tuple([y + d if b else y for y, b in zip(t, row, strict=True)])
+                               if any(row) else t)
+            else:
+                bits += [False] * len(t)
+                implied.append(t)
+        return bits, implied
+    for v, t, d in zip(values, templates, shifts, strict=True):
+        b = bool(d) and t >= 0 and v == t + d
+        bits.append(b)
+        implied.append(t + d if b else t)
+    return bits, implied
+
+
+def _apply_bits(templates: Sequence[Any], shifts: Sequence[int], bits: list[bool],
+                ids: bool) -> list[Any]:
+    if not ids:
+        return [t + d if b else t for t, d, b in zip(templates, shifts, bits, strict=True)]
+    out, at = [], 0
+    for t, d in zip(templates, shifts, strict=True):
+        n = len(t)
+        row = bits[at:at + n]
+        at += n
+        out.append(tuple([y + d if b else y for y, b in zip(t, row, strict=True)])
+                   if any(row) else t)
+    return out
+
+
+def _packed(bits: list[bool]) -> bytes:
+    return np.packbits(np.array(bits, dtype=bool)).tobytes() if any(bits) else b""
 
 
 def _differs(values: Sequence[Any], implied: Sequence[Any]) -> list[bool]:
@@ -185,6 +230,9 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
         if how == DENSE:
             columns._encode_column(ftype, cols[i], t, blocks, [])
             continue
+        if how == SUMMARY:
+            _encode_summaries(cols[i], tcols[i], t, blocks)
+            continue
         if how == SHIFTED:
             ids = ftype == "ids"
             shifts = [0] * n_segments
@@ -196,8 +244,9 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
                 shifts[s] = _first_shift(cols[i][first:end], tcols[i][first:end], ids)
                 first = end
             blocks.append(columns._swap(array("q", shifts)).tobytes())
-            _sparse(ftype, cols[i], _shifted(tcols[i], [shifts[s] for s in segment], ids), t,
-                    blocks)
+            bits, implied = _chosen(cols[i], tcols[i], [shifts[s] for s in segment], ids)
+            blocks.append(_packed(bits))
+            _sparse(ftype, cols[i], implied, t, blocks)
         else:
             _sparse(ftype, cols[i], tcols[i], t, blocks)
 
@@ -208,6 +257,90 @@ def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: column
     mask = _differs(values, implied)
     blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask) else b"")
     columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
+
+
+# Summary rows (``rows.py``): cheap (shape, dtype, norm, nan, inf, sampled) and full
+# (shape, dtype, min, max, mean, std, norm, nan, inf, preview, sampled). Against a template
+# summary of the same form, shape, dtype, counts and flag are compared (they rarely move)
+# and the statistics written; any other pair (a form that changes, None) is written whole.
+_SUMMARY_SAME = {6: ((0, "shape"), (1, "str"), (3, "int"), (4, "int"), (5, "bool")),
+                 11: ((0, "shape"), (1, "str"), (7, "int"), (8, "int"), (10, "bool"))}
+_SUMMARY_FLOATS = {6: (2,), 11: (2, 3, 4, 5, 6)}
+_PREVIEW = 9
+
+
+def _summary_form(s: Any) -> int:
+    return 0 if s is None else len(s)
+
+
+def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: columns._Tables,
+                      blocks: list[bytes]) -> None:
+    """Blocks: a mask of the summaries written whole and those (format 3's summary
+    column); then per form (6, 11), for the summaries of that form like their template's,
+    the compared parts (mask and differing values, as ``_sparse``) and the statistics."""
+    forms = list(map(_summary_form, values))
+    whole = [f != _summary_form(s) for f, s in zip(forms, templates, strict=True)]
+    blocks.append(np.packbits(np.array(whole, dtype=bool)).tobytes() if any(whole) else b"")
+    columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
+    for form in (6, 11):
+        chosen = [f == form and not w for f, w in zip(forms, whole, strict=True)]
+        mine = list(compress(values, chosen))
+        theirs = list(compress(templates, chosen))
+        cols = list(zip(*mine, strict=True)) if mine else [()] * form
+        tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
+        for k, ftype in _SUMMARY_SAME[form]:
+            _sparse(ftype, cols[k], tcols[k], t, blocks)
+        for k in _SUMMARY_FLOATS[form]:
+            columns._floats(cols[k], blocks)
+        if form == 11:
+            previews = list(map(columns._PREVIEW_CUT, cols[_PREVIEW]))
+            blocks.append(columns._swap(array("I", map(len, previews))).tobytes())
+            blocks.append(columns._swap(array("d", [x for p in previews for x in p])).tobytes())
+
+
+def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Sequence[Any],
+                      where: Callable[[int], int]) -> list[Any]:
+    n = len(templates)
+    r = frame.r
+    whole_at = _mask(r, n, name)
+    written = frame.column(kind, name, "summary", len(whole_at), where)
+    out = list(templates)
+    for k, v in zip(whole_at, written, strict=True):
+        out[k] = v
+    whole = set(whole_at)
+    for form in (6, 11):
+        at = [k for k, s in enumerate(templates) if k not in whole and _summary_form(s) == form]
+        m = len(at)
+        frame.charge(m * (framecost.TUPLE + framecost.ITEM * form), f"{kind} {name}")
+        theirs = [templates[k] for k in at]
+        tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
+        cols: list[Any] = [None] * form
+        for k, ftype in _SUMMARY_SAME[form]:
+            cols[k] = _filled(frame, kind, f"{name} part", ftype, m, tcols[k], where)
+        counts = [cols[k] for k, ftype in _SUMMARY_SAME[form] if ftype == "int"]
+        if m and min(map(min, counts)) < 0:
+            raise TraceFileError(f"malformed {kind} events: a {name} with a negative count")
+        for k in _SUMMARY_FLOATS[form]:
+            cols[k] = frame._floats(m, "summary statistics")
+        if form == 11:
+            lengths = r.column("I", m, "preview lengths")
+            frame.charge(framecost.ITEM * sum(lengths), "summaries' previews")
+            values = iter(r.column("d", sum(lengths), "previews"))
+            cols[_PREVIEW] = [tuple(islice(values, length)) for length in lengths]
+        for k, summary in zip(at, zip(*cols, strict=True), strict=True):
+            out[k] = summary
+    return out
+
+
+def _mask(r: columns._Reader, n: int, name: str) -> list[int]:
+    """The positions a mask block (``_sparse``) marks among ``n``."""
+    packed = r.raw(None, f"{name} mask")
+    if not packed:
+        return []
+    if len(packed) != (n + 7) // 8:
+        raise TraceFileError(f"events frame holds a {name} mask of {len(packed)} bytes "
+                             f"for {n} events")
+    return np.flatnonzero(np.unpackbits(np.frombuffer(packed, np.uint8), count=n)).tolist()
 
 
 # -- decoding --------------------------------------------------------------------------------
@@ -321,12 +454,20 @@ def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment
         if how == DENSE:
             cols.append(frame.column(kind, name, ftype, n, where))
             continue
+        if how == SUMMARY:
+            cols.append(_decode_summaries(frame, kind, name, tcols[i], where))
+            continue
         implied: Sequence[Any] = tcols[i]
         if how == SHIFTED:
             shifts = frame.r.column("q", n_segments, f"{name} shifts")
             if shifts and (min(shifts) <= -_INT64 or max(shifts) >= _INT64):
                 raise TraceFileError(f"malformed {kind} events: a {name} shift out of range")
-            implied = _shifted(tcols[i], [shifts[s] for s in segment], ftype == "ids")
+            ids = ftype == "ids"
+            slots = sum(map(len, tcols[i])) if ids else n
+            bits = [False] * slots
+            for k in _mask(frame.r, slots, f"{name} shifted"):
+                bits[k] = True
+            implied = _apply_bits(tcols[i], [shifts[s] for s in segment], bits, ids)
             _check_ints(kind, name, ftype, implied)
         cols.append(_filled(frame, kind, name, ftype, n, implied, where))
     return list(zip(repeat(kind), seqs, [iterations[s] for s in segment], *cols))
@@ -341,16 +482,10 @@ def _check_ints(kind: str, name: str, ftype: str, values: Sequence[Any]) -> None
 def _filled(frame: columns._Frame, kind: str, name: str, ftype: str, n: int,
             implied: Sequence[Any], where: Callable[[int], int]) -> list[Any]:
     """``implied`` with the values the mask says differ replaced by those written."""
-    packed = frame.r.raw(None, f"{name} mask")
-    if not packed:
-        frame.column(kind, name, ftype, 0, where)
-        return list(implied)
-    if len(packed) != (n + 7) // 8:
-        raise TraceFileError(f"events frame holds a {name} mask of {len(packed)} bytes "
-                             f"for {n} {kind} events")
-    mask = np.unpackbits(np.frombuffer(packed, np.uint8), count=n).astype(bool)
-    at = np.flatnonzero(mask).tolist()
+    at = _mask(frame.r, n, name)
     values = frame.column(kind, name, ftype, len(at), where)
+    if not at:
+        return list(implied)
     out = list(implied)
     for k, v in zip(at, values, strict=True):
         out[k] = v

@@ -65,8 +65,9 @@ def test_a_repeated_iteration_is_written_against_its_template_and_reads_back_exa
 
 
 def test_a_divergence_mid_iteration_is_written_as_it_is():
-    """Step 3 (iteration 4) runs the same ops on a wider batch: every shape differs from the template's
-    from its first op on, and each is written; events read back as recorded."""
+    """Step 3 (iteration 4) runs the same ops on a wider batch: every shape differs from
+    the template's from its first op on, and each is written; events read back as
+    recorded."""
     events = _training(5, widen_at=3)
     version, decoded = _round_trip(rows_of(events[1:]))
     assert version == tf.TEMPLATE_VERSION and decoded == events[1:]
