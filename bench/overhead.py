@@ -58,6 +58,7 @@ import numpy as np  # noqa: E402
 
 import dyngraph as dg  # noqa: E402
 from dyngraph.capture import events as ev  # noqa: E402
+from dyngraph.capture import tracefile  # noqa: E402
 from dyngraph.capture.graph import build_graphs  # noqa: E402
 from dyngraph.capture.tracefile import TraceWriter, iter_events  # noqa: E402
 from dyngraph.capture.tracing import make_header  # noqa: E402
@@ -231,6 +232,14 @@ def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str,
         elif kind == "trace":
             with dg.trace(stats=stats):
                 run(timing)
+        elif kind == "record3":  # frame format 3: no iteration templates (before issue 29)
+            written = tracefile.WRITE_VERSION
+            tracefile.WRITE_VERSION = tracefile.FORMAT_VERSION
+            try:
+                with dg.record(os.path.join(tmp, "bench.dgtrace"), stats=stats):
+                    run(timing)
+            finally:
+                tracefile.WRITE_VERSION = written
         else:
             with dg.record(os.path.join(tmp, "bench.dgtrace"), stats=stats):
                 run(timing)
@@ -516,7 +525,8 @@ def main() -> None:
     print(f"ratios: recorded / unrecorded, wall median of {rounds} interleaved rounds of "
           f"{steps} steps (CPU min beside it)")
     warnings.simplefilter("ignore")
-    step_modes = ("off", "trace:cheap", "trace:full", "record:cheap", "record:full")
+    step_modes = ("off", "trace:cheap", "trace:full", "record3:cheap", "record:cheap",
+                  "record:full")
     with tempfile.TemporaryDirectory() as tmp:
         if "steps" in parts:
             for name, make, goals in (
@@ -529,7 +539,7 @@ def main() -> None:
             report_overhead("1,000 tiny ops (shape (4,)), forward + backward",
                             time_modes(chain_step(), rounds, max(2, steps // 4), tmp,
                                        ("off", "compiled-out", "trace:cheap",
-                                        "record:cheap")),
+                                        "record3:cheap", "record:cheap")),
                             {"cheap": 2.0})
         if "long" in parts:
             # What "leave it on" means: one recording over many steps, so the trace (kept
