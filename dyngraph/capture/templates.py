@@ -176,6 +176,8 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
     """The payload of a format-4 frame holding ``rows``, or None when no segment repeats
     an earlier one (then the frame is written in format 3). Raises as
     ``columns.encode_payload`` does on a value the columns cannot hold."""
+    if len(rows) < 2 * MIN_ROWS or rows[0][2] == rows[-1][2]:
+        return None  # one iteration (a long one's part): nothing can repeat
     codes = bytes(map(columns.CODES.__getitem__, map(_KIND, rows)))
     segments = _segments(rows)
     seen: dict[bytes, int] = {}  # kinds of a full segment -> its 1-based number
@@ -200,14 +202,15 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
     shifts_seq = [rows[a][1] - rows[ta][1] for a, _, ta in templated]
     # The templated rows of each kind, with their templates and segment numbers.
     by_kind: dict[int, tuple[list[Row], list[Row], list[int]]] = {}
+    places: dict[int, dict[int, list[int]]] = {}
     for s, (a, b, ta) in enumerate(templated):
-        for k in range(b - a):
-            group = by_kind.get(codes[a + k])
+        for code, at in _places(places, codes, ta, b - a).items():
+            group = by_kind.get(code)
             if group is None:
-                group = by_kind[codes[a + k]] = ([], [], [])
-            group[0].append(rows[a + k])
-            group[1].append(rows[ta + k])
-            group[2].append(s)
+                group = by_kind[code] = ([], [], [])
+            group[0].extend([rows[a + k] for k in at])
+            group[1].extend([rows[ta + k] for k in at])
+            group[2].extend(repeat(s, len(at)))
     for code in sorted(by_kind):
         _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
                      blocks)
@@ -219,6 +222,18 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
     return meta + columns.join_blocks([*head, *columns.table_blocks(t), *blocks])
 
 
+def _places(cache: dict[int, dict[int, list[int]]], codes: bytes, start: int, n: int
+            ) -> dict[int, list[int]]:
+    """Where each kind's events sit in the template segment at ``start`` (made once per
+    template: every segment that repeats it has them at the same places)."""
+    found = cache.get(start)
+    if found is None:
+        found = cache[start] = {}
+        for k, code in enumerate(codes[start:start + n]):
+            found.setdefault(code, []).append(k)
+    return found
+
+
 def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list[int],
                  shifts_seq: list[int], n_segments: int, t: columns._Tables,
                  blocks: list[bytes]) -> None:
@@ -226,6 +241,12 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
     tcols = list(zip(*templates, strict=True))
     implied = _shifted(tcols[1], [shifts_seq[s] for s in segment], False)
     _sparse("int", cols[1], implied, t, blocks)
+    # Each segment's rows of this kind: segment numbers ascend with the rows.
+    spans, first = [], 0
+    for k in range(1, len(segment) + 1):
+        if k == len(segment) or segment[k] != segment[first]:
+            spans.append((segment[first], first, k))
+            first = k
     for i, _name, ftype, how in PLANS[kind]:
         if how == DENSE:
             columns._encode_column(ftype, cols[i], t, blocks, [])
@@ -236,13 +257,9 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
         if how == SHIFTED:
             ids = ftype == "ids"
             shifts = [0] * n_segments
-            first = 0
-            for s in sorted(set(segment)):  # (segment numbers ascend with the rows)
-                end = first
-                while end < len(segment) and segment[end] == s:
-                    end += 1
-                shifts[s] = _first_shift(cols[i][first:end], tcols[i][first:end], ids)
-                first = end
+            col, tcol = cols[i], tcols[i]
+            for s, a, b in spans:
+                shifts[s] = _first_shift(col[a:b], tcol[a:b], ids)
             blocks.append(columns._swap(array("q", shifts)).tobytes())
             bits, implied = _chosen(cols[i], tcols[i], [shifts[s] for s in segment], ids)
             blocks.append(_packed(bits))
@@ -370,14 +387,15 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             out[a:b] = full[where:where + b - a]
             where += b - a
     by_kind: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    places: dict[int, dict[int, list[int]]] = {}
     for s, (a, b, _, ta) in enumerate(templated):
-        for k in range(b - a):
-            group = by_kind.get(codes[a + k])
+        for code, at in _places(places, codes, ta, b - a).items():
+            group = by_kind.get(code)
             if group is None:
-                group = by_kind[codes[a + k]] = ([], [], [])
-            group[0].append(a + k)
-            group[1].append(ta + k)
-            group[2].append(s)
+                group = by_kind[code] = ([], [], [])
+            group[0].extend([a + k for k in at])
+            group[1].extend([ta + k for k in at])
+            group[2].extend(repeat(s, len(at)))
     ops = len(by_kind.get(columns.CODES["op"], ((),))[0])
     frame = columns._Frame(r, lo, hi, allowance, ops)
     iterations = [it for _, _, it, _ in templated]
