@@ -37,6 +37,7 @@ from . import summaries
 from .arrays import to_numpy
 from .keys import StructureKeys
 from .pacing import CollectorPacing, keep
+from .pending import Pending, resolved
 from .rows import MAKERS as _MAKERS
 from .rows import Row, summary_builder, summary_row
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
@@ -127,18 +128,39 @@ class _EventHook:
     rows shared between rows (a gradient handed on in backward) become shared Summary
     objects, within a bounded memo."""
 
-    __slots__ = ("callback", "_build", "_built")
+    __slots__ = ("callback", "_build", "_built", "_held")
 
     def __init__(self, callback: Subscriber) -> None:
         self.callback = callback
         self._build = summary_builder()
         self._built = 0
+        self._held: list[Row] = []  # rows waiting for their statistics (``pending``)
 
     def __call__(self, row: Row) -> None:
+        if self._held:
+            self._held.append(row)
+            self.drain()
+            return
+        done = resolved(row)
+        if done is None:
+            self._held.append(row)
+            return
         self._built += 1
         if self._built > 4096:  # the memo holds its rows: start a new one now and then
             self._build, self._built = summary_builder(), 0
-        self.callback(_MAKERS[row[0]](row, self._build))
+        self.callback(_MAKERS[done[0]](done, self._build))
+
+    def drain(self) -> None:
+        """Hand on the held rows whose statistics were read since, in order."""
+        held = self._held
+        i = 0
+        while i < len(held):
+            done = resolved(held[i])
+            if done is None:
+                break
+            self.callback(_MAKERS[done[0]](done, self._build))
+            i += 1
+        del held[:i]
 
 
 class Tracer:
@@ -171,6 +193,12 @@ class Tracer:
         self.thread = 0  # the ident of the one thread a recording captures (see above)
         self._foreign_noted = False
         self.stats = "none"
+        # Read each op's statistics as it runs, not once per iteration (``pending``): set
+        # while a value breakpoint of the debugger must judge every op at once.
+        self.eager_stats = False
+        # Summarise tensors entering an iteration (leaves, parameters) at ``cheap`` too:
+        # ``check`` names a parameter that holds NaN.
+        self.leaf_stats = False
         self.values = "none"
         # (sink, row hook, stats, values) of each listener
         self._listeners: list[tuple[Sink | None, RowHook | None, str, str]] = []
@@ -214,12 +242,27 @@ class Tracer:
         # Hand every tuple a row holds but the row alone refers to (its ids, summary ...)
         # to ``keep``: the collector then untracks row and items in one pass (``pacing``).
         self.keep = keep
+        # A backend that keeps statistics on the device (PyTorch's) reads them all at once
+        # through this (see ``read_stats``; True: it read something); ``after_read`` is
+        # called after every such read (the debug agent judges NaN there in ``check``).
+        self.read_pending: Callable[[], bool] | None = None
+        self.after_read: list[Callable[[], None]] = []
 
     # -- listeners -----------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
                   values: str = "none") -> Handle:
         """Send every event to ``callback`` until the returned handle is removed."""
-        return self.attach(hook=_EventHook(callback), stats=stats, values=values)
+        hook = _EventHook(callback)
+        self.after_read.append(hook.drain)
+        handle = self.attach(hook=hook, stats=stats, values=values)
+
+        def remove() -> None:
+            handle.remove()
+            hook.drain()
+            if hook.drain in self.after_read:
+                self.after_read.remove(hook.drain)
+
+        return Handle(remove)
 
     def attach(self, sink: Sink | None = None, hook: RowHook | None = None,
                stats: str = "cheap", values: str = "none") -> Handle:
@@ -303,17 +346,42 @@ class Tracer:
         for hook in self.hooks:
             hook(row)
         if len(rows) >= BATCH_ROWS:
-            self.flush_rows()
+            self.flush_rows(final=False)
 
-    def flush_rows(self) -> None:
-        """Hand the rows gathered so far to the sinks, as one batch."""
+    def read_stats(self) -> None:
+        """Read the backend's pending statistics now (one host read, on a device: see
+        ``dyngraph.capture.pending``): at an iteration's end, at a pause, when the run or
+        a listener ends, or when the backend's buffer is full."""
+        read = self.read_pending
+        if read is not None and read():
+            for after in tuple(self.after_read):
+                after()
+
+    def flush_rows(self, final: bool = True) -> None:
+        """Hand the rows gathered so far to the sinks, as one batch. ``final``: every
+        pending statistic is read first; otherwise the rows up to the first one still
+        waiting for its statistics go, and the rest waits."""
         rows = self.rows
+        if rows and self.read_pending is not None and self._sinks:
+            if final:
+                self.read_stats()
+            rows = self._resolved_rows(rows)
         if rows:
-            self.rows = []
+            self.rows = self.rows[len(rows):]
             self.keep(rows)  # (the sinks may keep the rows in a tuple made after them)
             for sink in self._sinks:
                 sink(rows)
             self._pacing.rows_recorded(self.seq)
+
+    def _resolved_rows(self, rows: list[Row]) -> list[Row]:
+        """The rows up to the first one whose statistics are not read yet, filled in."""
+        out: list[Row] = []
+        for r in rows:
+            done = resolved(r)
+            if done is None:
+                break
+            out.append(done)
+        return out
 
     def emit(self, event: ev.Event) -> None:
         """Record an event object (its row, that is)."""
@@ -424,6 +492,7 @@ class Tracer:
 
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
+        self.read_stats()  # (the iteration's statistics, before its end is told)
         count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
         self.seq += 1
@@ -619,12 +688,17 @@ class Tracer:
         self.known.clear()
 
     def optimizer_step(self, optimizer: str, lr: float,
-                       updates: tuple[tuple[int, float], ...]) -> None:
-        """``updates`` pairs each parameter's tensor id with the L2 norm of its update."""
+                       updates: tuple[tuple[int, float], ...] | Pending) -> None:
+        """``updates`` pairs each parameter's tensor id with the L2 norm of its update
+        (or is a ``Pending`` that will)."""
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
-        pairs = [(int(t), float(n)) for t, n in updates]
+        if type(updates) is Pending:  # (read later: ``dyngraph.capture.pending``)
+            self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
+                          updates))
+            return
+        pairs = [(int(t), float(n)) for t, n in updates]  # type: ignore[union-attr]
         self.keep(pairs)  # (a list, made before its pairs: they stay in order behind it)
         self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
                       tuple(pairs)))

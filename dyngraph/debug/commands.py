@@ -322,10 +322,13 @@ def run_check(args: argparse.Namespace) -> int:
     if max_recompiles is not None and max_recompiles < 0:
         raise UserError(f"--max-recompiles must be 0 or more, not {max_recompiles}")
     recompiles = RecompileCounter(max_recompiles if max_recompiles is not None else -1)
-    session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
+    # Cheap statistics, judged once per iteration when they are read (no host read per op:
+    # see dyngraph.debug.readchecks); the first op that made a NaN is still the one named.
+    session = Session.start(args.script, args.args, stats="cheap", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            compile=args.compile, watchdog=args.watchdog)
+                            compile=args.compile, watchdog=args.watchdog,
+                            judge_at_read=True)
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0, "compile": 0}
 

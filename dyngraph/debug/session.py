@@ -155,7 +155,7 @@ class Session:
               script_breakpoints: bool = True, python: str | None = None,
               env: dict[str, str] | None = None, backend: str = "auto",
               compile: str | None = None,  # noqa: A002 - the CLI's --compile
-              watchdog: float | None = None) -> Session:
+              watchdog: float | None = None, judge_at_read: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -170,7 +170,9 @@ class Session:
         answering for ``watchdog`` seconds (``dyngraph.debug.watchdog``; 0: never; default:
         ``$DYNGRAPH_WATCHDOG`` or 60) is ended, its threads' stacks in ``stacks``. Raises
         UserError for a missing script, a directory, a syntax error, a negative watchdog,
-        or ``backend="torch"`` without PyTorch.
+        or ``backend="torch"`` without PyTorch. ``judge_at_read``: NaN and gradient-norm
+        breakpoints judge each iteration when its statistics are read, not each op as it
+        runs (``dyngraph check``: see ``dyngraph.debug.readchecks``).
         """
         watchdog = watchdog_limit(watchdog)
         backends.check(backend)
@@ -206,6 +208,7 @@ class Session:
             "breakpoints": [bp.to_dict() for bp in bps.values()],
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
+            "judge_at_read": judge_at_read,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
             "backend": backend, "compile": compile,
         })

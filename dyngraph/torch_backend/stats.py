@@ -45,6 +45,7 @@ _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _dtype_names: dict[torch.dtype, str] = {}
+_NO_STATS: dict[tuple[tuple[int, ...], str], Summary] = {}
 _shapes: dict[Any, tuple[int, ...]] = {}
 
 
@@ -78,6 +79,26 @@ def shape_of(t: torch.Tensor) -> tuple[int, ...]:
     except (TypeError, RuntimeError):  # SymInt sizes (jagged), none at all (strided nested)
         pass
     return layouts.shape_of_unusual(t)
+
+
+def no_stats(t: torch.Tensor) -> Summary:
+    """The cheap summary of an integer or bool tensor: shape and dtype, no NaN and no Inf
+    (none can be there), and no norm (it would cost a conversion and a reduction per op of
+    index arithmetic, and says nothing). One shared object per shape and dtype."""
+    shape, dtype = shape_of(t), dtype_name(t.dtype)
+    key = (shape, dtype)
+    s = _NO_STATS.get(key)
+    if s is None:
+        if len(_NO_STATS) > 10_000:
+            _NO_STATS.clear()
+        s = _NO_STATS[key] = Summary(shape, dtype)
+    return s
+
+
+def _numeric(t: torch.Tensor) -> bool:
+    """Floating point or complex: a tensor that can hold NaN or Inf."""
+    dtype = t.dtype
+    return dtype.is_floating_point or dtype.is_complex
 
 
 def _as_float(t: torch.Tensor) -> torch.Tensor:
@@ -133,9 +154,10 @@ def _one_by_one(summarize: Callable[[Any], list[Summary | None]],
 
 
 def _cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
-    present = [t for t in tensors if t is not None and t.numel()]
+    present = [t for t in tensors if t is not None and t.numel() and _numeric(t)]
     if not present:
-        return [None if t is None else _empty(t) for t in tensors]
+        return [None if t is None else _empty(t) if _numeric(t) else no_stats(t)
+                for t in tensors]
     if len(present) == 1:
         norms = [_vector_norm(_as_float(present[0])).item()]
     else:
@@ -145,6 +167,8 @@ def _cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
     for t in tensors:
         if t is None:
             out.append(None)
+        elif not _numeric(t):
+            out.append(no_stats(t))
         elif not t.numel():
             out.append(_empty(t))
         else:
@@ -264,6 +288,8 @@ def cheap_one(t: torch.Tensor) -> Summary | None:
 
 
 def _cheap_one(t: torch.Tensor) -> Summary | None:
+    if not _numeric(t):
+        return no_stats(t)
     n = t.numel()
     if not n:
         return _empty(t)
