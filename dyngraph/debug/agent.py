@@ -314,8 +314,11 @@ class Agent(ForwardChecks, ReadChecks):
         queue = self._queue
         queue.append(row)
         kind = row[0]
-        if self.judge_at_read:
-            self._queue_judging(row)
+        if self.judge_at_read and self._queue_judging(row):
+            # (judged when its statistics are read: the checks below see no value for it)
+            self._value_id = -1
+            self._grads = None
+            self._leaf_grad = None
         if kind == "op":
             self._on_op(row)
         elif kind == "backward_step":

@@ -70,6 +70,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
         hooks.headless = True
     hooks.route_builtin_breakpoint(os.environ)
     _patch_exit(agent, capture)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        # SIGTERM ends the script as Ctrl-C does: through its finally blocks and ours, so
+        # what it recorded (and the statistics still on the device) is delivered first.
+        signal.signal(signal.SIGTERM, _terminated)
     os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent, capture))
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)
     status, reason = run_script(path, list(ns.args), agent)
@@ -110,6 +114,8 @@ def run_script(path: str, args: list[str], agent: Agent) -> tuple[int, str]:
     except KeyboardInterrupt as exc:
         traceback.print_exception(type(exc), exc, _user_traceback(exc))
         return -signal.SIGINT, "KeyboardInterrupt"
+    except Terminated:
+        return -signal.SIGTERM, "SIGTERM"
     except BaseException as exc:  # noqa: BLE001 - everything the script raises is reported
         tb = _user_traceback(exc)
         agent.exception(exc, tb)
@@ -117,6 +123,14 @@ def run_script(path: str, args: list[str], agent: Agent) -> tuple[int, str]:
         agent.post_mortem_pause(tb)
         return 1, "exception"
     return 0, "finished"
+
+
+class Terminated(BaseException):
+    """Raised in the script's thread by SIGTERM (see ``main``)."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 def _user_traceback(exc: BaseException) -> Any:
@@ -150,9 +164,9 @@ def _end(agent: Agent, capture: OutputCapture, status: int, reason: str) -> NoRe
     _flush_c_stdio()
     agent.finish(status, reason)
     capture.stop()
-    if status == -signal.SIGINT:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
+    if status in (-signal.SIGINT, -signal.SIGTERM):  # (ended by the signal, as it would be)
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
     _hard_exit(status & 0xFF)
 
 

@@ -3,13 +3,14 @@
 A backend that keeps statistics on the device (PyTorch's: ``torch_backend.deferred``) reads
 them once per iteration. ``check`` must still name the op that first produced a NaN or an
 Inf, with the words the per-op judging uses (``nonfinite.ForwardChecks``) and without a
-host read per op. So, in this mode, the agent queues the rows that matter (ops, tensors
-entering, backward steps and leaf gradients, backward's start and end) as they come and
-judges them, in order, as soon as their statistics are filled in: at once for a backend
-that summarises at once (the numpy engine), after each read for PyTorch. The statistics
-are exact (never sampled) and hold the NaN/Inf counts and the norms; the one thing a row
-lacks, whether an op's constant argument was infinite (``masked_fill(m, -inf)``), the
-array hook notes as the op runs, from the Python numbers themselves.
+host read per op. So, in this mode, a row whose statistics are pending (an op, a tensor
+entering, a backward step, a leaf's gradient) is not judged by the per-op checks (they
+see no value for it) but queued, with backward's starts and ends, and judged in order as
+soon as its statistics are filled in, after each read. Rows of a backend that summarises
+at once (the numpy engine, where a read costs nothing) go the per-op way, as before. The
+statistics are exact (never sampled) and hold the NaN/Inf counts and the norms; the one
+thing a row lacks, whether an op's constant argument was infinite (``masked_fill(m,
+-inf)``), the array hook notes as the op runs, from the Python numbers themselves.
 
 The per-op mode (the debugger's NaN and gradient-norm breakpoints) stops at the op
 itself; this one stops the script at the read that found it, naming the same op.
@@ -27,8 +28,7 @@ from ..capture.rows import Row, event_of, summary_of
 from .describe import counts
 from .settled import _norm_of, settled
 
-_JUDGED = frozenset({"op", "tensor", "backward_start", "backward_step", "grad",
-                     "backward_end"})
+_BOUNDS = frozenset({"backward_start", "backward_end"})
 
 
 class ReadChecks:
@@ -48,12 +48,14 @@ class ReadChecks:
     _unjudged: list[Row]
     _const_inf: set[int]
 
-    def _queue_judging(self, row: Row) -> None:
-        """Queue ``row`` for judging; judge what is ready."""
-        if row[0] in _JUDGED:
+    def _queue_judging(self, row: Row) -> bool:
+        """Queue ``row`` for judging if its statistics are pending (True: the per-op
+        checks must not see its values); judge what is ready."""
+        waits = resolved(row) is not row
+        if waits or row[0] in _BOUNDS:
             self._unjudged.append(row)
-            if len(self._unjudged) == 1 or resolved(row) is not None:
-                self._judge_ready()
+            self._judge_ready()
+        return waits
 
     def _judge_ready(self) -> None:
         """Judge the queued rows whose statistics are known, in order."""
@@ -72,7 +74,9 @@ class ReadChecks:
         del rows[:i]
 
     def _note_arrays(self, kind: str, tensor_id: int, payload: Any) -> None:
-        """The array hook in this mode: no value is read, only what a row cannot say."""
+        """The array hook in this mode: the per-op checks' (``_see_array``: no value is
+        read there), and what a pending row cannot say."""
+        self._see_array(kind, tensor_id, payload)  # type: ignore[attr-defined]
         if kind == "op":
             for a in payload[1]:
                 if type(a) is float and math.isinf(a):

@@ -8,13 +8,14 @@ are equal, exactly), kept here with a ``Pending`` handed to the tracer in their 
 and read in one ``tolist()`` per device (``read``): at the iteration's end, at a pause,
 when the run ends, or when ``CAP`` entries wait.
 
-Host reads that remain: the rare repair of a summary whose norm came out non-finite (exact
-NaN/Inf counts, one read per such tensor, from the tensor as it is at the read: a tensor
-changed in place since keeps its norm and a lower bound of its counts, marked sampled),
-``full``'s two-pass variance where the one-pass formula cancels, a tensor learning rate
-(``.item()`` once per step), and tensors that only the old path can summarise (sparse,
-nested, quantized ..., and every tensor while the script has a ``TorchDispatchMode`` on):
-those are summarised at once, as ``stats`` does.
+Host reads that remain: a second read in an iteration where some summary needs another
+look at its tensor (one for all of them): a norm that came out non-finite (an attention
+mask's -inf; exact NaN/Inf counts and the finite elements' statistics, from the tensor as
+it is at the read: one changed in place since keeps a lower bound of its counts, marked
+sampled) or ``full``'s two-pass variance where the one-pass formula cancels; a tensor
+learning rate (``.item()`` once per step); and tensors only the old path can summarise
+(sparse, nested, quantized, under torch.func, and every tensor while the script has a
+``TorchDispatchMode`` on), summarised at once as ``stats`` does.
 
 Held until the read: each summarised tensor (for the repair above), so a device's memory
 holds an iteration's outputs a little longer; ``CAP`` bounds how many.
@@ -31,6 +32,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from ..capture.events import Summary
 from ..capture.pending import UNREAD, Pending
+from ..capture.rows import summary_row
 from . import layouts, stats
 from .guard import failed
 from .stats import dtype_name, shape_of
@@ -155,8 +157,11 @@ class StatsBuffer:
                     values = _to_host(numbers)
             else:
                 values = _to_host(numbers)
+            repairs: list[tuple[Pending, Any, bool, Any]] = []
             for (kind, p, t, version, _, _), v in zip(entries, values, strict=True):
-                p.row = _summary(kind, t, version, v)
+                p.row = _summary(kind, t, version, v, p, repairs)
+            if repairs:
+                _repair(repairs)
         except Exception as exc:  # noqa: BLE001 - statistics must never fail the script
             for entry in entries:  # (and no row may wait for them forever)
                 if entry[1].row is UNREAD:
@@ -202,61 +207,69 @@ def _to_host(numbers: list[torch.Tensor]) -> list[Any]:
     return out
 
 
-def _summary(kind: int, t: Any, version: int, v: Any) -> Any:
-    """The summary row of an entry from its numbers (see ``stats`` for the forms)."""
+def _summary(kind: int, t: Any, version: int, v: Any, p: Pending,
+             repairs: list[tuple[Pending, Any, bool, Any]]) -> Any:
+    """The summary row of an entry from its numbers (see ``stats`` for the forms), or
+    UNREAD with the entry added to ``repairs`` when it needs a second look at the tensor
+    (read for all such entries at once: ``_repair``)."""
     if kind == _UPDATES:
         return tuple(zip(t, v, strict=True))
     s: Summary | None
     if kind == _NORM:
         if _isfinite(v):
-            s = _cheap_summary(shape_of(t), dtype_name(t.dtype), v, 0, 0, False)
-        else:
-            s = _repaired(t, version, v, full=False)
-    elif kind == _SCALAR:
+            return _row(_cheap_summary(shape_of(t), dtype_name(t.dtype), v, 0, 0, False))
+        return _nonfinite(t, version, v, False, p, repairs)
+    if kind == _SCALAR:
         value = v[0]
-        if _isfinite(value):
-            s = Summary(shape_of(t), dtype_name(t.dtype), value, value, value, 0.0,
-                        abs(value), 0, 0, (value,), False)
-        else:
-            s = _repaired(t, version, value, full=True)
-    else:  # _FULL
-        numbers = v
-        finite = all(_isfinite(x) for x in numbers[:4])
-        if not finite:
-            s = _repaired(t, version, numbers[0] if t.is_complex() else numbers[3],
-                          full=not t.is_complex())
-        elif t._version != version:
-            s = _one_pass(t, numbers)  # (a two-pass fallback would read the changed tensor)
-        else:
-            s = stats._full_summary(t, numbers)
-    return None if s is None else _row(s)
-
-
-def _one_pass(t: torch.Tensor, numbers: list[float]) -> Summary:
-    low, high, total, norm = numbers[:4]
+        if not _isfinite(value):
+            return _nonfinite(t, version, value, True, p, repairs)
+        s = Summary(shape_of(t), dtype_name(t.dtype), value, value, value, 0.0, abs(value),
+                    0, 0, (value,), False)
+        return _row(s)
+    numbers = v  # _FULL
+    complex_ = t.is_complex()
+    if not all(_isfinite(x) for x in numbers[:4]):
+        return _nonfinite(t, version, numbers[0] if complex_ else numbers[3], not complex_,
+                          p, repairs)
+    if complex_:
+        return _row(Summary(shape_of(t), dtype_name(t.dtype), norm=numbers[0]))
     n = t.numel()
-    mean = total / n
-    var = (norm * norm - n * mean * mean) / (n - 1) if n > 1 else 0.0
-    cancelled = n > 1 and var < 1e-4 * mean * mean  # (then the std is not exact)
-    return Summary(shape_of(t), dtype_name(t.dtype), low, high, mean,
-                   math.sqrt(max(var, 0.0)), norm, 0, 0, tuple(numbers[4:]), cancelled)
+    mean = numbers[2] / n
+    var = (numbers[3] ** 2 - n * mean * mean) / (n - 1) if n > 1 else 0.0
+    if not stats.cancels(n, mean, var):
+        return _row(stats.with_variance(t, numbers, var))
+    if t._version != version:  # (changed since: the one pass, marked inexact)
+        return _row(Summary(shape_of(t), dtype_name(t.dtype), numbers[0], numbers[1], mean,
+                            math.sqrt(max(var, 0.0)), numbers[3], 0, 0, tuple(numbers[4:]),
+                            True))
+    repairs.append((p, t, False, (numbers, mean)))
+    return UNREAD
 
 
-def _repaired(t: torch.Tensor, version: int, norm: float, full: bool) -> Summary | None:
-    """A non-finite statistic: the exact counts from the tensor (a host read, rare), or,
-    when it changed in place since, what the non-finite norm proves (at least one NaN, or
-    at least one Inf), marked sampled."""
+def _nonfinite(t: torch.Tensor, version: int, norm: float, full: bool, p: Pending,
+               repairs: list[tuple[Pending, Any, bool, Any]]) -> Any:
+    """A non-finite statistic: exact counts from the tensor (``_repair``), or, when it
+    changed in place since, what the non-finite number proves (at least one NaN, or at
+    least one Inf), marked sampled."""
     if t._version == version:
-        try:
-            return stats._nonfinite(t, full)
-        except Exception:  # noqa: BLE001 - statistics must never fail the script
-            return None
+        repairs.append((p, t, True, full))
+        return UNREAD
     nan = 1 if math.isnan(norm) else 0
-    return Summary(shape_of(t), dtype_name(t.dtype), norm=None, nan=nan, inf=1 - nan,
-                   sampled=True)
+    return _row(Summary(shape_of(t), dtype_name(t.dtype), norm=None, nan=nan, inf=1 - nan,
+                        sampled=True))
 
 
-def _row(s: Summary) -> tuple[Any, ...]:
-    from ..capture.rows import summary_row
+def _repair(repairs: list[tuple[Pending, Any, bool, Any]]) -> None:
+    """The second look, for every entry that needs one, in one more read: exact NaN/Inf
+    counts and the finite elements' statistics, or a two-pass variance."""
+    parts = [stats.nonfinite_parts(t, info) if nonfinite
+             else stats.squares_about(t, info[1]).reshape(1)
+             for _, t, nonfinite, info in repairs]
+    for (p, t, nonfinite, info), numbers in zip(repairs, _to_host(parts), strict=True):
+        if nonfinite:
+            p.row = _row(stats.nonfinite_summary(t, numbers, info))
+        else:
+            p.row = _row(stats.with_variance(t, info[0], numbers[0] / (t.numel() - 1)))
 
-    return summary_row(s)  # type: ignore[return-value]
+
+_row = summary_row

@@ -228,18 +228,32 @@ def _full_summary(t: torch.Tensor, numbers: list[float]) -> Summary:
             return _nonfinite(t, full=False)
         return Summary(shape, dtype, norm=norm)
     low, high, total, norm = numbers[:4]
-    preview = tuple(numbers[4:])
     if not (_isfinite(total) and _isfinite(norm) and _isfinite(low) and _isfinite(high)):
         return _nonfinite(t, full=True)
     n = t.numel()
     mean = total / n
     var = (norm * norm - n * mean * mean) / (n - 1) if n > 1 else 0.0
-    if n > 1 and var < 1e-4 * mean * mean:
-        # |mean| >> std: the one-pass formula cancels; redo it in two passes.
-        f = _as_float(t).reshape(-1).to(_F64)
-        var = float(((f - mean) ** 2).sum()) / (n - 1)
-    return Summary(shape, dtype, low, high, mean, math.sqrt(max(var, 0.0)), norm, 0, 0,
-                   preview, False)
+    if cancels(n, mean, var):
+        var = squares_about(t, mean).item() / (n - 1)
+    return with_variance(t, numbers, var)
+
+
+def cancels(n: int, mean: float, var: float) -> bool:
+    """|mean| >> std: the one-pass variance cancels; it must be redone in two passes."""
+    return n > 1 and var < 1e-4 * mean * mean
+
+
+def squares_about(t: torch.Tensor, mean: float) -> torch.Tensor:
+    """The sum of squares of ``t``'s elements about ``mean`` (the two-pass variance's
+    numerator), a float64 device scalar."""
+    return ((_as_float(t).reshape(-1).to(_F64) - mean) ** 2).sum()
+
+
+def with_variance(t: torch.Tensor, numbers: list[float], var: float) -> Summary:
+    """The full summary of a finite real tensor from its numbers and its variance."""
+    low, high, total, norm = numbers[:4]
+    return Summary(shape_of(t), dtype_name(t.dtype), low, high, total / t.numel(),
+                   math.sqrt(max(var, 0.0)), norm, 0, 0, tuple(numbers[4:]), False)
 
 
 def _empty(t: torch.Tensor) -> Summary:
@@ -248,23 +262,42 @@ def _empty(t: torch.Tensor) -> Summary:
 
 def _nonfinite(t: torch.Tensor, full: bool) -> Summary:
     """The rare path: exact NaN/Inf counts; statistics of the finite elements."""
+    return nonfinite_summary(t, nonfinite_parts(t, full).tolist(), full)
+
+
+def nonfinite_parts(t: torch.Tensor, full: bool) -> torch.Tensor:
+    """What ``nonfinite_summary`` needs, as one float64 device vector (no host read, no
+    boolean indexing, which would read a count on a GPU): NaN count, Inf count, finite
+    count, the finite elements' norm, and at ``full`` their min, max, mean, std (unbiased,
+    two passes) and the preview."""
     f = _as_float(t).reshape(-1)
     if f.is_complex():
         f = torch.view_as_real(f).reshape(-1)
-    nan = int(torch.isnan(f).sum())
-    inf = int(torch.isinf(f).sum())
-    finite = f[torch.isfinite(f)].to(_F64)
+    f = f.to(_F64)
+    finite = torch.isfinite(f)
+    count = finite.sum()
+    zeroed = torch.where(finite, f, 0.0)
+    parts = [torch.isnan(f).sum(), torch.isinf(f).sum(), count, _vector_norm(zeroed)]
+    if full:
+        mean = zeroed.sum() / count.clamp(min=1)
+        spread = torch.where(finite, f - mean, 0.0)
+        parts += [torch.where(finite, f, math.inf).min(), torch.where(finite, f, -math.inf).max(),
+                  mean, (spread * spread).sum() / (count - 1).clamp(min=1)]
+    head = _stack([p.to(_F64) for p in parts])
+    return torch.cat([head, f[:PREVIEW]]) if full else head
+
+
+def nonfinite_summary(t: torch.Tensor, numbers: list[float], full: bool) -> Summary:
+    """The summary of a tensor holding NaN or Inf, from ``nonfinite_parts``'s numbers."""
+    nan, inf, n, norm = int(numbers[0]), int(numbers[1]), int(numbers[2]), numbers[3]
     shape, dtype = shape_of(t), dtype_name(t.dtype)
-    if not finite.numel():
-        preview = tuple(f[:PREVIEW].to(_F64).tolist()) if full else ()
-        return Summary(shape, dtype, nan=nan, inf=inf, preview=preview)
-    norm = float(_vector_norm(finite))
+    if not n:
+        return Summary(shape, dtype, nan=nan, inf=inf, preview=tuple(numbers[8:]) if full else ())
     if not full:
         return _cheap_summary(shape, dtype, norm, nan, inf, False)
-    n = finite.numel()
-    std = float(finite.std()) if n > 1 else 0.0
-    return Summary(shape, dtype, float(finite.min()), float(finite.max()), float(finite.mean()),
-                   std, norm, nan, inf, tuple(f[:PREVIEW].to(_F64).tolist()), False)
+    low, high, mean, var = numbers[4:8]
+    return Summary(shape, dtype, low, high, mean, math.sqrt(var) if n > 1 else 0.0, norm,
+                   nan, inf, tuple(numbers[8:]), False)
 
 
 def none(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
