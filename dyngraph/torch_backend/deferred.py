@@ -87,11 +87,11 @@ class StatsBuffer:
         """The pending cheap summary of ``t`` (a ready one for integers, bools, empties).
         ``value``: a one-element tensor (a loss) gets its value, as ``stats.cheap_one``
         gives it (an op's single output); a list of tensors gets norms (``stats.cheap``)."""
-        if not _plain(t):
-            return stats.cheap([t])[0] if not value else stats.cheap_one(t)
         dtype = t.dtype
         if not (dtype.is_floating_point or dtype.is_complex):
-            return no_stats(t)
+            return no_stats(t)  # (first: index arithmetic is most of the tiny ops)
+        if not _plain(t):
+            return stats.cheap([t])[0] if not value else stats.cheap_one(t)
         n = t.numel()
         if not n:
             return Summary(shape_of(t), dtype_name(dtype))
