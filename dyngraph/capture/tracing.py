@@ -257,6 +257,7 @@ class Tracer:
         handle = self.attach(hook=hook, stats=stats, values=values)
 
         def remove() -> None:
+            self.read_stats()  # (what it has not been given yet is its too)
             handle.remove()
             hook.drain()
             if hook.drain in self.after_read:

@@ -1,4 +1,4 @@
-"""Summaries of PyTorch tensors, computed by torch itself: one batched read per op.
+"""Summaries of PyTorch tensors, computed by torch itself: one batched read per call.
 
 All numbers a summary needs for a list of tensors (an op's outputs, a backward node's
 gradients) are computed as 0-d tensors on the tensors' device, stacked, and read with one
@@ -13,8 +13,11 @@ are exact over the whole tensor (``sampled`` is always False):
   with a two-pass fallback where the one-pass formula cancels.
 - ``"none"``: no summaries.
 
-Integer and bool tensors are summarised in float64; complex ones get a norm only; float8
-ones in float32. Tensors whose values cannot be read (sparse, nested, meta, fake, quantized,
+At ``cheap``, integer and bool tensors get no statistics (``no_stats``: none can hold NaN
+or Inf); at ``full`` they are summarised in float64. Complex ones get a norm only; float8
+ones are read in float32. This module reads at once (the debugger's per-op value
+breakpoints); ``deferred`` computes the same numbers on the device and reads them once per
+iteration. Tensors whose values cannot be read (sparse, nested, meta, fake, quantized,
 inside ``vmap`` ...: see ``layouts``) get None, and one note says why; so does any tensor
 that makes a statistic raise. While the script has a ``TorchDispatchMode`` on (a
 ``FlopCounterMode``, ``FakeTensorMode``), statistics are computed with it set aside: the
