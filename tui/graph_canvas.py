@@ -25,6 +25,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dyngraph.capture.folding import RUN_PREFIX
 from dyngraph.capture.graph import Graph, backward_graph
 
 from . import canvas_layout as cl
@@ -155,6 +156,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         """True while the whole graph is shown shrunk to the pane (key ``W``)."""
         self._overview_rows: tuple[object, list[list[ov.Cell]]] | None = None
         self._centre_on: int | None = None  # a node to centre once its box is laid out
+        self._urgent = False  # the next layout answers a key: skip the worker's throttle
+        self._strips: dict[int, list[str | None]] = {}  # run box -> fill per strip cell
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -205,7 +208,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         shown = self._backward_of(graph) if mode == "backward" else graph
         changed = self._canon.update(shown)
         self._flags.clear()
-        self._fills.clear()
+        self._clear_fills()
         if changed or self._entry is None:
             self._match()
             if self._upto < len(self._canon.sigs):
@@ -257,8 +260,45 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
             scale = GradScale.from_graphs([graph]) if graph is not None else None
             self._scale = (key, scale)
-            self._fills.clear()
+            self._clear_fills()
         return self._scale[1]
+
+    def _clear_fills(self) -> None:
+        self._fills.clear()
+        self._strips.clear()
+
+    def _strip(self, box: int) -> list[str | None]:
+        """The gradient-norm colour of each cell of a run box's strip (None: no gradient;
+        "!" NaN/Inf): one cell per member, neighbours sharing a cell past its width."""
+        strip = self._strips.get(box)
+        if strip is not None:
+            return strip
+        entry, graph = self._entry, self._canon.graph
+        assert entry is not None
+        node, b = entry.scene.view.nodes[box], entry.scene.boxes[box]
+        cells = max(b.width - 2, 1)
+        strip = [None] * cells
+        scale = self._grad_scale()
+        if entry.tree is not None and graph is not None and node.module in entry.tree.runs:
+            ids, upto = self._canon.ids, min(self._upto, len(entry.sigs))
+            values: list[float | None] = [None] * len(entry.tree.scope_of)
+            for i in range(min(upto, len(values))):
+                g = graph.nodes[ids[i]].grad
+                if g is not None and g.norm is not None:
+                    values[i] = g.norm if g.finite and math.isfinite(g.norm) else math.inf
+            per_member = entry.tree.member_values(node.module, values)
+            m = len(per_member)
+            for c in range(cells):
+                lo = c * m // cells
+                hi = max(lo + 1, (c + 1) * m // cells)
+                if lo >= m:
+                    break
+                best = max((v for v in per_member[lo:hi] if v is not None), default=None)
+                if best is not None:
+                    strip[c] = "!" if math.isinf(best) else (
+                        scale.fill(best) if scale is not None else None)
+        self._strips[box] = strip
+        return strip
 
     def _fill(self, box: int) -> str | None:
         """The gradient-norm colour of a primary box (a module: its largest norm)."""
@@ -377,7 +417,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._token += 1
         self._inflight = (sigs, self._compact, self._user)
         self._worker.submit(cl.Job(sigs, self._compact, self._user, auto=self.auto_collapse,
-                                   token=self._token))
+                                   token=self._token, urgent=self._urgent))
+        self._urgent = False
 
     def prefetch(self, graph: Graph, *, mode: str = "forward") -> None:
         """Lay out ``graph`` in the background, so that showing it or any graph it grows
@@ -403,7 +444,13 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     def _style(self, key: object) -> Style:
         style = self._styles.get(key)
         if style is None:
-            if isinstance(key, tuple):
+            if isinstance(key, tuple) and key[0] == "strip":
+                style = (self.get_component_rich_style("graph-canvas--nonfinite")
+                         if key[1] == "!" else Style(color=key[1]))
+            elif isinstance(key, tuple) and key[0] == "label":
+                inner = self._style(key[1])
+                style = inner if inner.bgcolor is not None else inner + Style(reverse=True)
+            elif isinstance(key, tuple):
                 # Overlays add their attributes (reverse, underline...); the colour comes
                 # from the most telling one: NaN/Inf red beats selection beats the kind.
                 kind, current, selected, nonfinite, *fill = key
@@ -483,10 +530,33 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             return (boxes[b].kind, first == current, first == selected, flags(first),
                     self._fill(first))
 
-        runs = raster.row_runs(entry.scene, y + scroll_y, scroll_x, width, self._upto, box_style)
-        segments = [Segment(text, self._style(style) if style is not None else None)
-                    for text, style in runs]
+        chars, styles = raster.compose_row(entry.scene, y + scroll_y, scroll_x, width,
+                                           self._upto, box_style)
+        self._paint_strips(y + scroll_y, scroll_x, chars, styles)
+        segments, start = [], 0
+        for i in range(1, width + 1):
+            if i == width or styles[i] != styles[start]:
+                style = styles[start]
+                segments.append(Segment("".join(chars[start:i]),
+                                        self._style(style) if style is not None else None))
+                start = i
         return Strip(segments, width)
+
+    def _paint_strips(self, row: int, x0: int, chars: list[str],
+                      styles: list[object]) -> None:
+        """A run box's bottom border is its gradient strip: ▀ in each member's colour."""
+        entry = self._entry
+        if entry is None or entry.scene.view.compact or not 0 <= row < entry.scene.height:
+            return
+        nodes, boxes = entry.scene.view.nodes, entry.scene.boxes
+        for c0, _c1, part, bi in entry.scene.row_boxes[row]:
+            if part != 2 or not nodes[bi].members or boxes[bi].birth >= self._upto:
+                continue
+            for k, fill in enumerate(self._strip(bi)):
+                col = c0 + 1 + k - x0
+                if fill is not None and 0 <= col < len(chars):
+                    chars[col] = "▀"
+                    styles[col] = ("strip", fill)
 
     def _info_line(self, width: int) -> Strip | None:
         """The layout note, or the gradient legend as coloured swatches, or None."""
@@ -532,8 +602,14 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             def filled(b: int) -> bool:
                 return self._fill(nodes[b].primary(b)) is not None
 
+            def label(b: int) -> str:  # a folded box by its module's name, a node by op
+                node = nodes[b]
+                if node.kind == cl.UNIT_KIND:
+                    return node.label.split(" (×")[0].rstrip()
+                return node.label.split(" ")[0]
+
             rows = ov.overview(entry.scene, width, max(height, 1), self._upto, style_of,
-                               on_top, filled, port)
+                               on_top, filled, port, label)
             self._overview_rows = (key, rows)
         rows = self._overview_rows[1]
         if y >= len(rows):
@@ -654,27 +730,49 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self.refresh()
 
     def action_choose(self) -> None:
+        """Enter: open a folded module (call, run or index group) in place; on a node,
+        select it."""
         box = self._selected_box()
-        if box is not None:
-            self._select_box(box)
+        if box is None or self._entry is None:
+            return
+        node = self._entry.scene.view.nodes[box]
+        if node.kind == cl.UNIT_KIND and node.module:
+            self._open(node.module)
+            return
+        self._select_box(box)
 
     def action_toggle_module(self) -> None:
+        """z: open a folded box; on a node, fold the module call around it; on a folded
+        member of an opened run, fold the run again."""
         box = self._focus_box()
         if box is None or self._entry is None:
             return
         view = self._entry.scene.view
         node = view.nodes[box]
+        frame = view.clusters[node.cluster] if node.cluster is not None else None
+        if node.kind == cl.UNIT_KIND and node.module:
+            if frame is not None and frame.key.startswith(RUN_PREFIX):
+                self._close(frame.key)
+            else:
+                self._open(node.module)
+        elif frame is not None:
+            self._close(frame.key or frame.path)
+
+    def _open(self, key: str) -> None:
         collapsed, expanded = set(self._user[0]), set(self._user[1])
-        if node.kind == "module":
-            collapsed.discard(node.module)
-            expanded.add(node.module)
-        elif node.cluster is not None:
-            path = view.clusters[node.cluster].path
-            expanded.discard(path)
-            collapsed.add(path)
-        else:
-            return
+        collapsed.discard(key)
+        expanded.add(key)
+        self._set_user(collapsed, expanded)
+
+    def _close(self, key: str) -> None:
+        collapsed, expanded = set(self._user[0]), set(self._user[1])
+        expanded.discard(key)
+        collapsed.add(key)
+        self._set_user(collapsed, expanded)
+
+    def _set_user(self, collapsed: set[str], expanded: set[str]) -> None:
         self._user = (frozenset(collapsed), frozenset(expanded))
+        self._urgent = True  # the user waits for it: no throttle
         self._relayout()
 
     def action_zoom(self, step: int) -> None:
