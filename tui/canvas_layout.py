@@ -76,8 +76,21 @@ class Canonical:
         if graph is self.graph and len(graph.nodes) == len(self.ids) and (
                 len(graph.edges) == self._edges):
             return False
-        if graph is not self.graph or not self._grow(graph):
+        if graph is not self.graph or not (self._shrink(graph) or self._grow(graph)):
             self._rebuild(graph)
+        return True
+
+    def _shrink(self, graph: Graph) -> bool:
+        """Drop nodes the graph lost from its end (a step back): the rest keep their
+        signatures, which only ever name earlier nodes."""
+        m = len(graph.nodes)
+        if m >= len(self.ids) or list(graph.nodes) != self.ids[:m]:
+            return False
+        for node_id in self.ids[m:]:
+            del self.index[node_id]
+        del self.ids[m:]
+        del self.sigs[m:]
+        self._edges = len(graph.edges)
         return True
 
     def _rebuild(self, graph: Graph) -> None:
@@ -399,7 +412,8 @@ class LayoutWorker:
                     return
                 wait = self._last_start + self.min_interval - time.monotonic()
                 # Throttle: a fast-growing graph lays out a few times a second.
-                if wait > 0 and not self._pending.urgent:
+                pending = self._pending
+                if wait > 0 and pending is not None and not pending.urgent:
                     self._cond.wait(wait)
                     continue
                 job, self._pending = self._pending, None
@@ -407,7 +421,7 @@ class LayoutWorker:
                 self._last_start = time.monotonic()
             entry, error = None, None
             try:
-                rule = Collapse(None, *job.user, fold=job.auto)
+                rule = Collapse(collapsed=job.user[0], expanded=job.user[1], fold=job.auto)
                 entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
                 self.cache.add(entry)
             except Exception as exc:  # a layout failure must never take the UI down

@@ -11,7 +11,6 @@ new iteration shaped like an earlier one, only moves a highlight.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -31,6 +30,7 @@ from dyngraph.capture.graph import Graph, backward_graph
 from . import canvas_layout as cl
 from . import overview as ov
 from . import raster
+from .box_stats import BoxStats
 
 _KINDS = ("op", "param", "leaf", "module", "backward", "accumulate")
 
@@ -143,21 +143,19 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._status: tuple[object, str] = (None, "")
         self._token = 0
         self._styles: dict[object, Style] = {}
-        self._flags: dict[int, bool] = {}
         self._adjacency: tuple[cl.Entry, list[list[int]], list[list[int]]] | None = None
         # Which copy of a shared leaf the user moved to (entry, box): the selection is a
         # graph node, but following edges and scrolling should stay at that copy.
         self._picked: tuple[cl.Entry, int] | None = None
-        # Gradient colours: the scale of the graph shown (same log scale as the SVG export)
-        # and each primary box's fill, worked out as boxes are drawn.
+        # Gradient colours: the scale of the graph shown (same log scale as the SVG export).
         self._scale: tuple[object, Any] = (None, None)
-        self._fills: dict[int, str | None] = {}
         self.overview = False
         """True while the whole graph is shown shrunk to the pane (key ``W``)."""
         self._overview_rows: tuple[object, list[list[ov.Cell]]] | None = None
         self._centre_on: int | None = None  # a node to centre once its box is laid out
         self._urgent = False  # the next layout answers a key: skip the worker's throttle
-        self._strips: dict[int, list[str | None]] = {}  # run box -> fill per strip cell
+        self._strips: dict[tuple[object, ...], list[str | None]] = {}  # run strips drawn
+        self._stats = BoxStats()  # per box: NaN/Inf, largest gradient norm
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -179,14 +177,13 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self._inflight = None
         self._error = message.error
         self._match()
-        self._flags.clear()
         if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
             self._request_layout()
         if self._centre_on is not None and self.box_of(self._centre_on) is not None:
             self._follow(self._centre_on, centre=True)
             self._centre_on = None
         else:
-            self._follow(self._current)
+            self._follow(self.selected if self.selected is not None else self._current)
         self.refresh()
 
     def notify_style_update(self) -> None:
@@ -207,8 +204,6 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._mode = mode
         shown = self._backward_of(graph) if mode == "backward" else graph
         changed = self._canon.update(shown)
-        self._flags.clear()
-        self._clear_fills()
         if changed or self._entry is None:
             self._match()
             if self._upto < len(self._canon.sigs):
@@ -253,73 +248,65 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     def _grad_scale(self) -> Any:
         """The colour scale over the shown graph's gradient norms (None before backward)."""
         graph = self._canon.graph
-        key = (id(graph), len(graph.backward_order) if graph is not None else 0,
-               len(self._canon.ids))
+        # Only gradients move the scale: a forward step (a node more) keeps it.
+        key = (id(graph), graph.iteration if graph is not None else 0,
+               len(graph.backward_order) if graph is not None else 0)
         if self._scale[0] != key:
             from dyngraph.exporters.colors import GradScale  # lazy: an optional edge
 
             scale = GradScale.from_graphs([graph]) if graph is not None else None
             self._scale = (key, scale)
-            self._clear_fills()
         return self._scale[1]
 
-    def _clear_fills(self) -> None:
-        self._fills.clear()
-        self._strips.clear()
+    def unit_info(self, key: str) -> dict[str, object] | None:
+        """What the folded box ``key`` (a call, run or index key) stands for, for the
+        inspector (``BoxStats.unit_info``); None when no such box is drawn."""
+        entry, graph = self._entry, self._canon.graph
+        if entry is None or graph is None:
+            return None
+        box = next((b for b, n in enumerate(entry.scene.view.nodes)
+                    if n.kind == cl.UNIT_KIND and n.module == key), None)
+        if box is None:
+            return None
+        self._sync_stats()
+        return self._stats.unit_info(entry, graph, self._canon.ids, self._upto, box)
+
+    def _sync_stats(self) -> None:
+        self._stats.sync(self._entry, self._canon.graph, self._canon.ids, self._upto,
+                         self._canon.index)
 
     def _strip(self, box: int) -> list[str | None]:
-        """The gradient-norm colour of each cell of a run box's strip (None: no gradient;
-        "!" NaN/Inf): one cell per member, neighbours sharing a cell past its width."""
-        strip = self._strips.get(box)
-        if strip is not None:
-            return strip
-        entry, graph = self._entry, self._canon.graph
-        assert entry is not None
-        node, b = entry.scene.view.nodes[box], entry.scene.boxes[box]
-        cells = max(b.width - 2, 1)
-        strip = [None] * cells
-        scale = self._grad_scale()
-        if entry.tree is not None and graph is not None and node.module in entry.tree.runs:
-            ids, upto = self._canon.ids, min(self._upto, len(entry.sigs))
-            values: list[float | None] = [None] * len(entry.tree.scope_of)
-            for i in range(min(upto, len(values))):
-                g = graph.nodes[ids[i]].grad
-                if g is not None and g.norm is not None:
-                    values[i] = g.norm if g.finite and math.isfinite(g.norm) else math.inf
-            per_member = entry.tree.member_values(node.module, values)
-            m = len(per_member)
-            for c in range(cells):
-                lo = c * m // cells
-                hi = max(lo + 1, (c + 1) * m // cells)
-                if lo >= m:
-                    break
-                best = max((v for v in per_member[lo:hi] if v is not None), default=None)
-                if best is not None:
-                    strip[c] = "!" if math.isinf(best) else (
-                        scale.fill(best) if scale is not None else None)
-        self._strips[box] = strip
+        """The colours of run box ``box``'s gradient strip (``BoxStats.strip``)."""
+        key = (box, self._stats_key())
+        strip = self._strips.get(key)
+        if strip is None:
+            entry, graph = self._entry, self._canon.graph
+            assert entry is not None and graph is not None
+            scale = self._grad_scale()
+            strip = self._stats.strip(entry, graph, self._canon.ids, self._upto, box,
+                                      scale.fill if scale is not None else lambda _: None)
+            if len(self._strips) > 64:
+                self._strips.clear()
+            self._strips[key] = strip
         return strip
 
+    def _stats_key(self) -> tuple[object, ...]:
+        graph = self._canon.graph
+        return (id(self._entry), id(graph), len(graph.backward_order) if graph else 0,
+                self._upto)
+
     def _fill(self, box: int) -> str | None:
-        """The gradient-norm colour of a primary box (a module: its largest norm)."""
-        if box in self._fills:
-            return self._fills[box]
-        fill = None
-        scale, graph, entry = self._grad_scale(), self._canon.graph, self._entry
-        if scale is not None and graph is not None and entry is not None:
-            ids, upto = self._canon.ids, min(self._upto, len(entry.to_box))
-            norm = None
-            for i in range(entry.scene.boxes[box].birth, upto):
-                if entry.to_box[i] == box:
-                    g = graph.nodes[ids[i]].grad
-                    if g is not None and g.norm is not None and math.isfinite(g.norm) and (
-                            norm is None or g.norm > norm):
-                        norm = g.norm
-                elif entry.scene.boxes[box].kind != "module":
-                    break
-            fill = scale.fill(norm) if norm is not None else None
-        self._fills[box] = fill
-        return fill
+        """The gradient-norm colour of a primary box (a module: its largest norm; a run:
+        none, its strip says it)."""
+        entry = self._entry
+        if entry is None or entry.scene.view.nodes[box].members:
+            return None
+        scale = self._grad_scale()
+        if scale is None:
+            return None
+        self._sync_stats()
+        norm = self._stats.norm(box)
+        return scale.fill(norm) if norm is not None else None
 
     @property
     def scene(self) -> raster.Scene | None:
@@ -476,22 +463,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _nonfinite(self, box: int) -> bool:
         """Whether the node(s) a box draws hold NaN/Inf (``box`` is a primary box)."""
-        flag = self._flags.get(box)
-        if flag is None:
-            flag = False
-            graph, entry = self._canon.graph, self._entry
-            if graph is not None and entry is not None:
-                ids = self._canon.ids
-                upto = min(self._upto, len(entry.to_box))
-                start = entry.scene.boxes[box].birth
-                for i in range(start, upto):
-                    if entry.to_box[i] == box and graph.nodes[ids[i]].has_nonfinite:
-                        flag = True
-                        break
-                    if entry.scene.boxes[box].kind != "module":
-                        break
-            self._flags[box] = flag
-        return flag
+        self._sync_stats()
+        return self._stats.nonfinite(box)
 
     def _box_style(self, box: int) -> object:
         if self._entry is None:
@@ -584,7 +557,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         assert self._entry is not None
         height = self.scrollable_content_region.height - 1  # the last is the info line
         key = (id(self._entry), self._upto, width, height, self.scroll_offset,
-               self.box_of(self._current), self.box_of(self.selected), len(self._fills),
+               self.box_of(self._current), self.box_of(self.selected), self._stats_key(),
                self._scale[0])
         if self._overview_rows is None or self._overview_rows[0] != key:
             entry = self._entry
@@ -782,7 +755,6 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self._relayout()
 
     def _relayout(self) -> None:
-        self._flags.clear()
         self._match()
         if self._upto < len(self._canon.sigs):
             self._request_layout()
