@@ -738,9 +738,19 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._set_user(collapsed, expanded)
 
     def _close(self, key: str) -> None:
+        """Fold ``key`` and forget what was opened inside it (opening a call opens what
+        is around it, so a member left open would open its run again)."""
         collapsed, expanded = set(self._user[0]), set(self._user[1])
         expanded.discard(key)
         collapsed.add(key)
+        tree = self._entry.tree if self._entry is not None else None
+        if tree is not None:
+            around = set(tree.runs[key].members) if key in tree.runs else {key}
+            for k in list(expanded):
+                call = k if k in tree.calls else (
+                    tree.runs[k].members[0] if k in tree.runs else None)
+                if call is not None and around & set(tree.chain(call)):
+                    expanded.discard(k)
         self._set_user(collapsed, expanded)
 
     def _set_user(self, collapsed: set[str], expanded: set[str]) -> None:

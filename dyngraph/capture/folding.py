@@ -264,8 +264,8 @@ def auto_expanded(tree: ModuleTree, budget: int = BUDGET, above: int = FOLD_ABOV
     """The calls (and runs) open in the first picture.
 
     Everything when the graph has at most ``above`` nodes (nothing is folded). Else calls
-    open largest first, each only if the picture stays within ``budget`` boxes; a run
-    opens (into one box per member) under the same rule, its members stay folded.
+    open largest first, each only if the picture stays within ``budget`` boxes; runs stay
+    folded (one box, its strip telling the members apart) until asked.
     """
     if tree.n <= above:
         return frozenset(tree.calls) | frozenset(tree.runs)
@@ -274,26 +274,14 @@ def auto_expanded(tree: ModuleTree, budget: int = BUDGET, above: int = FOLD_ABOV
     heap: list[tuple[int, int, str]] = []
 
     def offer(parent_kids: list[str]) -> None:
-        seen_runs: set[str] = set()
         for key in parent_kids:
             call = tree.calls[key]
-            if call.run:
-                if call.run not in seen_runs:
-                    seen_runs.add(call.run)
-                    run = tree.runs[call.run]
-                    heapq.heappush(heap, (-run.size, run.first, run.key))
-            elif call.children or call.direct > 1:
+            if not call.run and (call.children or call.direct > 1):
                 heapq.heappush(heap, (-call.size, call.first, key))
 
     offer(tree.top)
     while heap:
         _, _, key = heapq.heappop(heap)
-        if key.startswith(RUN_PREFIX):
-            gain = len(tree.runs[key].members) - 1
-            if shown + gain <= budget:
-                opened.add(key)
-                shown += gain
-            continue
         call = tree.calls[key]
         gain = _level_boxes(tree, key, call.children) + call.direct - 1
         if shown + gain <= budget:
