@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from dyngraph.exporters import export_iterations, modular
 from dyngraph.exporters.svg import MAX_PT, SvgTemplate
