@@ -500,9 +500,11 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             graph = item.get()
             if not graph.nodes:  # e.g. the ops-less tail of a run after its last backward
                 continue
-            prev = items[pos - 1].get() if diff and pos > 0 else None
+            # Setup (iteration 0: loading data, an evaluation ...) is nobody's baseline.
+            base = pos > 0 and items[pos - 1].index != 0
+            prev = items[pos - 1].get() if diff and base else None
             info = IterationInfo(item.index, item.key,
-                                 pos == 0 or items[pos - 1].key != item.key, len(graph.nodes))
+                                 not base or items[pos - 1].key != item.key, len(graph.nodes))
             name = f"iter-{item.index:04d}"
             drawn = drawer.pages(graph, info, scale, prev, name)
             if drawn is None:

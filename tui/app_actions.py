@@ -299,7 +299,12 @@ class DebuggerActions(App[int]):
         model = self.model
         diff = model.diff(index)
         why_not = ""
-        if model.iteration(index - 1) is None:
+        if index == 0:
+            why_not = "setup (the work before the first differentiable op): nothing to compare"
+        elif index == 1 and model.iteration(0) is not None:
+            why_not = ("the first iteration: setup before it (iteration 0) is no baseline, "
+                       "nothing to compare it with")
+        elif model.iteration(index - 1) is None:
             why_not = "the first iteration recorded: nothing to compare it with"
         elif not info.backward_done(len(model.events)):
             why_not = ("still being built (its backward pass has not finished): "

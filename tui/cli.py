@@ -48,7 +48,8 @@ def _check_script(script: str) -> Path:
 
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
-              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto") -> int:
+              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
+              iteration: str = "backward") -> int:
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -60,7 +61,7 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
         source = LiveSource.start(Model(), str(script), script_args, stats=stats,
-                                  backend=backend)
+                                  backend=backend, iteration=iteration)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
@@ -91,7 +92,7 @@ def run_debug(args: argparse.Namespace) -> int:
     bps = breakpoints_of(args)
     return _run_live(script, _script_args(args), stats=args.stats,
                      export_dir=args.export_dir, title=str(script), breakpoints=bps,
-                     backend=args.backend)
+                     backend=args.backend, iteration=getattr(args, "iteration", "backward"))
 
 
 def run_view(args: argparse.Namespace) -> int:

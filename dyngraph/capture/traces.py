@@ -443,7 +443,9 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     return Trace.from_frames(header, frames, path=os.fspath(path))
 
 
-def _check_modes(stats: str, values: str) -> None:
+def _check_modes(stats: str, values: str, iteration: str = "backward") -> None:
+    if iteration not in ("backward", "step"):
+        raise ValueError(f"iteration must be 'backward' or 'step', got {iteration!r}")
     if stats not in ("full", "cheap", "none"):
         raise ValueError(f"stats must be 'full', 'cheap' or 'none', got {stats!r}")
     if values not in ("none", "small"):
@@ -458,12 +460,15 @@ def _finish(sole: bool) -> None:
 
 
 @contextmanager
-def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> Iterator[Trace]:
+def trace(stats: str = "full", values: str = "none", backend: str = "auto",
+          iteration: str = "backward") -> Iterator[Trace]:
     """Record every event in memory while the block runs.
 
     ``backend`` says whose ops are seen: ``"auto"`` (the numpy engine, and PyTorch once
     imported), ``"torch"`` (PyTorch now; an error if it is not installed) or ``"dyngraph"``
-    (the numpy engine only).
+    (the numpy engine only). ``iteration``: where an iteration ends, ``"backward"`` (each
+    ``backward()``) or ``"step"`` (each optimizer step); work before the first
+    differentiable op is iteration 0, setup.
 
     >>> import dyngraph
     >>> with dyngraph.trace(stats="cheap") as t:
@@ -474,8 +479,10 @@ def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> I
     >>> len(t.iterations[0].graph.nodes)
     3
     """
-    _check_modes(stats, values)
+    _check_modes(stats, values, iteration)
     capture = backends.activate(backend)
+    if not tracer.listening:  # the first listener says where iterations end
+        tracer.mode = iteration
     log = RowEvents(tracer.make_header(stats, values))
     handle = tracer.attach(sink=log.take, stats=stats, values=values)
     thread = threading.get_ident()
@@ -497,9 +504,9 @@ def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> I
 
 @contextmanager
 def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "none",
-           backend: str = "auto") -> Iterator[TraceWriter]:
-    """Write every event to the trace file ``path`` as it happens (``backend`` as for
-    ``trace``).
+           backend: str = "auto", iteration: str = "backward") -> Iterator[TraceWriter]:
+    """Write every event to the trace file ``path`` as it happens (``backend`` and
+    ``iteration`` as for ``trace``).
 
     Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
     killed midway leaves a file that loads up to its last whole frame. The file starts beside
@@ -512,8 +519,10 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     ...     train()
     >>> dyngraph.read_trace("run.dgtrace")          # doctest: +SKIP
     """
-    _check_modes(stats, values)
+    _check_modes(stats, values, iteration)
     capture = backends.activate(backend)
+    if not tracer.listening:
+        tracer.mode = iteration
     try:
         writer = TraceWriter(path, tracer.make_header(stats, values))
     except BaseException:

@@ -67,9 +67,10 @@ class Agent:
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", iteration: str = "backward") -> None:
         self.channel = channel
         self.backend = backend
+        self.iteration_mode = iteration  # where iterations end (tracing.Tracer.mode)
         self._backends: Any = None
         self.notes: list[str] = []
         self.detached = False  # set in a forked worker: it must not write to the channel
@@ -145,6 +146,7 @@ class Agent:
         self._capture = capture
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
+        tracer.mode = self.iteration_mode
         self._note_handle = backends.on_note(self._on_note)
         self._backends = backends.activate(self.backend)
         self._install_hook()

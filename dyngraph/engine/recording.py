@@ -55,6 +55,8 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
         return
     if t._pending_end:
         t.end_iteration()
+    if t.iteration == 0 and grad_enabled and out.requires_grad:
+        t.end_setup()  # before the inputs are announced: they enter iteration 1
     known = t.known
     if len(inputs) == 2:  # most ops: unrolled, no list
         x, y = inputs
