@@ -55,6 +55,7 @@ SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
+CTRL_C_AGAIN = 1.0  # seconds: a second ctrl+c this soon quits
 
 
 class GraphList(Static):
@@ -95,8 +96,11 @@ class DebuggerApp(DebuggerActions):
     TITLE = "dyngraph"
     def __init__(self, source: Source, *, export_dir: str | Path | None = None,
                  poll_hz: float = POLL_HZ, title: str = "",
-                 notices: Iterable[str] = ()) -> None:
+                 notices: Iterable[str] = (), files_near: str | None = None) -> None:
+        """``files_near``: the script or trace beside which ``dyngraph-out/`` takes the
+        files the session writes (exports, screenshots)."""
         super().__init__()
+        self.files_near = files_near
         self.notices = list(notices)
         self.source = source
         self.model: Model = source.model
@@ -115,6 +119,7 @@ class DebuggerApp(DebuggerActions):
         self._loading = True
         self._last_full = 0.0
         self._graph_title = ""
+        self._ctrl_c = -10.0  # when ctrl+c was last pressed (a second one quits)
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
         self.frames = FrameFetcher(source, self.post_message)
@@ -343,9 +348,14 @@ class DebuggerApp(DebuggerActions):
         file = (node.file if node is not None and node.file else getattr(event, "file", ""))
         line = node.line if node is not None and node.file else getattr(event, "line", 0)
         frame = self._selected_frame()
+        follows = "the current op's line" if file else ""
         if frame is not None:
             file, line = frame.file, frame.line
+            follows = f"frame {frame.index}: {frame.function} (u/D move, as in the variables)"
         view = self.main.query_one(SourceView)
+        subtitle = f"follows {follows}" if follows else ""
+        if view.border_subtitle != subtitle:  # (setting it redraws the pane)
+            view.border_subtitle = subtitle
         header = self.model.header
         if not file and header is not None and header.script and self._before_first_op():
             # Like pdb's first screen: the script, its first statement marked.
@@ -469,12 +479,21 @@ class DebuggerApp(DebuggerActions):
             self.console_state, lambda text: source.evaluate(text, index),
             source.interrupt_evaluation, f"console{where}"), lambda _: frames.request())
 
-    def action_interrupt_evaluation(self) -> None:
+    async def action_interrupt_evaluation(self) -> None:
+        """ctrl+c, as in pdb and gdb: interrupt an evaluation; else break into a running
+        script at its next op; a second ctrl+c within a second quits."""
+        now = time.monotonic()
+        again, self._ctrl_c = now - self._ctrl_c < CTRL_C_AGAIN, now
         if self.frames.started_at or self.console_state.busy:
             self.source.interrupt_evaluation()
             self.notify("interrupting the evaluation in the script", timeout=3)
+        elif again:
+            await self.action_quit()
+        elif self.source.break_in():
+            self.notify("breaking in: the script pauses at its next op (ctrl+c again "
+                        "within a second quits)", timeout=3)
         else:
-            self.notify("press q (or ctrl+q) to quit", timeout=3)
+            self.notify("ctrl+c again within a second quits (so does q)", timeout=3)
 
     def select_node(self, node_id: int | None) -> None:
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""

@@ -134,11 +134,11 @@ class GotoScreen(ModalScreen[int | None]):
     DEFAULT_CSS = """
     GotoScreen { align: center top; }
     GotoScreen > Vertical {
-        width: 60; height: auto; margin-top: 3; border: thick $accent; background: $surface;
-        padding: 0 1;
+        width: 60; max-width: 100%; height: auto; margin-top: 3; border: thick $accent;
+        background: $surface; padding: 0 1;
     }
-    GotoScreen #goto-error { color: $error; height: auto; }
-    GotoScreen #goto-help { color: $text-muted; height: auto; }
+    GotoScreen #goto-error { color: $error; width: 1fr; height: auto; }
+    GotoScreen #goto-help { color: $text-muted; width: 1fr; height: auto; }
     """
 
     def __init__(self, current: int, known: int, live: bool) -> None:
@@ -148,11 +148,11 @@ class GotoScreen(ModalScreen[int | None]):
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = "go to iteration"
-            yield Input(placeholder=f"1 … {self.known}" if self.known else "1",
+            yield Input(placeholder=f"0 … {self.known}" if self.known else "1",
                         id="goto-value", restrict=r"[0-9]*")
-            later = " (a later one: run until it begins)" if self.live else ""
-            yield Label(f"now at {self.current} of {self.known}; enter a number{later}",
-                        id="goto-help")
+            later = "; a later one runs until it begins" if self.live else ""
+            now = f"{self.current}" if self.current else "0 (setup)"
+            yield Label(f"at {now} of {self.known}: enter a number{later}", id="goto-help")
             yield Label("", id="goto-error")
 
     def on_mount(self) -> None:

@@ -95,6 +95,9 @@ KEYS: tuple[Key, ...] = (
     Key("slash", "find", "Find", "find_node",
         "find a node by op, parameter name, module or t<id>", display="/", footer=False,
         group="look"),
+    Key("s", "focus_source", "Source", "focus_source",
+        "to the source pane (pudb's s); tab and shift+tab go round every pane", footer=False,
+        group="look"),
     Key("m", "maximize", "Maximize", "maximize_pane",
         "fill the screen with the focused pane; m or esc again restores the layout",
         footer=False, group="look"),
@@ -102,8 +105,11 @@ KEYS: tuple[Key, ...] = (
         "show or hide what the script printed (stdout and stderr)", footer=False,
         group="look"),
     Key("e", "export", "Export", "export_iteration",
-        "write this iteration's graph as DOT and SVG to ./dyngraph-export", footer=False,
-        group="look"),
+        "write this iteration's graph as DOT and SVG to dyngraph-out/ beside the script or "
+        "trace", footer=False, group="look"),
+    Key("S", "screenshot", "Screenshot", "screenshot",
+        "save the screen as an SVG in dyngraph-out/ beside the script or trace",
+        footer=False, group="look"),
     # -- Python at the pause (live runs) -------------------------------------------------
     Key("exclamation_mark", "console", "Console", "console",
         "a Python prompt in the paused frame (live runs; ctrl+c interrupts what it runs)",
@@ -117,9 +123,10 @@ KEYS: tuple[Key, ...] = (
     Key("D", "frame_down", "Down frame", "frame_down",
         "select the callee's frame in the variables pane (down the stack)", footer=False,
         group="python"),
-    Key("ctrl+c", "interrupt_evaluation", "Interrupt evaluation", "interrupt_evaluation",
-        "stop a watch or console evaluation running in the script", display="^c",
-        footer=False, group="python"),
+    Key("ctrl+c", "interrupt_evaluation", "Break in", "interrupt_evaluation",
+        "as in pdb: pause a running script at its next op (or stop a watch or console "
+        "evaluation); ctrl+c twice within a second quits", display="^c", footer=False,
+        group="run"),
     # -- the session ---------------------------------------------------------------------
     Key("question_mark", "help", "Help", "help", "this screen", display="?", group="session"),
     Key("q", "quit", "Quit", "quit", "end the script and leave", group="session"),
@@ -140,7 +147,7 @@ def bindings() -> list[Binding]:
     ordered = [k for k in KEYS if k.footer] + [k for k in KEYS if not k.footer]
     out = [Binding(k.key, k.action, k.label, id=k.id, show=k.footer,
                    key_display=k.display or None) for k in ordered]
-    # The graph pane keeps arrows and tab for itself (pan, next node): esc leaves it.
+    # The graph pane keeps the arrows for itself (pan): esc leaves it, as tab does.
     out.append(Binding("escape", "focus_timeline", "To timeline", id="focus_timeline",
                        show=False))
     return out
