@@ -163,13 +163,16 @@ class DebuggerApp(DebuggerActions):
         self._fit_panes(event.size.width, event.size.height)
 
     def _fit_panes(self, width: int, height: int) -> None:
-        """Small terminals (app.tcss): below SHORT rows the variables pane goes (its keys
-        and the console still work); below TINY the right column narrows, the graph and the
-        source share the left half equally and the output pane shrinks."""
+        """Small terminals (app.tcss): below SHORT rows the variables pane makes way (V
+        shows it in the inspector's place, and the footer says so); below TINY the right
+        column narrows, the graph keeps ten rows and the output pane shrinks."""
         if not self.screen_stack:
             return
         screen = self.main
-        screen.set_class(height < SHORT, "-short")
+        short = height < SHORT
+        if short != screen.has_class("-short"):
+            screen.set_class(short, "-short")
+            self.refresh_bindings()  # V appears in the footer, or goes
         screen.set_class(height < TINY[1] or width < TINY[0], "-tiny")
 
     # -- events in -----------------------------------------------------------------------
@@ -336,11 +339,12 @@ class DebuggerApp(DebuggerActions):
         bps = self.source.breakpoints.values()
         self.main.query_one(StatusLine).update_parts(*status_parts(
             status=state.status, reason=reason, description=description,
-            event=model.current_event, iteration=index, iterations=model.iteration_count,
+            event=model.current_event, iteration=index,
+            iterations=model.iterations[-1].index if model.iterations else 0,
             live=self.source.live, behind=behind,
             breakpoints=sum(1 for b in bps if b.kind != "nan"),
             nan_break=any(b.kind == "nan" for b in bps), mode=self.graph_mode,
-            notes=self.source.notes))
+            notes=self.source.notes, warnings=self.source.breakpoint_notes()))
 
     def _show_source(self, graph: Graph, current: int | None) -> None:
         node = graph.nodes.get(current) if current is not None else None

@@ -297,6 +297,16 @@ class DebuggerActions(App[int]):
             screen.maximize(screen.focused)
             self.notify("m or esc restores the layout", timeout=2)
 
+    def action_toggle_variables(self) -> None:
+        self.main.toggle_class("-vars")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """V is for short terminals only (where the variables pane has no room): the
+        footer shows it exactly when it does something."""
+        if action == "toggle_variables":
+            return bool(self.screen_stack) and self.main.has_class("-short")
+        return True
+
     def action_toggle_output(self) -> None:
         pane = self.main.query_one(OutputPane)
         pane.display = not pane.display

@@ -101,6 +101,10 @@ KEYS: tuple[Key, ...] = (
     Key("m", "maximize", "Maximize", "maximize_pane",
         "fill the screen with the focused pane; m or esc again restores the layout",
         footer=False, group="look"),
+    Key("V", "toggle_variables", "Variables", "toggle_variables",
+        "a short terminal has no room for the variables pane beside the inspector: V shows "
+        "it in the inspector's place, V again goes back (in the footer only then)",
+        group="python"),
     Key("o", "toggle_output", "Output", "toggle_output",
         "show or hide what the script printed (stdout and stderr)", footer=False,
         group="look"),
@@ -142,9 +146,17 @@ GROUPS = {
 }
 
 
+# The footer's first keys: an 80-column terminal cuts its tail, and help and quit must
+# never be what is cut.
+FOOTER_FIRST = ("next_op", "next_iteration", "continue", "breakpoint", "toggle_variables",
+                "help", "quit")
+
+
 def bindings() -> list[Binding]:
     """The app's bindings, footer keys first (the footer shows them in this order)."""
-    ordered = [k for k in KEYS if k.footer] + [k for k in KEYS if not k.footer]
+    first = [k for i in FOOTER_FIRST for k in KEYS if k.id == i]
+    ordered = first + [k for k in KEYS if k.footer and k not in first] + [
+        k for k in KEYS if not k.footer and k not in first]
     out = [Binding(k.key, k.action, k.label, id=k.id, show=k.footer,
                    key_display=k.display or None) for k in ordered]
     # The graph pane keeps the arrows for itself (pan): esc leaves it, as tab does.

@@ -71,8 +71,8 @@ class Source:
     @property
     def notes(self) -> list[str]:
         """What the capture said about the run ("torch.compile runs eagerly while
-        captured"), and the breakpoints that cannot hit."""
-        return self.breakpoint_notes()
+        captured")."""
+        return []
 
     def breakpoint_notes(self) -> list[str]:
         return [f"breakpoint {bp}: {why}" for bp, why in self.bp_warnings.items()
@@ -403,7 +403,7 @@ class LiveSource(Source):
 
     @property
     def notes(self) -> list[str]:
-        return list(getattr(self.session, "notes", ())) + self.breakpoint_notes()
+        return list(getattr(self.session, "notes", ()))
 
     def __init__(self, model: Model, session: Any) -> None:
         super().__init__(model)
