@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="cheap")
     p.add_argument("--values", choices=("none", "small"), default="none")
+    p.add_argument("--absolute-paths", action="store_true",
+                   help="name source files by their absolute paths (default: relative to "
+                        "the script's folder, <site-packages>/..., so a trace can be shared)")
     _script_args(p)
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")

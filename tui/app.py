@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from dyngraph.capture.graph import Graph
+from dyngraph.capture.paths import resolve as resolve_path
 from dyngraph.textsafe import shown
 
 from . import messages as msg
@@ -147,7 +148,15 @@ class DebuggerApp(DebuggerActions):
         if not self.source.live:
             self.main.query_one(VariablesPane).add_class("replay")
             # A trace names its files: show only Python sources from it, never /etc/shadow.
-            self.main.query_one(SourceView).python_only = True
+            view = self.main.query_one(SourceView)
+            view.python_only = True
+            model, near = self.model, self.files_near
+
+            def resolve(file: str) -> str:  # (relative to the trace's script: see paths)
+                script = model.header.script if model.header is not None else ""
+                return resolve_path(file, script, near)
+
+            view.resolve = resolve
         self._fit_panes(self.size.width, self.size.height)
         self._tick()
         self.refresh_view()

@@ -208,6 +208,10 @@ class Tracer:
         self.known: set[int] = set()
         # file name -> is it library code (dyngraph's own, or a backend's library)?
         self._internal_files: dict[str, bool] = {}
+        # file name -> as events name it (relative to the script's folder), for a trace to
+        # share; None: absolute, as the live debugger needs them (show_paths_relative).
+        self.display: dict[str, str] | None = None
+        self._path_base = ""
         self._internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
         # id(code) -> (code, {instruction offset: line}): see ``line_of``
         self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
@@ -358,9 +362,26 @@ class Tracer:
             if inside is None:
                 inside = internal[name] = self._is_internal(name)
             if not inside:
+                if self.display is not None:
+                    name = self.shown_file(name)
                 return name, self.line_of(frame), code.co_name
             frame = frame.f_back  # type: ignore[assignment]
         return "", 0, ""
+
+    def show_paths_relative(self, base: str | None) -> None:
+        """From now on name files as a shared trace does (``paths.display_path``, relative
+        to ``base``, the script's folder); None: as they are (absolute)."""
+        self.display = {} if base else None
+        self._path_base = base or ""
+
+    def shown_file(self, name: str) -> str:
+        """``name`` as events carry it (see ``show_paths_relative``), remembered."""
+        shown = self.display.get(name) if self.display is not None else name
+        if shown is None:
+            from .paths import display_path
+
+            shown = self.display[name] = display_path(name, self._path_base)  # type: ignore[index]
+        return shown
 
     def line_of(self, frame: Any) -> int:
         """``frame.f_lineno``, remembered per code object and instruction offset: Python

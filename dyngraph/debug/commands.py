@@ -225,7 +225,8 @@ def run_record(args: argparse.Namespace) -> int:
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            iteration=getattr(args, "iteration", "backward"))
+                            iteration=getattr(args, "iteration", "backward"),
+                            relative_paths=not getattr(args, "absolute_paths", False))
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     recording = _Recording(output)

@@ -149,7 +149,7 @@ class Session:
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
               env: dict[str, str] | None = None, backend: str = "auto",
-              iteration: str = "backward") -> Session:
+              iteration: str = "backward", relative_paths: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -162,7 +162,8 @@ class Session:
         ``"dyngraph"`` (see ``dyngraph.capture.backends``). Raises UserError for a missing
         script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
         ``iteration``: where iterations end, ``"backward"`` or ``"step"`` (an optimizer
-        step; see ``dyngraph.capture.tracing``).
+        step; see ``dyngraph.capture.tracing``). ``relative_paths``: events name files
+        relative to the script's folder (a trace to share; ``dyngraph.capture.paths``).
         """
         backends.check(backend)
         if stats not in ("full", "cheap", "none"):
@@ -200,7 +201,7 @@ class Session:
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
-            "backend": backend, "iteration": iteration,
+            "backend": backend, "iteration": iteration, "relative_paths": relative_paths,
         })
         return session
 

@@ -108,6 +108,8 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
             if line is None:
                 line = lines[1][frame.f_lasti] = frame.f_lineno
             function = code.co_name
+            if t.display is not None:  # (a shared trace's names: see Tracer.shown_file)
+                file = t.shown_file(file)
             break
         frame = frame.f_back  # type: ignore[assignment]
     else:
