@@ -21,6 +21,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from dyngraph.capture.graph import Graph
+from dyngraph.capture.paths import shared_graph
 from dyngraph.textsafe import shown
 
 from .afterwards import out_dir, shown_path
@@ -379,6 +380,10 @@ class DebuggerActions(App[int]):
             self.bell()
             return
         self.notify(f"exporting iteration {graph.iteration} …", timeout=2)
+        header = self.model.header
+        if header is not None and header.script and os.path.isabs(header.script):
+            # A picture to share: files named relative to the script, as record does.
+            graph = shared_graph(graph, os.path.dirname(header.script))
         self._exporter.submit(graph, self.export_dir or self.files_dir(), self.graph_mode)
 
     def files_dir(self) -> Path:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import site
 import sysconfig
+from typing import Any
 
 
 def _roots() -> list[tuple[str, str]]:
@@ -77,3 +78,21 @@ def resolve(file: str, script: str, near: str | None = None) -> str:
         if os.path.exists(candidate):
             return candidate
     return file
+
+
+def shared_graph(graph: Any, base: str) -> Any:
+    """A copy of ``graph`` (a ``capture.graph.Graph``) naming its files as a shared trace
+    does (``display_path`` against ``base``): what an export from the live debugger
+    writes into its tooltips. Nodes without a file are shared, not copied."""
+    from dataclasses import replace
+
+    out = replace(graph, nodes=dict(graph.nodes))
+    names: dict[str, str] = {}
+    for node_id, node in graph.nodes.items():
+        if node.file and os.path.isabs(node.file):
+            name = names.get(node.file)
+            if name is None:
+                name = names[node.file] = display_path(node.file, base)
+            if name != node.file:
+                out.nodes[node_id] = replace(node, file=name)
+    return out
