@@ -589,10 +589,12 @@ class Drawer:
                 info.layout_note = self.notes.get(fast.template.key) or ""
             info.depth, info.drawn, info.collapsed = d, len(fast.order), d != self.depth
             return dot_text, svg_text
+        # Integer index arithmetic (get_batch's unbind, add, getitem, stack) is one box.
+        units = modular.index_units(graph) if kind == "forward" else None
         doc = build_dot(graph, depth=d, diff_against=prev, show_shapes=shapes,
                         fold_repeats=fold, graph_kind=kind, grad_scale=scale,
                         diff_legend=self.diff_legend, cache=self.views,
-                        title=f"dyngraph iteration {info.index}")
+                        title=f"dyngraph iteration {info.index}", units=units)
         template: SvgTemplate | None = None
         if self.svg:
             template = self.templates.get(doc.layout_key())
