@@ -3,8 +3,9 @@ script's folder, ``--absolute-paths`` keeps them; ``summary`` piped never cuts a
 
 from __future__ import annotations
 
-import dyngraph
 from runtime_helpers import dyngraph_cli
+
+import dyngraph
 
 SCRIPT = '''\
 import dyngraph as torch
