@@ -127,6 +127,9 @@ class Model:
         for i, event in enumerate(events, n0):
             kind = event.kind
             if kind in graph_kinds:
+                if (event.iteration == 0 and current is None and kind == "breakpoint"
+                        and event.reason in QUIET_PAUSES):  # type: ignore[attr-defined]
+                    continue  # the pause before the first op: no setup iteration of its own
                 held += 1
                 if kind in step_kinds:
                     steps.append(i)

@@ -242,6 +242,8 @@ class Trace:
         self._spans: dict[int, list[int]] = {}
         self._scanned = 0
         self._iterations: dict[int, Iteration] = {}
+        self._setup: bool | None = None  # does iteration 0 hold graph work? (_has_setup)
+        self._setup_stamp = -1
         self._values: dict[int, np.ndarray] | None = None
         self._values_scanned = 0
         # iteration number -> frame indexes (file traces)
@@ -296,9 +298,22 @@ class Trace:
 
     def _iteration_numbers(self) -> list[int]:
         if self._frame_spans is not None:
-            return sorted(self._frame_spans)
-        self._scan()
-        return sorted(self._spans)
+            numbers = sorted(self._frame_spans)
+        else:
+            self._scan()
+            numbers = sorted(self._spans)
+        if numbers and numbers[0] == 0 and not self._has_setup():
+            return numbers[1:]
+        return numbers
+
+    def _has_setup(self) -> bool:
+        """Did iteration 0 record graph work? The script's output before its first op, or
+        a pause at its start, carry iteration 0 too, and make no setup iteration."""
+        if self._setup is None or (self._frame_spans is None and self._setup_stamp !=
+                                   self._iteration_stamp(0)):
+            self._setup_stamp = self._iteration_stamp(0)
+            self._setup = any(e.kind in _GRAPH_KINDS for e in self._iteration_events(0))
+        return self._setup
 
     def _iteration_events(self, index: int) -> list[ev.Event]:
         if self._frame_spans is not None:
@@ -546,5 +561,9 @@ def encode_trace(t: Trace) -> bytes:
     """The bytes of ``t`` as a trace file (one frame), for tests and the wire."""
     return encode_events(list(t.events))
 
+
+# Events that make an iteration (output, a pause, an exception alone do not).
+_GRAPH_KINDS = frozenset({"tensor", "op", "module_call", "backward_start", "backward_step",
+                          "grad", "backward_end", "optimizer_step", "iteration_end"})
 
 __all__ = ["Iteration", "LazyEvents", "Trace", "read_trace", "record", "trace"]
