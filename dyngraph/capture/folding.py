@@ -186,12 +186,13 @@ class ModuleTree:
     def member_values(self, run_key: str, values: Sequence[float | None]
                       ) -> list[float | None]:
         """The largest of ``values`` (one per node, None: none) in each member of a run:
-        what a run's gradient-norm strip shows, one cell per member."""
+        what a run's gradient-norm strip shows, one cell per member. ``values`` may be
+        shorter than the graph (the graph so far): the nodes it lacks count as None."""
         members = self.runs[run_key].members
         index = {k: m for m, k in enumerate(members)}
         best: list[float | None] = [None] * len(members)
         calls = self.calls
-        for i, key in enumerate(self.scope_of):
+        for i, key in enumerate(self.scope_of[:len(values)]):
             while key and key not in index:
                 key = calls[key].parent
             if key:

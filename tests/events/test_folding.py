@@ -88,6 +88,8 @@ def test_member_values_give_each_member_its_largest():
     values = [None] + [float(i) for i in range(1, tree.n)]
     values[-1] = 100.0  # the loss, outside the run: not counted
     assert tree.member_values("run:h.0#1", values) == [3.0, 6.0, 9.0, 12.0]
+    # The graph so far: the members not reached yet have no value.
+    assert tree.member_values("run:h.0#1", values[:5]) == [3.0, 4.0, None, None]
 
 
 def test_integer_index_arithmetic_folds_into_one_box():
