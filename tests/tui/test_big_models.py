@@ -122,3 +122,7 @@ async def test_the_inspector_describes_a_folded_run_member_by_member():
         # The strip under the run's name: one coloured cell per block.
         strip = canvas._strip(run_box(canvas))
         assert sum(cell is not None for cell in strip) == 24
+        # Stepping back through backward redraws the strip over the graph so far.
+        await pilot.press("left", "left")
+        await pilot.pause()
+        assert app.is_running and len(canvas._strip(run_box(canvas))) == len(strip)
