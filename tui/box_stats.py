@@ -162,8 +162,8 @@ class BoxStats:
         cells = max(b.width - 2, 1)
         strip: list[str | None] = [None] * cells
         tree = entry.tree
-        if tree is None or node.module not in tree.runs:
-            return strip
+        if tree is None or node.module not in tree.runs or not graph.backward_order:
+            return strip  # (before backward no member has a gradient: nothing to count)
         per_member = tree.member_values(node.module,
                                         self.member_norms(entry, graph, ids, upto))
         m = len(per_member)

@@ -294,8 +294,9 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _stats_key(self) -> tuple[object, ...]:
         graph = self._canon.graph
-        return (id(self._entry), id(graph), len(graph.backward_order) if graph else 0,
-                self._upto)
+        reached = len(graph.backward_order) if graph else 0
+        # Before backward, a step adds a node without a gradient: the strips stay.
+        return (id(self._entry), id(graph), reached, self._upto if reached else 0)
 
     def _fill(self, box: int) -> str | None:
         """The gradient-norm colour of a primary box (a module: its largest norm; a run:
