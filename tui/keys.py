@@ -84,11 +84,13 @@ KEYS: tuple[Key, ...] = (
         "switch the graph pane between the forward graph and the backward (gradient) graph",
         footer=False, group="look"),
     Key("z", "collapse", "Collapse", "collapse_module",
-        "fold or unfold the selected node's module in the graph pane", footer=False,
-        group="look"),
-    Key("W", "overview", "Whole graph", "graph_overview",
-        "show the whole graph shrunk to the graph pane (W again: back; a click jumps there)",
+        "fold the module around the selected node into one box, or open a folded box (enter "
+        "on a folded box opens it in place too); on a member of an opened run, fold the run",
         footer=False, group="look"),
+    Key("W", "overview", "Whole graph", "graph_overview",
+        "the fit view: the whole picture (a big model's module level) shrunk to the graph "
+        "pane, each box named where a name fits, the selection marked ▸ (W again: back; a "
+        "click jumps there)", footer=False, group="look"),
     Key("full_stop", "centre_graph", "Centre", "graph_centre",
         "centre the graph pane on the selected node (or the current op)", display=".",
         footer=False, group="look"),
