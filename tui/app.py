@@ -366,16 +366,18 @@ class DebuggerApp(DebuggerActions):
             file, line = frame.file, frame.line
             follows = f"frame {frame.index}: {frame.function} (u/D move, as in the variables)"
         view = self.main.query_one(SourceView)
-        subtitle = f"follows {follows}" if follows else ""
-        if view.border_subtitle != subtitle:  # (setting it redraws the pane)
-            view.border_subtitle = subtitle
         header = self.model.header
         if not file and header is not None and header.script and self._before_first_op():
             # Like pdb's first screen: the script, its first statement marked.
             file = header.script
             line = first_code_line(view.lines_of(file))
+            follows = "the script's first statement"
         elif not file and view.file:
             file, line = view.file, 0
+            follows = "no line: no op at this event"
+        subtitle = f"follows {follows}" if follows else ""
+        if view.border_subtitle != subtitle:  # (setting it redraws the pane)
+            view.border_subtitle = subtitle
         lines = {b.line for b in self.source.breakpoints.values()
                  if b.kind == "line" and file and _same(b.file, file)}
         view.show(file, line, lines)

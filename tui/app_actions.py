@@ -389,8 +389,9 @@ class DebuggerActions(App[int]):
     def files_dir(self) -> Path:
         """``dyngraph-out/`` beside the script or the trace: where exports and screenshots
         go unless told otherwise."""
-        near = getattr(self, "files_near", None) or (
-            self.model.header.script if self.model.header is not None else None)
+        near = getattr(self, "files_near", None)
+        if near is None and self.source.live and self.model.header is not None:
+            near = self.model.header.script  # (a replay's script may be anyone's folder)
         return out_dir(near)
 
     def action_screenshot(self) -> None:

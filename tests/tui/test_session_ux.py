@@ -63,7 +63,7 @@ async def test_setup_rollup_focus_source_screenshot_and_goto(size, shrinking_eve
         assert {"graph", "source", "timeline"} <= set(visited)
         await pilot.press("s")
         assert isinstance(app.focused, SourceView)
-        assert "follows the current op's line" in str(app.focused.border_subtitle)
+        assert "follows no line: no op at this event" in str(app.focused.border_subtitle)
         # The timeline names a module call's row rather than a bare "module_call".
         timeline = app.query_one(Timeline)
         rows = [str(timeline.row_text(i)) for i in range(timeline.row_count)]
