@@ -40,9 +40,11 @@ def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
     n = len(iterations)
     text = Text()
     text.append(" iteration ", "dim")
-    text.append(f"{current}" if current else "0 setup", "bold")
-    last = iterations[-1].index if iterations else 0
-    text.append(f"/{last}  ", "dim")
+    if not iterations:  # nothing has run yet
+        text.append("–  ", "bold")
+    else:
+        text.append(f"{current}" if current else "0 setup", "bold")
+        text.append(f"/{iterations[-1].index}  ", "dim")
     changed = sum(1 for info in iterations if info.changed)
     if diff is not None and not diff.unchanged:
         text.append(f"changed: +{len(diff.added)} −{len(diff.removed)} "

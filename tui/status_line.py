@@ -53,8 +53,9 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
         module = getattr(event, "module", "")
         if module:
             text.append(f" in {shown(module)}", "cyan")
-        where = f"iter {iteration}/{iterations}" if iteration else "setup (iteration 0)"
-        text.append("  │ ", "dim").append(where)
+        if iteration or iterations:  # (before anything ran: no iteration to name)
+            where = f"iter {iteration}/{iterations}" if iteration else "setup (iteration 0)"
+            text.append("  │ ", "dim").append(where)
     if behind:
         text.append("  │ ", "dim").append(
             f"history: {behind} event{'s' * (behind != 1)} before the script's position",
