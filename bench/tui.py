@@ -41,11 +41,10 @@ import numpy as np  # noqa: E402
 from dyngraph.tui.app import DebuggerApp  # noqa: E402
 from dyngraph.tui.model import Model  # noqa: E402
 from dyngraph.tui.sources import LiveSource, ReplaySource, SourceState  # noqa: E402
+from tui_big import bench_big  # noqa: E402  (bench/ is on sys.path: run as a script)
 
 import dyngraph  # noqa: E402
 from dyngraph.capture import events as ev  # noqa: E402
-
-from tui_big import bench_big  # noqa: E402  (bench/ is on sys.path: run as a script)
 
 SIZE = (200, 50)
 # The graph pane lays out on daemon threads; a layout still running at exit (a big RNN

@@ -231,7 +231,8 @@ def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
                     out["boxes shown"] = max(out["boxes shown"], len(canvas.scene.boxes))
                     await pilot.pause(0.05)
             out["open one module (run), key to screen, median"] = statistics.median(opened)
-            out["  CPU time of that (this process + the layout program)"] = statistics.median(cpu_open)
+            out["  CPU time of that (this process + the layout program)"] = statistics.median(
+                cpu_open)
             out["fold it again, key to screen, median"] = statistics.median(closed)
             out["  CPU time of that "] = statistics.median(cpu_close)
             steps, cpu_steps = [], []

@@ -52,7 +52,8 @@ def _check_script(script: str) -> Path:
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
               title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
-              iteration: str = "backward") -> int:
+              iteration: str = "backward",
+              compile: str | None = None) -> int:  # noqa: A002 - the CLI's --compile
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -64,7 +65,7 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
         source = LiveSource.start(Model(), str(script), script_args, stats=stats,
-                                  backend=backend, iteration=iteration)
+                                  backend=backend, iteration=iteration, compile=compile)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
@@ -101,7 +102,8 @@ def run_debug(args: argparse.Namespace) -> int:
     bps = breakpoints_of(args)
     return _run_live(script, _script_args(args), stats=args.stats,
                      export_dir=args.export_dir, title=str(script), breakpoints=bps,
-                     backend=args.backend, iteration=getattr(args, "iteration", "backward"))
+                     backend=args.backend, iteration=getattr(args, "iteration", "backward"),
+                     compile=args.compile)
 
 
 def run_view(args: argparse.Namespace) -> int:

@@ -415,20 +415,22 @@ class LiveSource(Source):
         self.error: BaseException | None = None
         self.pause_index: int | None = None
         self._closed = False
-        self._start_args: tuple[str, tuple[str, ...], str, str | None, str, str] | None = None
+        self._start_args: tuple[str, tuple[str, ...], str, str | None, str, str,
+                                str | None] | None = None
         # (runtime id, iteration) of the one-off breakpoints that jumps set in the child
         self._temporary: list[tuple[int, int]] = []
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
               cwd: str | None = None, backend: str = "auto",
-              iteration: str = "backward") -> LiveSource:
+              iteration: str = "backward",
+              compile: str | None = None) -> LiveSource:  # noqa: A002 - the CLI's --compile
         from dyngraph.debug import Session
 
         session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd,
-                                backend=backend, iteration=iteration)
+                                backend=backend, iteration=iteration, compile=compile)
         source = cls(model, session)
-        source._start_args = (script, tuple(args), stats, cwd, backend, iteration)
+        source._start_args = (script, tuple(args), stats, cwd, backend, iteration, compile)
         return source
 
     def restarted(self) -> LiveSource:
@@ -436,9 +438,10 @@ class LiveSource(Source):
         before its first line (this one is left as it is: close it)."""
         if self._start_args is None:
             raise RuntimeError("this session was not started by LiveSource.start")
-        script, args, stats, cwd, backend, iteration = self._start_args
+        script, args, stats, cwd, backend, iteration, compile = self._start_args
         new = LiveSource.start(Model(max_events=self.model.max_events), script, args,
-                               stats=stats, cwd=cwd, backend=backend, iteration=iteration)
+                               stats=stats, cwd=cwd, backend=backend, iteration=iteration,
+                               compile=compile)
         for spec in self.breakpoints.values():
             new.add_breakpoint(spec)
         return new

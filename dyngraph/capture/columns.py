@@ -49,6 +49,10 @@ from .decoding import (
 from .rows import Row
 
 KINDS = tuple(ev.EVENT_TYPES)  # a kind's code is its place here (the header's is 0)
+VERSION = 3  # the frame format written: 2 before schema 3's backward-step fields
+# Kinds whose rows an older frame format stores with fewer fields (the last ones), by
+# (format, kind): the values those fields read as (see ``decoding._ADDED_FIELDS``).
+_PADDED: dict[tuple[int, str], tuple[Any, ...]] = {(2, "backward_step"): (-1, (), (), ())}
 CODES = {kind: code for code, kind in enumerate(KINDS)}
 _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
@@ -61,7 +65,8 @@ _ITERATION = itemgetter(2)  # (a row's)
 _STORED = {"count": "count", "index": "count", "int": "int", "bool": "bool", "str": "str",
            "number": "f64", "ids": "ids"}
 _CONVERTED = {"shape": "shape", "argv": "strs", "summary": "summary",
-              "grad_output": "summary", "grad_inputs": "summaries", "updates": "updates",
+              "grad_output": "summary", "grad_inputs": "summaries", "grad_outputs": "summaries",
+              "updates": "updates",
               "attrs": "attrs", "array": "array"}
 
 
@@ -73,7 +78,7 @@ def _field_type(name: str) -> str:
 
 FIELD_TYPES: dict[str, tuple[str, ...]] = {
     kind: tuple(_field_type(n) for n in ev.FIELD_NAMES[kind][2:]) for kind in KINDS}
-assert set(_CONVERT) <= set(_CONVERTED) | {"inputs"}
+assert set(_CONVERT) <= set(_CONVERTED) | {"inputs", "outputs", "next_nodes"}
 
 
 def _swap(a: array) -> array:  # type: ignore[type-arg]
@@ -267,18 +272,6 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
     return meta + b"".join(chain.from_iterable((pack(len(b)), b) for b in blocks))
 
 
-# A header written before a schema added fields at its end: what each missing field means.
-_HEADER_ADDED = {"iteration_mode": "backward"}  # schema 3
-
-
-def _older_header(frame: Any, names: Sequence[str], n: int, where: Any) -> list[list[Any]]:
-    """The columns of a header from an older schema, the fields it lacks filled in."""
-    known = [name for name in names if name not in _HEADER_ADDED]
-    types = dict(zip(names, FIELD_TYPES["header"], strict=True))
-    cols = {name: frame.column("header", name, types[name], n, where) for name in known}
-    return [cols[name] if name in cols else [_HEADER_ADDED[name]] * n for name in names]
-
-
 # -- decoding --------------------------------------------------------------------------------
 class _Reader:
     """Reads a payload's blocks in order, each as what it must be."""
@@ -326,15 +319,6 @@ class _Reader:
             raise TraceFileError(f"events frame holds {len(data)} bytes of {what}, "
                                  f"expected {count}")
         return bytes(data)
-
-    def blocks_left(self) -> int:
-        """How many blocks follow (each checked only for fitting in the payload)."""
-        pos, n, view = self.pos, 0, self.view
-        while pos + 4 <= len(view):
-            (length,) = _BLOCK.unpack_from(view, pos)
-            pos += 4 + length
-            n += 1
-        return n
 
     def done(self) -> None:
         if self.pos != len(self.view):
@@ -605,10 +589,51 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
     return list(map(tuple, map(islice, repeat(it), lengths)))
 
 
+# Fields added to an event's columns since format 2 was first written, at the end of its
+# row in the order added, with the value an older frame means (a header written before
+# the numpy version was recorded names none; one before schema 3's ``iteration_mode``
+# ended iterations at backward). A frame that does not decode is read again without the
+# last one, then the last two, ...
+_ADDED_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "header": (("numpy_version", ""), ("iteration_mode", "backward")),
+}
+
+
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
-                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
-    """The rows of a format-2 events frame's payload, every value checked; TraceFileError
-    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
+                   position: int | None = STREAM, settle: bool = False,
+                   version: int = VERSION) -> list[Row]:
+    """The rows of a column events frame's payload (frame format ``version``), every value
+    checked; TraceFileError naming what is wrong otherwise. ``lo..hi``: the iterations the
+    events may have. A frame written before ``_ADDED_COLUMNS`` were is read as it was
+    written."""
+    try:
+        return _decode_payload(payload, lo, hi, position, settle, version)
+    except TraceFileError as exc:
+        if not _holds_added(payload):
+            raise
+        for older in range(1, max(map(len, _ADDED_COLUMNS.values())) + 1):
+            try:
+                return _decode_payload(payload, lo, hi, position, settle, version, older)
+            except TraceFileError:
+                pass
+        raise exc from None
+
+
+def _holds_added(payload: bytes | memoryview) -> bool:
+    """Does the frame hold an event of a kind that has ``_ADDED_COLUMNS``?"""
+    try:
+        (count,) = struct.unpack_from("<I", payload)
+        codes = _Reader(payload).raw(count, "event kinds")
+    except (TraceFileError, struct.error):
+        return False
+    return any(CODES[kind] in codes for kind in _ADDED_COLUMNS)
+
+
+def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
+                    position: int | None = STREAM, settle: bool = False,
+                    version: int = VERSION, older: int = 0) -> list[Row]:
+    """``decode_payload``; ``older``: without the last ``older`` of each kind's
+    ``_ADDED_COLUMNS``, whose values each row then takes.
 
     ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
     young generation's collection before returning, so that every row of plain values is
@@ -660,16 +685,22 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             kit = sorted_iterations[start:start + n]
             start += n
             where = _where(codes, code)
-        names = ev.FIELD_NAMES[kind][2:]
-        # A header frame holds a block per field, the strings table and the arrays
-        # block: one block fewer is a header from before a field was added.
-        if kind == "header" and r.blocks_left() < len(names) + 2:
-            cols = _older_header(frame, names, n, where)
-        else:
-            cols = [frame.column(kind, name, ftype, n, where)
-                    for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+        names, ftypes = ev.FIELD_NAMES[kind][2:], FIELD_TYPES[kind]
+        # An older format stores fewer columns of some kinds (``_PADDED``), and a format-2
+        # frame may be of before ``_ADDED_COLUMNS``: the rest is what an older stream means.
+        pad = _PADDED.get((version, kind), ())
+        if pad:
+            names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
+        later = _ADDED_COLUMNS.get(kind, ())
+        added = later[max(0, len(later) - older):] if older else ()
+        if added:
+            names, ftypes = names[:-len(added)], ftypes[:-len(added)]
+        cols: list[Any] = [frame.column(kind, name, ftype, n, where)
+                           for name, ftype in zip(names, ftypes, strict=True)]
+        cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
-        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
+        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols,
+                                  *(repeat(value, n) for _, value in added)))
         if kind == "values":
             array_rows = per_kind[code]
     blob = r.raw(None, "arrays")

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         backend=config.get("backend", "auto"),
         iteration=config.get("iteration", "backward"),
         relative_paths=config.get("relative_paths", False),
+        compile=config.get("compile"),
     )
     path = os.path.abspath(ns.script)
     # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which

@@ -226,11 +226,12 @@ def run_record(args: argparse.Namespace) -> int:
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
                             iteration=getattr(args, "iteration", "backward"),
-                            relative_paths=not getattr(args, "absolute_paths", False))
+                            relative_paths=not getattr(args, "absolute_paths", False),
+                            compile=args.compile)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     recording = _Recording(output)
-    counts = {"ops": 0}
+    counts = {"ops": 0, "compile": 0}
     started = time.monotonic()
     name = os.path.basename(session.script)
 
@@ -243,6 +244,8 @@ def run_record(args: argparse.Namespace) -> int:
                 ops += 1
             elif t is ev.ScriptOutput:
                 passthrough.add(e)  # type: ignore[arg-type]
+            elif t is ev.CompileEvent:
+                counts["compile"] += 1
         passthrough.flush()
         counts["ops"] += ops
         if recording.write(events):
@@ -272,7 +275,8 @@ def run_record(args: argparse.Namespace) -> int:
                 recording.close(session)
     if terminated:
         return 128 + terminated[0]  # as a shell reports a tool ended by that signal
-    return _report_record(session, recording, counts["ops"], live_wanted)
+    # (compile events are what a fully compiled script records: it did capture something)
+    return _report_record(session, recording, counts["ops"] or counts["compile"], live_wanted)
 
 
 def _report_record(session: Session, recording: _Recording, ops: int, live: bool) -> int:
@@ -303,8 +307,11 @@ def _report_record(session: Session, recording: _Recording, ops: int, live: bool
 
 # -- check -------------------------------------------------------------------------------
 def run_check(args: argparse.Namespace) -> int:
-    """Exit 0 when the run is clean; ``CHECK_FAILED`` at the first NaN/Inf or a gradient
-    norm above ``--max-grad-norm``; the script's own status if it fails by itself."""
+    """Exit 0 when the run is clean; ``CHECK_FAILED`` at the first NaN/Inf, a gradient
+    norm above ``--max-grad-norm`` or a compiled function's recompile past
+    ``--max-recompiles``; the script's own status if it fails by itself."""
+    from ..compile_lane.report import RecompileCounter
+
     bps: list[Breakpoint] = []
     if args.nan:
         bps.append(Breakpoint.nan())
@@ -312,12 +319,17 @@ def run_check(args: argparse.Namespace) -> int:
         if not args.max_grad_norm > 0:
             raise UserError(f"--max-grad-norm must be a positive number, not {args.max_grad_norm}")
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
+    max_recompiles = getattr(args, "max_recompiles", None)
+    if max_recompiles is not None and max_recompiles < 0:
+        raise UserError(f"--max-recompiles must be 0 or more, not {max_recompiles}")
+    recompiles = RecompileCounter(max_recompiles if max_recompiles is not None else -1)
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            iteration=getattr(args, "iteration", "backward"))
+                            iteration=getattr(args, "iteration", "backward"),
+                            compile=args.compile)
     found: list[ev.BreakpointHit] = []
-    counts = {"ops": 0}
+    counts = {"ops": 0, "compile": 0}
 
     def on_events(events: list[ev.Event]) -> bool:
         output = _PassThrough()
@@ -331,6 +343,10 @@ def run_check(args: argparse.Namespace) -> int:
                 elif t is ev.BreakpointHit:
                     found.append(e)  # type: ignore[arg-type]
                     return True
+                elif t is ev.CompileEvent:
+                    counts["compile"] += 1
+                    if max_recompiles is not None and recompiles.add(e):
+                        return True  # a recompile storm: stop the run here
             return False
         finally:
             output.flush()
@@ -341,7 +357,11 @@ def run_check(args: argparse.Namespace) -> int:
         finally:
             session.close()
     console = _stderr()
-    _print_notes("check", session, console, counts["ops"] or len(found))
+    _print_notes("check", session, console, counts["ops"] or counts["compile"] or len(found))
+    if recompiles.over is not None:
+        console.print(f"dyngraph check: FAILED, recompile storm: {shown(recompiles.failure())}. "
+                      "The run was stopped there.")
+        return CHECK_FAILED
     if found:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
@@ -359,6 +379,8 @@ def run_check(args: argparse.Namespace) -> int:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])
             + ([f"every gradient norm <= {args.max_grad_norm:g}"] if args.max_grad_norm else [])
+            + ([f"at most {max_recompiles} recompile(s) per compiled function "
+                f"({recompiles.total} in all)"] if max_recompiles is not None else [])
         ) or "the script ran"
         console.print(f"dyngraph check: ok, {checked} ({counts['ops']:,} ops, "
                       f"{session.iteration} iteration(s))")
@@ -396,6 +418,11 @@ def run_summary(args: argparse.Namespace) -> int:
         console.print(Text(_MODES.get(header.iteration_mode, header.iteration_mode), "dim"))
     console.print(table)
     console.print(_totals_text(totals))
+    from ..compile_lane.report import compile_table, render
+
+    for part in render(compile_table(trace.events)):
+        console.print()
+        console.print(part)
     return 0
 
 
