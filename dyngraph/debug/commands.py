@@ -28,6 +28,7 @@ from ..capture import events as ev
 from ..errors import UserError
 from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
+from .describe import iteration_name
 from .session import Session, shell_status
 
 if TYPE_CHECKING:
@@ -365,7 +366,7 @@ def run_check(args: argparse.Namespace) -> int:
     if found:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
-        console.print(f"dyngraph check: FAILED, {what} in iteration {hit.iteration}: "
+        console.print(f"dyngraph check: FAILED, {what} in {iteration_name(hit.iteration)}: "
                       f"{shown(hit.description)}. The run was stopped there.")
         return CHECK_FAILED
     state = session.state

@@ -44,7 +44,12 @@ def describe_op(e: ev.Op) -> str:
     """``matmul -> (64, 10) in module fc2 at train.py:12 (iteration 3)``."""
     module = f"in module {e.module}" if e.module else "at top level"
     at = where(e.file, e.line)
-    return f"{e.op} -> {tuple(e.shape)} {module} at {at} (iteration {e.iteration})"
+    return f"{e.op} -> {tuple(e.shape)} {module} at {at} ({iteration_name(e.iteration)})"
+
+
+def iteration_name(index: int) -> str:
+    """``iteration 3``; iteration 0 is the run's setup (``dyngraph.capture.tracing``)."""
+    return f"iteration {index}" if index else "iteration 0, setup"
 
 
 def where(file: str, line: int) -> str:
