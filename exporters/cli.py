@@ -142,7 +142,8 @@ def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
         if it.modules:
             print(f"note: iteration {it.index} has {it.nodes:,} nodes: drawn by module, "
                   f"each folded module on a page of its own ({len(it.modules)} more, linked "
-                  "from its box and from index.html); --depth N draws one picture instead",
+                  "from its box and from index.html); --whole or --depth N draws one picture "
+                  "instead",
                   file=sys.stderr)
             break
         if it.collapsed:

@@ -14,7 +14,8 @@ shares the running numbers. Iteration 0 is *setup*: the work before the first
 differentiable op (loading and tokenising data, building inputs, an evaluation under
 ``no_grad``). It ends, with its own IterationEnd, where the first op whose output requires
 gradients runs with gradients enabled (``end_setup``, which backends call before they
-announce that op's inputs); a run with no such work before it has no iteration 0, and a
+announce that op's inputs), or at the first ``compile`` event (``record``); a run with no
+such work before it has no iteration 0, and a
 run that never computes a gradient nor marks an iteration is all iteration 0.
 
 Where an iteration ends (``mode``): ``"backward"`` (the default) when a ``backward()``
@@ -690,11 +691,15 @@ class Tracer:
     def record(self, kind: str, *fields: Any) -> None:
         """Record a row of ``kind`` (one with no method of its own here: the compile lane's
         ``compile``) in the current iteration; like an op, it closes an iteration whose
-        backward ended."""
+        backward ended. It also ends setup: torch.compile compiles a call as it begins, so
+        the first compile belongs with the ops of that call, the model's first iteration,
+        not with the data loading before it."""
         if _get_ident() != self.thread and self.other_thread():
             return
         if self._pending_end:
             self.end_iteration()
+        if self.iteration == 0:
+            self.end_setup()
         self.seq += 1
         self.deliver((kind, self.seq, self.iteration, *fields))
 
