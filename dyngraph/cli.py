@@ -112,6 +112,15 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _watchdog_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--watchdog", type=float, metavar="SECONDS", default=None,
+        help="end the script, with a dump of its threads' stacks, once it has not answered "
+             "for this long (default: $DYNGRAPH_WATCHDOG or 60; 0: never). A script that "
+             "sleeps or waits still answers",
+    )
+
+
 def _compile_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compile", choices=("observe", "eager"), default=None,
@@ -163,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-paths", action="store_true",
                    help="name source files by their absolute paths (default: relative to "
                         "the script's folder, <site-packages>/..., so a trace can be shared)")
+    _watchdog_option(p)
     _script_args(p)
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf, large gradients "
@@ -182,18 +192,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="fail on the first NaN/Inf (default: on)",
     )
+    _watchdog_option(p)
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")
     p.add_argument("--width", type=int, default=None, metavar="N",
                    help="print N columns wide (default: the terminal's; piped, as wide as "
                         "the table needs)")
+    p.add_argument("--iterations", default="all", metavar="SPEC",
+                   help="which iterations to list: e.g. 1-10,15 | 5- | -10 | last | changed "
+                        "(default: all; past 40, the first and last 20)")
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("export", help="write DOT/SVG of every iteration's graph")
     p.add_argument("-o", "--output", metavar="DIR", help="folder to write (required)")
     p.add_argument("--format", default="dot,svg")
-    p.add_argument("--iterations", default="all", help="e.g. 1-10,15 | all | changed")
+    p.add_argument("--iterations", default="all", metavar="SPEC",
+                   help="e.g. 1-10,15 | 5- | -10 | last | all | changed (a range past the "
+                        "end is cut to it)")
     p.add_argument("--graph", choices=("forward", "backward", "both"), default="forward")
     p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
     p.add_argument("--diff", action="store_true", help="mark changes since the previous iteration")

@@ -24,6 +24,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from .. import iterspec
 from ..capture import events as ev
 from ..errors import UserError
 from ..textsafe import literal, shown
@@ -228,7 +229,7 @@ def run_record(args: argparse.Namespace) -> int:
                             script_breakpoints=False, backend=args.backend,
                             iteration=getattr(args, "iteration", "backward"),
                             relative_paths=not getattr(args, "absolute_paths", False),
-                            compile=args.compile)
+                            compile=args.compile, watchdog=args.watchdog)
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     recording = _Recording(output)
@@ -328,7 +329,7 @@ def run_check(args: argparse.Namespace) -> int:
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
                             iteration=getattr(args, "iteration", "backward"),
-                            compile=args.compile)
+                            compile=args.compile, watchdog=args.watchdog)
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0, "compile": 0}
 
@@ -397,12 +398,24 @@ def run_summary(args: argparse.Namespace) -> int:
     from ..capture.traces import read_trace
 
     path = args.trace
+    spec = getattr(args, "iterations", "all") or "all"
+    parts = iterspec.parse(spec) if spec not in ("all", "changed") else ()
     if not os.path.exists(path):
         raise UserError(f"no such trace file: {path}")
     if os.path.isdir(path):
         raise UserError(f"{path} is a directory, not a trace file")
     trace = read_trace(path)
     rows, totals = summarize_trace(trace.events)
+    if spec == "changed":
+        # (the first iteration, and the first after setup: setup is nobody's baseline)
+        rows = [r for i, r in enumerate(rows)
+                if i == 0 or r["changed"] or rows[i - 1]["iteration"] == 0]
+    elif parts:
+        wanted, notes = iterspec.resolve(parts, [r["iteration"] for r in rows])
+        for note in notes:
+            _stderr().print(f"dyngraph summary: note: {shown(note)}")
+        chosen = set(wanted)
+        rows = [r for r in rows if r["iteration"] in chosen]
     table = _table(rows)
     width = getattr(args, "width", None)
     if width is None and not sys.stdout.isatty():
