@@ -476,7 +476,8 @@ def graph_records(graph: Any) -> tuple[list[tuple[str, ...]], list[tuple[int, ..
 
     Scopes follow ``Graph.calls`` (a call of the root module, path "", is no scope); a
     leaf takes the scope of its first consumer, cut at the call of the module its name
-    belongs to (a weight is drawn in the call that uses it), or the top level.
+    belongs to or of the nearest module holding that one (a weight is drawn in the call
+    that uses it), or the top level (a tied weight used by another module).
     """
     nodes = sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
     ids = [n.id for n in nodes]
@@ -502,7 +503,10 @@ def graph_records(graph: Any) -> tuple[list[tuple[str, ...]], list[tuple[int, ..
         if n.kind not in ("op", "backward") and k in first_user:
             owner = n.name.rpartition(".")[0] if n.name else ""
             user = scopes[first_user[k]]
-            cut = [d for d, key in enumerate(user) if path_of(key) == owner]
+            # (the deepest call of its module or of a module holding it: MultiheadAttention
+            # uses out_proj.weight in its own call, out_proj is never called)
+            cut = [d for d, key in enumerate(user)
+                   if owner == path_of(key) or owner.startswith(path_of(key) + ".")]
             scopes[k] = user[:cut[-1] + 1] if owner and cut else ()
     inputs = [tuple(src for _, src in sorted(i)) for i in ins]
     sigs: list[Hashable] = [(n.kind, n.op, tuple(n.shape), n.dtype) for n in nodes]

@@ -131,3 +131,26 @@ def test_the_model_of_a_recorded_graph_is_plain_json():
     back = json.loads(text)
     assert back["folding"]["units"][1]["kind"] == "run"
     assert len(back["folding"]["unit_of"]) == len(t.iterations[0].graph.nodes)
+
+
+class _Attention(nn.Module):
+    """As nn.MultiheadAttention: ``out_proj``'s weight used in this module's own call,
+    ``out_proj`` itself never called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out_proj = nn.Linear(4, 4)
+
+    def forward(self, x: dyngraph.Tensor) -> dyngraph.Tensor:
+        return x.matmul(self.out_proj.weight.t()).tanh()
+
+
+def test_a_weight_of_a_module_never_called_is_drawn_in_the_call_that_uses_it():
+    """A 24-block GPT's 48 out_proj weights and biases were 48 boxes at top level."""
+    model = nn.Sequential(_Attention(), _Attention())
+    with dyngraph.trace() as t:
+        model(dyngraph.randn(2, 4)).sum().backward()
+    scopes, _, _, names, _ = fd.graph_records(t.iterations[0].graph)
+    where = {name: scope for name, scope in zip(names, scopes, strict=True) if name}
+    assert where["0.out_proj.weight"] == ("0#1",)
+    assert where["1.out_proj.weight"] == ("1#1",)
