@@ -295,7 +295,7 @@ def _path_chain(path: str) -> tuple[str, ...]:
 
 def _leaf_scopes(sigs: list[Sig], modules: list[str]) -> list[tuple[str, ...]]:
     """Each node's scope; a leaf takes its first user's, cut at the call of the leaf's own
-    module (a weight is drawn in the call that uses it), or () if that user is not in it."""
+    module or of one holding it (``folding.leaf_scope``), or () if that user is not in it."""
     scopes = [s[7] if len(s) > 7 else () for s in sigs]
     if not any(scopes):
         return scopes
@@ -306,9 +306,7 @@ def _leaf_scopes(sigs: list[Sig], modules: list[str]) -> list[tuple[str, ...]]:
                 first[j] = i
     for i, sig in enumerate(sigs):
         if sig[0] in _COPYABLE and modules[i] and i in first:
-            user = scopes[first[i]]
-            keys = [k for k, key in enumerate(user) if key.rpartition("#")[0] == modules[i]]
-            scopes[i] = user[:keys[-1] + 1] if keys else ()
+            scopes[i] = fd.leaf_scope(modules[i], scopes[first[i]])
     return scopes
 
 

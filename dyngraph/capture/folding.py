@@ -502,16 +502,22 @@ def graph_records(graph: Any) -> tuple[list[tuple[str, ...]], list[tuple[int, ..
     for k, n in enumerate(nodes):
         if n.kind not in ("op", "backward") and k in first_user:
             owner = n.name.rpartition(".")[0] if n.name else ""
-            user = scopes[first_user[k]]
-            # (the deepest call of its module or of a module holding it: MultiheadAttention
-            # uses out_proj.weight in its own call, out_proj is never called)
-            cut = [d for d, key in enumerate(user)
-                   if owner == path_of(key) or owner.startswith(path_of(key) + ".")]
-            scopes[k] = user[:cut[-1] + 1] if owner and cut else ()
+            scopes[k] = leaf_scope(owner, scopes[first_user[k]])
     inputs = [tuple(src for _, src in sorted(i)) for i in ins]
     sigs: list[Hashable] = [(n.kind, n.op, tuple(n.shape), n.dtype) for n in nodes]
     names = [n.name if n.kind not in ("op", "backward") else "" for n in nodes]
     return scopes, inputs, sigs, names, ids
+
+
+def leaf_scope(owner: str, user: Sequence[str]) -> tuple[str, ...]:
+    """The scope of a leaf of module ``owner`` (a weight) whose first user ran in ``user``:
+    cut at the deepest call of ``owner`` or of a module holding it (MultiheadAttention uses
+    ``out_proj.weight`` in its own call; ``out_proj`` is never called), else top level."""
+    if not owner:
+        return ()
+    cut = [d for d, key in enumerate(user)
+           if owner == path_of(key) or owner.startswith(path_of(key) + ".")]
+    return tuple(user[:cut[-1] + 1]) if cut else ()
 
 
 def open_set(tree: ModuleTree, *, auto: bool = True, depth: int | None = None,
