@@ -73,7 +73,9 @@ class Collapse:
 
 
 def node_modules(sigs: list[Sig]) -> list[str]:
-    """Each node's module; a parameter named ``enc.0.weight`` joins module ``enc.0``."""
+    """Each node's module; a parameter named ``enc.0.weight`` joins module ``enc.0``, or the
+    nearest module holding it that ran ops (MultiheadAttention's ``out_proj.weight`` joins
+    the attention: ``out_proj`` is never called)."""
     known = set()
     for sig in sigs:
         parts = sig[4].split(".") if sig[4] else []
@@ -83,7 +85,9 @@ def node_modules(sigs: list[Sig]) -> list[str]:
     for kind, _op, name, _shape, module, *_ in sigs:
         if not module and kind in ("param", "accumulate") and "." in name:
             owner = name.rsplit(".", 1)[0]
-            module = owner if owner in known else ""
+            while owner and owner not in known:
+                owner = owner.rpartition(".")[0]
+            module = owner
         out.append(module)
     return out
 
