@@ -164,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
     p.add_argument("--shapes", action="store_true", help="label edges with tensor shapes")
     p.add_argument("--fold", action="store_true", help="fold repeated identical blocks")
+    p.add_argument("--whole", action="store_true",
+                   help="one picture of every op, even past 1,000 nodes (drawn by module "
+                        "otherwise: a module-level page and one page per module)")
     _backend_option(p)
     # Both `export SOURCE -o DIR ...` (options after SOURCE, a script's own arguments after
     # `--`) and record's `export -o DIR train.py --epochs 3`: see _fix_export_args.

@@ -126,6 +126,7 @@ def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
             # --shapes / --fold: used when dyngraph/cli.py offers them
             show_shapes=bool(getattr(args, "shapes", False)),
             fold_repeats=bool(getattr(args, "fold", False)),
+            whole=bool(getattr(args, "whole", False)),
             dot=args.dot or None, progress=update,
         )
     finally:
@@ -137,6 +138,12 @@ def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
     if not its:
         raise UserError("nothing to export: no iteration recorded any op")
     for it in its:
+        if it.modules:
+            print(f"note: iteration {it.index} has {it.nodes:,} nodes: drawn by module, "
+                  f"each folded module on a page of its own ({len(it.modules)} more, linked "
+                  "from its box and from index.html); --depth N draws one picture instead",
+                  file=sys.stderr)
+            break
         if it.collapsed:
             print(f"note: iteration {it.index} has {it.nodes} nodes; modules deeper than "
                   f"{it.depth} were collapsed to keep the layout fast", file=sys.stderr)

@@ -28,6 +28,7 @@ h1 { font-size: 16px; margin: 0 0 6px 0; }
 .badge { background: #fd8d3c; color: #fff; border-radius: 3px; padding: 1px 6px; }
 .badge[hidden] { display: none; }
 #info { color: #555; font-size: 13px; }
+#modules { font-size: 13px; margin-top: 4px; }
 main { padding: 10px; overflow: auto; }
 object { max-width: none; }
 table { border-collapse: collapse; font-size: 13px; margin: 10px; }
@@ -57,7 +58,21 @@ function show(i) {
   if (d.drawn !== d.nodes) info += ", " + d.drawn + " drawn (depth " + d.depth + ")";
   if (d.added || d.removed) info += ", +" + d.added + " / -" + d.removed + " since previous";
   document.getElementById("info").textContent = info;
-  const svg = d.files.find(f => f.endsWith(".svg"));
+  const mods = document.getElementById("modules");
+  mods.textContent = "";
+  if (d.modules.length) mods.appendChild(document.createTextNode("drawn by module; pages: "));
+  d.modules.forEach(([label, file], k) => {
+    const a = document.createElement("a");
+    a.textContent = label;
+    a.setAttribute("href", file);
+    a.addEventListener("click", e => {
+      e.preventDefault();
+      if (view) view.setAttribute("data", file);
+    });
+    if (k) mods.appendChild(document.createTextNode(" · "));
+    mods.appendChild(a);
+  });
+  const svg = d.files.find(f => f.endsWith(".svg") && !f.includes("--"));
   if (view && svg) view.setAttribute("data", svg);
   const link = document.getElementById("open");
   link.setAttribute("href", svg || d.files[0]);
@@ -88,10 +103,12 @@ def index_html(iterations: Sequence[Any], *, graph_kind: str = "forward") -> str
     data = [
         {"index": it.index, "files": list(it.files), "changed": bool(it.changed),
          "nodes": it.nodes, "drawn": it.drawn or it.nodes, "depth": it.depth,
-         "added": it.added, "removed": it.removed, "key": it.structure_key}
+         "added": it.added, "removed": it.removed, "key": it.structure_key,
+         "modules": [list(m) for m in getattr(it, "modules", ())]}
         for it in iterations
     ]
-    first_svg = next((f for d in data for f in d["files"] if f.endswith(".svg")), "")
+    first_svg = next((f for d in data for f in d["files"]
+                      if f.endswith(".svg") and "--" not in f), "")
     changed = sum(1 for d in data if d["changed"])
     title = (f"dyngraph: {len(data)} iterations, {graph_kind} graph, "
              f"{changed} with a changed structure")
@@ -126,6 +143,7 @@ def index_html(iterations: Sequence[Any], *, graph_kind: str = "forward") -> str
 <a id="open" href="#">open file</a>
 </div>
 <div id="ticks" title="orange: the graph's structure changed"></div>
+<div id="modules"></div>
 </header>
 <main>
 {viewer}

@@ -12,7 +12,7 @@ DOT text made from it) is the same for the same graph, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from dyngraph.capture.graph import Graph, GraphNode, diff_graphs
@@ -38,6 +38,22 @@ class VNode:
     old_shape: tuple[int, ...] | None = None
     path: str = ""  # a collapsed module's path
     copy: int = 0  # > 0: the copy-th extra box of a shared leaf (see ``split_shared``)
+    # A folded run of repeated calls: the node ids of each member, for its gradient strip.
+    strip: tuple[tuple[int, ...], ...] = ()
+    link: str = ""  # a folded box's own picture (``Box.link``)
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A folded box drawing several graph nodes (see ``build_view(units=...)``): ``key``
+    names it, ``frame`` is the call id of the open call it is drawn in (0: top level),
+    ``strip`` the node ids of each member of a run."""
+
+    key: str
+    label: str
+    frame: int = 0
+    strip: tuple[tuple[int, ...], ...] = ()
+    link: str = ""  # the file of its own picture, if it has one
 
 
 @dataclass(slots=True)
@@ -144,11 +160,14 @@ def build_view(
     cluster_prefix: str = "cluster_",
     cache: ViewCache | None = None,
     copy_shared: bool = True,
+    units: Mapping[int, Box] | None = None,
 ) -> View:
     """Reduce ``graph`` to what will be drawn. ``prefix`` names nodes (``n12``).
 
     ``copy_shared``: a leaf (parameter, input, constant) with several edges is drawn once
-    per edge, beside its consumer (see ``split_shared``).
+    per edge, beside its consumer (see ``split_shared``). ``units``: node id -> the folded
+    box that draws it (``exporters.modular``: module calls, runs, index groups); it
+    replaces ``depth``.
 
     With a ``cache``, a graph whose structure (everything but ids and values) was seen
     before reuses that view's shape instead of working it out again.
@@ -156,7 +175,7 @@ def build_view(
     ordered = seq_order(graph)
     diff = diff_graphs(diff_against, graph) if diff_against is not None else None
     sig = None
-    if cache is not None and (diff is None or diff.unchanged):
+    if cache is not None and units is None and (diff is None or diff.unchanged):
         sig = signature(graph, ordered, depth, fold_repeats, show_shapes, prefix,
                         cluster_prefix, copy_shared)
         shape = cache.get(sig)
@@ -188,6 +207,20 @@ def build_view(
         if rep != node.id:
             continue  # drawn by its block's representative (mapped below)
         key = home[node.id]
+        box = units.get(node.id) if units is not None else None
+        if box is not None:
+            v = collapsed.get(box.key)
+            if v is None:
+                v = VNode(module_names(box.key), "module", (box.label,), [],
+                          scopes.call_key.get(box.frame, ""), node.seq, path=box.label,
+                          strip=box.strip, link=box.link)
+                collapsed[box.key] = v
+                vnodes.append(v)
+            v.members.append(node)
+            if node.id in marks:
+                v.mark = "changed"
+            visible[node.id] = v
+            continue
         target = scopes.collapse_target(key, depth) if depth is not None else None
         if target is not None:
             v = collapsed.get(target)
@@ -210,6 +243,9 @@ def build_view(
         for node_id in fold_of:
             visible[node_id] = visible[folds.resolve(node_id)]
     for target, v in collapsed.items():
+        if units is not None and v.lines:
+            v.lines = _unit_label(v)
+            continue
         v.lines = (_collapsed_label(v, scopes.label(target), folds.labels if folds else {}),)
 
     edges: list[VEdge] = []
@@ -329,6 +365,10 @@ def copy_name(name: str, copy: int) -> str:
 
 
 SHARED_KINDS = ("param", "leaf", "accumulate")
+# A leaf with at least this many edges gets a box per edge. Fewer stay one box: one
+# parameter is one node (nanoGPT's embedding, tied to its output layer, was drawn twice),
+# and a second edge costs the layout little.
+SHARED_COPIES = 3
 
 
 def split_shared(vnodes: list[VNode], edges: list[VEdge],
@@ -352,7 +392,7 @@ def split_shared(vnodes: list[VNode], edges: list[VEdge],
             if v.kind in SHARED_KINDS and not v.path:
                 uses.setdefault(end, []).append(i)
     for name, used in uses.items():
-        if len(used) < 2:
+        if len(used) < SHARED_COPIES:
             continue
         v = by_name[name]
         for k, i in enumerate(used[1:], 1):
@@ -372,6 +412,17 @@ def split_shared(vnodes: list[VNode], edges: list[VEdge],
     if before:  # Graphviz starts from the order nodes are written in: copies beside users
         placed = [c for v in vnodes for c in (*before.get(v.name, ()), v)]
         vnodes[:] = placed
+
+
+def _unit_label(v: VNode) -> tuple[str, ...]:
+    """A folded box's label: a run's ops per member and a blank line its gradient strip
+    is drawn on, a module call's ops, an index group as it is (its label counts them)."""
+    ops = sum(1 for m in v.members if m.kind in OP_KINDS)
+    if v.strip:
+        return (v.path, f"{ops // max(len(v.strip), 1)} ops each", " ")
+    if v.path.startswith("index ops"):
+        return (v.path,)
+    return (f"{v.path} (×{ops} ops)",)
 
 
 def _collapsed_label(v: VNode, label: str, fold_labels: dict[str, str]) -> str:

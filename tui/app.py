@@ -105,6 +105,7 @@ class DebuggerApp(DebuggerActions):
         self.sub_title = title
         self.graph_mode = "forward"
         self.selected: int | None = None
+        self.selected_unit: str | None = None  # a folded box picked in the graph pane
         self.graph: Graph | None = None
         self._last_cursor = -2
         self._last_state: SourceState | None = None
@@ -278,7 +279,7 @@ class DebuggerApp(DebuggerActions):
             moved = model.cursor != self._last_cursor
             self._last_cursor = model.cursor
             if moved or self.selected not in graph.nodes:
-                self.selected = current
+                self.selected, self.selected_unit = current, None
             canvas = self.main.query_one("#graph")
             canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
             title = _graph_title(graph, self.graph_mode)
@@ -362,13 +363,18 @@ class DebuggerApp(DebuggerActions):
         return (event is None or event.kind not in STEP_KINDS) and model.prev_step() is None
 
     def _show_inspector(self) -> None:
+        if self.selected_unit is not None and GraphCanvas is not None:
+            info = self.main.query_one("#graph").unit_info(self.selected_unit)  # type: ignore[attr-defined]
+            if info is not None:
+                self.main.query_one(Inspector).show_unit(info)
+                return
         graph = self.graph
         node = graph.nodes.get(self.selected) if graph is not None and self.selected else None
         history = (self.model.grad_history(node, SPARK_ITERATIONS) if node is not None
                    else ())
         inputs: list[str] = []
         if node is not None and graph is not None:
-            for src in graph.inputs_of(node.id):
+            for src in self.model.inputs_of(node.id):
                 other = graph.nodes.get(src)
                 if other is not None:
                     inputs.append(f"{other.label} t{src}")
@@ -472,7 +478,7 @@ class DebuggerApp(DebuggerActions):
 
     def select_node(self, node_id: int | None) -> None:
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""
-        self.selected = node_id
+        self.selected, self.selected_unit = node_id, None
         if GraphCanvas is not None and node_id is not None:
             canvas = self.main.query_one("#graph")
             if canvas.selected != node_id:  # type: ignore[attr-defined]
@@ -501,8 +507,9 @@ class DebuggerApp(DebuggerActions):
         self.jump_to_iteration(message.index)
 
     def on_graph_canvas_node_selected(self, message: Any) -> None:
-        if message.node_id != self.selected:
+        if message.node_id != self.selected or message.module != self.selected_unit:
             self.selected = message.node_id
+            self.selected_unit = message.module
             self._show_inspector()
 
     def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:

@@ -186,12 +186,15 @@ def test_canonical_grows_incrementally_like_a_rebuild():
     assert canon.sigs[-1][6] == (2, 0)
 
 
-def test_auto_depth_only_for_large_graphs():
+def test_a_small_graph_opens_unfolded():
     (g,) = traced_graphs(1)
     canon = cl.Canonical()
     canon.update(g)
-    assert cl.auto_depth(canon.sigs) is None
-    assert cl.auto_depth(canon.sigs, budget=4) is not None
+    folded, _ = cl.build_view(canon.sigs, cl.Collapse(fold=True), False)
+    plain, _ = cl.build_view(canon.sigs, cl.Collapse(), False)
+    assert len(canon.sigs) < cl.LARGE_GRAPH
+    assert [n.label for n in folded.nodes] == [n.label for n in plain.nodes]
+    assert not any(n.kind == "module" for n in folded.nodes)
 
 
 def test_common_prefix():
