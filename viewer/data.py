@@ -1,0 +1,333 @@
+"""What the viewer page is fed: a trace's iterations as JSON-ready plain data.
+
+The three doors (``export``'s ``index.html``, the notebook widget, ``view --web``) feed
+the page the same data; only the transport differs (embedded in the page, a widget's
+model state, or fetched part by part from the web server). The parts:
+
+- ``meta()``: the iterations (index, structure id, structure changed, node count, NaN/Inf
+  count), the first NaN/Inf of the run and the gradient-norm range the colours span;
+- ``structure(s)``: what iterations of one structure share: the nodes (op, name, module,
+  shape, source line, stable key, structural signature), their inputs, and the module
+  folding model of ``dyngraph.capture.folding`` (``ModuleTree.to_dict()``, the calls open
+  at first, the index-arithmetic flags) that the page folds with;
+- ``values(p)``: iteration ``p``'s summaries (value and gradient), per node of its structure;
+- ``history(key)``: one node's gradient norm in every iteration (the sparkline).
+
+Columns, not records: a 50,000-node structure is a few arrays, and repeated strings
+(modules, files, dtypes) are indexes into a table. Floats that JSON cannot spell (NaN,
+Infinity) travel as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+>>> data = ViewerData.from_trace(trace)                       # doctest: +SKIP
+>>> data.meta()["iterations"][0]["nodes"]                     # doctest: +SKIP
+42
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dyngraph.capture import folding as fd
+from dyngraph.capture.graph import Graph, GraphNode
+
+GRAPH_KINDS = ("forward", "backward")
+SCHEMA = 1
+# Past this many nodes a node's value preview is left out of the page (the statistics stay).
+PREVIEW_NODES = 5000
+
+
+@dataclass(slots=True)
+class _Item:
+    index: int
+    get: Callable[[], Graph]
+    key: Callable[[], str]
+    files: tuple[str, ...] = ()
+
+
+class ViewerData:
+    """A run's iterations, turned into the page's parts on demand (see the module doc).
+
+    ``items``: ``(iteration index, graph getter, structure-key getter)`` in order;
+    ``from_trace`` and ``from_graphs`` make them. ``meta()`` walks every graph once; the
+    other parts are built when first asked and kept.
+    """
+
+    def __init__(self, items: Sequence[_Item], *, graph_kind: str = "forward",
+                 title: str = "") -> None:
+        if graph_kind not in GRAPH_KINDS:
+            raise ValueError(f"unknown graph kind {graph_kind!r}: choose from "
+                             f"{', '.join(GRAPH_KINDS)}")
+        self.items = [it for it in items]
+        self.graph_kind = graph_kind
+        self.title = title
+        self._meta: dict[str, Any] | None = None
+        self._structure_of: list[int] = []
+        self._structures: list[_Structure] = []
+        self._structure_dicts: dict[int, dict[str, Any]] = {}
+        self._values: dict[int, dict[str, Any]] = {}
+
+    # -- making ----------------------------------------------------------------------------
+    @classmethod
+    def from_trace(cls, trace: Any, *, graph_kind: str = "forward",
+                   iterations: Iterable[int] | None = None, title: str = "") -> ViewerData:
+        """The iterations of a ``dyngraph.Trace`` (``iterations``: which indexes; all by
+        default) that have a graph."""
+        wanted = None if iterations is None else set(iterations)
+        items = []
+        for it in trace.iterations:
+            if wanted is not None and it.index not in wanted:
+                continue
+            get = (lambda it=it: it.graph) if graph_kind == "forward" else (
+                lambda it=it: it.backward_graph)
+            items.append(_Item(it.index, get, lambda it=it: it.structure_key))
+        return cls(items, graph_kind=graph_kind, title=title)
+
+    @classmethod
+    def from_graphs(cls, graphs: Sequence[Graph], *, graph_kind: str = "forward",
+                    files: Sequence[Sequence[str]] | None = None, title: str = "") -> ViewerData:
+        """Graphs already built (one per iteration); ``files``: what an export wrote for each."""
+        items = [_Item(g.iteration, (lambda g=g: g), (lambda g=g: g.structure_key),
+                       tuple(files[k]) if files is not None else ())
+                 for k, g in enumerate(graphs)]
+        return cls(items, graph_kind=graph_kind, title=title)
+
+    # -- the parts -------------------------------------------------------------------------
+    def meta(self) -> dict[str, Any]:
+        if self._meta is None:
+            self._meta = self._build_meta()
+        return self._meta
+
+    def structure(self, s: int) -> dict[str, Any]:
+        self.meta()
+        got = self._structure_dicts.get(s)
+        if got is None:
+            got = self._structure_dicts[s] = self._structures[s].to_dict()
+        return got
+
+    def values(self, p: int) -> dict[str, Any]:
+        self.meta()
+        got = self._values.get(p)
+        if got is None:
+            structure = self._structures[self._structure_of[p]]
+            got = self._values[p] = _values(self._graph(p), structure)
+        return got
+
+    def history(self, key: str) -> list[Any]:
+        """Node ``key``'s gradient norm per iteration (None where absent or no gradient)."""
+        self.meta()
+        out: list[Any] = []
+        for p in range(len(self.items)):
+            structure = self._structures[self._structure_of[p]]
+            i = structure.position.get(key)
+            if i is None:
+                out.append(None)
+                continue
+            out.append(_norm(_ordered(self._graph(p))[i].grad))
+        return out
+
+    def everything(self) -> dict[str, Any]:
+        """Every part, for a page that carries its data inside."""
+        meta = self.meta()
+        return {"meta": meta,
+                "structures": [self.structure(s) for s in range(len(self._structures))],
+                "values": [self.values(p) for p in range(len(self.items))]}
+
+    # -- building ----------------------------------------------------------------------------
+    def _graph(self, p: int) -> Graph:
+        return self.items[p].get()
+
+    def _build_meta(self) -> dict[str, Any]:
+        by_key: dict[str, list[int]] = {}
+        iterations = []
+        first_nan = None
+        lo, hi = math.inf, 0.0
+        previous_key = None
+        for p, item in enumerate(self.items):
+            graph = item.get()
+            key = item.key()
+            s = self._structure_for(graph, key, by_key)
+            self._structure_of.append(s)
+            nan_nodes = 0
+            for node in graph.nodes.values():
+                if node.has_nonfinite:
+                    nan_nodes += 1
+                n = _norm(node.grad)
+                if isinstance(n, float) and 0 < n < math.inf:
+                    lo, hi = min(lo, n), max(hi, n)
+            if first_nan is None and nan_nodes:
+                first_nan = self._first_nan(p, graph, s)
+            iterations.append({
+                "index": item.index, "structure": s, "key": key,
+                "changed": p == 0 or key != previous_key, "nodes": len(graph.nodes),
+                "complete": bool(graph.complete), "nan": nan_nodes,
+                "files": list(item.files)})
+            previous_key = key
+        return {"schema": SCHEMA, "title": self.title, "graph": self.graph_kind,
+                "iterations": iterations, "firstNaN": first_nan,
+                "gradRange": [lo, hi] if lo <= hi else None,
+                "structures": len(self._structures)}
+
+    def _structure_for(self, graph: Graph, key: str, by_key: dict[str, list[int]]) -> int:
+        """The id of ``graph``'s structure: one seen before with the same key and the same
+        nodes in the same order, else a new one."""
+        for s in by_key.get(key, ()):
+            if self._structures[s].matches(graph):
+                return s
+        self._structures.append(_Structure(graph))
+        s = len(self._structures) - 1
+        by_key.setdefault(key, []).append(s)
+        return s
+
+    def _first_nan(self, p: int, graph: Graph, s: int) -> dict[str, Any]:
+        """The first NaN/Inf in time: a forward value (earliest op), else a gradient
+        (earliest backward step)."""
+        values = [n for n in graph.nodes.values()
+                  if n.summary is not None and not n.summary.finite]
+        if values:
+            node, where = min(values, key=lambda n: n.seq), "value"
+        else:
+            grads = [n for n in graph.nodes.values() if n.grad is not None and not n.grad.finite]
+            node, where = min(grads, key=lambda n: (n.backward_seq, n.seq)), "gradient"
+        structure = self._structures[s]
+        return {"iteration": p, "node": structure.position[_key_text(node)],
+                "where": where, "label": node.label, "module": node.module,
+                "index": self.items[p].index}
+
+
+class _Structure:
+    """Nodes, wiring and module tree shared by the iterations of one structure."""
+
+    def __init__(self, graph: Graph) -> None:
+        scopes, inputs, sigs, names, ids = fd.graph_records(graph)
+        self.ids = ids
+        self.nodes = [graph.nodes[i] for i in ids]
+        self.keys = [_key_text(n) for n in self.nodes]
+        self.position = {k: i for i, k in enumerate(self.keys)}
+        self.inputs = inputs
+        self.tree = fd.ModuleTree.build(scopes, inputs, sigs, names)
+        self.signatures = graph.signatures()
+
+    def matches(self, graph: Graph) -> bool:
+        if len(graph.nodes) != len(self.ids):
+            return False
+        return [_key_text(n) for n in _ordered(graph)] == self.keys
+
+    def to_dict(self) -> dict[str, Any]:
+        nodes = self.nodes
+        tables: dict[str, dict[str, int]] = {}
+
+        def column(name: str, values: Iterable[str]) -> list[int]:
+            table = tables.setdefault(name, {})
+            return [table.setdefault(v, len(table)) for v in values]
+
+        starts, flat = [0], []
+        for ins in self.inputs:
+            flat.extend(ins)
+            starts.append(len(flat))
+        book = [fd.is_bookkeeping(n.kind, n.dtype, n.requires_grad) for n in nodes]
+        out: dict[str, Any] = {
+            "n": len(nodes), "id": self.ids,
+            "kind": column("kind", (n.kind for n in nodes)),
+            "op": column("op", (n.op for n in nodes)),
+            "name": [n.name for n in nodes],
+            "label": column("label", (n.label for n in nodes)),
+            "shape": column("shape", (_shape(n.shape) for n in nodes)),
+            "dtype": column("dtype", (n.dtype for n in nodes)),
+            "module": column("module", (n.module for n in nodes)),
+            "file": column("file", (n.file for n in nodes)),
+            "fn": column("fn", (n.function for n in nodes)),
+            "line": [n.line for n in nodes],
+            "grad": [1 if n.requires_grad else 0 for n in nodes],
+            "attrs": [_attrs(n) for n in nodes],
+            "key": self.keys,
+            "sig": [_sig(self.signatures.get(n.key)) for n in nodes],
+            "inStart": starts, "inFlat": flat,
+            "book": [1 if b else 0 for b in book],
+            "tree": self.tree.to_dict(),
+            "open": sorted(fd.auto_expanded(self.tree)),
+        }
+        out["tables"] = {name: list(table) for name, table in tables.items()}
+        return out
+
+
+def _ordered(graph: Graph) -> list[GraphNode]:
+    """A graph's nodes in creation order: the order of its structure's columns."""
+    return sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+
+
+def _key_text(node: GraphNode) -> str:
+    module, what, file, line, occurrence = node.key
+    return f"{module}\t{what}\t{file}:{line}\t{occurrence}"
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _attrs(node: GraphNode) -> str:
+    if not node.attrs:
+        return ""
+    text = ", ".join(f"{k}={v!r}" for k, v in sorted(node.attrs.items()))
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _sig(sig: Hashable | None) -> int:
+    """A number standing for a node's structural signature (equal signatures, equal
+    numbers, within one process: all parts of a page are made in one)."""
+    if sig is None:
+        return 0
+    try:
+        return hash(sig) & 0x1F_FFFF_FFFF_FFFF  # within JavaScript's exact integers
+    except TypeError:
+        return hash(repr(sig)) & 0x1F_FFFF_FFFF_FFFF
+
+
+def _num(v: float | None) -> float | str | None:
+    if v is None:
+        return None
+    v = float(v)
+    if math.isfinite(v):
+        return v
+    return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+
+
+def _norm(summary: Any) -> float | str | None:
+    """A gradient's norm for colours and sparklines: NaN when it holds NaN/Inf."""
+    if summary is None:
+        return None
+    if not summary.finite:
+        return "NaN"
+    return _num(summary.norm)
+
+
+_STATS = ("norm", "min", "max", "mean", "std")
+
+
+def _values(graph: Graph, structure: _Structure) -> dict[str, Any]:
+    """Columns of value and gradient statistics, in the structure's node order."""
+    n = len(structure.ids)
+    cols: dict[str, list[Any]] = {}
+    for prefix in ("v", "g"):
+        for stat in (*_STATS, "nan", "inf", "sampled"):
+            cols[prefix + stat] = [None] * n
+    cols["vpreview"] = [None] * n
+    cols["gfn"] = [""] * n
+    previews = n <= PREVIEW_NODES
+    ordered = _ordered(graph)
+    cols["id"] = [node.id for node in ordered]  # tensor ids differ between iterations
+    for i, node in enumerate(ordered):
+        for prefix, summary in (("v", node.summary), ("g", node.grad)):
+            if summary is None:
+                continue
+            for stat in _STATS:
+                cols[prefix + stat][i] = _num(getattr(summary, stat))
+            cols[prefix + "nan"][i] = summary.nan
+            cols[prefix + "inf"][i] = summary.inf
+            cols[prefix + "sampled"][i] = 1 if summary.sampled else 0
+        if previews and node.summary is not None and node.summary.preview:
+            cols["vpreview"][i] = [_num(v) for v in node.summary.preview[:8]]
+        cols["gfn"][i] = node.grad_fn
+    # A column with nothing in it costs the page nothing.
+    return {k: v for k, v in cols.items() if any(x is not None and x != "" for x in v)}
