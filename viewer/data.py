@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dyngraph.capture import folding as fd
-from dyngraph.capture.graph import Graph, GraphNode
+from dyngraph.capture.graph import Graph, GraphNode, backward_graph
 
 GRAPH_KINDS = ("forward", "backward")
 SCHEMA = 1
@@ -43,7 +43,8 @@ class _Item:
     index: int
     get: Callable[[], Graph]
     key: Callable[[], str]
-    files: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()  # what an export wrote for it
+    pages: tuple[tuple[str, str], ...] = ()  # (module label, file) of its module pages
 
 
 class ViewerData:
@@ -86,11 +87,18 @@ class ViewerData:
 
     @classmethod
     def from_graphs(cls, graphs: Sequence[Graph], *, graph_kind: str = "forward",
-                    files: Sequence[Sequence[str]] | None = None, title: str = "") -> ViewerData:
-        """Graphs already built (one per iteration); ``files``: what an export wrote for each."""
-        items = [_Item(g.iteration, (lambda g=g: g), (lambda g=g: g.structure_key),
-                       tuple(files[k]) if files is not None else ())
-                 for k, g in enumerate(graphs)]
+                    files: Sequence[Sequence[str]] | None = None,
+                    pages: Sequence[Sequence[tuple[str, str]]] | None = None,
+                    title: str = "") -> ViewerData:
+        """Forward graphs already built (one per iteration; with ``graph_kind="backward"``
+        their backward graphs are shown). ``files``, ``pages``: what an export wrote for
+        each (its files; its module pages as (label, file))."""
+        items = []
+        for k, g in enumerate(graphs):
+            get = (lambda g=g: g) if graph_kind == "forward" else _backward_of(g)
+            items.append(_Item(g.iteration, get, (lambda g=g: g.structure_key),
+                               tuple(files[k]) if files is not None else (),
+                               tuple(tuple(p) for p in pages[k]) if pages else ()))
         return cls(items, graph_kind=graph_kind, title=title)
 
     # -- the parts -------------------------------------------------------------------------
@@ -162,7 +170,7 @@ class ViewerData:
                 "index": item.index, "structure": s, "key": key,
                 "changed": p == 0 or key != previous_key, "nodes": len(graph.nodes),
                 "complete": bool(graph.complete), "nan": nan_nodes,
-                "files": list(item.files)})
+                "files": list(item.files), "pages": [list(p) for p in item.pages]})
             previous_key = key
         return {"schema": SCHEMA, "title": self.title, "graph": self.graph_kind,
                 "iterations": iterations, "firstNaN": first_nan,
@@ -194,6 +202,17 @@ class ViewerData:
         return {"iteration": p, "node": structure.position[_key_text(node)],
                 "where": where, "label": node.label, "module": node.module,
                 "index": self.items[p].index}
+
+
+def _backward_of(graph: Graph) -> Callable[[], Graph]:
+    made: list[Graph] = []
+
+    def get() -> Graph:
+        if not made:
+            made.append(backward_graph(graph))
+        return made[0]
+
+    return get
 
 
 class _Structure:

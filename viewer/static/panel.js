@@ -214,12 +214,21 @@ DG.showDiff = function (app) {
 
 const SAFE_FILE = /^[\w.-]+$/;
 
-DG.showFiles = function (app, files) {
+DG.showFiles = function (app, it) {
   const box = app.el.files;
   box.textContent = "";
-  const safe = files.filter(f => SAFE_FILE.test(f));
-  box.hidden = !safe.length;
-  if (!safe.length) return;
+  const files = (it.files || []).filter(f => SAFE_FILE.test(f));
+  const pages = (it.pages || []).filter(([, f]) => SAFE_FILE.test(f));
+  box.hidden = !files.length && !pages.length;
+  if (box.hidden) return;
   box.appendChild(DG.h("h4", {}, "exported files"));
-  for (const f of safe) box.append(DG.h("a", {href: f, target: "_blank", rel: "noopener"}, f), " ");
+  for (const f of files) box.append(DG.h("a", {href: f, target: "_blank", rel: "noopener"}, f), " ");
+  if (pages.length) {
+    box.appendChild(DG.h("h4", {}, "module pages"));
+    const list = DG.h("ul", {class: "dg-pages"});
+    for (const [label, f] of pages) {
+      list.appendChild(DG.h("li", {}, DG.h("a", {href: f, target: "_blank", rel: "noopener"}, label)));
+    }
+    box.appendChild(list);
+  }
 };

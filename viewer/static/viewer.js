@@ -211,7 +211,7 @@ DG.App = class {
     e.badge.hidden = !(it.changed && this.pos > 0);
     Array.from(e.ticks.children).forEach((t, k) => t.classList.toggle("dg-current", k === this.pos));
     if (this.options.hash) history.replaceState(null, "", "#iter=" + it.index);
-    DG.showFiles(this, it.files || []);
+    DG.showFiles(this, it);
   }
 
   // -- folding and drawing ---------------------------------------------------------------
