@@ -59,6 +59,6 @@ DG.boot = function () {
   } else {
     source = DG.embeddedSource(JSON.parse(document.getElementById("dg-data").textContent));
   }
-  globalThis.dgApp = DG.mount(root, source, {hash: config.transport !== "widget"});
+  globalThis.dgApp = DG.mount(root, source, {hash: location.protocol !== "about:"});
   root.focus();
 };

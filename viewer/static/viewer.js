@@ -210,7 +210,13 @@ DG.App = class {
       m.iterations.length + ")";
     e.badge.hidden = !(it.changed && this.pos > 0);
     Array.from(e.ticks.children).forEach((t, k) => t.classList.toggle("dg-current", k === this.pos));
-    if (this.options.hash) history.replaceState(null, "", "#iter=" + it.index);
+    if (this.options.hash) {
+      try {
+        history.replaceState(null, "", "#iter=" + it.index);
+      } catch (err) {
+        this.options.hash = false; // a sandboxed frame has no history of its own to write
+      }
+    }
     DG.showFiles(this, it);
   }
 
