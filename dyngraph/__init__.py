@@ -238,9 +238,9 @@ def show(trace_or_path: Any, **options: Any) -> Any:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext dyngraph`` registers the ``%%dyngraph`` cell magic."""
-    from .viewer.notebook import load_ipython_extension as load
+    from .viewer.notebook import load_ipython_extension as register
 
-    load(ipython)
+    register(ipython)
 
 
 def _register_magic_in_ipython() -> None:

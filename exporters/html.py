@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from dyngraph.capture.graph import Graph
 from dyngraph.viewer import ViewerData, page_html
+
+from dyngraph.capture.graph import Graph
 
 from .escape import html_text
 

@@ -68,6 +68,7 @@ class ViewerData:
         self._structures: list[_Structure] = []
         self._structure_dicts: dict[int, dict[str, Any]] = {}
         self._values: dict[int, dict[str, Any]] = {}
+        self._ordered: dict[int, list[GraphNode]] = {}  # p -> its nodes in creation order
 
     # -- making ----------------------------------------------------------------------------
     @classmethod
@@ -80,9 +81,7 @@ class ViewerData:
         for it in trace.iterations:
             if wanted is not None and it.index not in wanted:
                 continue
-            get = (lambda it=it: it.graph) if graph_kind == "forward" else (
-                lambda it=it: it.backward_graph)
-            items.append(_Item(it.index, get, lambda it=it: it.structure_key))
+            items.append(_Item(it.index, _getter(it, graph_kind), _key_getter(it)))
         return cls(items, graph_kind=graph_kind, title=title)
 
     @classmethod
@@ -95,10 +94,10 @@ class ViewerData:
         each (its files; its module pages as (label, file))."""
         items = []
         for k, g in enumerate(graphs):
-            get = (lambda g=g: g) if graph_kind == "forward" else _backward_of(g)
-            items.append(_Item(g.iteration, get, (lambda g=g: g.structure_key),
+            get = _same(g) if graph_kind == "forward" else _backward_of(g)
+            items.append(_Item(g.iteration, get, _key_getter(g),
                                tuple(files[k]) if files is not None else (),
-                               tuple(tuple(p) for p in pages[k]) if pages else ()))
+                               tuple((p[0], p[1]) for p in pages[k]) if pages else ()))
         return cls(items, graph_kind=graph_kind, title=title)
 
     # -- the parts -------------------------------------------------------------------------
@@ -118,8 +117,7 @@ class ViewerData:
         self.meta()
         got = self._values.get(p)
         if got is None:
-            structure = self._structures[self._structure_of[p]]
-            got = self._values[p] = _values(self._graph(p), structure)
+            got = self._values[p] = _values(self.ordered(p))
         return got
 
     def history(self, key: str) -> list[Any]:
@@ -132,7 +130,7 @@ class ViewerData:
             if i is None:
                 out.append(None)
                 continue
-            out.append(_norm(_ordered(self._graph(p))[i].grad))
+            out.append(_norm(self.ordered(p)[i].grad))
         return out
 
     def everything(self) -> dict[str, Any]:
@@ -146,6 +144,13 @@ class ViewerData:
     def _graph(self, p: int) -> Graph:
         return self.items[p].get()
 
+    def ordered(self, p: int) -> list[GraphNode]:
+        """Iteration ``p``'s nodes in creation order: the order of its structure's columns."""
+        got = self._ordered.get(p)
+        if got is None:
+            got = self._ordered[p] = _ordered(self._graph(p))
+        return got
+
     def _build_meta(self) -> dict[str, Any]:
         by_key: dict[str, list[int]] = {}
         iterations = []
@@ -155,7 +160,7 @@ class ViewerData:
         for p, item in enumerate(self.items):
             graph = item.get()
             key = item.key()
-            s = self._structure_for(graph, key, by_key)
+            s = self._structure_for(p, key, by_key)
             self._structure_of.append(s)
             nan_nodes = 0
             for node in graph.nodes.values():
@@ -177,13 +182,14 @@ class ViewerData:
                 "gradRange": [lo, hi] if lo <= hi else None,
                 "structures": len(self._structures)}
 
-    def _structure_for(self, graph: Graph, key: str, by_key: dict[str, list[int]]) -> int:
-        """The id of ``graph``'s structure: one seen before with the same key and the same
-        nodes in the same order, else a new one."""
+    def _structure_for(self, p: int, key: str, by_key: dict[str, list[int]]) -> int:
+        """The id of iteration ``p``'s structure: one seen before with the same key and the
+        same nodes in the same order, else a new one."""
+        ordered = self.ordered(p)
         for s in by_key.get(key, ()):
-            if self._structures[s].matches(graph):
+            if self._structures[s].matches(ordered):
                 return s
-        self._structures.append(_Structure(graph))
+        self._structures.append(_Structure(self._graph(p)))
         s = len(self._structures) - 1
         by_key.setdefault(key, []).append(s)
         return s
@@ -202,6 +208,20 @@ class ViewerData:
         return {"iteration": p, "node": structure.position[_key_text(node)],
                 "where": where, "label": node.label, "module": node.module,
                 "index": self.items[p].index}
+
+
+def _getter(iteration: Any, graph_kind: str) -> Callable[[], Graph]:
+    if graph_kind == "forward":
+        return lambda: iteration.graph
+    return lambda: iteration.backward_graph
+
+
+def _key_getter(iteration_or_graph: Any) -> Callable[[], str]:
+    return lambda: iteration_or_graph.structure_key
+
+
+def _same(graph: Graph) -> Callable[[], Graph]:
+    return lambda: graph
 
 
 def _backward_of(graph: Graph) -> Callable[[], Graph]:
@@ -228,10 +248,10 @@ class _Structure:
         self.tree = fd.ModuleTree.build(scopes, inputs, sigs, names)
         self.signatures = graph.signatures()
 
-    def matches(self, graph: Graph) -> bool:
-        if len(graph.nodes) != len(self.ids):
+    def matches(self, ordered: list[GraphNode]) -> bool:
+        if len(ordered) != len(self.ids):
             return False
-        return [_key_text(n) for n in _ordered(graph)] == self.keys
+        return [_key_text(n) for n in ordered] == self.keys
 
     def to_dict(self) -> dict[str, Any]:
         nodes = self.nodes
@@ -241,7 +261,8 @@ class _Structure:
             table = tables.setdefault(name, {})
             return [table.setdefault(v, len(table)) for v in values]
 
-        starts, flat = [0], []
+        starts: list[int] = [0]  # every node's inputs, one after another in flat
+        flat: list[int] = []
         for ins in self.inputs:
             flat.extend(ins)
             starts.append(len(flat))
@@ -264,11 +285,23 @@ class _Structure:
             "sig": [_sig(self.signatures.get(n.key)) for n in nodes],
             "inStart": starts, "inFlat": flat,
             "book": [1 if b else 0 for b in book],
-            "tree": self.tree.to_dict(),
+            "tree": _tree_dict(self.tree),
             "open": sorted(fd.auto_expanded(self.tree)),
         }
         out["tables"] = {name: list(table) for name, table in tables.items()}
         return out
+
+
+def _tree_dict(tree: fd.ModuleTree) -> dict[str, Any]:
+    """``ModuleTree.to_dict()``, the same fields, without ``dataclasses.asdict``'s deep
+    copies (a fifth of a 50,000-node page's making)."""
+    calls = [{"key": c.key, "path": c.path, "parent": c.parent, "first": c.first,
+              "size": c.size, "direct": c.direct, "children": c.children, "run": c.run,
+              "label": c.label} for c in tree.calls.values()]
+    runs = [{"key": r.key, "parent": r.parent, "members": r.members, "label": r.label,
+             "first": r.first, "size": r.size} for r in tree.runs.values()]
+    return {"n": tree.n, "top": tree.top, "scope_of": tree.scope_of, "calls": calls,
+            "runs": runs}
 
 
 def _ordered(graph: Graph) -> list[GraphNode]:
@@ -308,7 +341,7 @@ def _num(v: float | None) -> float | str | None:
         return None
     v = float(v)
     if math.isfinite(v):
-        return v
+        return float(f"{v:.6g}")  # what the page shows (4 digits) and a little more
     return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
 
 
@@ -324,29 +357,29 @@ def _norm(summary: Any) -> float | str | None:
 _STATS = ("norm", "min", "max", "mean", "std")
 
 
-def _values(graph: Graph, structure: _Structure) -> dict[str, Any]:
-    """Columns of value and gradient statistics, in the structure's node order."""
-    n = len(structure.ids)
-    cols: dict[str, list[Any]] = {}
-    for prefix in ("v", "g"):
-        for stat in (*_STATS, "nan", "inf", "sampled"):
-            cols[prefix + stat] = [None] * n
-    cols["vpreview"] = [None] * n
-    cols["gfn"] = [""] * n
-    previews = n <= PREVIEW_NODES
-    ordered = _ordered(graph)
-    cols["id"] = [node.id for node in ordered]  # tensor ids differ between iterations
-    for i, node in enumerate(ordered):
-        for prefix, summary in (("v", node.summary), ("g", node.grad)):
-            if summary is None:
-                continue
-            for stat in _STATS:
-                cols[prefix + stat][i] = _num(getattr(summary, stat))
-            cols[prefix + "nan"][i] = summary.nan
-            cols[prefix + "inf"][i] = summary.inf
-            cols[prefix + "sampled"][i] = 1 if summary.sampled else 0
-        if previews and node.summary is not None and node.summary.preview:
-            cols["vpreview"][i] = [_num(v) for v in node.summary.preview[:8]]
-        cols["gfn"][i] = node.grad_fn
-    # A column with nothing in it costs the page nothing.
-    return {k: v for k, v in cols.items() if any(x is not None and x != "" for x in v)}
+def _values(ordered: list[GraphNode]) -> dict[str, Any]:
+    """Columns of value and gradient statistics, in the structure's node order. Columns
+    with nothing in them (no NaN anywhere, statistics not recorded) are left out."""
+    n = len(ordered)
+    cols: dict[str, list[Any]] = {"id": [node.id for node in ordered]}  # (per iteration)
+    for prefix, field in (("v", "summary"), ("g", "grad")):
+        summaries = [getattr(node, field) for node in ordered]
+        if not any(x is not None for x in summaries):
+            continue
+        for stat in _STATS:
+            cols[prefix + stat] = [None if x is None else _num(getattr(x, stat))
+                                   for x in summaries]
+        for stat in ("nan", "inf"):
+            cols[prefix + stat] = [0 if x is None else getattr(x, stat) for x in summaries]
+        cols[prefix + "sampled"] = [1 if x is not None and x.sampled else 0 for x in summaries]
+    if n <= PREVIEW_NODES:
+        cols["vpreview"] = [[_num(v) for v in node.summary.preview[:8]]
+                            if node.summary is not None and node.summary.preview else None
+                            for node in ordered]
+    fns: dict[str, int] = {}
+    cols["gfn"] = [fns.setdefault(node.grad_fn, len(fns)) for node in ordered]
+    out = {k: v for k, v in cols.items() if any(x for x in v)}
+    out["id"] = cols["id"]
+    if "gfn" in out:
+        out["gfnTable"] = list(fns)
+    return out

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import html
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -54,6 +55,28 @@ def _csp(script: str, transport: str) -> str:
             f"connect-src {connect}; img-src 'none'; base-uri 'none'; form-action 'none'")
 
 
+def _blocks(data: dict[str, Any]) -> list[str]:
+    """One JSON block per part (the page parses a part when it first needs it)."""
+    def block(name: str, value: Any) -> str:
+        return f'<script type="application/json" id="{name}">{json_block(value)}</script>\n'
+
+    out = [block("dg-meta", data["meta"])]
+    out += [block(f"dg-s-{s}", part) for s, part in enumerate(data["structures"])]
+    out += [block(f"dg-v-{p}", part) for p, part in enumerate(data["values"])]
+    return out
+
+
+def read_parts(page: str) -> dict[str, Any]:
+    """The parts a page carries, as ``ViewerData.everything()`` gave them (for tests and
+    tools that read an exported index.html)."""
+    found = {m[1]: json.loads(m[2]) for m in re.finditer(
+        r'<script type="application/json" id="(dg-[msv][-\w]*)">(.*?)</script>', page, re.S)}
+    count = len([k for k in found if k.startswith("dg-s-")])
+    values = len([k for k in found if k.startswith("dg-v-")])
+    return {"meta": found["dg-meta"], "structures": [found[f"dg-s-{s}"] for s in range(count)],
+            "values": [found[f"dg-v-{p}"] for p in range(values)]}
+
+
 def page_html(data: dict[str, Any] | None = None, *, transport: str = "embedded",
               title: str = "dyngraph", extra: str = "") -> str:
     """The page. ``data``: ``ViewerData.everything()`` for an embedded page; None for the
@@ -65,8 +88,7 @@ def page_html(data: dict[str, Any] | None = None, *, transport: str = "embedded"
         raise ValueError("an embedded page needs its data")
     script = script_text() + "\nDG.boot();\n"
     config = json_block({"transport": transport})
-    blob = (f'<script type="application/json" id="dg-data">{json_block(data)}</script>\n'
-            if data is not None else "")
+    blob = "".join(_blocks(data)) if data is not None else ""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

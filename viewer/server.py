@@ -177,10 +177,11 @@ def run_web(args: argparse.Namespace) -> int:
     host = args.host or LOOPBACK
     data = ViewerData.from_trace(trace, title=f"dyngraph: {path.name}")
     data.meta()  # every graph read once now: a damaged frame fails before serving
+    port = args.port or 0
     try:
-        server = ViewerServer(data, host=host, port=args.port or 0, title=f"dyngraph: {path.name}")
+        server = ViewerServer(data, host=host, port=port, title=f"dyngraph: {path.name}")
     except OSError as exc:
-        raise UserError(f"cannot listen on {host}:{args.port or 0}: {exc.strerror or exc}") from None
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     if not is_loopback(host):
         print(f"dyngraph view: warning: serving on {host}, not loopback: anyone who can reach "
               "this machine and has the URL (its token) can read the trace", file=sys.stderr)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import sys
 import time
@@ -154,9 +152,9 @@ def test_layout_budget_hands_over_to_the_layered_layout(tmp_path: Path) -> None:
 def test_index_html_lists_iterations_and_marks_changes(tmp_path: Path) -> None:
     export_iterations(four(), tmp_path)
     page = (tmp_path / "index.html").read_text()
-    block = re.search(r'<script type="application/json" id="dg-data">(.*?)</script>', page, re.S)
-    assert block is not None
-    data = json.loads(block.group(1))["meta"]["iterations"]
+    from dyngraph.viewer.page import read_parts
+
+    data = read_parts(page)["meta"]["iterations"]
     assert [d["index"] for d in data] == [1, 2, 3, 4]
     assert [d["changed"] for d in data] == [True, False, True, True]
     assert data[0]["files"] == ["iter-0001.dot", "iter-0001.svg"]
@@ -165,9 +163,10 @@ def test_index_html_lists_iterations_and_marks_changes(tmp_path: Path) -> None:
 
 
 def test_index_html_escapes_what_it_embeds() -> None:
-    from dyngraph.capture.graph import Graph, GraphNode
     from dyngraph.exporters.batch import IterationInfo
     from dyngraph.exporters.html import index_html
+
+    from dyngraph.capture.graph import Graph, GraphNode
 
     evil = IterationInfo(1, "</script><script>alert(1)</script>", True, 3,
                          files=['"><img src=x onerror=alert(1)>.svg'])
@@ -175,8 +174,8 @@ def test_index_html_escapes_what_it_embeds() -> None:
                                    module="<img src=x onerror=alert(3)>")})
     page = index_html([evil], [graph])
     assert "<script>alert(" not in page and "<img" not in page
-    # the config and data blocks' and the code's own
-    assert page.count("</script>") == 3
+    # the config block's, the parts' (meta, one structure, one iteration's values), the code's
+    assert page.count("</script>") == 5
 
 
 def test_exports_a_recorded_trace(tmp_path: Path) -> None:

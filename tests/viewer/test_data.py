@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+from dyngraph.viewer import ViewerData, page_html
+from dyngraph.viewer.page import json_block, read_parts, script_text
 from viewer_runs import BLOCKS, EVIL_MODULE, EVIL_PARAM, NAN_ITERATION, training_run
 
 import dyngraph
 from dyngraph.capture import folding as fd
-from dyngraph.viewer import ViewerData, page_html
-from dyngraph.viewer.page import json_block, script_text
 
 RUN = training_run()
 
@@ -83,12 +83,13 @@ def test_backward_graph_and_a_chosen_subset():
 
 
 def test_page_embeds_data_that_cannot_break_out_and_allows_only_its_own_script():
-    page = page_html(ViewerData.from_trace(RUN).everything())
+    data = ViewerData.from_trace(RUN)
+    page = page_html(data.everything())
     assert "<script>self['__pwned']" not in page and "<img src=x" not in page
-    assert page.count("</script>") == 3
-    block = re.search(r'id="dg-data">(.*?)</script>', page, re.S)
-    assert block is not None and EVIL_PARAM in json.loads(block.group(1))["structures"][0][
-        "name"]
+    parts = 1 + data.meta()["structures"] + len(data.meta()["iterations"])
+    assert page.count("</script>") == parts + 2  # and the config's and the code's own
+    assert EVIL_PARAM in read_parts(page)["structures"][0]["name"]
+    assert read_parts(page) == json.loads(json.dumps(data.everything()))
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', page)[1]
     assert "default-src &#x27;none&#x27;" in csp and "connect-src &#x27;none&#x27;" in csp
     assert "unsafe-inline" not in csp.split("script-src")[1].split(";")[0]

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dyngraph.viewer import ViewerData
+from dyngraph.viewer.server import ViewerServer
 from viewer_runs import (
     BLOCKS,
     EVIL_MODULE,
@@ -24,8 +26,6 @@ from viewer_runs import (
 )
 
 from dyngraph.capture import folding as fd
-from dyngraph.viewer import ViewerData
-from dyngraph.viewer.server import ViewerServer
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,8 @@ def test_exported_page_click_slide_open_diff_and_first_nan(browser, run, tmp_pat
     assert unit(page, "blocks.7.a").count() == 1 and unit(page, "relu").count() == 1
 
     # The slider: iteration 2 changed its structure (a batch of 5).
-    page.locator(".dg-slider").evaluate("(s) => { s.value = 1; s.dispatchEvent(new Event('input')); }")
+    page.locator(".dg-slider").evaluate(
+        "(s) => { s.value = 1; s.dispatchEvent(new Event('input')); }")
     at_iteration(page, 2)
     assert text(page, ".dg-current").startswith("iteration 2 (2 of 4)")
     assert page.locator(".dg-badge").is_visible()
@@ -179,12 +180,13 @@ def server(run) -> Iterator[ViewerServer]:
 
 
 def test_web_server_page_in_the_browser(browser, server):
+    # Without the token: refused.
+    refused = browser.new_page()
+    response = refused.goto(server.url.split("?")[0])
+    assert response is not None and response.status == 403
+    refused.close()
     page = browser.new_page()
     problems = watch(page)
-    # Without the token: refused.
-    response = page.goto(server.url.split("?")[0])
-    assert response is not None and response.status == 403
-    problems.clear()  # (the browser logs the refusal)
     response = page.goto(server.url)
     assert response is not None and response.status == 200
     ready(page)

@@ -15,10 +15,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from viewer_runs import training_run
-
 from dyngraph.viewer import ViewerData
 from dyngraph.viewer.server import ViewerServer
+from viewer_runs import training_run
 
 
 @pytest.fixture(scope="module")

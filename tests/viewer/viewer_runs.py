@@ -108,6 +108,8 @@ def watch(page: Any) -> list[str]:
     page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
             if m.type == "error" else None)
+    page.on("response", lambda r: problems.append(f"{r.status} for {r.url}")
+            if r.status >= 400 else None)
     return problems
 
 

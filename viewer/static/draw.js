@@ -61,6 +61,8 @@ DG.scale = function (range) {
 DG.isDark = fill => DG.PALETTE.indexOf(fill) >= 5;
 
 const CHAR_W = 6.6, BOX_H = 34;
+DG.ALL_TEXT = 400; // boxes: up to this many, every text is made at once
+DG.TEXT_ZOOM = 0.3; // below this zoom texts are not drawn (too small to read)
 
 // The drawing of one folded picture: boxes (with their texts), edges, frames.
 DG.Drawing = class {
@@ -103,24 +105,35 @@ DG.Drawing = class {
       const g = DG.s("g", {class: "dg-frame", "data-key": key});
       g.appendChild(DG.s("rect", {x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: 6}));
       const call = tree._calls.get(key);
-      const label = DG.s("text", {x: x0 + 6, y: y0 + 12, class: "dg-frame-label"},
-                         "\u25be " + (call ? call.label : key));
-      g.appendChild(label);
-      g.appendChild(DG.s("title", {}, "module " + (call ? call.label : key) +
-                         " (click the label to fold it)"));
+      g.appendChild(DG.s("text", {x: x0 + 6, y: y0 + 12, class: "dg-frame-label"},
+                         "\u25be " + (call ? call.label : key)));
       frames.appendChild(g);
     }
+    let d = "";
     for (const pts of this.lay.edges) {
-      let d = "M" + pts[0][0].toFixed(1) + "," + pts[0][1].toFixed(1);
+      d += "M" + pts[0][0].toFixed(1) + "," + pts[0][1].toFixed(1);
       for (let q = 1; q < pts.length; q++) d += "L" + pts[q][0].toFixed(1) + "," + pts[q][1].toFixed(1);
-      edges.appendChild(DG.s("path", {d, "marker-end": "url(#dg-arrow)"}));
     }
+    // One path for every edge line (one element, not thousands), the arrowheads apart.
+    edges.appendChild(DG.s("path", {d}));
+    let heads = "";
+    for (const pts of this.lay.edges) {
+      const [x, y] = pts[pts.length - 1], [px, py] = pts[pts.length - 2];
+      const a = Math.atan2(y - py, x - px);
+      const c = Math.cos(a), s = Math.sin(a);
+      heads += `M${x.toFixed(1)},${y.toFixed(1)}l${(-7 * c + 3 * s).toFixed(1)},` +
+        `${(-7 * s - 3 * c).toFixed(1)}l${(-6 * s).toFixed(1)},${(6 * c).toFixed(1)}z`;
+    }
+    edges.appendChild(DG.s("path", {d: heads, class: "dg-heads"}));
+    this.cls = [];
+    this.fills = [];
+    this.texts = new Uint8Array(this.fold.units.length);
     this.fold.units.forEach((unit, u) => {
       const b = this.boxes[u];
       const x = this.lay.x[u], y = this.lay.y[u];
-      const g = DG.s("g", {class: "dg-unit" + (b.folded ? " dg-folded" : "") +
-                                  (b.leaf ? " dg-leaf" : ""),
-                           "data-u": u, transform: `translate(${x.toFixed(1)},${y.toFixed(1)})`});
+      const cls = "dg-unit" + (b.folded ? " dg-folded" : "") + (b.leaf ? " dg-leaf" : "");
+      const g = DG.s("g", {class: cls, "data-u": u,
+                           transform: `translate(${x.toFixed(1)},${y.toFixed(1)})`});
       const rect = DG.s("rect", {x: -b.w / 2, y: -b.h / 2, width: b.w, height: b.h,
                                  rx: b.folded ? 2 : 7});
       g.appendChild(rect);
@@ -128,14 +141,30 @@ DG.Drawing = class {
         g.appendChild(DG.s("rect", {class: "dg-inner", x: -b.w / 2 + 3, y: -b.h / 2 + 3,
                                     width: b.w - 6, height: b.h - 6, rx: 1}));
       }
-      g.appendChild(DG.s("text", {y: -3, class: "dg-l1"}, clip(b.lines[0])));
-      g.appendChild(DG.s("text", {y: 11, class: "dg-l2"}, clip(b.lines[1])));
-      g.appendChild(DG.s("title", {}, b.lines.join("\n")));
       nodes.appendChild(g);
       this.groups.push(g);
       this.rects.push(rect);
+      this.cls.push(cls);
+      this.fills.push("");
     });
     viewport.append(frames, edges, nodes);
+    if (this.fold.units.length <= DG.ALL_TEXT) this.showTexts(null);
+  }
+
+  // Box texts: all of them for a small picture; for a big one only those in `view` (a
+  // rectangle in layout units), made when first seen: shaping thousands of texts that are
+  // too small to read would cost seconds.
+  showTexts(view) {
+    const units = this.fold.units;
+    for (let u = 0; u < units.length; u++) {
+      if (this.texts[u]) continue;
+      const x = this.lay.x[u], y = this.lay.y[u], b = this.boxes[u];
+      if (view && (x + b.w / 2 < view[0] || x - b.w / 2 > view[2] ||
+                   y + b.h / 2 < view[1] || y - b.h / 2 > view[3])) continue;
+      this.texts[u] = 1;
+      this.groups[u].append(DG.s("text", {y: -3, class: "dg-l1"}, clip(b.lines[0])),
+                            DG.s("text", {y: 11, class: "dg-l2"}, clip(b.lines[1])));
+    }
   }
 
   // Fills from one iteration's values: the largest gradient norm a box stands for; red
@@ -157,16 +186,21 @@ DG.Drawing = class {
     }
     units.forEach((_, u) => {
       const fill = bad[u] ? "#e41a1c" : colour(best[u]) || "#ffffff";
-      const rect = this.rects[u];
-      rect.setAttribute("fill", fill);
-      const cls = ["dg-unit"];
-      if (this.boxes[u].folded) cls.push("dg-folded");
-      if (this.boxes[u].leaf) cls.push("dg-leaf");
-      if (bad[u]) cls.push("dg-nan");
-      if (DG.isDark(fill) || bad[u]) cls.push("dg-dark");
+      if (fill !== this.fills[u]) {
+        this.rects[u].setAttribute("fill", fill);
+        this.fills[u] = fill;
+      }
+      let cls = "dg-unit";
+      if (this.boxes[u].folded) cls += " dg-folded";
+      if (this.boxes[u].leaf) cls += " dg-leaf";
+      if (bad[u]) cls += " dg-nan";
+      if (DG.isDark(fill) || bad[u]) cls += " dg-dark";
       const m = marks.get(u);
-      if (m) cls.push(...m);
-      this.groups[u].setAttribute("class", cls.join(" "));
+      if (m) cls += " " + m.join(" ");
+      if (cls !== this.cls[u]) {
+        this.groups[u].setAttribute("class", cls);
+        this.cls[u] = cls;
+      }
     });
     return {best, bad};
   }
@@ -211,11 +245,34 @@ DG.PanZoom = class {
   apply() {
     this.viewport.setAttribute("transform",
       `translate(${this.tx.toFixed(1)},${this.ty.toFixed(1)}) scale(${this.k.toFixed(4)})`);
+    if (this.onchange && !this.pending) {
+      this.pending = true;
+      requestAnimationFrame(() => { this.pending = false; this.onchange(); });
+    }
   }
 
+  // The rectangle shown, in layout units: [x0, y0, x1, y1].
+  visible() {
+    const [w, h] = this.size();
+    return [-this.tx / this.k, -this.ty / this.k, (w - this.tx) / this.k, (h - this.ty) / this.k];
+  }
+
+  // The drawing area's size, measured when it changes (a ResizeObserver), not asked of
+  // the browser after a picture's thousands of elements were added (that forces their
+  // style and layout there and then: seconds for a big picture).
   size() {
-    const r = this.svg.getBoundingClientRect();
-    return [r.width || 800, r.height || 500];
+    if (!this.known) {
+      const r = this.svg.getBoundingClientRect();
+      this.known = [r.width || 800, r.height || 500];
+      if (typeof ResizeObserver !== "undefined" && !this.observer) {
+        this.observer = new ResizeObserver(entries => {
+          const box = entries[entries.length - 1].contentRect;
+          if (box.width && box.height) this.known = [box.width, box.height];
+        });
+        this.observer.observe(this.svg);
+      }
+    }
+    return this.known;
   }
 
   zoomAt(factor, cx, cy) {

@@ -22,6 +22,7 @@ DG.layout = function (boxes, pairs, chains) {
   const sp = DG.SPACING;
   const n = boxes.length;
   pairs = pairs.filter(([t, h]) => t !== h);
+  chains = internChains(chains);
   const rank = ranks(n, pairs);
   const [layers, paths, itemRank, itemChain] = ordering(n, pairs, rank, chains);
   const xs = xPositions(layers, paths, boxes, itemChain, sp);
@@ -80,10 +81,43 @@ function ranks(n, pairs) {
   return rank;
 }
 
-function common(a, b) {
+// Each chain as the ids of its prefixes (depth 1, 2, ...), equal chains one array: two
+// chains share a prefix exactly when their ids at that depth agree. `.keys` keeps the
+// module keys for the frames.
+function internChains(chains) {
+  const ids = new Map();
+  const byText = new Map();
+  return chains.map(chain => {
+    const text = chain.join("\u0001");
+    let got = byText.get(text);
+    if (got) return got;
+    got = [];
+    let prefix = "";
+    for (const key of chain) {
+      prefix += "\u0001" + key;
+      let id = ids.get(prefix);
+      if (id === undefined) ids.set(prefix, (id = ids.size));
+      got.push(id);
+    }
+    got.keys = chain;
+    byText.set(text, got);
+    return got;
+  });
+}
+
+function commonLength(a, b) {
+  if (a === b) return a.length;
   let k = 0;
   while (k < a.length && k < b.length && a[k] === b[k]) k++;
-  return k === a.length ? a : a.slice(0, k);
+  return k;
+}
+
+function common(a, b) {
+  const k = commonLength(a, b);
+  if (k === a.length) return a;
+  const out = a.slice(0, k);
+  out.keys = a.keys.slice(0, k);
+  return out;
 }
 
 function ordering(n, pairs, rank, chains) {
@@ -155,35 +189,27 @@ function ordering(n, pairs, rank, chains) {
 function sortGrouped(layer, bary, chains) {
   const totals = new Map();
   for (const i of layer) {
-    const chain = chains[i];
-    let id = "";
-    for (let d = 0; d < chain.length; d++) {
-      id += "\u0001" + chain[d];
-      const acc = totals.get(id) || [0, 0];
-      acc[0] += bary.get(i);
-      acc[1] += 1;
-      totals.set(id, acc);
+    for (const id of chains[i]) {
+      const acc = totals.get(id);
+      if (acc) { acc[0] += bary.get(i); acc[1] += 1; } else totals.set(id, [bary.get(i), 1]);
     }
   }
   const keys = new Map();
   for (const i of layer) {
     const chain = chains[i];
     const parts = [];
-    let id = "";
     for (let d = 0; d < chain.length; d++) {
-      id += "\u0001" + chain[d];
-      const acc = totals.get(id);
+      const acc = totals.get(chain[d]);
       parts.push(acc[0] / acc[1], chain[d]);
     }
-    parts.push(bary.get(i), "");
+    parts.push(bary.get(i), -1);
     keys.set(i, parts);
   }
   layer.sort((a, b) => {
     const ka = keys.get(a), kb = keys.get(b);
     const len = Math.min(ka.length, kb.length);
     for (let q = 0; q < len; q++) {
-      if (ka[q] < kb[q]) return -1;
-      if (ka[q] > kb[q]) return 1;
+      if (ka[q] !== kb[q]) return ka[q] < kb[q] ? -1 : 1;
     }
     return ka.length - kb.length;
   });
@@ -203,7 +229,7 @@ function xPositions(layers, paths, boxes, chain, sp) {
   }
   const gap = (a, b) => {
     const ca = chain[a], cb = chain[b];
-    const shared = common(ca, cb).length;
+    const shared = commonLength(ca, cb);
     const frames = (ca.length - shared) + (cb.length - shared);
     return (width[a] + width[b]) / 2 + sp.nodesep + frames * sp.pad;
   };
@@ -311,9 +337,8 @@ function assemble(boxes, pairs, rank, x, paths, itemRank, chains, sp) {
   const extra = new Float64Array(nranks);
   const first = new Map();
   for (let i = 0; i < n; i++) {
-    let id = "";
     for (let d = 0; d < chains[i].length; d++) {
-      id += "\u0001" + chains[i][d];
+      const id = chains[i][d];
       const f = first.get(id);
       if (f === undefined || rank[i] < f[0]) first.set(id, [rank[i], d + 1]);
     }
@@ -358,26 +383,27 @@ function assemble(boxes, pairs, rank, x, paths, itemRank, chains, sp) {
 // Each open module's frame: around its members and its nested modules' frames, with room
 // above for its label.
 function clusterBoxes(boxes, X, Y, chains, sp) {
-  const frames = new Map(); // id -> [x0, y0, x1, y1, depth, key]
+  const frames = new Map(); // prefix id -> [x0, y0, x1, y1, depth, key, parent id]
   for (let i = 0; i < boxes.length; i++) {
     const chain = chains[i];
-    let id = "";
     for (let d = 0; d < chain.length; d++) {
-      id += "\u0001" + chain[d];
       const pad = sp.pad * (chain.length - d);
-      const f = frames.get(id) || [Infinity, Infinity, -Infinity, -Infinity, d + 1, chain[d]];
+      let f = frames.get(chain[d]);
+      if (!f) {
+        f = [Infinity, Infinity, -Infinity, -Infinity, d + 1, chain.keys[d], d ? chain[d - 1] : -1];
+        frames.set(chain[d], f);
+      }
       f[0] = Math.min(f[0], X[i] - boxes[i].w / 2 - pad);
       f[1] = Math.min(f[1], Y[i] - boxes[i].h / 2 - pad - sp.label);
       f[2] = Math.max(f[2], X[i] + boxes[i].w / 2 + pad);
       f[3] = Math.max(f[3], Y[i] + boxes[i].h / 2 + pad);
-      frames.set(id, f);
     }
   }
   const ids = Array.from(frames.keys()).sort((a, b) => frames.get(b)[4] - frames.get(a)[4]);
   for (const id of ids) {
-    const cut = id.lastIndexOf("\u0001");
-    if (cut <= 0) continue;
-    const parent = frames.get(id.slice(0, cut)), child = frames.get(id);
+    const child = frames.get(id);
+    if (child[6] < 0) continue;
+    const parent = frames.get(child[6]);
     parent[0] = Math.min(parent[0], child[0] - sp.pad);
     parent[1] = Math.min(parent[1], child[1] - sp.label);
     parent[2] = Math.max(parent[2], child[2] + sp.pad);

@@ -38,7 +38,7 @@ function stats(V, prefix, i, title) {
   if (prefix === "v" && V.vpreview && V.vpreview[i]) {
     rows.push(row("values", V.vpreview[i].map(DG.fmt).join(", ") + " \u2026"));
   }
-  if (prefix === "g" && V.gfn && V.gfn[i]) rows.push(row("grad_fn", V.gfn[i]));
+  if (prefix === "g" && V.gfn && V.gfnTable[V.gfn[i]]) rows.push(row("grad_fn", V.gfnTable[V.gfn[i]]));
   return [DG.h("h4", {class: nan || inf ? "dg-bad" : ""}, title),
           DG.h("table", {class: "dg-stats dg-" + prefix + "stats"}, rows)];
 }

@@ -72,13 +72,8 @@ DG.App = class {
       e.ticks,
       h("div", {class: "dg-row"}, e.nan, e.diff, e.diffWith, e.search));
     e.svg = DG.s("svg", {class: "dg-svg"});
-    const defs = DG.s("defs");
-    const marker = DG.s("marker", {id: "dg-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5,
-                                   markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"});
-    marker.appendChild(DG.s("path", {d: "M0,0L10,5L0,10z"}));
-    defs.appendChild(marker);
     e.viewport = DG.s("g", {class: "dg-viewport"});
-    e.svg.append(defs, e.viewport);
+    e.svg.append(e.viewport);
     e.status = h("div", {class: "dg-status"});
     const tools = h("div", {class: "dg-tools"},
       h("button", {type: "button", title: "zoom in (+)", onclick: () => this.pz.zoom(1.25)}, "+"),
@@ -101,6 +96,9 @@ DG.App = class {
     root.textContent = "";
     root.append(top, h("div", {class: "dg-body"}, e.graph, e.panel));
     this.pz = new DG.PanZoom(e.svg, e.viewport);
+    this.pz.onchange = () => this.updateTexts();
+    e.tip = DG.s("title");
+    e.svg.insertBefore(e.tip, e.svg.firstChild);
     this.wire();
   }
 
@@ -120,6 +118,10 @@ DG.App = class {
     });
     e.svg.addEventListener("click", ev => this.onClick(ev));
     e.svg.addEventListener("dblclick", ev => this.onDoubleClick(ev));
+    e.svg.addEventListener("pointerover", ev => {
+      const u = this.unitAt(ev);
+      if (u !== undefined && this.drawing) e.tip.textContent = this.drawing.boxes[u].lines.join("\n");
+    });
     this.root.addEventListener("keydown", ev => this.onKey(ev));
   }
 
@@ -159,6 +161,7 @@ DG.App = class {
       if (want) first = Math.max(0, m.iterations.findIndex(it => it.index === Number(want[1])));
     }
     await this.show(first, {fit: true});
+    this.timings.firstReady = performance.now(); // since the page began to load
   }
 
   fail(err) {
@@ -250,6 +253,7 @@ DG.App = class {
   render(how) {
     how = how || {};
     const pic = this.picture();
+    this.pz.size(); // measured before the picture's elements are added, not after
     if (!this.drawing || this.drawing.key !== pic.key) {
       const t0 = performance.now();
       this.drawing = new DG.Drawing(this.el, pic.fold, pic.lay, pic.boxes);
@@ -307,6 +311,15 @@ DG.App = class {
 
   fit() {
     if (this.drawing) this.pz.fit(this.drawing.lay.width, this.drawing.lay.height);
+  }
+
+  // Texts of a big picture: hidden when too small to read, else made for what is in view.
+  updateTexts() {
+    const d = this.drawing;
+    if (!d || d.fold.units.length <= DG.ALL_TEXT) return;
+    const far = this.pz.k < DG.TEXT_ZOOM;
+    this.el.svg.classList.toggle("dg-far", far);
+    if (!far) d.showTexts(this.pz.visible());
   }
 
   centreOn(u) {
