@@ -9,7 +9,8 @@ The issue's goals:
    picture: the data parsed, folded, laid out, drawn), both as ``export``'s index.html
    (its data inside) and from ``dyngraph view --web`` (fetched);
 3. switching iterations takes < 200 ms (to the next painted frame), between iterations
-   of one structure and of two structures.
+   of one structure and of two structures, after the page readied the neighbours while
+   the picture was looked at (what [, ] and the slider's next step meet), and at once.
 
 Figures are medians of ``--rounds`` page loads, side by side in one run; the machine's load
 is printed beside them. Python's own cost of making the page (``ViewerData`` + JSON) is
@@ -33,10 +34,11 @@ from typing import Any  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "viewer"))
 
-import dyngraph  # noqa: E402
-import dyngraph.nn as nn  # noqa: E402
 from dyngraph.viewer import ViewerData, page_html  # noqa: E402
 from dyngraph.viewer.server import ViewerServer  # noqa: E402
+
+import dyngraph  # noqa: E402
+import dyngraph.nn as nn  # noqa: E402
 
 
 class Layer(nn.Module):
@@ -71,13 +73,15 @@ class Model(nn.Module):
         return self.head(self.stages(x))
 
 
-def record(stages: int, layers: int, iterations: int = 3) -> dyngraph.Trace:
-    """A run whose iterations alternate two batch sizes (two structures)."""
+BATCHES = (4, 4, 6, 4)  # iterations 1, 2 of one structure, 3 of another, 4 of the first
+
+
+def record(stages: int, layers: int) -> dyngraph.Trace:
     dyngraph.manual_seed(0)
     model = Model(stages, layers)
     with dyngraph.trace(stats="full") as t:
-        for step in range(iterations):
-            x = dyngraph.randn(4 if step % 2 == 0 else 6, 8)
+        for batch in BATCHES:
+            x = dyngraph.randn(batch, 8)
             model(x).pow(2).mean().backward()
     return t
 
@@ -92,7 +96,9 @@ def page_load(browser: Any, url: str) -> dict[str, float]:
     return out
 
 
-SWITCH = """async (p) => {
+SWITCH = """async ([p, warm]) => {
+  // warm: the neighbours were readied while the user looked at the picture
+  if (warm) await window.dgApp.prefetched;
   const t0 = performance.now();
   await window.dgApp.show(p);
   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
@@ -107,22 +113,24 @@ OPEN_ALL = """async () => {
 
 
 def measure(browser: Any, url: str, rounds: int, open_all: bool) -> dict[str, Any]:
-    loads, opens, same, other, boxes, opened = [], [], [], [], 0, 0
+    keys = ("open", "same", "other", "cold", "open_all")
+    got: dict[str, list[float]] = {k: [] for k in keys}
+    boxes = opened = 0
     for _ in range(rounds):
-        got = page_load(browser, url)
-        page = got.pop("page")
-        loads.append(got["firstReady"])
-        boxes = int(got["boxes"])
-        same.append(page.evaluate(SWITCH, 2))  # iteration 3: the structure of 1
-        page.evaluate(SWITCH, 0)
-        other.append(page.evaluate(SWITCH, 1))  # iteration 2: the other structure
+        loaded = page_load(browser, url)
+        page = loaded.pop("page")
+        got["open"].append(loaded["firstReady"])
+        boxes = int(loaded["boxes"])
+        got["same"].append(page.evaluate(SWITCH, [1, True]))  # 1 -> 2: one structure
+        got["other"].append(page.evaluate(SWITCH, [2, True]))  # 2 -> 3: another
+        got["cold"].append(page.evaluate(SWITCH, [3, False]))  # 3 -> 4 at once: not readied
         if open_all:
             ms, opened = page.evaluate(OPEN_ALL)
-            opens.append(ms)
+            got["open_all"].append(ms)
         page.close()
-    return {"open": statistics.median(loads), "boxes": boxes,
-            "switch_same": statistics.median(same), "switch_other": statistics.median(other),
-            "open_all": statistics.median(opens) if opens else None, "all_boxes": opened}
+    out: dict[str, Any] = {k: statistics.median(v) if v else None for k, v in got.items()}
+    out.update(boxes=boxes, all_boxes=opened)
+    return out
 
 
 def main() -> None:
@@ -144,13 +152,16 @@ def main() -> None:
             path = Path(tmp) / f"{stages}.html"
             path.write_text(html)
             nodes = data.meta()["iterations"][0]["nodes"]
-            print(f"{name} trace: {nodes:,} nodes per iteration, 3 iterations "
+            print(f"{name} trace: {nodes:,} nodes per iteration, {len(BATCHES)} iterations "
                   f"(recorded in {recorded:.1f} s); page made in {made:.2f} s "
                   f"({len(html) / 1e6:.1f} MB)")
             small = nodes < 10_000  # every module open: 2,000 boxes yes, 50,000 no
             r = measure(browser, path.as_uri(), args.rounds, small)
             _report("embedded (export)", r)
             server = ViewerServer(ViewerData.from_trace(trace))
+            t0 = time.perf_counter()
+            server.warm()  # what view --web does before and just after printing its URL
+            print(f"  view --web made its parts in {time.perf_counter() - t0:.2f} s")
             thread = threading.Thread(target=server.serve_forever, daemon=True)
             thread.start()
             try:
@@ -165,8 +176,8 @@ def _report(door: str, r: dict[str, Any]) -> None:
     opened = (f"; every module open: {r['open_all']:.0f} ms ({r['all_boxes']:,} boxes)"
               if r["open_all"] is not None else "")
     print(f"  {door:18s} opens folded in {r['open']:5.0f} ms ({r['boxes']} boxes); switch: "
-          f"same structure {r['switch_same']:4.0f} ms, other {r['switch_other']:4.0f} ms"
-          + opened)
+          f"same structure {r['same']:4.0f} ms, other {r['other']:4.0f} ms, "
+          f"at once (nothing readied) {r['cold']:4.0f} ms" + opened)
 
 
 if __name__ == "__main__":

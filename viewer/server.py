@@ -57,6 +57,7 @@ class ViewerServer(ThreadingHTTPServer):
         self.title = title
         self.lock = threading.Lock()  # the trace's graphs are built by one thread at a time
         self.page = page_html(None, transport="web", title=title).encode("utf-8")
+        self._encoded: dict[str, bytes] = {}
         super().__init__((host, port), _Handler)
         self.host = host
 
@@ -78,6 +79,33 @@ class ViewerServer(ThreadingHTTPServer):
             return None
         port = self.port
         return {f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]", self.host)}
+
+    def encoded(self, path: str, query: dict[str, list[str]]) -> bytes:
+        """The JSON of the part a path names, encoded once and kept (history: not kept,
+        one per node asked); KeyError for none."""
+        cacheable = path != "/api/history"
+        got = self._encoded.get(path) if cacheable else None
+        if got is None:
+            body = self.part(path, query)
+            got = json.dumps(body, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            if cacheable:
+                self._encoded[path] = got
+        return got
+
+    def warm(self) -> None:
+        """Make every part ahead of its request, the first iteration's first (run in a
+        thread: moving along the slider then waits for no Python)."""
+        meta = self.data.meta()
+        paths = []
+        for p, it in enumerate(meta["iterations"]):
+            paths += [f"/api/structure/{it['structure']}", f"/api/values/{p}"]
+        for path in dict.fromkeys(paths):
+            self.encoded(path, {})
+
+    def start_warming(self) -> threading.Thread:
+        thread = threading.Thread(target=self.warm, name="dyngraph-viewer-warm", daemon=True)
+        thread.start()
+        return thread
 
     def part(self, path: str, query: dict[str, list[str]]) -> Any:
         """The JSON part a path names; KeyError for none."""
@@ -117,12 +145,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, self.server.page, "text/html; charset=utf-8")
             return
         try:
-            body = self.server.part(url.path, query)
+            body = self.server.encoded(url.path, query)
         except KeyError:
             self._send(404, b"not found", "text/plain; charset=utf-8")
             return
-        text = json.dumps(body, separators=(",", ":"), allow_nan=False)
-        self._send(200, text.encode("utf-8"), "application/json")
+        self._send(200, body, "application/json")
 
     def do_HEAD(self) -> None:  # noqa: N802
         self._send(405, b"", "text/plain; charset=utf-8")
@@ -185,6 +212,10 @@ def run_web(args: argparse.Namespace) -> int:
     if not is_loopback(host):
         print(f"dyngraph view: warning: serving on {host}, not loopback: anyone who can reach "
               "this machine and has the URL (its token) can read the trace", file=sys.stderr)
+    if data.meta()["iterations"]:  # the first picture's parts, before anyone asks
+        server.encoded("/api/structure/0", {})
+        server.encoded("/api/values/0", {})
+    server.start_warming()
     count = len(data.meta()["iterations"])
     print(f"dyngraph view: {path.name} ({count} iterations) at {server.url}", flush=True)
     if is_loopback(host):

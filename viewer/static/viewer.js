@@ -204,6 +204,28 @@ DG.App = class {
     this.timings.show = performance.now() - t0;
     this.root.dataset.state = "ready";
     this.root.dataset.iteration = String(it.index);
+    this.prefetched = this.prefetch(p);
+  }
+
+  // While the user looks, ready the neighbours ([ and ], the slider's next step): their
+  // parts parsed or fetched, and the picture of a neighbour of another structure folded
+  // and laid out, so that moving there only repaints.
+  prefetch(p) {
+    const idle = () => new Promise(r => setTimeout(r, 30));
+    const near = [p + 1, p - 1].filter(q => q >= 0 && q < this.meta.iterations.length);
+    return (async () => {
+      for (const q of near) {
+        await idle();
+        if (this.pos !== p) return;
+        const it = this.meta.iterations[q];
+        const [S] = await Promise.all([this.source.structure(it.structure), this.source.values(q)]);
+        if (this.pos !== p || this.layouts.size >= LAYOUTS_KEPT) continue;
+        if (!this.expanded.has(it.structure)) this.expanded.set(it.structure, new Set(S.open));
+        await idle();
+        if (this.pos !== p) return;
+        this.pictureOf(it.structure, DG.prepare(S));
+      }
+    })();
   }
 
   updateHeader() {
@@ -229,8 +251,12 @@ DG.App = class {
   }
 
   picture() {
-    const S = this.S, open = this.openSet();
-    const key = this.sid + "|" + (open === null ? "*" : Array.from(open).sort().join("\u0001"));
+    return this.pictureOf(this.sid, this.S);
+  }
+
+  pictureOf(sid, S) {
+    const open = this.expanded.get(sid);
+    const key = sid + "|" + (open === null ? "*" : Array.from(open).sort().join("\u0001"));
     let got = this.layouts.get(key);
     if (got) {
       this.layouts.delete(key);
