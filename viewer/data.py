@@ -370,8 +370,8 @@ def _values(ordered: list[GraphNode]) -> dict[str, Any]:
             cols[prefix + stat] = [None if x is None else _num(getattr(x, stat))
                                    for x in summaries]
         for stat in ("nan", "inf"):
-            cols[prefix + stat] = [0 if x is None else getattr(x, stat) for x in summaries]
-        cols[prefix + "sampled"] = [1 if x is not None and x.sampled else 0 for x in summaries]
+            cols[prefix + stat] = [None if x is None else getattr(x, stat) for x in summaries]
+        cols[prefix + "sampled"] = [None if x is None else int(x.sampled) for x in summaries]
     if n <= PREVIEW_NODES:
         cols["vpreview"] = [[_num(v) for v in node.summary.preview[:8]]
                             if node.summary is not None and node.summary.preview else None
