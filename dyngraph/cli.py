@@ -102,6 +102,11 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
         help="whose ops to capture: auto (dyngraph's engine, and PyTorch once the script "
              "imports it), torch, or dyngraph (default: auto)",
     )
+    p.add_argument(
+        "--iteration", choices=("backward", "step"), default="backward",
+        help="where an iteration ends: at each backward() (default), or at each "
+             "optimizer.step() (gradient accumulation, LBFGS, per-step RL updates)",
+    )
 
 
 def _script_args(p: argparse.ArgumentParser) -> None:
@@ -147,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="cheap")
     p.add_argument("--values", choices=("none", "small"), default="none")
+    p.add_argument("--absolute-paths", action="store_true",
+                   help="name source files by their absolute paths (default: relative to "
+                        "the script's folder, <site-packages>/..., so a trace can be shared)")
     _script_args(p)
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
@@ -161,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")
+    p.add_argument("--width", type=int, default=None, metavar="N",
+                   help="print N columns wide (default: the terminal's; piped, as wide as "
+                        "the table needs)")
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("export", help="write DOT/SVG of every iteration's graph")

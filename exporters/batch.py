@@ -501,9 +501,11 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             graph = item.get()
             if not graph.nodes:  # e.g. the ops-less tail of a run after its last backward
                 continue
-            prev = items[pos - 1].get() if diff and pos > 0 else None
+            # Setup (iteration 0: loading data, an evaluation ...) is nobody's baseline.
+            base = pos > 0 and items[pos - 1].index != 0
+            prev = items[pos - 1].get() if diff and base else None
             info = IterationInfo(item.index, item.key,
-                                 pos == 0 or items[pos - 1].key != item.key, len(graph.nodes))
+                                 not base or items[pos - 1].key != item.key, len(graph.nodes))
             name = f"iter-{item.index:04d}"
             drawn = drawer.pages(graph, info, scale, prev, name)
             if drawn is None:
@@ -590,10 +592,12 @@ class Drawer:
                 info.layout_note = self.notes.get(fast.template.key) or ""
             info.depth, info.drawn, info.collapsed = d, len(fast.order), d != self.depth
             return dot_text, svg_text
+        # Integer index arithmetic (get_batch's unbind, add, getitem, stack) is one box.
+        units = modular.index_units(graph) if kind == "forward" else None
         doc = build_dot(graph, depth=d, diff_against=prev, show_shapes=shapes,
                         fold_repeats=fold, graph_kind=kind, grad_scale=scale,
                         diff_legend=self.diff_legend, cache=self.views,
-                        title=f"dyngraph iteration {info.index}")
+                        title=f"dyngraph iteration {info.index}", units=units)
         template: SvgTemplate | None = None
         if self.svg:
             template = self.templates.get(doc.layout_key())

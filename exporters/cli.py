@@ -32,21 +32,21 @@ def parse_formats(text: str) -> tuple[str, ...]:
 
 
 def record_command(script: str, script_args: Sequence[str], output: str,
-                   backend: str = "auto") -> list[str]:
+                   backend: str = "auto", iteration: str = "backward") -> list[str]:
     """The command line that records ``script`` headless into ``output``."""
     return [sys.executable, "-m", "dyngraph", "record", "--stats", "full", "-o", output,
-            "--backend", backend, script, *script_args]
+            "--backend", backend, "--iteration", iteration, script, *script_args]
 
 
 @contextmanager
-def recorded(script: Path, script_args: Sequence[str], backend: str = "auto"
-             ) -> Iterator[Path]:
+def recorded(script: Path, script_args: Sequence[str], backend: str = "auto",
+             iteration: str = "backward") -> Iterator[Path]:
     """Record ``script`` to a temporary trace file; yields its path, deletes it after."""
     with tempfile.TemporaryDirectory(prefix="dyngraph-export-") as tmp:
         trace = Path(tmp) / "run.dgtrace"
         try:
             proc = subprocess.run(record_command(str(script), script_args, str(trace),
-                                                 backend), check=False)
+                                                 backend, iteration), check=False)
         except OSError as exc:
             raise UserError(f"could not start the recorder: {exc}") from None
         if not trace.exists() or trace.stat().st_size == 0:
@@ -103,7 +103,8 @@ def run_export(args: argparse.Namespace) -> int:
         script_args = script_args[1:]
     if source.suffix == ".py":
         backends.check(getattr(args, "backend", "auto"))  # one line now, not after a run
-        with recorded(source, script_args, getattr(args, "backend", "auto")) as trace_path:
+        with recorded(source, script_args, getattr(args, "backend", "auto"),
+                      getattr(args, "iteration", "backward")) as trace_path:
             result = _export(trace_path, args, formats)
     else:
         if script_args:

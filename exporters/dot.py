@@ -491,9 +491,11 @@ def _stats(s: Summary) -> str:
 
 def _tooltip(v: VNode) -> tuple[str, str]:
     """(the lines that stay the same across iterations, this iteration's numbers)."""
-    if v.path:  # a collapsed module (or the ghost of one)
+    if v.path:  # a collapsed module (or the ghost of one, or index arithmetic)
         ops = sum(1 for m in v.members if m.kind in OP_KINDS)
-        static = f"module: {clean(v.path)}\n{len(v.members)} nodes, {ops} ops"
+        what = ("integer index arithmetic, no gradient flows through it"
+                if v.path.startswith("index ops") else f"module: {clean(v.path)}")
+        static = f"{what}\n{len(v.members)} nodes, {ops} ops"
     else:
         n = v.members[0]
         static = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,

@@ -180,3 +180,23 @@ def subgraph(graph: Graph, inside: list[int], ids: list[int], folding: fd.Foldin
                  and not seen.add((e.src, e.dst, e.index))]  # type: ignore[func-returns-value]
     out.backward_order = [i for i in graph.backward_order if i in out.nodes]
     return out
+
+
+def index_units(graph: Graph) -> dict[int, Box] | None:
+    """Each node of a connected group of integer index arithmetic (``folding``'s
+    ``index ops ×N``) -> the one box that draws the group, in a graph drawn whole; None
+    when it has no such group (most graphs: they keep the export's fast path)."""
+    nodes = sorted(graph.nodes.values(), key=lambda n: (n.seq, n.id))
+    bookkeeping = [fd.is_bookkeeping(n.kind, n.dtype, n.requires_grad) for n in nodes]
+    if sum(bookkeeping) < fd.INDEX_GROUP:
+        return None
+    scopes, inputs, sigs, names, ids = fd.graph_records(graph)
+    tree = fd.ModuleTree.build(scopes, inputs, sigs, names)
+    folding = fd.fold(tree, fd.open_set(tree, auto=False), bookkeeping)
+    call_ids = _call_ids(graph)
+    out: dict[int, Box] = {}
+    for i, u in enumerate(folding.unit_of):
+        unit = folding.units[u]
+        if unit.kind == "index":
+            out[ids[i]] = Box(unit.key, unit.label, call_ids.get(unit.parent, 0))
+    return out or None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -18,6 +19,8 @@ from pathlib import Path
 from dyngraph.debug.breakpoints import Breakpoint
 from dyngraph.debug.session import shell_status
 from dyngraph.errors import UserError
+
+from .afterwards import print_output
 
 
 def _script_args(args: argparse.Namespace) -> list[str]:
@@ -48,7 +51,8 @@ def _check_script(script: str) -> Path:
 
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
-              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto") -> int:
+              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
+              iteration: str = "backward") -> int:
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -60,17 +64,23 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
         source = LiveSource.start(Model(), str(script), script_args, stats=stats,
-                                  backend=backend)
+                                  backend=backend, iteration=iteration)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
         for bp in breakpoints:
             source.add_breakpoint(bp)
-        app = DebuggerApp(source, export_dir=export_dir, title=title)
+        app = DebuggerApp(source, export_dir=export_dir, title=title, files_near=str(script))
         status = app.run()
     finally:
         source.close()
         end_children()
+    # As if it had run without the debugger: what the script printed, and its traceback.
+    print_output(source.model.output, source.model.exception, near=str(script))
+    for bp in source.breakpoints.values():  # the ones that waited for a file in vain
+        why = source.check_reach(bp) if bp.kind == "line" else ""
+        if why:
+            print(f"dyngraph: breakpoint {bp} never hit: {why}", file=sys.stderr)
     return exit_status(app.return_code, status)
 
 
@@ -91,7 +101,7 @@ def run_debug(args: argparse.Namespace) -> int:
     bps = breakpoints_of(args)
     return _run_live(script, _script_args(args), stats=args.stats,
                      export_dir=args.export_dir, title=str(script), breakpoints=bps,
-                     backend=args.backend)
+                     backend=args.backend, iteration=getattr(args, "iteration", "backward"))
 
 
 def run_view(args: argparse.Namespace) -> int:
@@ -119,7 +129,8 @@ def run_view(args: argparse.Namespace) -> int:
     source = ReplaySource(Model(), trace)
     for bp in bps:
         source.add_breakpoint(bp)
-    app = DebuggerApp(source, title=str(path), notices=[str(w.message) for w in caught])
+    app = DebuggerApp(source, title=str(path), notices=[str(w.message) for w in caught],
+                      files_near=str(path))
     try:
         app.run()
     finally:

@@ -53,8 +53,10 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("pagedown", "page_down", "Page down", show=False, id="graph_canvas.page_down"),
         Binding("home", "scroll_home", "Top", show=False, id="graph_canvas.top"),
         Binding("end", "scroll_end", "Bottom", show=False, id="graph_canvas.bottom"),
-        Binding("tab", "select_step(1)", "Next node", show=False, id="graph_canvas.next_node"),
-        Binding("shift+tab", "select_step(-1)", "Previous node", show=False,
+        # Tab and shift+tab leave the pane, as everywhere: nodes are < and >.
+        Binding("greater_than_sign", "select_step(1)", "Next node", key_display=">",
+                id="graph_canvas.next_node"),
+        Binding("less_than_sign", "select_step(-1)", "Previous node", key_display="<",
                 id="graph_canvas.previous_node"),
         Binding("J", "follow_edge('input')", "To input", id="graph_canvas.to_input"),
         Binding("K", "follow_edge('consumer')", "To consumer", id="graph_canvas.to_consumer"),

@@ -127,6 +127,9 @@ class Model:
         for i, event in enumerate(events, n0):
             kind = event.kind
             if kind in graph_kinds:
+                if (event.iteration == 0 and current is None and kind == "breakpoint"
+                        and event.reason in QUIET_PAUSES):  # type: ignore[attr-defined]
+                    continue  # the pause before the first op: no setup iteration of its own
                 held += 1
                 if kind in step_kinds:
                     steps.append(i)
@@ -142,7 +145,8 @@ class Model:
                 if kind == "iteration_end":
                     info.end = i  # type: ignore[union-attr]
                     info.structure_key = event.structure_key  # type: ignore[attr-defined,union-attr]
-                    prev = by_index.get(current - 1)  # type: ignore[operator]
+                    # Setup (iteration 0) is no baseline: iteration 1 is not "changed".
+                    prev = by_index.get(current - 1) if current != 1 else None  # type: ignore[operator]
                     info.changed = (prev is not None  # type: ignore[union-attr]
                                     and prev.structure_key != info.structure_key)  # type: ignore[union-attr]
                 elif kind == "backward_end":
@@ -365,6 +369,8 @@ class Model:
         """What iteration ``index`` added/removed against the previous one, once both are
         whole (complete, or past the end of their backward pass)."""
         info, prev = self._by_index.get(index), self._by_index.get(index - 1)
+        if index - 1 == 0:  # setup is no baseline
+            return None
         if info is None or prev is None or not (
                 info.backward_done(len(self.events)) and prev.backward_done(len(self.events))):
             return None

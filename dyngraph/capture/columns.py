@@ -267,6 +267,18 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
     return meta + b"".join(chain.from_iterable((pack(len(b)), b) for b in blocks))
 
 
+# A header written before a schema added fields at its end: what each missing field means.
+_HEADER_ADDED = {"iteration_mode": "backward"}  # schema 3
+
+
+def _older_header(frame: Any, names: Sequence[str], n: int, where: Any) -> list[list[Any]]:
+    """The columns of a header from an older schema, the fields it lacks filled in."""
+    known = [name for name in names if name not in _HEADER_ADDED]
+    types = dict(zip(names, FIELD_TYPES["header"], strict=True))
+    cols = {name: frame.column("header", name, types[name], n, where) for name in known}
+    return [cols[name] if name in cols else [_HEADER_ADDED[name]] * n for name in names]
+
+
 # -- decoding --------------------------------------------------------------------------------
 class _Reader:
     """Reads a payload's blocks in order, each as what it must be."""
@@ -314,6 +326,15 @@ class _Reader:
             raise TraceFileError(f"events frame holds {len(data)} bytes of {what}, "
                                  f"expected {count}")
         return bytes(data)
+
+    def blocks_left(self) -> int:
+        """How many blocks follow (each checked only for fitting in the payload)."""
+        pos, n, view = self.pos, 0, self.view
+        while pos + 4 <= len(view):
+            (length,) = _BLOCK.unpack_from(view, pos)
+            pos += 4 + length
+            n += 1
+        return n
 
     def done(self) -> None:
         if self.pos != len(self.view):
@@ -640,8 +661,13 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             start += n
             where = _where(codes, code)
         names = ev.FIELD_NAMES[kind][2:]
-        cols = [frame.column(kind, name, ftype, n, where)
-                for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+        # A header frame holds a block per field, the strings table and the arrays
+        # block: one block fewer is a header from before a field was added.
+        if kind == "header" and r.blocks_left() < len(names) + 2:
+            cols = _older_header(frame, names, n, where)
+        else:
+            cols = [frame.column(kind, name, ftype, n, where)
+                    for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
         frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
         if kind == "values":

@@ -281,7 +281,8 @@ _FIELD_TESTS = {
     "retain_graph": "bool",
     "created": "number", "lr": "number",
 }
-_STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
+_STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "iteration_mode", "name",
+                  "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
                   "description", "stream", "text", "type", "message", "traceback")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
@@ -389,7 +390,9 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
 
 # Fields added since schema 1, at the end of their event's row, with the value an older
 # stream means: its rows are padded with them (a schema-1 op ran in no known call).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,)}
+# Fields a schema added at the end of a kind's rows, with the value an older row means:
+# schema 2 ``Op.call``, schema 3 ``Header.iteration_mode``.
+_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": ("backward",)}
 
 
 def _upgrade(rows: list[Any]) -> bool:

@@ -15,8 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Schema 2 added ``Op.call`` and ``ModuleCall``; a schema-1 stream reads as calls all 0.
+# Schema 3 added ``Header.iteration_mode``; an older header reads as "backward". Its
+# iterations may start at 0 (setup, see ``dyngraph.capture.tracing``).
 
 
 SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
@@ -137,8 +139,10 @@ class Header(Event):
 
     ``script`` and ``argv`` are those of the recorded program (whoever starts the recording
     sets them, see ``tracing.make_header``); ``stats`` and ``values`` the recording's modes;
-    ``created`` the wall-clock start (seconds since the epoch). A header has seq 0 and
-    iteration 0: it precedes every numbered event of its stream.
+    ``created`` the wall-clock start (seconds since the epoch); ``iteration_mode`` where
+    iterations end: ``"backward"`` (after each ``backward()``) or ``"step"`` (after each
+    optimizer step). A header has seq 0 and iteration 0: it precedes every numbered event
+    of its stream.
     """
 
     kind: ClassVar[str] = "header"
@@ -149,6 +153,7 @@ class Header(Event):
     stats: str = "cheap"
     values: str = "none"
     created: float = 0.0
+    iteration_mode: str = "backward"
 
 
 @dataclass(frozen=True, slots=True)

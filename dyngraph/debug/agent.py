@@ -67,9 +67,14 @@ class Agent:
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", iteration: str = "backward",
+                 relative_paths: bool = False) -> None:
         self.channel = channel
+        # A recording to share names files relative to the script's folder, not by
+        # this machine's absolute paths (``capture.paths``); the live debugger keeps them.
+        self.relative_paths = relative_paths
         self.backend = backend
+        self.iteration_mode = iteration  # where iterations end (tracing.Tracer.mode)
         self._backends: Any = None
         self.notes: list[str] = []
         self.detached = False  # set in a forked worker: it must not write to the channel
@@ -145,6 +150,12 @@ class Agent:
         self._capture = capture
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
+        tracer.mode = self.iteration_mode
+        tracer.show_paths_relative(os.path.dirname(os.path.abspath(script))
+                                   if self.relative_paths else None)
+        if self.relative_paths:
+            script = os.path.relpath(script) if not os.path.relpath(script).startswith(
+                "..") else tracer.shown_file(os.path.abspath(script))
         self._note_handle = backends.on_note(self._on_note)
         self._backends = backends.activate(self.backend)
         self._install_hook()
@@ -597,6 +608,8 @@ class Agent:
         module = self.modules.module_of(exc)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
+        if tracer.display is not None and file:
+            file = tracer.shown_file(file)
         last = self.last_op
         text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
         at_seq = last.seq if last is not None else 0

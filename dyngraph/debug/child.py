@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         decoder=decoder,
         early_commands=early,
         backend=config.get("backend", "auto"),
+        iteration=config.get("iteration", "backward"),
+        relative_paths=config.get("relative_paths", False),
     )
     path = os.path.abspath(ns.script)
     # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which

@@ -224,7 +224,9 @@ def run_record(args: argparse.Namespace) -> int:
     TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False, backend=args.backend)
+                            script_breakpoints=False, backend=args.backend,
+                            iteration=getattr(args, "iteration", "backward"),
+                            relative_paths=not getattr(args, "absolute_paths", False))
     out, err = sys.stdout, sys.stderr
     live_wanted = out.isatty() and err.isatty()
     recording = _Recording(output)
@@ -312,7 +314,8 @@ def run_check(args: argparse.Namespace) -> int:
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False, backend=args.backend)
+                            script_breakpoints=False, backend=args.backend,
+                            iteration=getattr(args, "iteration", "backward"))
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0}
 
@@ -377,7 +380,12 @@ def run_summary(args: argparse.Namespace) -> int:
         raise UserError(f"{path} is a directory, not a trace file")
     trace = read_trace(path)
     rows, totals = summarize_trace(trace.events)
-    console = _console()
+    table = _table(rows)
+    width = getattr(args, "width", None)
+    if width is None and not sys.stdout.isatty():
+        # Piped or in CI: as wide as the table needs, never a parameter name cut short.
+        width = max(_table_width(table), 80)
+    console = _console(width=width) if width else _console()
     header = trace.header
     if header is not None:
         argv = " ".join(header.argv)
@@ -385,9 +393,22 @@ def run_summary(args: argparse.Namespace) -> int:
             (shown(os.path.basename(header.script) or path), "bold"), f" {shown(argv)}  ",
             (shown(f"stats={header.stats} values={header.values} "
                    f"dyngraph {header.dyngraph_version}"), "dim")))
-    console.print(_table(rows))
+        console.print(Text(_MODES.get(header.iteration_mode, header.iteration_mode), "dim"))
+    console.print(table)
     console.print(_totals_text(totals))
     return 0
+
+
+_MODES = {
+    "backward": "iterations end at each backward() (--iteration step: at each "
+                "optimizer.step())",
+    "step": "iterations end at each optimizer.step() (--iteration step)",
+}
+
+
+def _table_width(table: Table) -> int:
+    """The width ``table`` takes with nothing cut."""
+    return _console(width=10_000).measure(table).maximum
 
 
 def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -405,10 +426,12 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if row is None:
             row = rows[e.iteration] = {"iteration": e.iteration, "ops": 0, "nodes": 0,
                                        "key": "", "ns": 0, "nan": 0, "inf": 0,
-                                       "grad": None, "complete": False, "loss": None}
+                                       "grad": None, "complete": False, "loss": None,
+                                       "seen": 0}
             scalars.clear()
         if t is ev.Op:
             row["ops"] += 1
+            row["seen"] += 1
             row["ns"] += e.duration_ns
             _count_nonfinite(row, (e.summary,))
             if e.summary is not None and _numel(e.shape) == 1:
@@ -425,6 +448,7 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 row["grad"] = (norm, e.name or f"#{e.tensor}")
             totals["grads"].append((norm, e.name or f"#{e.tensor}", e.iteration))
         elif t is ev.TensorCreated:
+            row["seen"] += 1
             _count_nonfinite(row, (e.summary,))
         elif t is ev.IterationEnd:
             row["nodes"] = e.node_count
@@ -438,8 +462,11 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
            if r["ops"] or r["complete"]]
     previous = None
     for r in out:
+        if not r["complete"]:  # an iteration the run ended in (an evaluation under
+            r["nodes"] = r["seen"]  # no_grad): its nodes, as its graph and export have
+        # Setup (iteration 0) is no baseline: iteration 1 is not "changed" against it.
         r["changed"] = previous is not None and bool(r["key"]) and r["key"] != previous
-        if r["key"]:
+        if r["key"] and r["iteration"] > 0:
             previous = r["key"]
         totals["ops"] += r["ops"]
         totals["nan"] += r["nan"]
@@ -510,7 +537,8 @@ def _cells(r: dict[str, Any]) -> list[Text]:
     nonfinite = Text.assemble((str(r["nan"]), "red" if r["nan"] else ""), " / ",
                               (str(r["inf"]), "yellow" if r["inf"] else ""))
     grad = Text(f"{r['grad'][0]:.4g} {shown(r['grad'][1])}" if r["grad"] else "-")
-    return [Text(str(r["iteration"])), _loss(r["loss"]), Text(f"{r['ops']:,}"),
+    iteration = Text(str(r["iteration"]) if r["iteration"] else "0 setup")
+    return [iteration, _loss(r["loss"]), Text(f"{r['ops']:,}"),
             Text(f"{r['nodes']:,}"), structure, Text(_ms(r["ns"])), nonfinite, grad]
 
 

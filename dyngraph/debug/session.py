@@ -148,7 +148,8 @@ class Session:
               values: str = "none", post_mortem: bool = True, keep_values: bool = True,
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
-              env: dict[str, str] | None = None, backend: str = "auto") -> Session:
+              env: dict[str, str] | None = None, backend: str = "auto",
+              iteration: str = "backward", relative_paths: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -160,10 +161,15 @@ class Session:
         (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
         ``"dyngraph"`` (see ``dyngraph.capture.backends``). Raises UserError for a missing
         script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
+        ``iteration``: where iterations end, ``"backward"`` or ``"step"`` (an optimizer
+        step; see ``dyngraph.capture.tracing``). ``relative_paths``: events name files
+        relative to the script's folder (a trace to share; ``dyngraph.capture.paths``).
         """
         backends.check(backend)
         if stats not in ("full", "cheap", "none"):
             raise UserError(f"stats must be full, cheap or none, not {stats!r}")
+        if iteration not in ("backward", "step"):
+            raise UserError(f"--iteration must be backward or step, not {iteration!r}")
         if values not in ("none", "small"):
             raise UserError(f"values must be none or small, not {values!r}")
         path = check_script(script)
@@ -195,7 +201,7 @@ class Session:
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
-            "backend": backend,
+            "backend": backend, "iteration": iteration, "relative_paths": relative_paths,
         })
         return session
 

@@ -110,6 +110,8 @@ class ForwardCapture(TorchFunctionMode):
                 return  # changed in place outside any graph: not an op of it
         elif args and outs[0] is args[0]:
             return  # handed its input back unchanged (x.float() on a float tensor)
+        if tracer.iteration == 0 and _grad_enabled() and any(o.requires_grad for o in outs):
+            tracer.end_setup()  # before its inputs are announced: they enter iteration 1
         ids, flat, attrs = self._inputs(args, kwargs)
         if ids is None:
             return  # no tensor went in: a creation op; its result enters as a leaf

@@ -91,12 +91,13 @@ def test_member_values_give_each_member_its_largest():
 
 
 def test_integer_index_arithmetic_folds_into_one_box():
+    w = dyngraph.randn(8, 2, requires_grad=True)
     with dyngraph.trace() as t:
+        w2 = w * 2  # differentiable work first: the index ops are this iteration's
         ix = dyngraph.tensor([3, 1, 4, 1])
         parts = [ix[k] + 1 for k in range(4)]  # int64 getitem + add: index bookkeeping
         rows = dyngraph.stack(parts)
-        w = dyngraph.randn(8, 2, requires_grad=True)
-        w[rows].sum().backward()
+        w2[rows].sum().backward()
     graph = t.iterations[0].graph
     scopes, inputs, sigs, names, ids = fd.graph_records(graph)
     tree = fd.ModuleTree.build(scopes, inputs, sigs, names)

@@ -86,3 +86,43 @@ def test_no_svg_is_wider_or_taller_than_a_rasteriser_opens():
     width = float(re.search(r'<svg width="([\d.]+)pt"', svg)[1])
     assert width <= MAX_PT and MAX_PT * 96 / 72 <= 32_767
     assert 'viewBox="0.00 0.00 57240 400"' in svg  # the drawing itself is all there
+
+
+def shrinking_trace() -> dyngraph.Trace:
+    """Setup (data scaled before anything differentiable), a 30-step recurrence, then a
+    5-step one: the second iteration loses 125 nodes; and an evaluation under no_grad the
+    run ends in."""
+    dyngraph.manual_seed(0)
+    cell = nn.RNNCell(4, 8)
+    with dyngraph.trace() as t:
+        data = dyngraph.randn(40, 2, 4) * 0.5
+        for steps in (30, 5):
+            h = dyngraph.zeros(2, 8)
+            for k in range(steps):
+                h = cell(data[k], h)
+            h.pow(2).mean().backward()
+        with dyngraph.no_grad():
+            cell(data[0], dyngraph.zeros(2, 8)).sum()
+    return t
+
+
+def test_setup_is_exported_but_no_baseline_and_many_ghosts_are_one_box(tmp_path):
+    from dyngraph.debug.commands import summarize_trace
+
+    trace = shrinking_trace()
+    result = export_iterations(trace, tmp_path, iterations="all", diff=True)
+    infos = {i.index: i for i in result.iterations}
+    assert sorted(infos) == [0, 1, 2, 3]
+    assert (tmp_path / "iter-0000.svg").exists()
+    assert infos[1].added == infos[1].removed == 0  # not diffed against setup
+    assert "stroke-dasharray" not in (tmp_path / "iter-0001.svg").read_text()
+    # 125 removed nodes: one dashed box that says what they were, not 125 ghosts.
+    assert infos[2].removed == 125
+    second = (tmp_path / "iter-0002.svg").read_text()
+    assert re.findall(r"− 125 nodes: \d+ × [a-z]+", second)
+    assert len(re.findall(r'<g id="x[^"]*" class="node"', second)) == 1  # one ghost
+    assert float(re.search(r'<svg width="([\d.]+)pt"', second)[1]) < 3000
+    # summary and export agree on the last iteration, an evaluation under no_grad.
+    rows, _ = summarize_trace(trace.events)
+    assert [r["iteration"] for r in rows] == [0, 1, 2, 3]
+    assert rows[-1]["nodes"] == infos[3].nodes > 0

@@ -340,3 +340,13 @@ def test_parameters_sit_above_the_op_that_uses_them():
     for e in view.edges:
         if e.src in params:  # the edge runs down from the weight's bottom into the op's top
             assert boxes[e.src].bottom < boxes[e.dst].top
+
+
+def test_a_tied_weight_is_one_box():
+    """nanoGPT ties its embedding to its output layer: one parameter used twice is one
+    node in the pane (copies begin at three uses, where the layout needs them)."""
+    entry, _ = scene_of(shared_weight(2))
+    labels = [n.label for n in entry.scene.view.nodes]
+    assert labels.count("cell.weight_ih") == 1
+    weight = labels.index("cell.weight_ih")
+    assert sum(e.src == weight for e in entry.scene.view.edges) == 2
