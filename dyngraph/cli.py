@@ -155,8 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
     _break_option(p)
     _script_args(p)
 
-    p = sub.add_parser("view", help="replay a recorded trace in the terminal debugger")
+    p = sub.add_parser("view", help="replay a recorded trace in the terminal debugger, or "
+                                    "in a browser with --web")
     _break_option(p)
+    p.add_argument("--web", action="store_true",
+                   help="serve the trace's viewer page on loopback, behind a random token in "
+                        "the printed URL, instead of the terminal debugger")
+    p.add_argument("--host", metavar="HOST", default=None,
+                   help="with --web: listen on HOST instead of 127.0.0.1 (e.g. 0.0.0.0: anyone "
+                        "who can reach the machine and has the URL can read the trace)")
+    p.add_argument("--port", metavar="PORT", type=int, default=0,
+                   help="with --web: the port (default: a free one)")
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("demo", help="open the debugger on a bundled demo")
@@ -264,6 +273,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     module_name, function = COMMANDS[args.command]
+    if args.command == "view" and (args.web or args.host or args.port):
+        if args.breaks:
+            parser.error("--break is for the terminal debugger, not --web")
+        module_name, function = "dyngraph.viewer.server", "run_web"
     try:
         run = getattr(importlib.import_module(module_name), function)
         with warnings.catch_warnings():  # (restores showwarning after)

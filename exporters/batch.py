@@ -489,6 +489,7 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             progress: Callable[[int, int], None] | None) -> ExportResult:
     writer = _Writer(out)
     result = ExportResult(out, [])
+    graphs: list[Graph] = []  # each exported iteration's, for index.html's viewer
     drawer = Drawer(svg="svg" in formats, graph_kind=graph_kind, depth=depth,
                     show_shapes=show_shapes, fold_repeats=fold_repeats, whole=whole,
                     diff_legend=diff,
@@ -513,12 +514,14 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
                     writer.write(f"{stem}.{ext}", text)
                     info.files.append(f"{stem}.{ext}")
             result.iterations.append(info)
+            graphs.append(graph)
             if progress is not None:
                 progress(done + 1, len(chosen))
         if index and result.iterations:
             from .html import index_html
 
-            writer.write("index.html", index_html(result.iterations, graph_kind=graph_kind))
+            writer.write("index.html", index_html(result.iterations, graphs,
+                                                  graph_kind=graph_kind))
         writer.commit()
     except BaseException:
         writer.undo()

@@ -49,7 +49,8 @@ def test_engine_never_imports_ui_or_exporters_at_module_level():
 
 def test_ui_and_exporters_do_not_reach_into_engine_internals():
     offenders = []
-    for folder, package in (("tui", "dyngraph.tui"), ("exporters", "dyngraph.exporters")):
+    for folder, package in (("tui", "dyngraph.tui"), ("exporters", "dyngraph.exporters"),
+                            ("viewer", "dyngraph.viewer")):
         for path, pkg in _package_files(folder, package):
             for module, _ in _imports(path, pkg):
                 if module.startswith("dyngraph.engine"):
@@ -60,9 +61,36 @@ def test_ui_and_exporters_do_not_reach_into_engine_internals():
 def test_no_top_level_tui_or_exporters_package_is_installed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = set(config["packages"])
-    assert not {"tui", "exporters", "demos"} & packages
+    assert not {"tui", "exporters", "demos", "viewer"} & packages
     assert config["package-dir"]["dyngraph.tui"] == "tui"
     assert config["package-dir"]["dyngraph.exporters"] == "exporters"
+    assert config["package-dir"]["dyngraph.viewer"] == "viewer"
+    # The page's scripts and style are package data: a wheel without them shows nothing.
+    assert config["package-data"]["dyngraph.viewer"] == ["static/*.js", "static/*.css"]
+    static = {p.name for p in (ROOT / "viewer" / "static").iterdir()}
+    from dyngraph.viewer.page import SCRIPTS
+
+    assert set(SCRIPTS) | {"viewer.css"} == static
+
+
+def test_viewer_imports_the_capture_layer_and_never_the_other_way_round():
+    """viewer/ (the page behind export, the notebook and view --web) reads capture/; the
+    engine reaches it only lazily (dyngraph.show, the magic, the CLI), the UI never; its
+    optional dependencies (anywidget, IPython) are imported inside functions only."""
+    offenders = []
+    for path, pkg in _package_files("viewer", "dyngraph.viewer"):
+        for module, top in _imports(path, pkg):
+            if module.startswith(("dyngraph.tui", "dyngraph.exporters", "dyngraph.engine",
+                                  "dyngraph.debug", "textual", "graphviz", "torch")):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+            if top and module.split(".")[0] in ("anywidget", "traitlets", "IPython"):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module} at module level")
+    for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui")):
+        for path, pkg in _package_files(folder, package):
+            for module, top in _imports(path, pkg):
+                if module.startswith("dyngraph.viewer") and (top or folder == "tui"):
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert offenders == []
 
 
 def test_every_package_folder_is_installed():

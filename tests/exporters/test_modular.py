@@ -3,7 +3,6 @@ linked from its box and from index.html, a run's gradient strip, no SVG too wide
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -70,8 +69,10 @@ def test_a_big_graph_exports_a_module_level_page_and_one_page_per_module(tmp_pat
     assert "from embedding" in page and "to transformer.h.1" in page
     # index.html offers every page.
     html = (tmp_path / "index.html").read_text()
-    data = json.loads(re.search(r'id="data">(.*?)</script>', html, re.S)[1])
-    assert data[0]["modules"][0][1] == "iter-0001--transformer.h.0.svg"
+    from dyngraph.viewer.page import read_parts
+
+    meta = read_parts(html)["meta"]
+    assert meta["iterations"][0]["pages"][0][1] == "iter-0001--transformer.h.0.svg"
     # --whole still draws every op in one picture.
     whole = export_iterations(trace, tmp_path / "whole", iterations=[1], whole=True)
     assert whole.iterations[0].modules == [] and whole.iterations[0].drawn > 250
