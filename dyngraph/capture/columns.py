@@ -62,7 +62,7 @@ _STORED = {"count": "count", "index": "count", "int": "int", "bool": "bool", "st
            "number": "f64", "ids": "ids"}
 _CONVERTED = {"shape": "shape", "argv": "strs", "summary": "summary",
               "grad_output": "summary", "grad_inputs": "summaries", "updates": "updates",
-              "attrs": "attrs", "array": "array"}
+              "attrs": "attrs", "array": "array", "result": "summary"}
 
 
 def _field_type(name: str) -> str:
@@ -245,7 +245,9 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
         group.append(r)
     for kind in sorted(by_kind, key=CODES.__getitem__):
         cols = list(zip(*by_kind[kind], strict=True))
-        for ftype, col in zip(FIELD_TYPES[kind], cols[3:], strict=True):
+        if kind == "header":
+            cols = cols[:3 + _header_width(cols[3])]
+        for ftype, col in zip(FIELD_TYPES[kind], cols[3:], strict=False):
             _encode_column(ftype, col, t, columns, arrays)
     sums = _summary_blocks(t)
     shapes = list(t.shapes)
@@ -640,8 +642,11 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             start += n
             where = _where(codes, code)
         names = ev.FIELD_NAMES[kind][2:]
-        cols = [frame.column(kind, name, ftype, n, where)
-                for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+        if kind == "header":
+            cols = _header_columns(frame, n, where)
+        else:
+            cols = [frame.column(kind, name, ftype, n, where)
+                    for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
         frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
         if kind == "values":
@@ -669,6 +674,30 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
 
 
 _RANGE = np.arange(1 << 12)
+
+# The header's fields added by schema 3 (rank, world size, run id), with what an older
+# header means: rank 0 of no job. A header of an older schema has the columns before them.
+_HEADER_ADDED = (0, 0, "")
+
+
+def _header_width(versions: Sequence[Any]) -> int:
+    """How many columns headers of these schema versions have."""
+    width = len(ev.FIELD_NAMES["header"]) - 2
+    old = all(type(v) is int and v < ev.RANKS_SCHEMA for v in versions)
+    return width - len(_HEADER_ADDED) if old else width
+
+
+def _header_columns(frame: _Frame, n: int, where: Callable[[int], int]) -> list[list[Any]]:
+    """The columns of ``n`` headers, their schema version (the first) read first: it says
+    which columns follow."""
+    names, types = ev.FIELD_NAMES["header"][2:], FIELD_TYPES["header"]
+    cols = [frame.column("header", names[0], types[0], n, where)]
+    width = _header_width(cols[0])
+    cols += [frame.column("header", name, ftype, n, where)
+             for name, ftype in zip(names[1:width], types[1:width], strict=True)]
+    if width < len(names):
+        cols += [[value] * n for value in _HEADER_ADDED]
+    return cols
 
 
 def _by_kind(codes: bytes) -> tuple[np.ndarray, list[int]]:

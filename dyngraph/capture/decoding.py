@@ -274,16 +274,17 @@ _TESTS: dict[str, tuple[str, str]] = {
 _FIELD_TESTS = {
     "seq": "count", "duration_ns": "count", "iteration": "iteration",
     "at_seq": "index", "line": "index", "node_count": "index", "call": "index",
-    "parent": "index",
+    "parent": "index", "group_seq": "index",
     "tensor": "int", "output": "int", "node": "int", "root": "int", "status": "int",
-    "schema_version": "int", "inputs": "ids",
+    "schema_version": "int", "inputs": "ids", "rank": "int", "world_size": "int",
     "requires_grad": "bool", "is_param": "bool", "is_leaf": "bool", "grad_enabled": "bool",
     "retain_graph": "bool",
-    "created": "number", "lr": "number",
+    "created": "number", "lr": "number", "time": "number",
 }
 _STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
-                  "description", "stream", "text", "type", "message", "traceback")
+                  "description", "stream", "text", "type", "message", "traceback",
+                  "run_id", "group")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
 # summary decoder.
@@ -293,6 +294,7 @@ _CONVERT: dict[str, str] = {
     "argv": "_strings({})",
     "summary": "S({})",
     "grad_output": "S({})",
+    "result": "S({})",
     "grad_inputs": "tuple(map(S, {}))",  # (the test makes it a list)
     "updates": "_updates({})",
     # most ops have none: they share one empty dict
@@ -389,7 +391,7 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
 
 # Fields added since schema 1, at the end of their event's row, with the value an older
 # stream means: its rows are padded with them (a schema-1 op ran in no known call).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,)}
+_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": (0, 0, "")}
 
 
 def _upgrade(rows: list[Any]) -> bool:
@@ -447,7 +449,7 @@ def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) ->
                 expected = f"an iteration in the frame's range {lo}..{hi}"
             return f"{name} is {_show(value)}, expected {expected}"
     for name, value in zip(names, row[1:], strict=True):
-        if name in _CONVERT and name not in ("summary", "grad_output", "grad_inputs"):
+        if name in _CONVERT and name not in _SUMMARY_FIELDS:
             try:
                 eval(_CONVERT[name].format("v"), dict(_NAMESPACE), {"v": value})  # noqa: S307
             except (*_MALFORMED, RecursionError):
@@ -458,7 +460,7 @@ def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) ->
     return f"{type(exc).__name__}: {exc}"[:160]
 
 
-_SUMMARY_FIELDS = ("summary", "grad_output", "grad_inputs")
+_SUMMARY_FIELDS = ("summary", "grad_output", "result", "grad_inputs")
 
 
 def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[str, Any] | None:

@@ -187,6 +187,8 @@ class Tracer:
         self._calls = 0
         self._announced = 1
         self.run_info: tuple[str, tuple[str, ...]] | None = None
+        # (rank, world size, run id) of a rank of a torchrun job, for headers (see ranks/)
+        self.job: tuple[int, int, str] = (0, 0, "")
         self._pending_end = False
         self._ended_count = 0  # the node count of an iteration whose backward ended
         # This iteration's op and tensor rows (for its structure key), and the ids of
@@ -626,10 +628,12 @@ class Tracer:
             script = default_script if script is None else script
             argv = default_argv if argv is None else argv
         # seq 0 and iteration 0: the header precedes every numbered event of its stream.
+        rank, world_size, run_id = self.job
         return ev.Header(
             seq=0, iteration=0, dyngraph_version=__version__,
             script=str(script), argv=tuple(str(a) for a in argv),
             stats=stats or self.stats, values=values or self.values, created=time.time(),
+            rank=rank, world_size=world_size, run_id=run_id,
         )
 
 

@@ -4,6 +4,7 @@ written before calls were recorded still read."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dyngraph
 import dyngraph.nn as nn
@@ -76,3 +77,23 @@ def test_schema_1_frames_read_with_no_calls() -> None:
         assert "op event with" in str(exc)
     else:
         raise AssertionError("a damaged row was accepted")
+
+
+def test_schema_2_files_read_as_rank_0_of_no_job() -> None:
+    """A trace written before schema 3 (this file was, by dyngraph at schema 2: its header
+    frame in columns has no rank, world size or run id) still opens: as no job's rank 0."""
+    path = Path(__file__).parent / "data" / "schema2.dgtrace"
+    trace = dyngraph.read_trace(path)
+    header = trace.header
+    assert header.schema_version == 2
+    assert (header.rank, header.world_size, header.run_id) == (0, 0, "")
+    assert [e.op for e in trace.events if e.kind == "op"] == ["mul", "sum"]
+    assert trace.events[-1].kind == "iteration_end"
+
+
+def test_a_rank_header_round_trips_in_both_formats() -> None:
+    header = ev.Header(seq=0, iteration=0, script="ddp.py", rank=3, world_size=4,
+                       run_id="job-17")
+    for encode in (tf.encode_events, tf.encode_events_json):
+        payload = encode([header])[tf.FRAME_HEADER.size:]
+        assert tf.decode_events_payload(payload) == [header]
