@@ -205,6 +205,11 @@ class Tracer:
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
+        # Called at an iteration's boundaries of the capturing thread, with the boundary
+        # ("backward_start", before its event; "backward_end" and "iteration_end", after
+        # theirs) and, at an iteration's end, its structure key: the rank logic of a
+        # torchrun job compares ranks there (``dyngraph.ranks``). A few calls per iteration.
+        self.boundary_hooks: tuple[Callable[[str, str], None], ...] = ()
         self._shared_attrs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._keys = StructureKeys()
@@ -429,8 +434,10 @@ class Tracer:
         count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
         self.seq += 1
-        self.deliver(("iteration_end", self.seq, self.iteration, count,
-                      self._keys.key(self.iteration_ops, self.iteration_tensors)))
+        key = self._keys.key(self.iteration_ops, self.iteration_tensors)
+        self.deliver(("iteration_end", self.seq, self.iteration, count, key))
+        for hook in self.boundary_hooks:
+            hook("iteration_end", key)
         self.flush_rows()
         self.iteration += 1
         self.iteration_ops = []
@@ -549,6 +556,8 @@ class Tracer:
     def backward_start(self, root: int, retain_graph: bool) -> None:
         if _get_ident() != self.thread and self.other_thread():
             return
+        for hook in self.boundary_hooks:
+            hook("backward_start", "")
         self.seq += 1
         self.deliver(("backward_start", self.seq, self.iteration, root, retain_graph))
 
@@ -598,6 +607,8 @@ class Tracer:
         self._pending_end = True
         self._ended_count = len(self.known)
         self.known.clear()
+        for hook in self.boundary_hooks:
+            hook("backward_end", "")
 
     def optimizer_step(self, optimizer: str, lr: float,
                        updates: tuple[tuple[int, float], ...]) -> None:

@@ -32,6 +32,7 @@ from .session import Session, shell_status
 
 if TYPE_CHECKING:
     from ..capture.tracefile import TraceWriter
+    from ..ranks.job import Job
 
 CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
 
@@ -88,14 +89,18 @@ def _stop_showing(stream: TextIO) -> None:
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
            status: Callable[[], None] | None = None) -> None:
     """Poll until the run ends or ``on_events`` returns True (inside
-    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop)."""
+    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop), or another rank
+    of the job says the ranks diverged."""
     while True:
         events = session.poll(0.1)
         if events and on_events(events):
             return
         if status is not None:
             status()
-        if session.state.paused and session.state.reason not in ("nan", "grad_norm"):
+        if session.divergence:
+            return
+        if session.state.paused and session.state.reason not in ("nan", "grad_norm",
+                                                                 "divergence"):
             session.continue_()  # headless: nobody else would ever resume it
         if session.state.finished:
             rest = session.poll()
@@ -145,6 +150,26 @@ def _exception_paragraph(command: str, session: Session) -> str | None:
         return None
     text = session.exception_description or f"{exc.type}: {exc.message}"
     return f"dyngraph {command}: the script raised {shown(text)}."
+
+
+def _job() -> Job | None:
+    """The torchrun job this command runs in, if any (see dyngraph.ranks)."""
+    from ..ranks.job import from_env
+
+    return from_env()
+
+
+def _who(command: str, job: Job | None) -> str:
+    """``record``, or ``record (rank 1 of 2)`` in a job: how this rank's lines begin."""
+    return command if job is None else f"{command} ({job.describe()})"
+
+
+def _diverged(session: Session, found: list[ev.BreakpointHit]) -> str:
+    """The divergence of the ranks this run stopped at, if it did."""
+    for hit in found:
+        if hit.reason == "divergence":
+            return hit.description
+    return session.divergence
 
 
 # -- record ------------------------------------------------------------------------------
@@ -218,17 +243,22 @@ def _terminate_on_signals(session: Session) -> Iterator[list[int]]:
 def run_record(args: argparse.Namespace) -> int:
     """Run the script headless and write its trace; exit status is the script's."""
     from ..capture.tracefile import TraceWriter
+    from ..ranks.job import rank_path
 
-    output = args.output
+    job = _job()
+    output = args.output if job is None else rank_path(args.output, job.rank)
     # Before the script runs: a bad -o costs nothing and never touches an unrelated file.
     TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False, backend=args.backend)
+                            script_breakpoints=False, backend=args.backend,
+                            ranks_compare=getattr(args, "ranks_compare", True))
     out, err = sys.stdout, sys.stderr
-    live_wanted = out.isatty() and err.isatty()
+    # (the ranks of a job share one terminal: a status line each would overwrite the others)
+    live_wanted = out.isatty() and err.isatty() and job is None
     recording = _Recording(output)
     counts = {"ops": 0}
+    found: list[ev.BreakpointHit] = []
     started = time.monotonic()
     name = os.path.basename(session.script)
 
@@ -241,12 +271,14 @@ def run_record(args: argparse.Namespace) -> int:
                 ops += 1
             elif t is ev.ScriptOutput:
                 passthrough.add(e)  # type: ignore[arg-type]
+            elif t is ev.BreakpointHit and e.reason == "divergence":  # type: ignore[attr-defined]
+                found.append(e)  # type: ignore[arg-type]
         passthrough.flush()
         counts["ops"] += ops
         if recording.write(events):
             session.abort()
             return True
-        return False
+        return bool(found)
 
     def line() -> Text:
         return Text.assemble(("recording ", "dim"), (shown(name), "bold"),
@@ -270,17 +302,25 @@ def run_record(args: argparse.Namespace) -> int:
                 recording.close(session)
     if terminated:
         return 128 + terminated[0]  # as a shell reports a tool ended by that signal
-    return _report_record(session, recording, counts["ops"], live_wanted)
+    who = _who("record", job)
+    divergence = _diverged(session, found)
+    if divergence and not recording.failure:
+        _stderr().print(f"dyngraph {who}: {shown(divergence)}. The run was stopped there "
+                        f"(it would hang at the next collective); {shown(output)} keeps "
+                        "what was recorded.")
+        return CHECK_FAILED
+    return _report_record(session, recording, counts["ops"], live_wanted, who)
 
 
-def _report_record(session: Session, recording: _Recording, ops: int, live: bool) -> int:
+def _report_record(session: Session, recording: _Recording, ops: int, live: bool,
+                   who: str = "record") -> int:
     state = session.state
     writer, output = recording.writer, recording.output
     if recording.failure:
         raise UserError(recording.failure)
     console = _stderr()
-    _print_notes("record", session, console, ops)
-    paragraph = _exception_paragraph("record", session)
+    _print_notes(who, session, console, ops)
+    paragraph = _exception_paragraph(who, session)
     if paragraph:
         console.print(paragraph)
     if writer is None:
@@ -295,7 +335,7 @@ def _report_record(session: Session, recording: _Recording, ops: int, live: bool
             f"{session.iteration} iteration(s) -> ", (shown(output), "cyan"),
             f" ({shown(state.description)})"))
     elif state.exit_status is not None and state.exit_status < 0:
-        console.print(f"dyngraph record: the script was {shown(state.description)}.")
+        console.print(f"dyngraph {who}: the script was {shown(state.description)}.")
     return shell_status(state.exit_status)
 
 
@@ -310,9 +350,12 @@ def run_check(args: argparse.Namespace) -> int:
         if not args.max_grad_norm > 0:
             raise UserError(f"--max-grad-norm must be a positive number, not {args.max_grad_norm}")
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
+    job = _job()
+    who = _who("check", job)
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
-                            script_breakpoints=False, backend=args.backend)
+                            script_breakpoints=False, backend=args.backend,
+                            ranks_compare=getattr(args, "ranks_compare", True))
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0}
 
@@ -332,32 +375,41 @@ def run_check(args: argparse.Namespace) -> int:
         finally:
             output.flush()
 
-    with _ctrl_c_forwarded(session):
+    with _ctrl_c_forwarded(session), _terminate_on_signals(session) as terminated:
         try:
             _drive(session, on_events)
         finally:
             session.close()
+    if terminated:
+        return 128 + terminated[0]
     console = _stderr()
-    _print_notes("check", session, console, counts["ops"] or len(found))
+    _print_notes(who, session, console, counts["ops"] or len(found))
+    divergence = _diverged(session, found)
+    if divergence:
+        console.print(f"dyngraph {who}: FAILED, {shown(divergence)}. The run was stopped "
+                      "there.")
+        return CHECK_FAILED
     if found:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
-        console.print(f"dyngraph check: FAILED, {what} in iteration {hit.iteration}: "
+        console.print(f"dyngraph {who}: FAILED, {what} in iteration {hit.iteration}: "
                       f"{shown(hit.description)}. The run was stopped there.")
         return CHECK_FAILED
     state = session.state
-    paragraph = _exception_paragraph("check", session)
+    paragraph = _exception_paragraph(who, session)
     if paragraph:
         console.print(paragraph)
     elif state.exit_status:
         verb = "was " if state.exit_status is not None and state.exit_status < 0 else ""
-        console.print(f"dyngraph check: the script {verb}{shown(state.description)}.")
+        console.print(f"dyngraph {who}: the script {verb}{shown(state.description)}.")
     if state.exit_status == 0:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])
             + ([f"every gradient norm <= {args.max_grad_norm:g}"] if args.max_grad_norm else [])
         ) or "the script ran"
-        console.print(f"dyngraph check: ok, {checked} ({counts['ops']:,} ops, "
+        if job is not None and getattr(args, "ranks_compare", True):
+            checked += ", and every rank in step with the others"
+        console.print(f"dyngraph {who}: ok, {checked} ({counts['ops']:,} ops, "
                       f"{session.iteration} iteration(s))")
     return shell_status(state.exit_status)
 

@@ -134,6 +134,8 @@ class Session:
         # What the capture said about the run ("torch.compile runs eagerly while captured")
         self.notes: list[str] = []
         self.run_end: ev.RunEnd | None = None
+        # Set when another rank of the job found that the ranks diverged (dyngraph.ranks)
+        self.divergence = ""
         self.last_seq = 0
         self.iteration = 1
         self.events_received = 0
@@ -148,7 +150,8 @@ class Session:
               values: str = "none", post_mortem: bool = True, keep_values: bool = True,
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
-              env: dict[str, str] | None = None, backend: str = "auto") -> Session:
+              env: dict[str, str] | None = None, backend: str = "auto",
+              ranks_strict: bool = False, ranks_compare: bool = True) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -158,7 +161,10 @@ class Session:
         ``keep_values``/``keep_iterations``/``max_bytes`` bound the values the child keeps
         for ``fetch_values`` (see ``dyngraph.debug.values``). ``backend`` is ``"auto"``
         (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
-        ``"dyngraph"`` (see ``dyngraph.capture.backends``). Raises UserError for a missing
+        ``"dyngraph"`` (see ``dyngraph.capture.backends``). In a rank of a torchrun job,
+        ``ranks_strict`` makes every checkpoint wait for every rank (a debugger's pause
+        holds the others) and ``ranks_compare=False`` compares nothing across ranks (see
+        ``dyngraph.ranks``). Raises UserError for a missing
         script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
         """
         backends.check(backend)
@@ -195,7 +201,7 @@ class Session:
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
-            "backend": backend,
+            "backend": backend, "ranks_strict": ranks_strict, "ranks_compare": ranks_compare,
         })
         return session
 
@@ -474,6 +480,8 @@ class Session:
     def _on_message(self, msg: dict[str, Any]) -> None:
         if msg.get("note") == "exception":
             self.exception_description = str(msg.get("description", ""))
+        elif msg.get("note") == "divergence":
+            self.divergence = str(msg.get("description", ""))
         elif msg.get("note") == "backend":
             text = str(msg.get("text", ""))
             if text and text not in self.notes:

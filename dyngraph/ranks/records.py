@@ -1,0 +1,201 @@
+"""What ranks tell each other at a checkpoint, and how a divergence is put into words.
+
+A checkpoint is a moment every rank of a group must reach in step: a collective, the
+start of a backward pass (DDP's all-reduce runs inside it), the end of the run. Each rank
+publishes a ``Record`` of where it is: the kind of checkpoint, its iteration, and what
+must be the same on every rank there (for a backward: the structure key of the forward
+graph so far; for a collective: the op, its tensors' shapes and dtypes, the root rank),
+with the structure key of its previous iteration folded in. Equal records: the ranks are
+in step. Different ones: a divergence, described from each rank's ``Detail`` (the ops of
+its iteration so far and its call site), naming the rank that differs, the iteration,
+the first op where it went another way, its source line, and what the others did there.
+
+Pure data and text: no torch, no store (``exchange.py`` moves these through the store).
+
+>>> a = Record("backward", 7, "k1", "k0", 12)
+>>> Record.decode(a.encode(3)) == (3, a)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..textsafe import shown
+
+
+@dataclass(frozen=True)
+class Record:
+    """A rank's checkpoint: ``kind`` ("backward", "collective" or "end"), its
+    ``iteration``, ``what`` must agree across ranks, ``previous`` the structure key of the
+    iteration before, ``ops`` the number of forward ops of this iteration so far (shown,
+    not compared: the structure key already says whether the graphs agree)."""
+
+    kind: str
+    iteration: int
+    what: str
+    previous: str = ""
+    ops: int = 0
+
+    @property
+    def shape(self) -> str:
+        """The record without its iteration: what a rank remembers as verified, to skip
+        the wait at the same checkpoint of a later iteration (see ``exchange``)."""
+        return f"{self.kind}|{self.what}|{self.previous}"
+
+    def agrees(self, other: Record) -> bool:
+        return (self.kind, self.iteration, self.what, self.previous) == (
+            other.kind, other.iteration, other.what, other.previous)
+
+    def encode(self, n: int) -> str:
+        return json.dumps([n, self.kind, self.iteration, self.what, self.previous, self.ops])
+
+    @staticmethod
+    def decode(text: str | bytes) -> tuple[int, Record]:
+        n, kind, iteration, what, previous, ops = json.loads(text)
+        return int(n), Record(str(kind), int(iteration), str(what), str(previous), int(ops))
+
+
+@dataclass(frozen=True)
+class Detail:
+    """What a rank did up to a checkpoint, for the description of a divergence: its
+    record, the call site of the checkpoint (``file``, ``line``: the collective's call or
+    the ``backward()`` line), and the ops of the iteration so far, each as (op, module,
+    file, line, shape)."""
+
+    rank: int
+    record: Record
+    file: str = ""
+    line: int = 0
+    ops: tuple[tuple[str, str, str, int, tuple[int, ...]], ...] = ()
+    previous_ops: tuple[tuple[str, str, str, int, tuple[int, ...]], ...] = field(default=())
+
+    def encode(self) -> str:
+        return json.dumps({"rank": self.rank, "record": self.record.encode(0),
+                           "file": self.file, "line": self.line,
+                           "ops": [list(o) for o in self.ops],
+                           "previous_ops": [list(o) for o in self.previous_ops]})
+
+    @staticmethod
+    def decode(text: str | bytes) -> Detail:
+        d = json.loads(text)
+        return Detail(int(d["rank"]), Record.decode(d["record"])[1], str(d["file"]),
+                      int(d["line"]), _ops(d["ops"]), _ops(d.get("previous_ops", [])))
+
+
+def _ops(rows: list[Any]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], ...]:
+    return tuple((str(op), str(module), str(file), int(line), tuple(int(d) for d in shape))
+                 for op, module, file, line, shape in rows)
+
+
+def odd_ones(records: dict[int, Record]) -> tuple[list[int], list[int]]:
+    """(the ranks that went another way, the ranks they are compared with): the largest
+    group of agreeing ranks is the reference; a tie goes to the group holding the lowest
+    rank (rank 0 in a job of two)."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for rank in sorted(records):
+        r = records[rank]
+        groups.setdefault((r.kind, r.iteration, r.what, r.previous), []).append(rank)
+    counts = Counter({k: len(v) for k, v in groups.items()})
+    best = max(groups, key=lambda k: (counts[k], -min(groups[k])))
+    reference = groups[best]
+    others = sorted(r for r in records if r not in reference)
+    return others, reference
+
+
+def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
+    """One paragraph naming the divergence: the rank(s) that differ, the iteration, the
+    first op (or checkpoint) where they went another way with its line, and what the
+    others did there. ``details`` may lack ranks that did not answer."""
+    odd, reference = odd_ones(records)
+    if not odd:
+        return "the ranks agree"
+    rank, ref = odd[0], reference[0]
+    mine, theirs = records[rank], records[ref]
+    who = _ranks(odd)
+    others = _ranks(reference)
+    iteration = mine.iteration
+    if mine.kind != theirs.kind or mine.iteration != theirs.iteration:
+        return (f"ranks diverged: {who} {_checkpoint(mine, details.get(rank))} while "
+                f"{others} {_checkpoint(theirs, details.get(ref))}")
+    if mine.previous != theirs.previous:
+        where = _first_difference(details.get(rank), details.get(ref), previous=True)
+        return (f"ranks diverged in iteration {iteration - 1}: {who} built another graph "
+                f"than {others}" + (f": {where}" if where else ""))
+    if mine.kind == "collective":
+        return (f"ranks diverged at iteration {iteration}: {who} called "
+                f"{_checkpoint(mine, details.get(rank), verb=False)} where {others} called "
+                f"{_checkpoint(theirs, details.get(ref), verb=False)}")
+    if mine.kind == "backward":
+        where = _first_difference(details.get(rank), details.get(ref), previous=False)
+        return (f"ranks diverged at iteration {iteration}: {who}'s forward pass took another "
+                f"path than {others}'s" + (f": {where}" if where else "")
+                + " (caught before backward(), where DDP's all-reduce would have waited)")
+    return f"ranks diverged at iteration {iteration}: {who} and {others} differ"
+
+
+def _ranks(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    return "ranks " + ", ".join(map(str, ranks[:-1])) + f" and {ranks[-1]}"
+
+
+def _site(file: str, line: int) -> str:
+    if not file:
+        return ""
+    return f" at {shown(_short(file))}:{line}"
+
+
+def _short(path: str) -> str:
+    """A path as the user reads it: relative to the working directory when below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _checkpoint(r: Record, d: Detail | None, verb: bool = True) -> str:
+    site = _site(d.file, d.line) if d is not None else ""
+    if r.kind == "collective":
+        op, _, rest = r.what.partition("|")
+        text = f"{op} {_collective_args(rest)}{site}".replace("  ", " ")
+        return f"called {text} in iteration {r.iteration}" if verb else text
+    if r.kind == "backward":
+        return f"started backward(){site} in iteration {r.iteration} after {r.ops} ops"
+    if r.kind == "end":
+        return f"ended the script after iteration {max(r.iteration - 1, 0)}"
+    return f"reached {r.kind} in iteration {r.iteration}"
+
+
+def _collective_args(rest: str) -> str:
+    """``shapes=[[3]] dtypes=[float32]`` from a collective record's compared part."""
+    return f"({rest})" if rest else ""
+
+
+def _first_difference(mine: Detail | None, theirs: Detail | None, previous: bool) -> str:
+    """``op 5: F.linear (module head_b) at demo.py:31, where rank 0 ran F.linear (module
+    head_a) at demo.py:29``; "" when a detail is missing."""
+    if mine is None or theirs is None:
+        return ""
+    a = mine.previous_ops if previous else mine.ops
+    b = theirs.previous_ops if previous else theirs.ops
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else None
+        y = b[i] if i < len(b) else None
+        if x != y:
+            return (f"op {i + 1}: rank {mine.rank} ran {_op(x)}, where rank {theirs.rank} "
+                    f"ran {_op(y)}")
+    return ""
+
+
+def _op(o: tuple[str, str, str, int, tuple[int, ...]] | None) -> str:
+    if o is None:
+        return "nothing more"
+    op, module, file, line, shape = o
+    in_module = f" in {shown(module)}" if module else ""
+    return f"{shown(op)}{in_module}{_site(file, line)} -> {tuple(shape)}"

@@ -1,0 +1,180 @@
+"""The rank logic inside the script's process: started by the debug runtime's child when
+the environment names a rank of a torchrun job (``job.from_env``).
+
+It names the rank in the trace's header, waits for the script to import torch (then
+wraps the collectives: ``collectives.py``), and takes part in the checkpoints
+(``exchange.py``) at the script's collectives, at the start of every backward pass and at
+the end of the run. What it finds goes back through two callbacks the debug runtime
+gives it: ``on_divergence(text)`` on the script's thread, at the checkpoint (the agent
+pauses there: ``check`` and ``record`` stop, ``debug`` shows it), and
+``on_remote(text)`` from the watcher thread, when another rank found it while this one
+was busy (possibly inside a collective that will never return).
+
+``compare=False`` (``--ranks-may-differ``) records per rank and its collectives but
+compares nothing: for jobs whose ranks run different graphs by design (pipeline stages).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..capture.imports import after_import
+from ..capture.rows import Row
+from ..capture.tracing import Handle, tracer
+from .exchange import Exchange
+from .job import Job
+from .records import Detail, Record
+
+FR_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+FR_ENTRIES = 64  # the flight recorder's ring, when dyngraph switches it on
+# An op row's (op, module, file, line, shape): see dyngraph.capture.rows.
+_OP, _SHAPE, _MODULE, _FILE, _LINE = 3, 6, 10, 11, 12
+
+
+class RankRuntime:
+    def __init__(self, job: Job, *, strict: bool, compare: bool = True,
+                 on_divergence: Callable[[str], None] | None = None,
+                 on_remote: Callable[[str], None] | None = None) -> None:
+        self.job = job
+        self.strict = strict
+        self.compare = compare
+        self.on_divergence = on_divergence
+        self.on_remote = on_remote
+        self.collectives: Any = None
+        self.exchange: Exchange | None = None
+        self.previous = ""  # the structure key of the last iteration that ended
+        self.previous_ops: list[Row] = []
+        self._import: Handle | None = None
+        self._fr_env = False
+        self._backward_wall = 0.0
+        self._finished = False
+
+    # -- start and finish -----------------------------------------------------------------
+    def start(self) -> None:
+        tracer.job = (self.job.rank, self.job.world_size, self.job.run_id)
+        if not any(v in os.environ for v in FR_VARIABLES):
+            # PyTorch's flight recorder is how DDP's own collectives are seen; it reads its
+            # size when the first process group is made (then the variable goes again).
+            os.environ["TORCH_FR_BUFFER_SIZE"] = str(FR_ENTRIES)
+            self._fr_env = True
+        tracer.boundary_hooks = (*tracer.boundary_hooks, self._boundary)
+        if "torch" in sys.modules:
+            self._torch_imported()
+        else:
+            self._import = after_import("torch", self._torch_imported)
+
+    def _torch_imported(self) -> None:
+        from .collectives import Collectives
+
+        self.collectives = Collectives(self._collective)
+        self.collectives.fr_env = self._fr_env
+        self.collectives.install()
+
+    def finish(self) -> None:
+        """The end checkpoint, PyTorch's last collectives, and everything put back."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            if self.collectives is not None:
+                self.collectives.read_flight_recorder()
+            ex = self.exchange
+            if ex is not None and self.compare:
+                record = Record("end", tracer.iteration, "", self.previous)
+                found = ex.end(record, self._detail(record, "", 0))
+                if found and self.on_divergence is not None:
+                    self.on_divergence(found)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self._import is not None:
+            self._import.remove()
+            self._import = None
+        tracer.boundary_hooks = tuple(h for h in tracer.boundary_hooks if h != self._boundary)
+        if self.collectives is not None:
+            self.collectives.restore_environment()
+            self.collectives.remove()
+        elif self._fr_env:
+            os.environ.pop("TORCH_FR_BUFFER_SIZE", None)
+        if self.exchange is not None:
+            self.exchange.stop()
+
+    def paused(self, flag: bool) -> None:
+        """The debugger paused this rank (True) or let it go on (False)."""
+        if self.exchange is not None:
+            self.exchange.paused(flag)
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def _exchange(self) -> Exchange | None:
+        if self.exchange is None and self.collectives is not None:
+            from .collectives import job_store
+
+            found = job_store(self.job.prefix)
+            if found is not None:
+                store, timeout = found
+                self.exchange = Exchange(store, self.job.rank, self.job.world_size,
+                                         self.strict, timeout, self.on_remote)
+                self.exchange.start_watching()
+        return self.exchange
+
+    def _boundary(self, kind: str, key: str) -> None:
+        if kind == "backward_start":
+            self._backward_wall = time.time()
+            if self.compare:
+                self._backward_checkpoint()
+        elif kind == "backward_end":
+            if self.collectives is not None:
+                self.collectives.after_backward((self._backward_wall, time.time()))
+        elif kind == "iteration_end":
+            self.previous = key
+            self.previous_ops = tracer.iteration_ops
+
+    def _backward_checkpoint(self) -> None:
+        ex = self._exchange()
+        if ex is None:
+            return
+        ops = tracer.iteration_ops
+        key = tracer._keys.key(ops, tracer.iteration_tensors)
+        file, line, _ = tracer.source(3)
+        self._check(ex, "w", range(self.job.world_size),
+                    Record("backward", tracer.iteration, key, self.previous, len(ops)),
+                    file, line)
+
+    def _collective(self, group: str, members: list[int], what: str, file: str,
+                    line: int) -> None:
+        if not self.compare:
+            return
+        ex = self._exchange()
+        if ex is None:
+            return
+        record = Record("collective", tracer.iteration, what, self.previous,
+                        len(tracer.iteration_ops))
+        self._check(ex, group, members, record, file, line)
+
+    def _check(self, ex: Exchange, group: str, members: Any, record: Record, file: str,
+               line: int) -> None:
+        found = ex.checkpoint(group, list(members), record, self._detail(record, file, line))
+        if found and self.on_divergence is not None:
+            self.on_divergence(found)
+
+    def _detail(self, record: Record, file: str, line: int) -> Callable[[], Detail]:
+        """What this rank did up to here, built only if another rank asks (from the
+        watcher thread, perhaps while this one is inside a collective): the op lists are
+        held as they are now (the tracer starts a new list at each iteration's end)."""
+        ops, count = tracer.iteration_ops, len(tracer.iteration_ops)
+        previous = self.previous_ops
+        rank = self.job.rank
+
+        def make() -> Detail:
+            return Detail(rank, record, file, line, _op_rows(ops[:count]), _op_rows(previous))
+
+        return make
+
+
+def _op_rows(rows: list[Row]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], ...]:
+    return tuple((r[_OP], r[_MODULE], r[_FILE], r[_LINE], r[_SHAPE]) for r in rows)
