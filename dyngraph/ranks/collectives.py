@@ -224,9 +224,7 @@ class Collectives:
         file, line, function = tracer.source(3)
         group = group_name(pg)
         members = dist.get_process_group_ranks(pg)
-        what = f"{name}|shapes={list(map(list, shapes))} dtypes={list(dtypes)}" + (
-            f" {_roots(attrs)}" if _roots(attrs) else "")
-        self.checkpoint(group, members, what, file, line)
+        self.checkpoint(group, members, _what(name, shapes, dtypes, attrs, group), file, line)
         before = summaries(ins[:1]) if ins else [None]
         seq0 = pg._get_sequence_number_for_group()
         wall, t0 = time.time(), now_ns()
@@ -333,9 +331,15 @@ def _group_of_entry(e: dict[str, Any]) -> str:
     return str(pg[0])
 
 
-def _roots(attrs: dict[str, Any]) -> str:
-    return " ".join(f"{k}={attrs[k]}" for k in ("src", "dst", "group_src", "group_dst", "op")
-                    if k in attrs)
+def _what(name: str, shapes: tuple[tuple[int, ...], ...], dtypes: tuple[str, ...],
+          attrs: dict[str, Any], group: str) -> str:
+    """What every member of the group must agree on at a collective, as it is shown:
+    ``all_reduce(float32[16]) op=SUM on group 1``."""
+    tensors = ", ".join(f"{d}{list(s)}" for s, d in zip(shapes, dtypes, strict=True))
+    roots = " ".join(f"{k}={attrs[k]}" for k in ("src", "dst", "group_src", "group_dst", "op")
+                     if k in attrs)
+    where = "" if group == "w" else f" on group {group}"
+    return f"{name}({tensors})" + (f" {roots}" if roots else "") + where
 
 
 def _plain(value: Any) -> Any:

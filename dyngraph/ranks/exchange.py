@@ -32,15 +32,15 @@ The store is used through its Python API only (``set``, ``get``, ``wait``, ``che
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import timedelta
 from typing import Any
 
 from .records import Detail, Record, describe
 
-POLL = 0.5  # seconds between looks at the store while waiting for another rank
+POLL = 0.05  # at most this many seconds between looks at the store while waiting
 DETAIL_WAIT = 5.0  # how long a rank that found a divergence waits for the others' details
 KEEP = 256  # checkpoints of each group whose keys a rank keeps in the store
 WATCH = 0.25  # seconds between the watcher thread's looks at the store
@@ -60,6 +60,7 @@ class Exchange:
         self.limit = limit
         self.on_remote = on_remote
         self.counts: dict[str, int] = {}
+        self.members: dict[str, tuple[int, ...]] = {}
         self.positions: dict[str, int] = {}
         self.iteration = -1
         self.verified: dict[tuple[str, int], str] = {}
@@ -68,6 +69,7 @@ class Exchange:
         self.divergence: str | None = None
         self.waits = 0  # checkpoints at which this rank waited (for tests and benches)
         self._answered: set[tuple[str, int]] = set()
+        self._finding = False
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()  # between the main thread and the watcher
@@ -82,6 +84,7 @@ class Exchange:
             return None  # named already: the run is stopping
         n = self.counts.get(group, 0)
         self.counts[group] = n + 1
+        self.members[group] = tuple(members)
         if record.iteration != self.iteration:
             self.iteration = record.iteration
             self.positions = {}
@@ -100,11 +103,12 @@ class Exchange:
         found = self._gather(group, n, others, record)
         if isinstance(found, str):
             return self._report(found)
-        records = {**found, self.rank: record}
-        if all(r.agrees(record) for r in found.values()):
+        records, at = found
+        records[self.rank] = record
+        if all(r.agrees(record) for r in records.values()) and len(records) == len(members):
             self.verified[(group, position)] = record.shape
             return None
-        return self._diverged(group, n, records)
+        return self._diverged(records, {**at, self.rank: (group, n)})
 
     def end(self, record: Record, detail: DetailMaker) -> str | None:
         """The run's last checkpoint (world group), then ``end/RANK``: a rank still
@@ -123,21 +127,32 @@ class Exchange:
         return f"cp/{group}/{n}/{rank}"
 
     def _gather(self, group: str, n: int, others: list[int], mine: Record
-                ) -> dict[int, Record] | str:
-        """The other ranks' records of checkpoint n, or why they cannot be had."""
+                ) -> tuple[dict[int, Record], dict[int, tuple[str, int]]] | str:
+        """The other ranks' records of checkpoint n (and the checkpoint each record is
+        of), or why they cannot be had. A rank that waits at a checkpoint of another group
+        instead, one this rank has not reached (it skipped a collective there), is
+        found while waiting: its record of that checkpoint is returned instead."""
         keys = {q: self._key(group, n, q) for q in others}
         missing = list(others)
         deadline = time.monotonic() + self.limit
-        while missing:
-            try:
-                self.store.wait([keys[q] for q in missing], timedelta(seconds=POLL))
-                break
-            except Exception:  # noqa: BLE001 - the store's timeout (its type varies)
-                pass
+        pause = 0.0002
+        while True:
             missing = [q for q in missing if not self.store.check([keys[q]])]
+            if not missing:
+                break
+            # (``check`` and a sleep, not the store's ``wait``: a ``wait`` that times out
+            # makes c10d print a warning into the script's output, every time)
+            time.sleep(pause)
+            pause = min(pause * 2, POLL)
+            if pause < POLL:
+                continue
             news = self._announced()
             if news is not None:
                 return news
+            for q in missing:
+                elsewhere = self._ahead(q, group, keys[q])
+                if elsewhere is not None:
+                    return elsewhere
             for q in missing:
                 if self.store.check([f"end/{q}"]):
                     return (f"rank {q} ended the script while rank {self.rank} waits "
@@ -150,23 +165,50 @@ class Exchange:
                         f"waits {_at(mine)} within {self.limit:g} s (the process group's "
                         f"timeout)")
         values = self.store.multi_get([keys[q] for q in others])
-        return {q: Record.decode(v)[1] for q, v in zip(others, values, strict=True)}
+        return ({q: Record.decode(v)[1] for q, v in zip(others, values, strict=True)},
+                {q: (group, n) for q in others})
 
-    def _diverged(self, group: str, n: int, records: dict[int, Record]) -> str:
-        """Ask every rank for its detail of checkpoint n, then describe the divergence (the
-        first description stored is everyone's)."""
+    def _ahead(self, q: int, waiting: str, awaited: str
+               ) -> tuple[dict[int, Record], dict[int, tuple[str, int]]] | None:
+        """Rank q's record of a checkpoint of another group this rank shares with it and
+        has not reached: q is waiting there, for this rank, which went another way. (Not
+        if q published the awaited record meanwhile: it did so before the other.)"""
+        for group, count in list(self.counts.items()):
+            if group == waiting or q not in self.members.get(group, ()):
+                continue
+            key = self._key(group, count, q)
+            if self.store.check([key]) and not self.store.check([awaited]):
+                return {q: Record.decode(self.store.get(key))[1]}, {q: (group, count)}
+        return None
+
+    def _diverged(self, records: dict[int, Record], at: dict[int, tuple[str, int]]) -> str:
+        """Ask every rank for its detail of its checkpoint in ``at``, then describe the
+        divergence (the first description stored is everyone's)."""
+        self._finding = True
+        group, n = at[self.rank]
         self._answer(group, n)
-        self.store.compare_set("div", "", f"{group}/{n}/{self.rank}")
+        request = json.dumps({str(q): f"{g}/{m}" for q, (g, m) in at.items()})
+        self.store.compare_set("div", "", request)
         details: dict[int, Detail] = {}
         deadline = time.monotonic() + DETAIL_WAIT
         while len(details) < len(records) and time.monotonic() < deadline:
             for q in records:
-                if q not in details and self.store.check([f"det/{group}/{n}/{q}"]):
-                    details[q] = Detail.decode(self.store.get(f"det/{group}/{n}/{q}"))
+                key = f"det/{at[q][0]}/{at[q][1]}/{q}"
+                if q not in details and self.store.check([key]):
+                    details[q] = Detail.decode(self.store.get(key))
             if len(details) < len(records):
                 time.sleep(0.05)
         text = describe(records, details)
-        return self._report(_decode(self.store.compare_set("divtext", "", text)) or text)
+        text = _decode(self.store.compare_set("divtext", "", text)) or text
+        self._set(f"ack/{self.rank}", "1")
+        # Until the other ranks have heard (their watchers), stopping this one would make
+        # theirs fail inside the collective they wait in, with the transport's error
+        # printed before ours.
+        deadline = time.monotonic() + DETAIL_WAIT
+        while time.monotonic() < deadline and not all(
+                self.store.check([f"ack/{q}"]) for q in records):
+            time.sleep(0.05)
+        return self._report(text)
 
     def _report(self, text: str) -> str:
         self.divergence = text
@@ -200,12 +242,17 @@ class Exchange:
 
     def _look(self, dropped: dict[str, int]) -> None:
         if self.store.check(["div"]):
-            group, n, _ = _decode(self.store.get("div")).rsplit("/", 2)
-            self._answer(group, int(n))
-            if self.divergence is None and self.store.check(["divtext"]):
+            request = json.loads(_decode(self.store.get("div")))
+            mine = request.get(str(self.rank))
+            if mine is not None:  # (a rank not named has nothing to say)
+                group, n = mine.rsplit("/", 1)
+                self._answer(group, int(n))
+            if self.divergence is None and not self._finding and self.store.check(
+                    ["divtext"]):
                 text = self._report(_decode(self.store.get("divtext")))
                 if self.on_remote is not None:
                     self.on_remote(text)
+                self._set(f"ack/{self.rank}", "1")
                 self._stop.set()
         for group, count in list(self.counts.items()):
             first = dropped.get(group, 0)
@@ -248,4 +295,4 @@ def _at(record: Record) -> str:
         return f"to start backward() in iteration {record.iteration}"
     if record.kind == "end":
         return "at the end of the script"
-    return f"at {record.what.partition('|')[0]} in iteration {record.iteration}"
+    return f"at {record.what} in iteration {record.iteration}"

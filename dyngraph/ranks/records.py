@@ -120,8 +120,12 @@ def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
     others = _ranks(reference)
     iteration = mine.iteration
     if mine.kind != theirs.kind or mine.iteration != theirs.iteration:
-        return (f"ranks diverged: {who} {_checkpoint(mine, details.get(rank))} while "
+        text = (f"ranks diverged: {who} {_checkpoint(mine, details.get(rank))} while "
                 f"{others} {_checkpoint(theirs, details.get(ref))}")
+        if mine.iteration == theirs.iteration:
+            where = _first_difference(details.get(rank), details.get(ref), previous=False)
+            text += f"; the first op that differs is {where}" if where else ""
+        return text
     if mine.previous != theirs.previous:
         where = _first_difference(details.get(rank), details.get(ref), previous=True)
         return (f"ranks diverged in iteration {iteration - 1}: {who} built another graph "
@@ -162,19 +166,13 @@ def _short(path: str) -> str:
 def _checkpoint(r: Record, d: Detail | None, verb: bool = True) -> str:
     site = _site(d.file, d.line) if d is not None else ""
     if r.kind == "collective":
-        op, _, rest = r.what.partition("|")
-        text = f"{op} {_collective_args(rest)}{site}".replace("  ", " ")
+        text = f"{r.what}{site}"
         return f"called {text} in iteration {r.iteration}" if verb else text
     if r.kind == "backward":
         return f"started backward(){site} in iteration {r.iteration} after {r.ops} ops"
     if r.kind == "end":
         return f"ended the script after iteration {max(r.iteration - 1, 0)}"
     return f"reached {r.kind} in iteration {r.iteration}"
-
-
-def _collective_args(rest: str) -> str:
-    """``shapes=[[3]] dtypes=[float32]`` from a collective record's compared part."""
-    return f"({rest})" if rest else ""
 
 
 def _first_difference(mine: Detail | None, theirs: Detail | None, previous: bool) -> str:
@@ -197,5 +195,5 @@ def _op(o: tuple[str, str, str, int, tuple[int, ...]] | None) -> str:
     if o is None:
         return "nothing more"
     op, module, file, line, shape = o
-    in_module = f" in {shown(module)}" if module else ""
+    in_module = f" [{shown(module)}]" if module else ""
     return f"{shown(op)}{in_module}{_site(file, line)} -> {tuple(shape)}"
