@@ -120,12 +120,14 @@ def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
     others = _ranks(reference)
     iteration = mine.iteration
     if mine.kind != theirs.kind or mine.iteration != theirs.iteration:
-        text = (f"ranks diverged: {who} {_checkpoint(mine, details.get(rank))} while "
-                f"{others} {_checkpoint(theirs, details.get(ref))}")
+        then = (f"{who} {_checkpoint(mine, details.get(rank))} while {others} "
+                f"{_checkpoint(theirs, details.get(ref))}")
+        where = ""
         if mine.iteration == theirs.iteration:
             where = _first_difference(details.get(rank), details.get(ref), previous=False)
-            text += f"; the first op that differs is {where}" if where else ""
-        return text
+        if where:
+            return f"ranks diverged at iteration {iteration}: {where}; then {then}"
+        return f"ranks diverged: {then}"
     if mine.previous != theirs.previous:
         where = _first_difference(details.get(rank), details.get(ref), previous=True)
         return (f"ranks diverged in iteration {iteration - 1}: {who} built another graph "
@@ -136,8 +138,8 @@ def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
                 f"{_checkpoint(theirs, details.get(ref), verb=False)}")
     if mine.kind == "backward":
         where = _first_difference(details.get(rank), details.get(ref), previous=False)
-        return (f"ranks diverged at iteration {iteration}: {who}'s forward pass took another "
-                f"path than {others}'s" + (f": {where}" if where else "")
+        return (f"ranks diverged at iteration {iteration}: "
+                + (where or f"{who}'s forward pass took another path than {others}'s")
                 + " (caught before backward(), where DDP's all-reduce would have waited)")
     return f"ranks diverged at iteration {iteration}: {who} and {others} differ"
 
@@ -186,8 +188,8 @@ def _first_difference(mine: Detail | None, theirs: Detail | None, previous: bool
         x = a[i] if i < len(a) else None
         y = b[i] if i < len(b) else None
         if x != y:
-            return (f"op {i + 1}: rank {mine.rank} ran {_op(x)}, where rank {theirs.rank} "
-                    f"ran {_op(y)}")
+            return (f"rank {mine.rank} ran {_op(x)} as op {i + 1} of the iteration, where "
+                    f"rank {theirs.rank} ran {_op(y)}")
     return ""
 
 
