@@ -103,6 +103,11 @@ def run_view(args: argparse.Namespace) -> int:
     from .sources import ReplaySource
 
     bps = breakpoints_of(args)
+    from dyngraph.ranks import jobtrace
+
+    job = jobtrace.read(args.trace)  # the rank files of a torchrun job: the grid first
+    if job is not None:
+        return _view_job(job, bps)
     path = Path(args.trace)
     if not path.exists():
         raise UserError(f"no such trace file: {args.trace}")
@@ -125,6 +130,60 @@ def run_view(args: argparse.Namespace) -> int:
     finally:
         end_children()
     return exit_status(app.return_code)
+
+
+def _view_job(job, bps: Sequence[Breakpoint]) -> int:  # type: ignore[no-untyped-def]
+    """The rank x iteration grid; a cell chosen opens that rank's trace at that iteration,
+    and quitting it comes back to the grid."""
+    import dyngraph
+
+    from .app import DebuggerApp
+    from .model import Model
+    from .rank_grid import RankGridApp
+    from .sources import ReplaySource
+
+    class RankDebugger(DebuggerApp):
+        """The debugger on one rank's trace, opened at the iteration chosen in the grid."""
+
+        def __init__(self, *args, iteration: int, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            self._start_at = iteration
+            self._tries = 0
+
+        def on_mount(self) -> None:  # (Textual calls DebuggerApp's own on_mount as well)
+            self._go_to_start()
+
+        def _go_to_start(self) -> None:
+            # The replay decodes the trace in the background: wait for the iteration.
+            if self.source.goto_iteration(self._start_at):
+                self.refresh_view()
+            elif self._tries < 100:
+                self._tries += 1
+                self.set_timer(0.05, self._go_to_start)
+
+    status = 0
+    try:
+        while True:
+            grid = RankGridApp(job, title=f"{job.files.paths[0] or ''}")
+            chosen = grid.run()
+            if chosen is None:
+                return exit_status(grid.return_code)
+            rank, iteration = chosen
+            path = job.files.paths[rank]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                trace = dyngraph.read_trace(path)
+            source = ReplaySource(Model(), trace)
+            for bp in bps:
+                source.add_breakpoint(bp)
+            app = RankDebugger(source, title=f"{path} (rank {rank} of {job.world_size})",
+                               notices=[str(w.message) for w in caught], iteration=iteration)
+            app.run()
+            status = exit_status(app.return_code)
+            if status:
+                return status
+    finally:
+        end_children()
 
 
 def run_demo(args: argparse.Namespace) -> int:

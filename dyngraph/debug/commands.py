@@ -97,9 +97,10 @@ def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
             return
         if status is not None:
             status()
-        if session.divergence:
-            return
-        if session.state.paused and session.state.reason not in ("nan", "grad_norm",
+        if session.divergence or (session.state.paused
+                                  and session.state.reason == "divergence"):
+            session.abort()  # (the run would hang at its next collective) then drain it
+        elif session.state.paused and session.state.reason not in ("nan", "grad_norm",
                                                                  "divergence"):
             session.continue_()  # headless: nobody else would ever resume it
         if session.state.finished:
@@ -278,7 +279,7 @@ def run_record(args: argparse.Namespace) -> int:
         if recording.write(events):
             session.abort()
             return True
-        return bool(found)
+        return False
 
     def line() -> Text:
         return Text.assemble(("recording ", "dim"), (shown(name), "bold"),
@@ -423,6 +424,14 @@ def run_summary(args: argparse.Namespace) -> int:
     from ..capture.traces import read_trace
 
     path = args.trace
+    from ..ranks import jobtrace
+
+    job = jobtrace.read(path)  # the rank files of a torchrun job: all of them
+    if job is not None:
+        from ..ranks.summary import print_job
+
+        print_job(job, _console())
+        return 0
     if not os.path.exists(path):
         raise UserError(f"no such trace file: {path}")
     if os.path.isdir(path):
