@@ -14,6 +14,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dyngraph.debug.breakpoints import Breakpoint
 from dyngraph.debug.session import shell_status
@@ -48,7 +49,8 @@ def _check_script(script: str) -> Path:
 
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
-              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto") -> int:
+              title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
+              **options: Any) -> int:
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -60,7 +62,7 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
         source = LiveSource.start(Model(), str(script), script_args, stats=stats,
-                                  backend=backend)
+                                  backend=backend, **options)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
@@ -89,9 +91,33 @@ def run_debug(args: argparse.Namespace) -> int:
     """``dyngraph debug [--export-dir DIR] [--stats S] SCRIPT [ARGS...]``."""
     script = _check_script(args.script)
     bps = breakpoints_of(args)
+    from dyngraph.ranks.job import from_env
+
+    job = from_env()
+    if job is None:
+        return _run_live(script, _script_args(args), stats=args.stats,
+                         export_dir=args.export_dir, title=str(script), breakpoints=bps,
+                         backend=args.backend)
+    # A rank of a torchrun job: the one --rank names gets the debugger, every other one runs
+    # headless; all of them wait for each other at every checkpoint (``ranks_strict``), so
+    # while the debugged rank is paused the others wait in the job's store, not inside a
+    # collective that would time out.
+    chosen = getattr(args, "rank", 0)
+    if not 0 <= chosen < job.world_size:
+        raise UserError(f"--rank {chosen}: the job has ranks 0 to {job.world_size - 1}")
+    compare = getattr(args, "ranks_compare", True)
+    if job.rank != chosen:
+        from dyngraph.debug.commands import run_headless_rank
+
+        return run_headless_rank(args, job)
+    # Not paused before the first line: the others would wait for it inside
+    # init_process_group (or DDP's constructor), whose timeout is the job's. Paused at its
+    # first checkpoint instead, before it says it is there: the others wait for it there.
     return _run_live(script, _script_args(args), stats=args.stats,
-                     export_dir=args.export_dir, title=str(script), breakpoints=bps,
-                     backend=args.backend)
+                     export_dir=args.export_dir, breakpoints=bps,
+                     backend=args.backend, pause_at_start=False,
+                     title=f"{script} (rank {job.rank} of {job.world_size})",
+                     ranks_strict=True, ranks_compare=compare, ranks_hold=True)
 
 
 def run_view(args: argparse.Namespace) -> int:

@@ -386,11 +386,13 @@ class LiveSource(Source):
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
-              cwd: str | None = None, backend: str = "auto") -> LiveSource:
+              cwd: str | None = None, backend: str = "auto", pause_at_start: bool = True,
+              **options: Any) -> LiveSource:
+        """``options`` go to ``Session.start`` (a rank of a job: ``ranks_strict``, ...)."""
         from dyngraph.debug import Session
 
-        session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd,
-                                backend=backend)
+        session = Session.start(script, tuple(args), stats=stats, pause_at_start=pause_at_start,
+                                cwd=cwd, backend=backend, **options)
         source = cls(model, session)
         source._start_args = (script, tuple(args), stats, cwd, backend)
         return source

@@ -95,7 +95,8 @@ def _start_ranks(agent: Agent, config: dict[str, Any]) -> None:
 
     _ranks = RankRuntime(job, strict=bool(config.get("ranks_strict", False)),
                          compare=bool(config.get("ranks_compare", True)),
-                         on_divergence=agent.divergence, on_remote=agent.remote_divergence)
+                         on_divergence=agent.divergence, on_remote=agent.remote_divergence,
+                         hold=agent.hold if config.get("ranks_hold") else None)
     agent.pause_listeners.append(_ranks.paused)
     _ranks.start()
 

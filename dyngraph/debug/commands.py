@@ -415,6 +415,35 @@ def run_check(args: argparse.Namespace) -> int:
     return shell_status(state.exit_status)
 
 
+# -- debug, on the ranks the debugger is not on ----------------------------------------------
+def run_headless_rank(args: argparse.Namespace, job: Job) -> int:
+    """``dyngraph debug --rank N`` on every other rank of the job: the script runs without
+    a screen (its output is not shown: the terminal is the debugger's) and waits for the
+    other ranks at every checkpoint, so a pause of the debugged rank holds it there. A
+    divergence stops it where it is, until the job ends."""
+    session = Session.start(args.script, _script_arguments(args), stats="none",
+                            breakpoints=(), pause_at_start=False, post_mortem=False,
+                            keep_values=False, script_breakpoints=False, backend=args.backend,
+                            ranks_strict=True, ranks_compare=getattr(args, "ranks_compare", True))
+    with _terminate_on_signals(session) as terminated:
+        try:
+            while not session.state.finished:
+                session.poll(0.2)  # (events and output: dropped)
+                state = session.state
+                if state.paused and state.reason != "divergence":
+                    session.continue_()
+        finally:
+            session.close()
+    if terminated:
+        return 128 + terminated[0]
+    return shell_status(session.state.exit_status)
+
+
+def _script_arguments(args: argparse.Namespace) -> list[str]:
+    rest = list(getattr(args, "args", None) or [])
+    return rest[1:] if rest[:1] == ["--"] else rest
+
+
 # -- summary -----------------------------------------------------------------------------
 MAX_ROWS = 40  # iterations shown in full; longer traces show the first and last halves
 

@@ -151,7 +151,8 @@ class Session:
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
               env: dict[str, str] | None = None, backend: str = "auto",
-              ranks_strict: bool = False, ranks_compare: bool = True) -> Session:
+              ranks_strict: bool = False, ranks_compare: bool = True,
+              ranks_hold: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -163,7 +164,8 @@ class Session:
         (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
         ``"dyngraph"`` (see ``dyngraph.capture.backends``). In a rank of a torchrun job,
         ``ranks_strict`` makes every checkpoint wait for every rank (a debugger's pause
-        holds the others) and ``ranks_compare=False`` compares nothing across ranks (see
+        holds the others), ``ranks_hold`` pauses at the first checkpoint (where the others
+        wait for it) and ``ranks_compare=False`` compares nothing across ranks (see
         ``dyngraph.ranks``). Raises UserError for a missing
         script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
         """
@@ -202,6 +204,7 @@ class Session:
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
             "backend": backend, "ranks_strict": ranks_strict, "ranks_compare": ranks_compare,
+            "ranks_hold": ranks_hold,
         })
         return session
 

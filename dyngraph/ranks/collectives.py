@@ -124,8 +124,10 @@ def job_store(prefix: str) -> tuple[Any, float] | None:
 class Collectives:
     """Installs the wrappers; ``checkpoint(call)`` is the runtime's (see runtime.py)."""
 
-    def __init__(self, checkpoint: Callable[[str, list[int], str, str, int], None]) -> None:
+    def __init__(self, checkpoint: Callable[[str, list[int], str, str, int], None],
+                 world_checkpoint: Callable[[str], None]) -> None:
         self.checkpoint = checkpoint
+        self.world_checkpoint = world_checkpoint
         self.saved: list[tuple[Any, str, Any]] = []
         self.depth = 0
         self.ddp: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -147,6 +149,7 @@ class Collectives:
             self._patch(dist, "init_process_group", self._after_init(init))
         ddp = torch.nn.parallel.DistributedDataParallel
         self._patch(ddp, "__init__", self._seeing_ddp(ddp.__init__))
+        self._patch(ddp, "forward", self._before(ddp.forward, "ddp_forward"))
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self.saved.append((owner, name, owner.__dict__[name]))
@@ -176,13 +179,29 @@ class Collectives:
             os.environ.pop("TORCH_FR_BUFFER_SIZE", None)
 
     def _seeing_ddp(self, init: Any) -> Any:
+        """DDP's constructor, remembering the module (its gradients are compared after the
+        all-reduce) after a checkpoint: it broadcasts the module's state from C++."""
         seen = self.ddp
+        before = self._before(init, "ddp_init")
 
         def __init__(module: Any, *args: Any, **kwargs: Any) -> None:
-            init(module, *args, **kwargs)
+            before(module, *args, **kwargs)
             seen.add(module)
 
         return _like(__init__, init)
+
+    def _before(self, method: Any, kind: str) -> Any:
+        """``method`` after a checkpoint of every rank: DDP's constructor and forward make
+        collectives from C++ (broadcasts of the module's state and buffers), which no
+        wrapper sees; a rank paused in the debugger holds the others before them."""
+        collectives = self
+
+        def checked(module: Any, *args: Any, **kwargs: Any) -> Any:
+            if not collectives.depth and tracer.listening and not tracer.other_thread():
+                collectives.world_checkpoint(kind)
+            return method(module, *args, **kwargs)
+
+        return _like(checked, method)
 
     # -- a call of the script's --------------------------------------------------------------
     def _wrap(self, name: str, original: Any) -> Any:

@@ -52,8 +52,10 @@ class Exchange:
     """This rank's side of the checkpoints. ``store`` is the job's store, prefixed."""
 
     def __init__(self, store: Any, rank: int, world_size: int, strict: bool,
-                 limit: float, on_remote: Callable[[str], None] | None = None) -> None:
+                 limit: float, on_remote: Callable[[str], None] | None = None,
+                 compare: bool = True) -> None:
         self.store = store
+        self.compare = compare  # False: wait (strict) but never call the ranks diverged
         self.rank = rank
         self.world_size = world_size
         self.strict = strict
@@ -105,7 +107,8 @@ class Exchange:
             return self._report(found)
         records, at = found
         records[self.rank] = record
-        if all(r.agrees(record) for r in records.values()) and len(records) == len(members):
+        if not self.compare or (all(r.agrees(record) for r in records.values())
+                                and len(records) == len(members)):
             self.verified[(group, position)] = record.shape
             return None
         return self._diverged(records, {**at, self.rank: (group, n)})
@@ -293,6 +296,8 @@ def _decode(value: Any) -> str:
 def _at(record: Record) -> str:
     if record.kind == "backward":
         return f"to start backward() in iteration {record.iteration}"
+    if record.kind in ("ddp_forward", "ddp_init"):
+        return f"at DistributedDataParallel in iteration {record.iteration}"
     if record.kind == "end":
         return "at the end of the script"
     return f"at {record.what} in iteration {record.iteration}"

@@ -92,6 +92,14 @@ def _ops(rows: list[Any]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], .
                  for op, module, file, line, shape in rows)
 
 
+# Checkpoints of every rank where the graph so far must agree, and what they come before.
+GRAPH_KINDS = {
+    "backward": "backward(), where DDP's all-reduce would have waited",
+    "ddp_forward": "the DDP module's forward, where DDP broadcasts its buffers",
+    "ddp_init": "DistributedDataParallel(), where it broadcasts the module's state",
+}
+
+
 def odd_ones(records: dict[int, Record]) -> tuple[list[int], list[int]]:
     """(the ranks that went another way, the ranks they are compared with): the largest
     group of agreeing ranks is the reference; a tie goes to the group holding the lowest
@@ -136,11 +144,11 @@ def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
         return (f"ranks diverged at iteration {iteration}: {who} called "
                 f"{_checkpoint(mine, details.get(rank), verb=False)} where {others} called "
                 f"{_checkpoint(theirs, details.get(ref), verb=False)}")
-    if mine.kind == "backward":
+    if mine.kind in GRAPH_KINDS:
         where = _first_difference(details.get(rank), details.get(ref), previous=False)
         return (f"ranks diverged at iteration {iteration}: "
                 + (where or f"{who}'s forward pass took another path than {others}'s")
-                + " (caught before backward(), where DDP's all-reduce would have waited)")
+                + f" (caught before {GRAPH_KINDS[mine.kind]})")
     return f"ranks diverged at iteration {iteration}: {who} and {others} differ"
 
 
@@ -172,6 +180,10 @@ def _checkpoint(r: Record, d: Detail | None, verb: bool = True) -> str:
         return f"called {text} in iteration {r.iteration}" if verb else text
     if r.kind == "backward":
         return f"started backward(){site} in iteration {r.iteration} after {r.ops} ops"
+    if r.kind == "ddp_forward":
+        return f"called the DDP module{site} in iteration {r.iteration} after {r.ops} ops"
+    if r.kind == "ddp_init":
+        return f"built DistributedDataParallel{site} in iteration {r.iteration}"
     if r.kind == "end":
         return f"ended the script after iteration {max(r.iteration - 1, 0)}"
     return f"reached {r.kind} in iteration {r.iteration}"

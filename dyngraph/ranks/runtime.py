@@ -38,12 +38,16 @@ _OP, _SHAPE, _MODULE, _FILE, _LINE = 3, 6, 10, 11, 12
 class RankRuntime:
     def __init__(self, job: Job, *, strict: bool, compare: bool = True,
                  on_divergence: Callable[[str], None] | None = None,
-                 on_remote: Callable[[str], None] | None = None) -> None:
+                 on_remote: Callable[[str], None] | None = None,
+                 hold: Callable[[str], None] | None = None) -> None:
         self.job = job
         self.strict = strict
         self.compare = compare
         self.on_divergence = on_divergence
         self.on_remote = on_remote
+        # ``hold(text)``: pause this rank at its first checkpoint, before it says it is
+        # there, so that every other rank waits for it at that checkpoint (``debug``)
+        self.hold = hold
         self.collectives: Any = None
         self.exchange: Exchange | None = None
         self.previous = ""  # the structure key of the last iteration that ended
@@ -70,7 +74,7 @@ class RankRuntime:
     def _torch_imported(self) -> None:
         from .collectives import Collectives
 
-        self.collectives = Collectives(self._collective)
+        self.collectives = Collectives(self._collective, self._world_checkpoint)
         self.collectives.fr_env = self._fr_env
         self.collectives.install()
 
@@ -83,7 +87,7 @@ class RankRuntime:
             if self.collectives is not None:
                 self.collectives.read_flight_recorder()
             ex = self.exchange
-            if ex is not None and self.compare:
+            if ex is not None and (self.compare or self.strict):
                 record = Record("end", tracer.iteration, "", self.previous)
                 found = ex.end(record, self._detail(record, "", 0))
                 if found and self.on_divergence is not None:
@@ -118,15 +122,14 @@ class RankRuntime:
             if found is not None:
                 store, timeout = found
                 self.exchange = Exchange(store, self.job.rank, self.job.world_size,
-                                         self.strict, timeout, self.on_remote)
+                                         self.strict, timeout, self.on_remote, self.compare)
                 self.exchange.start_watching()
         return self.exchange
 
     def _boundary(self, kind: str, key: str) -> None:
         if kind == "backward_start":
             self._backward_wall = time.time()
-            if self.compare:
-                self._backward_checkpoint()
+            self._world_checkpoint("backward")
         elif kind == "backward_end":
             if self.collectives is not None:
                 self.collectives.after_backward((self._backward_wall, time.time()))
@@ -134,30 +137,38 @@ class RankRuntime:
             self.previous = key
             self.previous_ops = tracer.iteration_ops
 
-    def _backward_checkpoint(self) -> None:
+    def _world_checkpoint(self, kind: str) -> None:
+        """A checkpoint of every rank: ``backward`` (before DDP's all-reduce in it),
+        ``ddp_init``, ``ddp_forward`` (before DDP's broadcasts); what must agree is the
+        structure of the iteration's graph so far."""
+        if not self.compare and not self.strict:
+            return
         ex = self._exchange()
         if ex is None:
             return
         ops = tracer.iteration_ops
-        key = tracer._keys.key(ops, tracer.iteration_tensors)
+        key = tracer._keys.key(ops, tracer.iteration_tensors) if self.compare else ""
         file, line, _ = tracer.source(3)
         self._check(ex, "w", range(self.job.world_size),
-                    Record("backward", tracer.iteration, key, self.previous, len(ops)),
-                    file, line)
+                    Record(kind, tracer.iteration, key, self.previous, len(ops)), file, line)
 
     def _collective(self, group: str, members: list[int], what: str, file: str,
                     line: int) -> None:
-        if not self.compare:
+        if not self.compare and not self.strict:
             return
         ex = self._exchange()
         if ex is None:
             return
-        record = Record("collective", tracer.iteration, what, self.previous,
-                        len(tracer.iteration_ops))
+        record = Record("collective", tracer.iteration, what if self.compare else "",
+                        self.previous, len(tracer.iteration_ops))
         self._check(ex, group, members, record, file, line)
 
     def _check(self, ex: Exchange, group: str, members: Any, record: Record, file: str,
                line: int) -> None:
+        if self.hold is not None:
+            hold, self.hold = self.hold, None
+            hold(f"{self.job.describe()}, held at its first checkpoint ({_at(record, file, line)}):"
+                 f" the other ranks wait for it there")
         found = ex.checkpoint(group, list(members), record, self._detail(record, file, line))
         if found and self.on_divergence is not None:
             self.on_divergence(found)
@@ -174,6 +185,13 @@ class RankRuntime:
             return Detail(rank, record, file, line, _op_rows(ops[:count]), _op_rows(previous))
 
         return make
+
+
+def _at(record: Record, file: str, line: int) -> str:
+    where = f" at {os.path.basename(file)}:{line}" if file else ""
+    what = {"backward": "backward()", "ddp_init": "DistributedDataParallel()",
+            "ddp_forward": "the DDP module's forward"}.get(record.kind, record.what)
+    return f"{what}{where}, iteration {record.iteration}"
 
 
 def _op_rows(rows: list[Row]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], ...]:
