@@ -1,0 +1,65 @@
+"""What ranks say at a checkpoint, and how a divergence is put into words."""
+
+from __future__ import annotations
+
+from dyngraph.ranks.records import Detail, Record, describe, odd_ones
+
+LINEAR = ("linear", "module.encode", "/w/train.py", 20, (32, 16))
+
+
+def op(name: str, module: str, line: int) -> tuple[str, str, str, int, tuple[int, ...]]:
+    return (name, module, "/w/train.py", line, (32, 16))
+
+
+def test_a_record_round_trips_and_its_shape_leaves_out_the_iteration():
+    r = Record("collective", 7, "all_reduce(float32[3])", "k6", 12)
+    assert Record.decode(r.encode(41)) == (41, r)
+    assert r.shape == Record("collective", 9, "all_reduce(float32[3])", "k6", 1).shape
+    d = Detail(1, r, "/w/train.py", 30, (LINEAR,), (LINEAR,))
+    assert Detail.decode(d.encode()) == d
+
+
+def test_the_odd_rank_is_the_minority_and_a_tie_keeps_rank_0_as_reference():
+    same, other = Record("backward", 3, "a"), Record("backward", 3, "b")
+    assert odd_ones({0: same, 1: same, 2: other, 3: same}) == ([2], [0, 1, 3])
+    assert odd_ones({0: other, 1: same, 2: same, 3: same}) == ([0], [1, 2, 3])
+    assert odd_ones({0: same, 1: other}) == ([1], [0])
+
+
+def test_a_forward_that_went_another_way_names_its_first_op_and_line():
+    r0, r1 = Record("backward", 7, "a", "k", 3), Record("backward", 7, "b", "k", 3)
+    details = {0: Detail(0, r0, ops=(LINEAR, op("detach", "module.center", 44))),
+               1: Detail(1, r1, ops=(LINEAR, op("clamp", "module", 59)))}
+    text = describe({0: r0, 1: r1}, details)
+    assert text.startswith("ranks diverged at iteration 7: rank 1 ran clamp [module] at ")
+    assert "train.py:59" in text and "as op 2 of the iteration" in text
+    assert "where rank 0 ran detach [module.center]" in text and "train.py:44" in text
+    assert "before backward()" in text
+
+
+def test_different_collectives_are_named_with_their_call_sites():
+    r0 = Record("collective", 2, "all_reduce(float32[3])", "k")
+    r1 = Record("collective", 2, "broadcast(float32[3]) src=0", "k")
+    text = describe({0: r0, 1: r1, 2: r0},
+                    {1: Detail(1, r1, "/w/train.py", 12), 0: Detail(0, r0, "/w/train.py", 10)})
+    assert text == ("ranks diverged at iteration 2: rank 1 called broadcast(float32[3]) src=0 "
+                    "at /w/train.py:12 where ranks 0 and 2 called all_reduce(float32[3]) at "
+                    "/w/train.py:10")
+
+
+def test_a_rank_at_another_checkpoint_is_named_with_where_each_one_is():
+    r0 = Record("collective", 7, "all_reduce(float32[32]) on group 1", "k", 17)
+    r1 = Record("backward", 7, "x", "k", 17)
+    text = describe({0: r0, 1: r1}, {})
+    assert text == ("ranks diverged: rank 1 started backward() in iteration 7 after 17 ops "
+                    "while rank 0 called all_reduce(float32[32]) on group 1 in iteration 7")
+
+
+def test_a_previous_iteration_that_differed_is_named():
+    r0, r1 = Record("backward", 4, "a", "k3"), Record("backward", 4, "a", "other")
+    prev0 = (LINEAR,)
+    prev1 = (LINEAR, op("relu", "module", 21))
+    text = describe({0: r0, 1: r1}, {0: Detail(0, r0, previous_ops=prev0),
+                                     1: Detail(1, r1, previous_ops=prev1)})
+    assert text.startswith("ranks diverged in iteration 3: rank 1 built another graph")
+    assert "rank 1 ran relu [module]" in text and "rank 0 ran nothing more" in text
