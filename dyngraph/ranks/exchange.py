@@ -11,7 +11,8 @@ it may wait for the other members' records of n and compare:
   has said where it is; a rank paused in the debugger holds the others here, in the store,
   not inside a collective that would time out.
 - otherwise (``record``, ``check``): only when its record differs from the one every rank
-  agreed on at the same place of an earlier iteration. A training loop repeats itself, so
+  agreed on at the same place of an earlier iteration (the same group at the same count
+  of checkpoints, of every group, into the iteration). A training loop repeats itself, so
   a healthy step waits for nobody (one ``set`` per checkpoint, about 25 us); a rank that
   goes another way differs from what was agreed, so it is the one that waits and names it.
   (At least one of two ranks that differ from each other differs from the agreed record.)
@@ -63,9 +64,10 @@ class Exchange:
         self.on_remote = on_remote
         self.counts: dict[str, int] = {}
         self.members: dict[str, tuple[int, ...]] = {}
-        self.positions: dict[str, int] = {}
+        self.position = 0  # checkpoints passed in this iteration, every group's
         self.iteration = -1
-        self.verified: dict[tuple[str, int], str] = {}
+        # position in an iteration -> the group and record every rank agreed on there
+        self.verified: dict[int, tuple[str, str]] = {}
         # (group, n) -> a maker of this rank's Detail there, for the last checkpoints
         self.details: dict[tuple[str, int], DetailMaker] = {}
         self.divergence: str | None = None
@@ -89,9 +91,9 @@ class Exchange:
         self.members[group] = tuple(members)
         if record.iteration != self.iteration:
             self.iteration = record.iteration
-            self.positions = {}
-        position = self.positions.get(group, 0)
-        self.positions[group] = position + 1
+            self.position = 0
+        position = self.position
+        self.position += 1
         with self._lock:
             self.details[(group, n)] = detail
             self.details.pop((group, n - KEEP), None)
@@ -99,7 +101,7 @@ class Exchange:
         others = [q for q in members if q != self.rank]
         if not others:
             return None
-        if not self.strict and self.verified.get((group, position)) == record.shape:
+        if not self.strict and self.verified.get(position) == (group, record.shape):
             return None
         self.waits += 1
         found = self._gather(group, n, others, record)
@@ -109,7 +111,7 @@ class Exchange:
         records[self.rank] = record
         if not self.compare or (all(r.agrees(record) for r in records.values())
                                 and len(records) == len(members)):
-            self.verified[(group, position)] = record.shape
+            self.verified[position] = (group, record.shape)
             return None
         return self._diverged(records, {**at, self.rank: (group, n)})
 
@@ -232,8 +234,11 @@ class Exchange:
                                              daemon=True)
             self._watcher.start()
 
-    def stop(self) -> None:
+    def stop(self, wait: bool = False) -> None:
+        """Stop the watcher (``wait``: until it has)."""
         self._stop.set()
+        if wait and self._watcher is not None:
+            self._watcher.join(5)
 
     def _watch(self) -> None:
         dropped: dict[str, int] = {}

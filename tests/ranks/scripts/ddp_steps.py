@@ -1,0 +1,47 @@
+"""A plain DDP training loop on gloo: each rank its own data; rank 0 prints the losses.
+
+    torchrun --nproc-per-node 2 ddp_steps.py [--steps N] [--pids DIR] [--pause S]
+
+``--pids DIR`` writes DIR/rankN (this process's pid and its parent's) once it runs, and
+``--pause S`` sleeps S seconds each step (something to kill while it runs).
+"""
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=5)
+parser.add_argument("--pids", default="")
+parser.add_argument("--pause", type=float, default=0.0)
+args = parser.parse_args()
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = nn.parallel.DistributedDataParallel(
+    nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 5)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+generator = torch.Generator().manual_seed(rank)
+if args.pids:
+    with open(os.path.join(args.pids, f"rank{rank}"), "w") as f:
+        f.write(f"{os.getpid()} {os.getppid()}\n")
+for step in range(args.steps):
+    x = torch.randn(20, 10, generator=generator)
+    loss = F.mse_loss(model(x), torch.zeros(20, 5))
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    metric = loss.detach().clone()
+    dist.all_reduce(metric)
+    if rank == 0:
+        print(f"step {step} loss {loss.item()!r} mean {metric.item() / dist.get_world_size()!r}",
+              flush=True)
+    time.sleep(args.pause)
+dist.barrier()
+dist.destroy_process_group()
