@@ -158,3 +158,48 @@ def test_killing_one_rank_leaves_every_other_ranks_trace_readable(tmp_path):
     survivor = dyngraph.read_trace(tmp_path / "k.rank0.dgtrace")
     assert type(survivor.events[-1]) is ev.RunEnd  # closed whole, not cut short
     assert dyngraph_cli("summary", "k.rank0.dgtrace", cwd=tmp_path).returncode == 0
+
+
+def _screen(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], text=True,
+                          capture_output=True).stdout
+
+
+def _wait_for(session: str, text: str, seconds: float = 120) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        screen = _screen(session)
+        if text in screen:
+            return screen
+        time.sleep(0.5)
+    raise AssertionError(f"{text!r} never showed:\n{_screen(session)}")
+
+
+@heavy
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_debug_rank_1_pauses_while_rank_0_waits_without_timing_out(tmp_path):
+    """The debugger on rank 1, paused at iteration 3 for twice the process group's timeout
+    (5 s): rank 0, headless, waits in the store, and the job ends well."""
+    session = f"dyngraph-ranks-{os.getpid()}"
+    command = (f"{sys.executable} -m dyngraph debug --nproc 2 --rank 1 --break iter:3 "
+               f"{SCRIPTS / 'ddp_steps.py'} --timeout 5 --done {tmp_path}; "
+               f"echo EXIT $? > {tmp_path / 'exit'}; sleep 30")
+    subprocess.run(["tmux", "new", "-d", "-s", session, "-x", "160", "-y", "45", command],
+                   check=True, cwd=tmp_path)
+    try:
+        screen = _wait_for(session, "held at its first checkpoint")
+        assert "rank 1 of 2" in screen
+        subprocess.run(["tmux", "send-keys", "-t", session, "c"], check=True)
+        _wait_for(session, "iteration 3 begins")
+        time.sleep(10)  # twice the timeout: rank 0 would have failed inside a collective
+        subprocess.run(["tmux", "send-keys", "-t", session, "c"], check=True)
+        _wait_for(session, "FINISHED")
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "exit").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert (tmp_path / "exit").read_text().strip() == "EXIT 0"
+        assert (tmp_path / "rank0").read_text() == (tmp_path / "rank1").read_text() == (
+            "5 steps\n")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

@@ -2,13 +2,15 @@
 
     torchrun --nproc-per-node 2 ddp_steps.py [--steps N] [--pids DIR] [--pause S]
 
-``--pids DIR`` writes DIR/rankN (this process's pid and its parent's) once it runs, and
-``--pause S`` sleeps S seconds each step (something to kill while it runs).
+``--pids DIR`` writes DIR/rankN (this process's pid and its parent's) once it runs,
+``--pause S`` sleeps S seconds each step (something to kill while it runs), ``--timeout S``
+is the process group's, ``--done DIR`` writes DIR/rankN at the end.
 """
 
 import argparse
 import os
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -19,9 +21,11 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=5)
 parser.add_argument("--pids", default="")
 parser.add_argument("--pause", type=float, default=0.0)
+parser.add_argument("--timeout", type=float, default=600.0)
+parser.add_argument("--done", default="")
 args = parser.parse_args()
 
-dist.init_process_group("gloo")
+dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
 rank = dist.get_rank()
 torch.manual_seed(0)
 model = nn.parallel.DistributedDataParallel(
@@ -44,4 +48,7 @@ for step in range(args.steps):
               flush=True)
     time.sleep(args.pause)
 dist.barrier()
+if args.done:
+    with open(os.path.join(args.done, f"rank{rank}"), "w") as f:
+        f.write(f"{step + 1} steps\n")
 dist.destroy_process_group()
