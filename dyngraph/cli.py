@@ -251,8 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run_ranks(args: argparse.Namespace) -> int:
     """``--nproc N``: the same command on N ranks, through torchrun."""
-    from .ranks.job import from_env
     from .debug.session import check_script
+    from .ranks.job import from_env
     from .ranks.launch import run_torchrun, strip_nproc
 
     if from_env() is not None:

@@ -8,7 +8,6 @@ temporary trace that is deleted afterwards.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dyngraph.capture import backends
 from dyngraph.errors import UserError

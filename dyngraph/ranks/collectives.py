@@ -114,8 +114,8 @@ def job_store(prefix: str) -> tuple[Any, float] | None:
         return None
     store = dist.PrefixStore(prefix, dist.distributed_c10d._get_default_store())
     try:
-        backend = dist.group.WORLD._get_backend(torch.device("cpu"))
-        timeout = backend.options._timeout.total_seconds()
+        world: Any = dist.group.WORLD
+        timeout = world._get_backend(torch.device("cpu")).options._timeout.total_seconds()
     except (RuntimeError, AttributeError):
         timeout = 1800.0
     return store, timeout
@@ -283,7 +283,8 @@ class Collectives:
         if not dist.is_initialized():
             return False
         behind = {}
-        for pg in list(dist.distributed_c10d._world.pg_map):
+        groups: list[Any] = list(dist.distributed_c10d._world.pg_map)
+        for pg in groups:
             try:
                 seq = pg._get_sequence_number_for_group()
             except RuntimeError:
@@ -315,7 +316,8 @@ class Collectives:
 
     def _entries(self) -> list[dict[str, Any]]:
         try:
-            dump = torch._C._distributed_c10d._dump_fr_trace_json(True, False)
+            c10d: Any = torch._C._distributed_c10d
+            dump = c10d._dump_fr_trace_json(True, False)
             return list(json.loads(dump).get("entries", ()))
         except (RuntimeError, ValueError, AttributeError):
             return []

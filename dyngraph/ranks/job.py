@@ -20,7 +20,6 @@ No torch here: the CLI and the readers use this module in processes that never i
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import re
@@ -177,9 +176,11 @@ def _header(path: str) -> tuple[int, str, int] | None:
     """(rank, run id, world size) from a trace's header; None if it cannot be read."""
     from ..capture.tracereader import iter_events
 
+    events = iter_events(path)
     try:
-        with contextlib.closing(iter_events(path)) as events:
-            header = next(events)
+        header = next(events)
     except (TraceFileError, OSError, StopIteration):
         return None
+    finally:
+        events.close()  # type: ignore[attr-defined]  # (a generator: its file closes now)
     return (header.rank, header.run_id, header.world_size)  # type: ignore[attr-defined]

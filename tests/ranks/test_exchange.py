@@ -35,7 +35,6 @@ def stores():
     yield connect
     while _made:  # the watchers first: they would look at a store that is gone
         _made.pop().stop(wait=True)
-    del master
 
 
 def exchanges(connect, world: int, strict: bool = False, limit: float = 20.0,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from dyngraph.tui.rank_grid import RankGridApp
 from rank_traces import write_job
 from textual.widgets import DataTable, Static
 
 from dyngraph.ranks import jobtrace
-
-from dyngraph.tui.rank_grid import RankGridApp
 
 
 def text_of(app: RankGridApp, selector: str) -> str:
