@@ -206,10 +206,10 @@ class Tracer:
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
         # Called at an iteration's boundaries of the capturing thread, with the boundary
-        # ("backward_start", before its event; "backward_end" and "iteration_end", after
-        # theirs) and, at an iteration's end, its structure key: the rank logic of a
-        # torchrun job compares ranks there (``dyngraph.ranks``). A few calls per iteration.
-        self.boundary_hooks: tuple[Callable[[str, str], None], ...] = ()
+        # ("backward_start", before its event, with the root's id; "backward_end" and
+        # "iteration_end", after theirs, with "" and the structure key): the rank logic of
+        # a torchrun job compares ranks there (``dyngraph.ranks``). A few calls an iteration.
+        self.boundary_hooks: tuple[Callable[[str, Any], None], ...] = ()
         self._shared_attrs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._keys = StructureKeys()
@@ -557,7 +557,7 @@ class Tracer:
         if _get_ident() != self.thread and self.other_thread():
             return
         for hook in self.boundary_hooks:
-            hook("backward_start", "")
+            hook("backward_start", root)
         self.seq += 1
         self.deliver(("backward_start", self.seq, self.iteration, root, retain_graph))
 

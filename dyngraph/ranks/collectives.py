@@ -149,7 +149,7 @@ class Collectives:
             self._patch(dist, "init_process_group", self._after_init(init))
         ddp = torch.nn.parallel.DistributedDataParallel
         self._patch(ddp, "__init__", self._seeing_ddp(ddp.__init__))
-        self._patch(ddp, "forward", self._before(ddp.forward, "ddp_forward"))
+        self._patch(ddp, "forward", self._before(ddp.forward, "ddp_forward", _communicates))
 
     def _patch(self, owner: Any, name: str, replacement: Any) -> None:
         self.saved.append((owner, name, owner.__dict__[name]))
@@ -190,14 +190,17 @@ class Collectives:
 
         return _like(__init__, init)
 
-    def _before(self, method: Any, kind: str) -> Any:
-        """``method`` after a checkpoint of every rank: DDP's constructor and forward make
-        collectives from C++ (broadcasts of the module's state and buffers), which no
-        wrapper sees; a rank paused in the debugger holds the others before them."""
+    def _before(self, method: Any, kind: str,
+                when: Callable[[Any], bool] = lambda module: True) -> Any:
+        """``method`` after a checkpoint of every rank (if ``when(module)``): DDP's
+        constructor and forward make collectives from C++ (broadcasts of the module's
+        state and buffers), which no wrapper sees; a rank paused in the debugger holds the
+        others before them."""
         collectives = self
 
         def checked(module: Any, *args: Any, **kwargs: Any) -> Any:
-            if not collectives.depth and tracer.listening and not tracer.other_thread():
+            if (not collectives.depth and tracer.listening and not tracer.other_thread()
+                    and when(module)):
                 collectives.world_checkpoint(kind)
             return method(module, *args, **kwargs)
 
@@ -345,6 +348,19 @@ class Collectives:
             found = summaries([p.grad for _, p in named])
             for (n, p), s in zip(named, found, strict=True):
                 tracer.grad_accumulated(id_of(p), n, s, p.grad)
+
+
+def _communicates(ddp: Any) -> bool:
+    """Will this forward of a DDP module make a collective (from C++, before the module
+    runs)? Its buffers are broadcast before every forward (``broadcast_buffers`` and a
+    module with buffers), and its buckets rebuilt once, early in training. A forward that
+    makes none (rank 0 evaluating alone, without buffers) is no checkpoint."""
+    try:
+        if ddp._check_sync_bufs_pre_fwd():
+            return True
+        return bool(torch.is_grad_enabled() and not ddp._has_rebuilt_buckets)
+    except AttributeError:  # another PyTorch: a checkpoint too many does no harm
+        return True
 
 
 def _group_of_entry(e: dict[str, Any]) -> str:

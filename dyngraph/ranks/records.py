@@ -1,18 +1,20 @@
 """What ranks tell each other at a checkpoint, and how a divergence is put into words.
 
 A checkpoint is a moment every rank of a group must reach in step: a collective, the
-start of a backward pass (DDP's all-reduce runs inside it), the end of the run. Each rank
-publishes a ``Record`` of where it is: the kind of checkpoint, its iteration, and what
-must be the same on every rank there (for a backward: the structure key of the forward
-graph so far; for a collective: the op, its tensors' shapes and dtypes, the root rank),
-with the structure key of its previous iteration folded in. Equal records: the ranks are
-in step. Different ones: a divergence, described from each rank's ``Detail`` (the ops of
-its iteration so far and its call site), naming the rank that differs, the iteration,
-the first op where it went another way, its source line, and what the others did there.
+start of a backward pass (DDP's all-reduce runs inside it), DDP's constructor and forward
+(they broadcast from C++), the end of the run. Each rank publishes a ``Record`` of where
+it is: the kind of checkpoint, its iteration, and what must be the same on every rank
+there (for a backward: the structure key of the graph it runs through, the loss's; for a
+collective: the op, its tensors' shapes and dtypes, the root rank). What one rank computes
+beside the model (rank 0 saving a checkpoint, logging a metric) is not in the loss's graph
+and is no divergence. Equal records: the ranks are in step. Different ones: a divergence,
+described from each rank's ``Detail`` (the ops of its iteration so far and its call
+site), naming the rank that differs, the iteration, the first op where it went another
+way, its source line, and what the others did there.
 
 Pure data and text: no torch, no store (``exchange.py`` moves these through the store).
 
->>> a = Record("backward", 7, "k1", "k0", 12)
+>>> a = Record("backward", 7, "k1", 12)
 >>> Record.decode(a.encode(3)) == (3, a)
 True
 """
@@ -22,72 +24,81 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..textsafe import shown
 
+OpFacts = tuple[str, str, str, int, tuple[int, ...]]  # (op, module, file, line, shape)
+
 
 @dataclass(frozen=True)
 class Record:
-    """A rank's checkpoint: ``kind`` ("backward", "collective" or "end"), its
-    ``iteration``, ``what`` must agree across ranks, ``previous`` the structure key of the
-    iteration before, ``ops`` the number of forward ops of this iteration so far (shown,
-    not compared: the structure key already says whether the graphs agree)."""
+    """A rank's checkpoint: ``kind`` ("backward", "collective", "ddp_init", "ddp_forward"
+    or "end"), its ``iteration``, ``what`` must agree across ranks there, ``ops`` the
+    number of ops of this iteration so far (shown, not compared: one rank's side
+    computations count there too)."""
 
     kind: str
     iteration: int
     what: str
-    previous: str = ""
     ops: int = 0
 
     @property
     def shape(self) -> str:
         """The record without its iteration: what a rank remembers as verified, to skip
         the wait at the same checkpoint of a later iteration (see ``exchange``)."""
-        return f"{self.kind}|{self.what}|{self.previous}"
+        return f"{self.kind}|{self.what}"
+
+    @property
+    def compared(self) -> tuple[object, ...]:
+        """What must be equal on every rank. The end of the run, whatever the iteration:
+        rank 0 saving a last checkpoint after the last step counts one iteration more."""
+        if self.kind == "end":
+            return (self.kind, self.what)
+        return (self.kind, self.iteration, self.what)
 
     def agrees(self, other: Record) -> bool:
-        return (self.kind, self.iteration, self.what, self.previous) == (
-            other.kind, other.iteration, other.what, other.previous)
+        return self.compared == other.compared
 
     def encode(self, n: int) -> str:
-        return json.dumps([n, self.kind, self.iteration, self.what, self.previous, self.ops])
+        return json.dumps([n, self.kind, self.iteration, self.what, self.ops])
 
     @staticmethod
     def decode(text: str | bytes) -> tuple[int, Record]:
-        n, kind, iteration, what, previous, ops = json.loads(text)
-        return int(n), Record(str(kind), int(iteration), str(what), str(previous), int(ops))
+        n, kind, iteration, what, ops = json.loads(text)
+        return int(n), Record(str(kind), int(iteration), str(what), int(ops))
 
 
 @dataclass(frozen=True)
 class Detail:
     """What a rank did up to a checkpoint, for the description of a divergence: its
     record, the call site of the checkpoint (``file``, ``line``: the collective's call or
-    the ``backward()`` line), and the ops of the iteration so far, each as (op, module,
-    file, line, shape)."""
+    the ``backward()`` line), the ops of its iteration so far, and at a backward the ops of
+    the graph it runs through (the loss's: what the ranks compare there), each as (op,
+    module, file, line, shape), in the order they ran."""
 
     rank: int
     record: Record
     file: str = ""
     line: int = 0
-    ops: tuple[tuple[str, str, str, int, tuple[int, ...]], ...] = ()
-    previous_ops: tuple[tuple[str, str, str, int, tuple[int, ...]], ...] = field(default=())
+    ops: tuple[OpFacts, ...] = ()
+    graph: tuple[OpFacts, ...] = ()
 
     def encode(self) -> str:
         return json.dumps({"rank": self.rank, "record": self.record.encode(0),
                            "file": self.file, "line": self.line,
                            "ops": [list(o) for o in self.ops],
-                           "previous_ops": [list(o) for o in self.previous_ops]})
+                           "graph": [list(o) for o in self.graph]})
 
     @staticmethod
     def decode(text: str | bytes) -> Detail:
         d = json.loads(text)
         return Detail(int(d["rank"]), Record.decode(d["record"])[1], str(d["file"]),
-                      int(d["line"]), _ops(d["ops"]), _ops(d.get("previous_ops", [])))
+                      int(d["line"]), _ops(d["ops"]), _ops(d.get("graph", [])))
 
 
-def _ops(rows: list[Any]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], ...]:
+def _ops(rows: list[Any]) -> tuple[OpFacts, ...]:
     return tuple((str(op), str(module), str(file), int(line), tuple(int(d) for d in shape))
                  for op, module, file, line, shape in rows)
 
@@ -107,7 +118,7 @@ def odd_ones(records: dict[int, Record]) -> tuple[list[int], list[int]]:
     groups: dict[tuple[Any, ...], list[int]] = {}
     for rank in sorted(records):
         r = records[rank]
-        groups.setdefault((r.kind, r.iteration, r.what, r.previous), []).append(rank)
+        groups.setdefault(r.compared, []).append(rank)
     counts = Counter({k: len(v) for k, v in groups.items()})
     best = max(groups, key=lambda k: (counts[k], -min(groups[k])))
     reference = groups[best]
@@ -132,20 +143,16 @@ def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
                 f"{_checkpoint(theirs, details.get(ref))}")
         where = ""
         if mine.iteration == theirs.iteration:
-            where = _first_difference(details.get(rank), details.get(ref), previous=False)
+            where = _first_difference(details.get(rank), details.get(ref))
         if where:
             return f"ranks diverged at iteration {iteration}: {where}; then {then}"
         return f"ranks diverged: {then}"
-    if mine.previous != theirs.previous:
-        where = _first_difference(details.get(rank), details.get(ref), previous=True)
-        return (f"ranks diverged in iteration {iteration - 1}: {who} built another graph "
-                f"than {others}" + (f": {where}" if where else ""))
     if mine.kind == "collective":
         return (f"ranks diverged at iteration {iteration}: {who} called "
                 f"{_checkpoint(mine, details.get(rank), verb=False)} where {others} called "
                 f"{_checkpoint(theirs, details.get(ref), verb=False)}")
     if mine.kind in GRAPH_KINDS:
-        where = _first_difference(details.get(rank), details.get(ref), previous=False)
+        where = _first_difference(details.get(rank), details.get(ref))
         return (f"ranks diverged at iteration {iteration}: "
                 + (where or f"{who}'s forward pass took another path than {others}'s")
                 + f" (caught before {GRAPH_KINDS[mine.kind]})")
@@ -189,13 +196,14 @@ def _checkpoint(r: Record, d: Detail | None, verb: bool = True) -> str:
     return f"reached {r.kind} in iteration {r.iteration}"
 
 
-def _first_difference(mine: Detail | None, theirs: Detail | None, previous: bool) -> str:
+def _first_difference(mine: Detail | None, theirs: Detail | None) -> str:
     """``op 5: F.linear (module head_b) at demo.py:31, where rank 0 ran F.linear (module
     head_a) at demo.py:29``; "" when a detail is missing."""
     if mine is None or theirs is None:
         return ""
-    a = mine.previous_ops if previous else mine.ops
-    b = theirs.previous_ops if previous else theirs.ops
+    # Two backward passes: the graphs they run through (one rank's side computations are
+    # no difference); else the iterations' ops as they ran, up to where each rank is.
+    a, b = (mine.graph, theirs.graph) if mine.graph and theirs.graph else (mine.ops, theirs.ops)
     for i in range(max(len(a), len(b))):
         x = a[i] if i < len(a) else None
         y = b[i] if i < len(b) else None
@@ -205,7 +213,7 @@ def _first_difference(mine: Detail | None, theirs: Detail | None, previous: bool
     return ""
 
 
-def _op(o: tuple[str, str, str, int, tuple[int, ...]] | None) -> str:
+def _op(o: OpFacts | None) -> str:
     if o is None:
         return "nothing more"
     op, module, file, line, shape = o

@@ -20,9 +20,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from ..capture.imports import after_import
+from ..capture.keys import StructureKeys
 from ..capture.rows import Row
 from ..capture.tracing import Handle, tracer
 from .exchange import Exchange
@@ -31,8 +33,10 @@ from .records import Detail, Record
 
 FR_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 FR_ENTRIES = 64  # the flight recorder's ring, when dyngraph switches it on
-# An op row's (op, module, file, line, shape): see dyngraph.capture.rows.
-_OP, _SHAPE, _MODULE, _FILE, _LINE = 3, 6, 10, 11, 12
+# The places of an op row's fields (see dyngraph.capture.rows), and a tensor row's id.
+_OP, _INPUTS, _SHAPE, _MODULE, _FILE, _LINE = 3, 4, 6, 10, 11, 12
+_TENSOR = 3
+_output = itemgetter(5)
 
 
 class RankRuntime:
@@ -50,8 +54,10 @@ class RankRuntime:
         self.hold = hold
         self.collectives: Any = None
         self.exchange: Exchange | None = None
-        self.previous = ""  # the structure key of the last iteration that ended
-        self.previous_ops: list[Row] = []
+        # (structure key of the iteration so far, the root's place in it) -> (key of the
+        # loss's graph, the places of its ops): a training loop asks the same every time
+        self._graphs: dict[tuple[str, int], tuple[str, tuple[int, ...]]] = {}
+        self._keys = StructureKeys()
         self._import: Handle | None = None
         self._fr_env = False
         self._backward_wall = 0.0
@@ -88,7 +94,7 @@ class RankRuntime:
                 self.collectives.read_flight_recorder()
             ex = self.exchange
             if ex is not None and (self.compare or self.strict):
-                record = Record("end", tracer.iteration, "", self.previous)
+                record = Record("end", tracer.iteration, "")
                 found = ex.end(record, self._detail(record, "", 0))
                 if found and self.on_divergence is not None:
                     self.on_divergence(found)
@@ -126,31 +132,49 @@ class RankRuntime:
                 self.exchange.start_watching()
         return self.exchange
 
-    def _boundary(self, kind: str, key: str) -> None:
+    def _boundary(self, kind: str, value: Any) -> None:
         if kind == "backward_start":
             self._backward_wall = time.time()
-            self._world_checkpoint("backward")
+            self._world_checkpoint("backward", root=value)
         elif kind == "backward_end":
             if self.collectives is not None:
                 self.collectives.after_backward((self._backward_wall, time.time()))
-        elif kind == "iteration_end":
-            self.previous = key
-            self.previous_ops = tracer.iteration_ops
 
-    def _world_checkpoint(self, kind: str) -> None:
-        """A checkpoint of every rank: ``backward`` (before DDP's all-reduce in it),
-        ``ddp_init``, ``ddp_forward`` (before DDP's broadcasts); what must agree is the
-        structure of the iteration's graph so far."""
+    def _world_checkpoint(self, kind: str, root: int | None = None) -> None:
+        """A checkpoint of every rank: ``backward`` (before DDP's all-reduce in it: the
+        graph it runs through must agree), ``ddp_init`` and ``ddp_forward`` (before DDP's
+        broadcasts: they must come in step)."""
         if not self.compare and not self.strict:
             return
         ex = self._exchange()
         if ex is None:
             return
         ops = tracer.iteration_ops
-        key = tracer._keys.key(ops, tracer.iteration_tensors) if self.compare else ""
+        key, graph = "", tuple[int, ...]()
+        if root is not None and self.compare:
+            key, graph = self._loss_graph(root)
         file, line, _ = tracer.source(3)
         self._check(ex, "w", range(self.job.world_size),
-                    Record(kind, tracer.iteration, key, self.previous, len(ops)), file, line)
+                    Record(kind, tracer.iteration, key, len(ops)), file, line, graph)
+
+    def _loss_graph(self, root: int) -> tuple[str, tuple[int, ...]]:
+        """The structure key of the graph ``backward()`` runs through (the ops the root
+        was computed from, in this iteration) and their places among the iteration's ops.
+        Remembered by the iteration's own key: one lookup per step of a training loop."""
+        ops, tensors = tracer.iteration_ops, tracer.iteration_tensors
+        places = dict(zip(map(_output, ops), range(len(ops)), strict=True))
+        start = places.get(root)
+        if start is None:  # (a root computed before this iteration: its graph is older)
+            return tracer._keys.key(ops, tensors), tuple(range(len(ops)))
+        memo = (tracer._keys.key(ops, tensors), start)
+        found = self._graphs.get(memo)
+        if found is None:
+            chosen = _ancestors(ops, places, start)
+            key = self._keys.key(*_in_use_order([ops[p] for p in chosen], tensors))
+            if len(self._graphs) > 256:
+                self._graphs.clear()
+            found = self._graphs[memo] = (key, chosen)
+        return found
 
     def _collective(self, group: str, members: list[int], what: str, file: str,
                     line: int) -> None:
@@ -160,29 +184,31 @@ class RankRuntime:
         if ex is None:
             return
         record = Record("collective", tracer.iteration, what if self.compare else "",
-                        self.previous, len(tracer.iteration_ops))
+                        len(tracer.iteration_ops))
         self._check(ex, group, members, record, file, line)
 
     def _check(self, ex: Exchange, group: str, members: Any, record: Record, file: str,
-               line: int) -> None:
+               line: int, graph: tuple[int, ...] = ()) -> None:
         if self.hold is not None:
             hold, self.hold = self.hold, None
             hold(f"{self.job.describe()}, held at its first checkpoint ({_at(record, file, line)}):"
                  f" the other ranks wait for it there")
-        found = ex.checkpoint(group, list(members), record, self._detail(record, file, line))
+        found = ex.checkpoint(group, list(members), record,
+                              self._detail(record, file, line, graph))
         if found and self.on_divergence is not None:
             self.on_divergence(found)
 
-    def _detail(self, record: Record, file: str, line: int) -> Callable[[], Detail]:
+    def _detail(self, record: Record, file: str, line: int, graph: tuple[int, ...] = ()
+                ) -> Callable[[], Detail]:
         """What this rank did up to here, built only if another rank asks (from the
-        watcher thread, perhaps while this one is inside a collective): the op lists are
-        held as they are now (the tracer starts a new list at each iteration's end)."""
+        watcher thread, perhaps while this one is inside a collective): the op list is
+        held as it is now (the tracer starts a new list at each iteration's end)."""
         ops, count = tracer.iteration_ops, len(tracer.iteration_ops)
-        previous = self.previous_ops
         rank = self.job.rank
 
         def make() -> Detail:
-            return Detail(rank, record, file, line, _op_rows(ops[:count]), _op_rows(previous))
+            return Detail(rank, record, file, line, _op_rows(ops[:count]),
+                          _op_rows([ops[p] for p in graph]))
 
         return make
 
@@ -192,6 +218,41 @@ def _at(record: Record, file: str, line: int) -> str:
     what = {"backward": "backward()", "ddp_init": "DistributedDataParallel()",
             "ddp_forward": "the DDP module's forward"}.get(record.kind, record.what)
     return f"{what}{where}, iteration {record.iteration}"
+
+
+def _ancestors(ops: list[Row], places: dict[int, int], start: int) -> tuple[int, ...]:
+    """The places of the ops the op at ``start`` was computed from (itself included)."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        for tid in ops[todo.pop()][_INPUTS]:
+            p = places.get(tid)
+            if p is not None and p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return tuple(sorted(seen))
+
+
+def _in_use_order(ops: list[Row], tensors: list[Row]) -> tuple[list[Row], list[Row]]:
+    """``ops`` and the tensors they use, numbered afresh: each tensor just before the first
+    op that uses it. Unnamed leaves are told apart by the order they came in; which batch
+    first announced a sample the data loader hands out again (a peek at the first batch,
+    a sample shared by two) depends on the rank's data, not on the graph."""
+    by_id = {t[_TENSOR]: t for t in tensors}
+    out_ops: list[Row] = []
+    out_tensors: list[Row] = []
+    seen: set[int] = set()
+    seq = 0
+    for r in ops:
+        for tid in r[_INPUTS]:
+            t = by_id.get(tid)
+            if t is not None and tid not in seen:
+                seen.add(tid)
+                seq += 1
+                out_tensors.append((t[0], seq, *t[2:]))
+        seq += 1
+        out_ops.append((r[0], seq, *r[2:]))
+    return out_ops, out_tensors
 
 
 def _op_rows(rows: list[Row]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], ...]:

@@ -91,8 +91,10 @@ def _footer(job: JobTrace) -> list[Text | str]:
         lines.append(Text(f"◆ iteration {found[0]}: {shown(found[1])}", "red"))
     odd = [i for i in job.iterations if job.odd(i)]
     if odd:
-        lines.append(Text(f"the ranks' graphs differ in {len(odd)} iteration(s), first in "
-                          f"iteration {odd[0]}", "yellow"))
+        lines.append(Text(f"the ranks' iterations differ in {len(odd)} iteration(s), first in "
+                          f"iteration {odd[0]} (what one rank ran alone counts here, rank 0 "
+                          f"saving a checkpoint; while the job ran, the graphs backward() ran "
+                          f"through were compared)", "yellow"))
     elif found is None:
         lines.append("every iteration has the same graph on every rank")
     checked = [(i, job.gradients(i)) for i in job.iterations]

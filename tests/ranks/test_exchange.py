@@ -77,8 +77,8 @@ def test_ranks_in_step_wait_only_where_the_record_is_new(stores, world):
     def body(rank: int) -> list[str | None]:
         found = []
         for i in range(1, 6):
-            for group, record in (("w", Record("ddp_forward", i, "k0", "k")),
-                                  ("w", Record("backward", i, "k1", "k"))):
+            for group, record in (("w", Record("ddp_forward", i, "")),
+                                  ("w", Record("backward", i, "k1"))):
                 found.append(exes[rank].checkpoint(group, range(world), record,
                                                    detail(rank, record)))
         return found
@@ -105,7 +105,7 @@ def test_a_forward_that_went_another_way_is_named_and_every_rank_hears_it(stores
     def body(rank: int) -> str | None:
         for i in range(1, 5):
             key = "odd" if (i == 4 and rank == 2) else "k"
-            record = Record("backward", i, key, "", 2)
+            record = Record("backward", i, key, 2)
             ops = (OP, ("relu" if key == "odd" else "tanh", "module", "/w/train.py", 21,
                         (8, 4)))
             found = exes[rank].checkpoint("w", range(4), record, detail(rank, record, ops))
@@ -138,12 +138,12 @@ def test_a_rank_that_skipped_a_collective_is_found_waiting_in_it(stores):
         ex = exes[rank]
         for i in range(1, 4):
             if not (i == 3 and rank == 1):
-                r = Record("collective", i, "all_reduce(float32[8]) on group 1", "k")
+                r = Record("collective", i, "all_reduce(float32[8]) on group 1")
                 found = ex.checkpoint("1", [0, 1], r, detail(rank, r))
                 if i == 3:
                     named.wait(15)  # in the collective, waiting for rank 1
                     return found
-            r = Record("backward", i, "k", "k")
+            r = Record("backward", i, "k")
             found = ex.checkpoint("w", [0, 1], r, detail(rank, r))
             if found:
                 named.set()
@@ -163,8 +163,8 @@ def test_a_rank_that_ended_is_named(stores):
         r = Record("backward", 1, "k")
         exes[rank].checkpoint("w", [0, 1], r, detail(rank, r))
         if rank == 1:
-            return exes[rank].end(Record("end", 2, "", "k"), detail(rank, r))
-        r = Record("backward", 2, "k", "k")
+            return exes[rank].end(Record("end", 2, ""), detail(rank, r))
+        r = Record("backward", 2, "k")
         return exes[rank].checkpoint("w", [0, 1], r, detail(rank, r))
 
     results = run(2, body)

@@ -12,9 +12,9 @@ def op(name: str, module: str, line: int) -> tuple[str, str, str, int, tuple[int
 
 
 def test_a_record_round_trips_and_its_shape_leaves_out_the_iteration():
-    r = Record("collective", 7, "all_reduce(float32[3])", "k6", 12)
+    r = Record("collective", 7, "all_reduce(float32[3])", 12)
     assert Record.decode(r.encode(41)) == (41, r)
-    assert r.shape == Record("collective", 9, "all_reduce(float32[3])", "k6", 1).shape
+    assert r.shape == Record("collective", 9, "all_reduce(float32[3])", 1).shape
     d = Detail(1, r, "/w/train.py", 30, (LINEAR,), (LINEAR,))
     assert Detail.decode(d.encode()) == d
 
@@ -27,7 +27,7 @@ def test_the_odd_rank_is_the_minority_and_a_tie_keeps_rank_0_as_reference():
 
 
 def test_a_forward_that_went_another_way_names_its_first_op_and_line():
-    r0, r1 = Record("backward", 7, "a", "k", 3), Record("backward", 7, "b", "k", 3)
+    r0, r1 = Record("backward", 7, "a", 3), Record("backward", 7, "b", 3)
     details = {0: Detail(0, r0, ops=(LINEAR, op("detach", "module.center", 44))),
                1: Detail(1, r1, ops=(LINEAR, op("clamp", "module", 59)))}
     text = describe({0: r0, 1: r1}, details)
@@ -38,8 +38,8 @@ def test_a_forward_that_went_another_way_names_its_first_op_and_line():
 
 
 def test_different_collectives_are_named_with_their_call_sites():
-    r0 = Record("collective", 2, "all_reduce(float32[3])", "k")
-    r1 = Record("collective", 2, "broadcast(float32[3]) src=0", "k")
+    r0 = Record("collective", 2, "all_reduce(float32[3])")
+    r1 = Record("collective", 2, "broadcast(float32[3]) src=0")
     text = describe({0: r0, 1: r1, 2: r0},
                     {1: Detail(1, r1, "/w/train.py", 12), 0: Detail(0, r0, "/w/train.py", 10)})
     assert text == ("ranks diverged at iteration 2: rank 1 called broadcast(float32[3]) src=0 "
@@ -48,18 +48,28 @@ def test_different_collectives_are_named_with_their_call_sites():
 
 
 def test_a_rank_at_another_checkpoint_is_named_with_where_each_one_is():
-    r0 = Record("collective", 7, "all_reduce(float32[32]) on group 1", "k", 17)
-    r1 = Record("backward", 7, "x", "k", 17)
+    r0 = Record("collective", 7, "all_reduce(float32[32]) on group 1", 17)
+    r1 = Record("backward", 7, "x", 17)
     text = describe({0: r0, 1: r1}, {})
     assert text == ("ranks diverged: rank 1 started backward() in iteration 7 after 17 ops "
                     "while rank 0 called all_reduce(float32[32]) on group 1 in iteration 7")
 
 
-def test_a_previous_iteration_that_differed_is_named():
-    r0, r1 = Record("backward", 4, "a", "k3"), Record("backward", 4, "a", "other")
-    prev0 = (LINEAR,)
-    prev1 = (LINEAR, op("relu", "module", 21))
-    text = describe({0: r0, 1: r1}, {0: Detail(0, r0, previous_ops=prev0),
-                                     1: Detail(1, r1, previous_ops=prev1)})
-    assert text.startswith("ranks diverged in iteration 3: rank 1 built another graph")
-    assert "rank 1 ran relu [module]" in text and "rank 0 ran nothing more" in text
+def test_at_two_backward_passes_the_graphs_they_run_through_are_compared():
+    """Rank 0 saved a checkpoint first (ops of its own, outside the loss's graph): the
+    first op that differs is the one in the loss's graph, not rank 0's extra one."""
+    r0, r1 = Record("backward", 4, "a", 5), Record("backward", 4, "b", 3)
+    saving = op("detach", "", 64)
+    d0 = Detail(0, r0, ops=(saving, saving, LINEAR, op("tanh", "module", 21)),
+                graph=(LINEAR, op("tanh", "module", 21)))
+    d1 = Detail(1, r1, ops=(LINEAR, op("relu", "module", 22)),
+                graph=(LINEAR, op("relu", "module", 22)))
+    text = describe({0: r0, 1: r1}, {0: d0, 1: d1})
+    assert "rank 1 ran relu [module] at /w/train.py:22" in text
+    assert "where rank 0 ran tanh [module] at /w/train.py:21" in text
+
+
+def test_ranks_that_ended_agree_whatever_their_last_iteration():
+    """Rank 0 saved a checkpoint after the last step (ops of its own: one iteration more)."""
+    assert Record("end", 65, "").agrees(Record("end", 64, ""))
+    assert not Record("end", 64, "").agrees(Record("backward", 64, "k"))

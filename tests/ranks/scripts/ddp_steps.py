@@ -1,4 +1,5 @@
-"""A plain DDP training loop on gloo: each rank its own data; rank 0 prints the losses.
+"""A plain DDP training loop on gloo: each rank its own data; rank 0 prints the losses
+and, every other step, copies the weights aside (what rank 0 alone does is no divergence).
 
     torchrun --nproc-per-node 2 ddp_steps.py [--steps N] [--pids DIR] [--pause S]
 
@@ -43,6 +44,8 @@ for step in range(args.steps):
     optimizer.step()
     metric = loss.detach().clone()
     dist.all_reduce(metric)
+    if rank == 0 and step % 2 == 0:  # rank 0 alone keeps a copy of the weights: ops of its own
+        snapshot = {k: v.detach().clone() for k, v in model.module.state_dict().items()}
     if rank == 0:
         print(f"step {step} loss {loss.item()!r} mean {metric.item() / dist.get_world_size()!r}",
               flush=True)
