@@ -89,8 +89,9 @@ def _stop_showing(stream: TextIO) -> None:
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
            status: Callable[[], None] | None = None) -> None:
     """Poll until the run ends or ``on_events`` returns True (inside
-    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop), or another rank
-    of the job says the ranks diverged."""
+    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop). When the ranks of
+    a job diverged (this rank paused there, or another rank said so), the script is
+    stopped, and its last events drained."""
     while True:
         events = session.poll(0.1)
         if events and on_events(events):
