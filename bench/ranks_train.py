@@ -3,7 +3,6 @@ torchrun) or as one process (``--single``: no process group, no DDP). Prints, pe
 ``STEP_MS median`` over the steps after the first ``--warmup``."""
 
 import argparse
-import os
 import statistics
 import time
 
@@ -32,7 +31,7 @@ if not args.single:
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 generator = torch.Generator().manual_seed(rank)
 times = []
-for step in range(args.steps):
+for _ in range(args.steps):
     x = torch.randn(64, 128, generator=generator)
     y = torch.randint(0, 10, (64,), generator=generator)
     start = time.perf_counter()

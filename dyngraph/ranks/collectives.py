@@ -206,6 +206,14 @@ class Collectives:
 
         return _like(checked, method)
 
+    def unused_found(self) -> bool:
+        """Does every DDP module of the job find unused parameters itself
+        (``find_unused_parameters=True``)? Then a rank's backward may reach other
+        parameters than another's: DDP all-reduces zeros for those."""
+        modules = list(self.ddp)
+        return bool(modules) and all(getattr(m, "find_unused_parameters", False)
+                                     for m in modules)
+
     # -- a call of the script's --------------------------------------------------------------
     def _wrap(self, name: str, original: Any) -> Any:
         signature = inspect.signature(original)

@@ -4,13 +4,17 @@ A checkpoint is a moment every rank of a group must reach in step: a collective,
 start of a backward pass (DDP's all-reduce runs inside it), DDP's constructor and forward
 (they broadcast from C++), the end of the run. Each rank publishes a ``Record`` of where
 it is: the kind of checkpoint, its iteration, and what must be the same on every rank
-there (for a backward: the structure key of the graph it runs through, the loss's; for a
-collective: the op, its tensors' shapes and dtypes, the root rank). What one rank computes
-beside the model (rank 0 saving a checkpoint, logging a metric) is not in the loss's graph
-and is no divergence. Equal records: the ranks are in step. Different ones: a divergence,
-described from each rank's ``Detail`` (the ops of its iteration so far and its call
-site), naming the rank that differs, the iteration, the first op where it went another
-way, its source line, and what the others did there.
+there (for a backward: the parameters it reaches, whose gradients DDP's all-reduce waits
+for; for a collective: the op, its tensors' shapes and dtypes, the root rank). Other
+shapes (a sequence length of one rank's) or another branch over the same parameters are
+no divergence: DDP averages the gradients all the same; nor is what one rank computes
+beside the model (rank 0 saving a checkpoint, logging a metric). A rank that skipped a
+collective is one whose next checkpoint is another than the others'.
+
+Equal records: the ranks are in step. Different ones: a divergence, described from each
+rank's ``Detail`` (the ops of its iteration so far and its call site), naming the rank
+that differs, the iteration, the first op where it went another way, its source line,
+and what the others did there.
 
 Pure data and text: no torch, no store (``exchange.py`` moves these through the store).
 
@@ -75,7 +79,7 @@ class Detail:
     """What a rank did up to a checkpoint, for the description of a divergence: its
     record, the call site of the checkpoint (``file``, ``line``: the collective's call or
     the ``backward()`` line), the ops of its iteration so far, and at a backward the ops of
-    the graph it runs through (the loss's: what the ranks compare there), each as (op,
+    the graph it runs through (the loss's) and the parameters it reaches; ops as (op,
     module, file, line, shape), in the order they ran."""
 
     rank: int
@@ -84,18 +88,21 @@ class Detail:
     line: int = 0
     ops: tuple[OpFacts, ...] = ()
     graph: tuple[OpFacts, ...] = ()
+    params: tuple[str, ...] = ()
 
     def encode(self) -> str:
         return json.dumps({"rank": self.rank, "record": self.record.encode(0),
                            "file": self.file, "line": self.line,
                            "ops": [list(o) for o in self.ops],
-                           "graph": [list(o) for o in self.graph]})
+                           "graph": [list(o) for o in self.graph],
+                           "params": list(self.params)})
 
     @staticmethod
     def decode(text: str | bytes) -> Detail:
         d = json.loads(text)
         return Detail(int(d["rank"]), Record.decode(d["record"])[1], str(d["file"]),
-                      int(d["line"]), _ops(d["ops"]), _ops(d.get("graph", [])))
+                      int(d["line"]), _ops(d["ops"]), _ops(d.get("graph", [])),
+                      tuple(str(p) for p in d.get("params", [])))
 
 
 def _ops(rows: list[Any]) -> tuple[OpFacts, ...]:
@@ -105,7 +112,7 @@ def _ops(rows: list[Any]) -> tuple[OpFacts, ...]:
 
 # Checkpoints of every rank where the graph so far must agree, and what they come before.
 GRAPH_KINDS = {
-    "backward": "backward(), where DDP's all-reduce would have waited",
+    "backward": "backward(), where DDP's all-reduce would wait for a gradient",
     "ddp_forward": "the DDP module's forward, where DDP broadcasts its buffers",
     "ddp_init": "DistributedDataParallel(), where it broadcasts the module's state",
 }
@@ -153,8 +160,10 @@ def describe(records: dict[int, Record], details: dict[int, Detail]) -> str:
                 f"{_checkpoint(theirs, details.get(ref), verb=False)}")
     if mine.kind in GRAPH_KINDS:
         where = _first_difference(details.get(rank), details.get(ref))
+        reach = _parameters(details.get(rank), details.get(ref))
         return (f"ranks diverged at iteration {iteration}: "
                 + (where or f"{who}'s forward pass took another path than {others}'s")
+                + (f"; {reach}" if reach else "")
                 + f" (caught before {GRAPH_KINDS[mine.kind]})")
     return f"ranks diverged at iteration {iteration}: {who} and {others} differ"
 
@@ -211,6 +220,23 @@ def _first_difference(mine: Detail | None, theirs: Detail | None) -> str:
             return (f"rank {mine.rank} ran {_op(x)} as op {i + 1} of the iteration, where "
                     f"rank {theirs.rank} ran {_op(y)}")
     return ""
+
+
+def _parameters(mine: Detail | None, theirs: Detail | None, most: int = 4) -> str:
+    """``rank 1's backward() reaches head_b.weight, which rank 0's does not``."""
+    if mine is None or theirs is None:
+        return ""
+    extra = [p for p in mine.params if p not in theirs.params]
+    missing = [p for p in theirs.params if p not in mine.params]
+    parts = []
+    for names, whose, other in ((extra, mine.rank, theirs.rank),
+                                (missing, theirs.rank, mine.rank)):
+        if names:
+            shown_names = ", ".join(shown(n) for n in names[:most]) + (
+                f" and {len(names) - most} more" if len(names) > most else "")
+            parts.append(f"rank {whose}'s backward() reaches {shown_names}, which rank "
+                         f"{other}'s does not")
+    return "; ".join(parts)
 
 
 def _op(o: OpFacts | None) -> str:

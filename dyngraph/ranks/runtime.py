@@ -16,6 +16,7 @@ compares nothing: for jobs whose ranks run different graphs by design (pipeline 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
@@ -24,7 +25,6 @@ from operator import itemgetter
 from typing import Any
 
 from ..capture.imports import after_import
-from ..capture.keys import StructureKeys
 from ..capture.rows import Row
 from ..capture.tracing import Handle, tracer
 from .exchange import Exchange
@@ -33,9 +33,9 @@ from .records import Detail, Record
 
 FR_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
 FR_ENTRIES = 64  # the flight recorder's ring, when dyngraph switches it on
-# The places of an op row's fields (see dyngraph.capture.rows), and a tensor row's id.
+# The places of an op row's fields (see dyngraph.capture.rows), and a tensor row's.
 _OP, _INPUTS, _SHAPE, _MODULE, _FILE, _LINE = 3, 4, 6, 10, 11, 12
-_TENSOR = 3
+_TENSOR, _NAME, _GRAD, _IS_PARAM = 3, 4, 7, 8
 _output = itemgetter(5)
 
 
@@ -54,10 +54,10 @@ class RankRuntime:
         self.hold = hold
         self.collectives: Any = None
         self.exchange: Exchange | None = None
-        # (structure key of the iteration so far, the root's place in it) -> (key of the
-        # loss's graph, the places of its ops): a training loop asks the same every time
-        self._graphs: dict[tuple[str, int], tuple[str, tuple[int, ...]]] = {}
-        self._keys = StructureKeys()
+        # (structure key of the iteration so far, the root's place in it) -> (the places
+        # of the ops backward() runs through, the parameters it reaches): a training loop
+        # asks the same every time
+        self._graphs: dict[tuple[str, int], tuple[tuple[int, ...], tuple[str, ...]]] = {}
         self._import: Handle | None = None
         self._fr_env = False
         self._backward_wall = 0.0
@@ -142,7 +142,7 @@ class RankRuntime:
 
     def _world_checkpoint(self, kind: str, root: int | None = None) -> None:
         """A checkpoint of every rank: ``backward`` (before DDP's all-reduce in it: the
-        graph it runs through must agree), ``ddp_init`` and ``ddp_forward`` (before DDP's
+        parameters it reaches must agree), ``ddp_init`` and ``ddp_forward`` (before DDP's
         broadcasts: they must come in step)."""
         if not self.compare and not self.strict:
             return
@@ -150,31 +150,39 @@ class RankRuntime:
         if ex is None:
             return
         ops = tracer.iteration_ops
-        key, graph = "", tuple[int, ...]()
+        key, graph, params = "", tuple[int, ...](), tuple[str, ...]()
         if root is not None and self.compare:
-            key, graph = self._loss_graph(root)
+            key, graph, params = self._loss_graph(root)
         file, line, _ = tracer.source(3)
         self._check(ex, "w", range(self.job.world_size),
-                    Record(kind, tracer.iteration, key, len(ops)), file, line, graph)
+                    Record(kind, tracer.iteration, key, len(ops)), file, line, graph, params)
 
-    def _loss_graph(self, root: int) -> tuple[str, tuple[int, ...]]:
-        """The structure key of the graph ``backward()`` runs through (the ops the root
-        was computed from, in this iteration) and their places among the iteration's ops.
-        Remembered by the iteration's own key: one lookup per step of a training loop."""
+    def _loss_graph(self, root: int) -> tuple[str, tuple[int, ...], tuple[str, ...]]:
+        """What must agree at a ``backward()``: the parameters it reaches (DDP's
+        all-reduce waits for the gradient of every parameter it was not told is unused),
+        as a digest; "" when every DDP module in the job finds unused parameters itself.
+        With the places of the ops it runs through among the iteration's ops, and the
+        parameters' names. Remembered by the iteration's structure key: one lookup per step
+        of a training loop. Not the graph's structure: ranks of a data-parallel job may see
+        other shapes (a sequence length of their own) or another branch over the same
+        parameters, and DDP averages their gradients all the same."""
         ops, tensors = tracer.iteration_ops, tracer.iteration_tensors
         places = dict(zip(map(_output, ops), range(len(ops)), strict=True))
         start = places.get(root)
-        if start is None:  # (a root computed before this iteration: its graph is older)
-            return tracer._keys.key(ops, tensors), tuple(range(len(ops)))
-        memo = (tracer._keys.key(ops, tensors), start)
+        memo = (tracer._keys.key(ops, tensors), -1 if start is None else start)
         found = self._graphs.get(memo)
         if found is None:
-            chosen = _ancestors(ops, places, start)
-            key = self._keys.key(*_in_use_order([ops[p] for p in chosen], tensors))
+            # (a root computed before this iteration: every op of it, to say something)
+            chosen = tuple(range(len(ops))) if start is None else _ancestors(ops, places, start)
+            used = {tid for p in chosen for tid in ops[p][_INPUTS]}
+            params = tuple(sorted({t[_NAME] or f"#{t[_TENSOR]}" for t in tensors
+                                   if t[_TENSOR] in used and t[_IS_PARAM] and t[_GRAD]}))
             if len(self._graphs) > 256:
                 self._graphs.clear()
-            found = self._graphs[memo] = (key, chosen)
-        return found
+            found = self._graphs[memo] = (chosen, params)
+        chosen, params = found
+        tolerant = self.collectives is not None and self.collectives.unused_found()
+        return ("" if tolerant else _digest(params)), chosen, params
 
     def _collective(self, group: str, members: list[int], what: str, file: str,
                     line: int) -> None:
@@ -188,18 +196,18 @@ class RankRuntime:
         self._check(ex, group, members, record, file, line)
 
     def _check(self, ex: Exchange, group: str, members: Any, record: Record, file: str,
-               line: int, graph: tuple[int, ...] = ()) -> None:
+               line: int, graph: tuple[int, ...] = (), params: tuple[str, ...] = ()) -> None:
         if self.hold is not None:
             hold, self.hold = self.hold, None
             hold(f"{self.job.describe()}, held at its first checkpoint ({_at(record, file, line)}):"
                  f" the other ranks wait for it there")
         found = ex.checkpoint(group, list(members), record,
-                              self._detail(record, file, line, graph))
+                              self._detail(record, file, line, graph, params))
         if found and self.on_divergence is not None:
             self.on_divergence(found)
 
-    def _detail(self, record: Record, file: str, line: int, graph: tuple[int, ...] = ()
-                ) -> Callable[[], Detail]:
+    def _detail(self, record: Record, file: str, line: int, graph: tuple[int, ...] = (),
+                params: tuple[str, ...] = ()) -> Callable[[], Detail]:
         """What this rank did up to here, built only if another rank asks (from the
         watcher thread, perhaps while this one is inside a collective): the op list is
         held as it is now (the tracer starts a new list at each iteration's end)."""
@@ -208,7 +216,7 @@ class RankRuntime:
 
         def make() -> Detail:
             return Detail(rank, record, file, line, _op_rows(ops[:count]),
-                          _op_rows([ops[p] for p in graph]))
+                          _op_rows([ops[p] for p in graph]), params)
 
         return make
 
@@ -233,26 +241,9 @@ def _ancestors(ops: list[Row], places: dict[int, int], start: int) -> tuple[int,
     return tuple(sorted(seen))
 
 
-def _in_use_order(ops: list[Row], tensors: list[Row]) -> tuple[list[Row], list[Row]]:
-    """``ops`` and the tensors they use, numbered afresh: each tensor just before the first
-    op that uses it. Unnamed leaves are told apart by the order they came in; which batch
-    first announced a sample the data loader hands out again (a peek at the first batch,
-    a sample shared by two) depends on the rank's data, not on the graph."""
-    by_id = {t[_TENSOR]: t for t in tensors}
-    out_ops: list[Row] = []
-    out_tensors: list[Row] = []
-    seen: set[int] = set()
-    seq = 0
-    for r in ops:
-        for tid in r[_INPUTS]:
-            t = by_id.get(tid)
-            if t is not None and tid not in seen:
-                seen.add(tid)
-                seq += 1
-                out_tensors.append((t[0], seq, *t[2:]))
-        seq += 1
-        out_ops.append((r[0], seq, *r[2:]))
-    return out_ops, out_tensors
+def _digest(names: tuple[str, ...]) -> str:
+    """The same in every process (Python's own ``hash`` of a string is not)."""
+    return hashlib.blake2b("\n".join(names).encode(), digest_size=8).hexdigest()
 
 
 def _op_rows(rows: list[Row]) -> tuple[tuple[str, str, str, int, tuple[int, ...]], ...]:

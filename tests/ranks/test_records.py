@@ -73,3 +73,17 @@ def test_ranks_that_ended_agree_whatever_their_last_iteration():
     """Rank 0 saved a checkpoint after the last step (ops of its own: one iteration more)."""
     assert Record("end", 65, "").agrees(Record("end", 64, ""))
     assert not Record("end", 64, "").agrees(Record("backward", 64, "k"))
+
+
+def test_a_backward_that_reaches_other_parameters_names_them():
+    """DDP (without find_unused_parameters) waits for a gradient of every parameter: a rank
+    whose backward reaches another head would hang the others."""
+    r0, r1 = Record("backward", 5, "d0", 3), Record("backward", 5, "d1", 3)
+    d0 = Detail(0, r0, graph=(LINEAR, op("linear", "module.head", 30)),
+                params=("module.encode.weight", "module.head.weight"))
+    d1 = Detail(1, r1, graph=(LINEAR, op("linear", "module.long_head", 31)),
+                params=("module.encode.weight", "module.long_head.weight"))
+    text = describe({0: r0, 1: r1}, {0: d0, 1: d1})
+    assert "rank 1 ran linear [module.long_head] at /w/train.py:31" in text
+    assert ("rank 1's backward() reaches module.long_head.weight, which rank 0's does not; "
+            "rank 0's backward() reaches module.head.weight, which rank 1's does not") in text

@@ -3,7 +3,8 @@ and, every other step, copies the weights aside (what rank 0 alone does is no di
 
     torchrun --nproc-per-node 2 ddp_steps.py [--steps N] [--pids DIR] [--pause S]
 
-``--pids DIR`` writes DIR/rankN (this process's pid and its parent's) once it runs,
+``--varlen`` gives each rank batches of its own size (another graph, the same parameters:
+no divergence), ``--pids DIR`` writes DIR/rankN (this process's pid and its parent's) once it runs,
 ``--pause S`` sleeps S seconds each step (something to kill while it runs), ``--timeout S``
 is the process group's, ``--done DIR`` writes DIR/rankN at the end.
 """
@@ -24,6 +25,7 @@ parser.add_argument("--pids", default="")
 parser.add_argument("--pause", type=float, default=0.0)
 parser.add_argument("--timeout", type=float, default=600.0)
 parser.add_argument("--done", default="")
+parser.add_argument("--varlen", action="store_true")
 args = parser.parse_args()
 
 dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
@@ -37,8 +39,9 @@ if args.pids:
     with open(os.path.join(args.pids, f"rank{rank}"), "w") as f:
         f.write(f"{os.getpid()} {os.getppid()}\n")
 for step in range(args.steps):
-    x = torch.randn(20, 10, generator=generator)
-    loss = F.mse_loss(model(x), torch.zeros(20, 5))
+    batch = 20 + 3 * rank * (step + 1) if args.varlen else 20
+    x = torch.randn(batch, 10, generator=generator)
+    loss = F.mse_loss(model(x), torch.zeros(batch, 5))
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
