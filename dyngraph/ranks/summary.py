@@ -92,9 +92,9 @@ def _footer(job: JobTrace) -> list[Text | str]:
     odd = [i for i in job.iterations if job.odd(i)]
     if odd:
         lines.append(Text(f"the ranks' iterations differ in {len(odd)} iteration(s), first in "
-                          f"iteration {odd[0]} (what one rank ran alone counts here, rank 0 "
-                          f"saving a checkpoint; while the job ran, the graphs backward() ran "
-                          f"through were compared)", "yellow"))
+                          f"iteration {odd[0]} (shapes of one rank's and what one rank ran "
+                          f"alone count here; while the job ran, what can hang it was "
+                          f"compared)", "yellow"))
     elif found is None:
         lines.append("every iteration has the same graph on every rank")
     checked = [(i, job.gradients(i)) for i in job.iterations]
