@@ -208,6 +208,7 @@ from .engine.legacy import (
     IntTensor,
     LongTensor,
 )
+from .engine.promotion import can_cast, promote_types, result_type
 from .engine.tensor import Size, Tensor
 
 __version__ = "0.1.0"

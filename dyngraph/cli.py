@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import platform
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, cast
+
+import numpy as np
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -117,9 +120,19 @@ def _ranks_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _compile_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--compile", choices=("observe", "eager"), default=None,
+        help="torch.compile'd code: observe (run it compiled, record its compiles, graph "
+             "breaks and recompiles) or eager (run it uncompiled, every op seen) "
+             "(default: observe)",
+    )
+
+
 def _script_args(p: argparse.ArgumentParser) -> None:
     _ranks_options(p)
     _backend_option(p)
+    _compile_option(p)
     p.add_argument("script", help="the Python script to run")
     _script_arguments(p)
 
@@ -129,7 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dyngraph",
         description="See and debug define-by-run computational graphs.",
     )
-    parser.add_argument("--version", action="version", version=f"dyngraph {__version__}")
+    # numpy does the engine's arithmetic: its version belongs in a bug report (numpy
+    # 2.4's in-place negative was wrong on strided views).
+    parser.add_argument("--version", action="version",
+                        version=f"dyngraph {__version__} (numpy {np.__version__}, Python "
+                                f"{platform.python_version()})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("debug", help="step through a script's graph in the terminal debugger")
@@ -157,8 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--values", choices=("none", "small"), default="none")
     _script_args(p)
 
-    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf or large gradients")
-    p.add_argument("--max-grad-norm", type=float, metavar="X", default=None)
+    p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf, large gradients "
+                                     "or a recompile storm")
+    p.add_argument(
+        "--max-grad-norm", type=float, metavar="X", default=None,
+        help="fail at the first gradient whose L2 norm exceeds X: one flowing into an op's "
+             "output during backward, or a parameter's accumulated .grad. The seed backward() "
+             "starts from (1 for a scalar loss, or its gradient= argument) is no gradient "
+             "anyone computed and is not counted (default: no limit)")
+    p.add_argument("--max-recompiles", type=int, metavar="N", default=None,
+                   help="fail when a torch.compile'd function recompiles more than N times")
     p.add_argument(
         "--nan",
         dest="nan",

@@ -68,10 +68,12 @@ class GradScale:
         float32's 3e38 and stretched the legend over decades no node sat in.
         """
         return cls.from_norms(
-            node.grad.norm  # type: ignore[attr-defined]
+            grad.norm
             for g in graphs
             for node in g.nodes.values()  # type: ignore[attr-defined]
-            if node.grad is not None and node.grad.finite  # type: ignore[attr-defined]
+            # (a backward node with several outputs has a gradient for each)
+            for grad in (node.grads or (node.grad,))  # type: ignore[attr-defined]
+            if grad is not None and grad.finite
         )
 
     @property

@@ -404,19 +404,23 @@ def paint(base: str, members: list[GraphNode], mark: str, scale: GradScale | Non
     norm = None
     inf_value = False
     for m in members:
-        value, g = m.summary, m.grad
-        if (value is not None and value.nan) or (g is not None and (g.nan or g.inf)):
+        value = m.summary
+        if value is not None and value.nan:
             return NodeStyle.of(base, colors.NONFINITE_FILL, colors.NONFINITE_BORDER,
                                 "#ffffff", "3")
         if value is not None and value.inf:
             # ±inf in a forward value is often meant (an attention mask): marked by the
             # border only, so a real NaN still stands out.
             inf_value = True
-        if g is not None and g.norm is not None:
-            if not math.isfinite(g.norm):  # a sampled summary may miss the NaN itself
+        # (a backward node with several outputs: the largest of their gradients)
+        for g in m.grads or (m.grad,):
+            if g is None:
+                continue
+            if g.nan or g.inf or (g.norm is not None and not math.isfinite(g.norm)):
+                # (a sampled summary may miss the NaN itself but not its norm)
                 return NodeStyle.of(base, colors.NONFINITE_FILL, colors.NONFINITE_BORDER,
                                     "#ffffff", "3")
-            if norm is None or g.norm > norm:
+            if g.norm is not None and (norm is None or g.norm > norm):
                 norm = g.norm
     fill = "#ffffff" if norm is None or scale is None else scale.fill(norm)
     border = colors.NONFINITE_FILL if inf_value else _MARKS.get(mark)
@@ -478,7 +482,10 @@ def tip_values(members: list[GraphNode], module: bool) -> str:
     n = members[0]
     if n.summary is not None and n.kind not in ("backward", "accumulate"):
         values += "\nvalue: " + _stats(n.summary)
-    if n.grad is not None:
+    if n.grads:  # one gradient per output of the op (split's pieces ...)
+        for k, g in enumerate(n.grads):
+            values += f"\ngrad of output {k}: " + ("none" if g is None else _stats(g))
+    elif n.grad is not None:
         values += "\ngrad: " + _stats(n.grad)
     return values
 

@@ -84,6 +84,8 @@ def node_lines(node: GraphNode) -> tuple[str, ...]:
     if node.kind == "op":
         return (node.op, meta)
     if node.kind == "backward":
+        if not node.dtype:  # a node of no tensor dyngraph saw, recorded without statistics
+            return (node.op or node.grad_fn or "Backward",)
         return (node.op or node.grad_fn or "Backward", meta)
     if node.kind == "accumulate":
         return ("AccumulateGrad", node.name or "leaf", meta)

@@ -85,18 +85,19 @@ def test_capture_layer_knows_no_engine():
     assert offenders == []
 
 
-def _torch_demos() -> frozenset[str]:
-    from dyngraph import demos
-
-    return demos.NEEDS_TORCH
-
-
 def _imports_torch(module: str) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
+# The compile lane's one module that imports torch: every private PyTorch API it reads.
+COMPILE_ADAPTER = Path("dyngraph/compile_lane/torch_api.py")
+
+
 def test_only_the_torch_backend_imports_torch():
-    """PyTorch is optional: one package imports it, and only when a recording asks."""
+    """PyTorch is optional: the backend imports it (and the compile lane's adapter, which
+    the backend loads at the script's first torch.compile), only when a recording asks."""
+    from dyngraph import demos
+
     offenders = []
     for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui"),
                             ("exporters", "dyngraph.exporters"), ("demos", "dyngraph.demos")):
@@ -106,7 +107,9 @@ def test_only_the_torch_backend_imports_torch():
                 continue
             if rel.parts[:2] == ("dyngraph", "ranks") and path.name in _RANKS_TORCH:
                 continue
-            if folder == "demos" and path.stem in _torch_demos():
+            if rel == COMPILE_ADAPTER:
+                continue
+            if folder == "demos" and path.stem in demos.NEEDS_TORCH:
                 continue  # a demo written for PyTorch is user code
             offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg) if _imports_torch(m)]
     assert offenders == []
@@ -157,3 +160,38 @@ def test_nothing_outside_the_backend_imports_it_by_name():
             offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg)
                           if m.startswith("dyngraph.torch_backend")]
     assert offenders == []
+
+
+def test_the_compile_lane_stands_on_capture_and_nothing_stands_on_it_but_its_users():
+    """``compile_lane/`` imports ``capture/``, never the reverse; it is handed the PyTorch
+    capture rather than importing the backend; only the backend (which loads the lane),
+    the debug runtime (modes, breakpoints, the check and the summary) and the UI use it."""
+    offenders = []
+    users = {"torch_backend", "debug", "compile_lane"}
+    for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui"),
+                            ("exporters", "dyngraph.exporters")):
+        for path, pkg in _package_files(folder, package):
+            rel = path.relative_to(ROOT)
+            inside = rel.parts[1] if folder == "dyngraph" and len(rel.parts) > 2 else folder
+            for module, _ in _imports(path, pkg):
+                if module.startswith("dyngraph.compile_lane") and inside not in users | {"tui"}:
+                    offenders.append(f"{rel} imports {module}")
+                if inside == "compile_lane" and module.startswith("dyngraph.torch_backend"):
+                    offenders.append(f"{rel} imports {module}")
+    assert offenders == []
+
+
+def test_every_private_torch_api_of_the_compile_lane_is_in_its_adapter():
+    """One module to update when PyTorch moves its internals (its table says which
+    versions were checked); the rest of the lane never names torch at all."""
+    offenders = []
+    for path, pkg in _package_files("dyngraph/compile_lane", "dyngraph.compile_lane"):
+        rel = path.relative_to(ROOT)
+        if rel == COMPILE_ADAPTER:
+            continue
+        offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg) if _imports_torch(m)]
+        tree = ast.parse(path.read_text(), str(path))
+        offenders += [f"{rel}:{node.lineno} names torch" for node in ast.walk(tree)
+                      if isinstance(node, ast.Name) and node.id == "torch"]
+    assert offenders == []
+    assert (ROOT / COMPILE_ADAPTER).read_text().count("CHECKED_VERSIONS") >= 2

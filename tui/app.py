@@ -26,7 +26,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from dyngraph.capture.graph import Graph
+from dyngraph.capture.graph import Graph, backward_graph
 from dyngraph.textsafe import shown
 
 from . import messages as msg
@@ -105,6 +105,10 @@ class DebuggerApp(DebuggerActions):
         self.sub_title = title
         self.graph_mode = "forward"
         self.selected: int | None = None
+        # The compile event the inspector shows instead of a node (the compile lane):
+        # picked in the timeline, or the one the cursor is on.
+        self.compile_event: Any = None
+        self._joined: tuple[int, str] = (-1, "")
         self.graph: Graph | None = None
         self._last_cursor = -2
         self._last_state: SourceState | None = None
@@ -279,6 +283,8 @@ class DebuggerApp(DebuggerActions):
             self._last_cursor = model.cursor
             if moved or self.selected not in graph.nodes:
                 self.selected = current
+            if moved:
+                self.compile_event = model.compile_event_at_cursor()
             canvas = self.main.query_one("#graph")
             canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
             title = _graph_title(graph, self.graph_mode)
@@ -341,6 +347,10 @@ class DebuggerApp(DebuggerActions):
         event = self.model.current_event
         file = (node.file if node is not None and node.file else getattr(event, "file", ""))
         line = node.line if node is not None and node.file else getattr(event, "line", 0)
+        if self.compile_event is not None:
+            from .compile_view import focus_line
+
+            file, line = focus_line(self.compile_event)
         frame = self._selected_frame()
         if frame is not None:
             file, line = frame.file, frame.line
@@ -362,7 +372,16 @@ class DebuggerApp(DebuggerActions):
         return (event is None or event.kind not in STEP_KINDS) and model.prev_step() is None
 
     def _show_inspector(self) -> None:
+        if self.compile_event is not None:
+            self.main.query_one(Inspector).show_compile(self.compile_event,
+                                                        self._joined_ops(self.compile_event))
+            return
         graph = self.graph
+        if graph is not None and self.graph_mode == "backward":
+            # autograd's graph: a node of no forward op (TBackward0, a checkpoint's) too
+            pane: Any = self.main.query_one("#graph")
+            graph = (pane.backward_of(graph) if hasattr(pane, "backward_of")
+                     else backward_graph(graph))
         node = graph.nodes.get(self.selected) if graph is not None and self.selected else None
         history = (self.model.grad_history(node, SPARK_ITERATIONS) if node is not None
                    else ())
@@ -372,8 +391,10 @@ class DebuggerApp(DebuggerActions):
                 other = graph.nodes.get(src)
                 if other is not None:
                     inputs.append(f"{other.label} t{src}")
+        header = self.model.header
         self.main.query_one(Inspector).show(node, history, inputs,
-                                       backward_done=self.model.backward_done())
+                                       backward_done=self.model.backward_done(),
+                                       stats=header.stats if header is not None else "")
 
     # -- Python at the pause: variables, watches, console ---------------------------------
     def _python_note(self) -> str:
@@ -470,8 +491,20 @@ class DebuggerApp(DebuggerActions):
         else:
             self.notify("press q (or ctrl+q) to quit", timeout=3)
 
+    def _joined_ops(self, event: Any) -> str:
+        """The op lane's ops at the line a compile event is about (found once per event)."""
+        if self._joined[0] != event.seq:
+            from dyngraph.compile_lane.report import join_text, ops_at_line
+
+            from .compile_view import focus_line
+
+            file, line = focus_line(event)
+            self._joined = (event.seq, join_text(ops_at_line(self.model.events, file, line)))
+        return self._joined[1]
+
     def select_node(self, node_id: int | None) -> None:
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""
+        self.compile_event = None
         self.selected = node_id
         if GraphCanvas is not None and node_id is not None:
             canvas = self.main.query_one("#graph")
@@ -501,12 +534,18 @@ class DebuggerApp(DebuggerActions):
         self.jump_to_iteration(message.index)
 
     def on_graph_canvas_node_selected(self, message: Any) -> None:
-        if message.node_id != self.selected:
+        if message.node_id != self.selected or self.compile_event is not None:
+            self.compile_event = None
             self.selected = message.node_id
             self._show_inspector()
 
     def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:
         event = self.model.events[message.index]
+        if event.kind == "compile":  # the compile lane: its own view, and its line
+            self.compile_event = event
+            self._show_inspector()
+            self._show_source(self.graph or Graph(iteration=1), None)
+            return
         for attr in ("output", "node", "tensor"):
             node_id = getattr(event, attr, None)
             if isinstance(node_id, int):

@@ -30,6 +30,8 @@ KIND_HELP = {
     "iteration": "an iteration number (3), or any text form",
     "nan": "first NaN/Inf in a value or gradient (no value needed)",
     "grad_norm": "a gradient-norm threshold (100), or any text form (global_grad>100)",
+    "compile": "recompile or break: torch.compile recompiled, or broke a graph "
+               "(compile:recompile)",
 }
 
 
@@ -96,6 +98,12 @@ def history_hit(bp: Breakpoint, events: Sequence[ev.Event], i: int) -> str | Non
         if norm is not None and norm > bp.threshold:
             return f"grad norm {norm:.4g} > {bp.threshold:g}"
         return None
+    if kind == "compile":
+        if isinstance(event, ev.CompileEvent) and event.what == bp.name:
+            from dyngraph.compile_lane.report import describe
+
+            return describe(event)
+        return None
     if not isinstance(event, ev.Op):
         return None
     if kind == "iteration":
@@ -126,7 +134,7 @@ def _nonfinite(event: ev.Event) -> str | None:
         if s is not None and not s.finite:
             return f"NaN/Inf in {event.op} output ({s.nan} NaN, {s.inf} Inf)"
     elif isinstance(event, ev.BackwardStep):
-        for s in (*event.grad_inputs, event.grad_output):
+        for s in (*event.grad_inputs, event.grad_output, *event.grad_outputs):
             if s is not None and not s.finite:
                 return f"NaN/Inf in gradient of {event.grad_fn or event.op}"
     elif isinstance(event, ev.GradAccumulated):
@@ -140,6 +148,8 @@ def _grad_norm(event: ev.Event, scope: str) -> float | None:
     if scope == "global":
         return None  # the global norm is only known to the child at the end of backward
     if isinstance(event, ev.BackwardStep):
+        # The gradients a step computes (each reaches a node or a leaf as computed; the
+        # seed backward starts from is no step's, so it never counts).
         norms = [s.norm for s in event.grad_inputs if s is not None and s.norm is not None]
         return max(norms) if norms else None
     if isinstance(event, ev.GradAccumulated) and event.summary is not None:

@@ -136,5 +136,5 @@ _MEANING = {
     "line": "after the line's first op",
     "iteration": "at the iteration's first op",
     "nan": "first NaN/Inf in any value or gradient",
-    "grad_norm": "a gradient norm above the threshold",
+    "grad_norm": "a gradient norm above the threshold (the loss's seed not counted)",
 }

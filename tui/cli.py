@@ -50,6 +50,7 @@ def _check_script(script: str) -> Path:
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
               title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
+              compile: str | None = None,  # noqa: A002 - the CLI's --compile
               **options: Any) -> int:
     from .app import DebuggerApp
     from .model import Model
@@ -62,7 +63,7 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
         source = LiveSource.start(Model(), str(script), script_args, stats=stats,
-                                  backend=backend, **options)
+                                  backend=backend, compile=compile, **options)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
@@ -97,7 +98,7 @@ def run_debug(args: argparse.Namespace) -> int:
     if job is None:
         return _run_live(script, _script_args(args), stats=args.stats,
                          export_dir=args.export_dir, title=str(script), breakpoints=bps,
-                         backend=args.backend)
+                         backend=args.backend, compile=args.compile)
     # A rank of a torchrun job: the one --rank names gets the debugger, every other one runs
     # headless; all of them wait for each other at every checkpoint (``ranks_strict``), so
     # while the debugged rank is paused the others wait in the job's store, not inside a
@@ -115,7 +116,7 @@ def run_debug(args: argparse.Namespace) -> int:
     # first checkpoint instead, before it says it is there: the others wait for it there.
     return _run_live(script, _script_args(args), stats=args.stats,
                      export_dir=args.export_dir, breakpoints=bps,
-                     backend=args.backend, pause_at_start=False,
+                     backend=args.backend, compile=args.compile, pause_at_start=False,
                      title=f"{script} (rank {job.rank} of {job.world_size})",
                      ranks_strict=True, ranks_compare=compare, ranks_hold=True)
 

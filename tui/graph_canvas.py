@@ -338,8 +338,12 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         return [self.render_line(y).text for y in range(self.size.height)]
 
     # -- matching the graph to a cached layout -------------------------------------------
+    def backward_of(self, graph: Graph) -> Graph:
+        """``backward_graph(graph)``, kept while ``graph`` does not change."""
+        return self._backward_of(graph)
+
     def _backward_of(self, graph: Graph) -> Graph:
-        key = (id(graph), len(graph.nodes), len(graph.backward_order))
+        key = (id(graph), len(graph.nodes), len(graph.backward_order), len(graph.grad_nodes))
         if self._backward is None or self._backward[0] != key:
             self._backward = (key, backward_graph(graph))
         return self._backward[1]

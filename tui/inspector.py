@@ -89,10 +89,14 @@ def preview_text(s: ev.Summary, limit: int = 8) -> Text:
 LABEL_ROOM = 11
 
 
-def grad_missing(node: GraphNode, backward_done: bool) -> str:
-    """Why ``node`` shows no gradient."""
+def grad_missing(node: GraphNode, backward_done: bool, stats: str = "") -> str:
+    """Why ``node`` shows no gradient (``stats``: the recording's statistics mode)."""
     if not node.requires_grad:
         return "no gradient (does not require grad)"
+    if node.backward_seq:  # its backward node ran
+        if stats == "none":
+            return "not recorded (the trace was recorded with --stats none)"
+        return "no gradient (its backward node ran without one: not used by the loss)"
     if backward_done:
         return "no gradient (backward did not reach it: not used by the loss)"
     return "not yet (backward has not reached it)"
@@ -100,7 +104,7 @@ def grad_missing(node: GraphNode, backward_done: bool) -> str:
 
 def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
               inputs: Sequence[str] = (), *, backward_done: bool = False,
-              width: int = 60) -> Group | Text:
+              width: int = 60, stats: str = "") -> Group | Text:
     """The inspector's renderable for ``node``; ``width`` is the room it has."""
     if node is None:
         return Text("no node selected\n\nstep with n, or pick a node in the graph or timeline",
@@ -141,11 +145,21 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
         table.add_row("preview", preview_text(s))
     elif node.kind not in ("backward", "accumulate"):
         table.add_row("value", Text("no statistics recorded", "dim"))
-    if node.grad is not None:
+    if node.grads:  # a backward node with several outputs: the gradient of each
+        for k, g in enumerate(node.grads):
+            label = f"grad[{k}]"
+            if g is not None:
+                table.add_row(label, summary_text(g))
+            elif stats == "none":
+                table.add_row(label, Text("not recorded (--stats none)", "dim"))
+            else:
+                table.add_row(label, Text("none (that output was not used by the loss)",
+                                          "dim"))
+    elif node.grad is not None:
         table.add_row("grad", summary_text(node.grad))
         table.add_row("", preview_text(node.grad))
     else:
-        table.add_row("grad", Text(grad_missing(node, backward_done), "dim"))
+        table.add_row("grad", Text(grad_missing(node, backward_done, stats), "dim"))
     if any(v is not None for v in history):
         last = next((v for v in reversed(history) if v is not None), None)
         # The bars get what the label column leaves beside "last x".
@@ -177,11 +191,12 @@ class Inspector(VerticalScroll):
         yield self._body
 
     def show(self, node: GraphNode | None, history: Sequence[float | None] = (),
-             inputs: Sequence[str] = (), *, backward_done: bool = False) -> None:
+             inputs: Sequence[str] = (), *, backward_done: bool = False,
+             stats: str = "") -> None:
         width = self.content_region.width - 1
         key = None if node is None else (node.id, node.seq, node.backward_seq, node.kind,
-                                         node.summary, node.grad, tuple(history), tuple(inputs),
-                                         backward_done, width)
+                                         node.summary, node.grad, node.grads, tuple(history),
+                                         tuple(inputs), backward_done, width, stats)
         if key is not None and key == self._shown:
             return  # the same node in the same state: nothing to redraw
         self._shown = key
@@ -189,7 +204,7 @@ class Inspector(VerticalScroll):
         # The body's height only ever grows, so new contents rarely need a layout pass (one
         # costs a reflow of the whole screen: 100 ms+ while a live run streams).
         view = node_view(node, history, inputs, backward_done=backward_done,
-                         width=width if width >= 20 else 60)
+                         width=width if width >= 20 else 60, stats=stats)
         console = self.app.console
         lines = 0
         if width >= 20:  # before the first layout the width is unknown: measure later
@@ -200,6 +215,26 @@ class Inspector(VerticalScroll):
             self._body.styles.height = lines
         self._body.update(view, layout=False)
         self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
+
+    def show_compile(self, event: ev.CompileEvent, joined: str = "") -> None:
+        """A compile event instead of a node (``compile_view``)."""
+        from .compile_view import compile_view
+
+        width = self.content_region.width - 1
+        key = ("compile", event.seq, joined, width)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.node = None
+        view = compile_view(event, joined, width if width >= 20 else 60)
+        if width >= 20:
+            lines = len(self.app.console.render_lines(
+                view, self.app.console.options.update_width(width), pad=False))
+            if lines > self._height:
+                self._height = lines
+                self._body.styles.height = lines
+        self._body.update(view, layout=False)
+        self.border_title = f"inspector · compile {event.what}"
 
 
 def values_text(array: np.ndarray | None, title: str, width: int = 160,

@@ -1,9 +1,10 @@
 """The iteration bar: "iteration i of N", one cell per iteration, changed ones marked.
 
 A cell is ``·`` when the iteration's structure key equals the previous one's, ``◆`` when it
-differs (the graph changed shape), ``…`` for one still running; the cursor's iteration is
-highlighted. When there are more iterations than cells, the bar shows a window around the
-current one. ``DiffScreen`` lists what an iteration added and removed.
+differs (the graph changed shape), ``…`` for one still running, ``↻`` (red) when
+torch.compile recompiled in it; the cursor's iteration is highlighted. When there are more
+iterations than cells, the bar shows a window around the current one. ``DiffScreen`` lists
+what an iteration added and removed.
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
     text.append(f"{current}", "bold")
     text.append(f"/{n}  ", "dim")
     changed = sum(1 for info in iterations if info.changed)
+    recompiled = sum(1 for info in iterations if info.recompiles)
     if diff is not None and not diff.unchanged:
         text.append(f"changed: +{len(diff.added)} −{len(diff.removed)} "
                     f"~{len(diff.reshaped) + len(diff.rewired)} ", "bold yellow")
-    room = max(width - text.cell_len - 22, 4)
+    room = max(width - text.cell_len - 22 - (15 if recompiled else 0), 4)
     first_cell, shown = 0, []
     if n:
         pos = next((k for k, info in enumerate(iterations) if info.index == current), n - 1)
@@ -60,8 +62,11 @@ def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
         for info in iterations[lo:hi]:
             cell = "…" if not info.complete else ("◆" if info.changed else "·")
             style = "yellow" if info.changed else "dim"
+            if info.recompiles:
+                cell, style = "↻", "bold red"
             if info.index == current:
-                style = "bold reverse " + ("yellow" if info.changed else "white")
+                style = "bold reverse " + ("red" if info.recompiles else
+                                           "yellow" if info.changed else "white")
             if style != run_style and run:
                 text.append(run, run_style)
                 run = ""
@@ -72,6 +77,8 @@ def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
         if hi < n:
             text.append("›", "dim")
     text.append(f"  {changed} changed", "dim")
+    if recompiled:
+        text.append(f"  {recompiled} recompiled", "red")
     return text, first_cell, shown
 
 
@@ -101,7 +108,8 @@ class IterationBar(Static, can_focus=True):
              diff: GraphDiff | None = None) -> None:
         self._args = (iterations, current, diff)
         key = (len(iterations), current, diff, self.size.width,
-               iterations[-1].complete if iterations else None)
+               iterations[-1].complete if iterations else None,
+               iterations[-1].recompiles if iterations else 0)
         if key == self._key:
             return
         self._key = key

@@ -32,7 +32,7 @@ STEP_KINDS = frozenset({"op", "backward_step"})
 # Events that belong to an iteration's graph (everything else is bookkeeping or output).
 GRAPH_KINDS = frozenset({
     "tensor", "module_call", "op", "backward_start", "backward_step", "grad", "backward_end",
-    "optimizer_step", "iteration_end", "breakpoint", "exception",
+    "optimizer_step", "iteration_end", "breakpoint", "exception", "compile",
 })
 _GRAPH_CACHE = 8
 QUIET_PAUSES = frozenset({"step", "start"})
@@ -60,6 +60,7 @@ class IterationInfo:
     rows: list[int] | None = None  # history indices of the iteration's timeline rows
     dropped: bool = False  # its events were let go to bound memory
     backward_end: int | None = None  # index of its BackwardEnd: its graph is whole from there
+    recompiles: int = 0  # torch.compile recompiled this often in it (the compile lane)
 
     @property
     def complete(self) -> bool:
@@ -140,6 +141,8 @@ class Model:
                         info.backward_end = i  # type: ignore[union-attr]
                 elif kind == "exception":
                     self.exception = event  # type: ignore[assignment]
+                elif kind == "compile" and event.what == "recompile":  # type: ignore[attr-defined]
+                    info.recompiles += 1  # type: ignore[union-attr]
             elif kind == "output":
                 self.output.append((event.stream, event.text))  # type: ignore[attr-defined]
             elif kind == "header":
@@ -311,6 +314,15 @@ class Model:
             view = self._view = Graph(iteration=info.index)
         return graph_as_of(graph, seq, self._stripped[1], into=view)
 
+    def compile_event_at_cursor(self) -> ev.CompileEvent | None:
+        """The compile event the cursor is on, or that the pause at the cursor is about
+        (a ``compile:`` breakpoint)."""
+        event = self.current_event
+        if isinstance(event, ev.BreakpointHit) and event.reason == "compile":
+            i = self.index_of_seq(event.at_seq)
+            event = self.events[i] if i >= 0 else None
+        return event if isinstance(event, ev.CompileEvent) else None
+
     def current_node_id(self) -> int | None:
         """The node the cursor's event made or touched."""
         event = self.current_event
@@ -386,10 +398,12 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     out = into if into is not None else Graph(iteration=graph.iteration)
     out.iteration = graph.iteration
     out.calls = graph.calls  # only ever added to; a call without ops so far draws nothing
-    if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()):
+    if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()) and all(
+            g.seq <= seq for g in graph.grad_nodes.values()):
         out.nodes = dict(nodes)
         out.edges = list(graph.edges)
         out.backward_order = list(graph.backward_order)
+        out.grad_nodes = graph.grad_nodes  # (never changed: a finished iteration's)
         out.complete = graph.complete
         out._structure_key = graph._structure_key
         return out
@@ -407,6 +421,7 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     out.edges = [e for e in graph.edges if e.src in kept and e.dst in kept]
     out.backward_order = [i for i in graph.backward_order if kept.get(i) is not None
                           and kept[i].backward_seq]
+    out.grad_nodes = {i: g for i, g in graph.grad_nodes.items() if g.seq <= seq}
     out.complete = False
     out._structure_key = None
     return out

@@ -380,21 +380,23 @@ class LiveSource(Source):
         self.error: BaseException | None = None
         self.pause_index: int | None = None
         self._closed = False
-        self._start_args: tuple[str, tuple[str, ...], str, str | None, str] | None = None
+        self._start_args: tuple[str, tuple[str, ...], str, str | None, str, str | None
+                                ] | None = None
         # (runtime id, iteration) of the one-off breakpoints that jumps set in the child
         self._temporary: list[tuple[int, int]] = []
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
-              cwd: str | None = None, backend: str = "auto", pause_at_start: bool = True,
-              **options: Any) -> LiveSource:
+              cwd: str | None = None, backend: str = "auto",
+              compile: str | None = None,  # noqa: A002 - the CLI's --compile
+              pause_at_start: bool = True, **options: Any) -> LiveSource:
         """``options`` go to ``Session.start`` (a rank of a job: ``ranks_strict``, ...)."""
         from dyngraph.debug import Session
 
         session = Session.start(script, tuple(args), stats=stats, pause_at_start=pause_at_start,
-                                cwd=cwd, backend=backend, **options)
+                                cwd=cwd, backend=backend, compile=compile, **options)
         source = cls(model, session)
-        source._start_args = (script, tuple(args), stats, cwd, backend)
+        source._start_args = (script, tuple(args), stats, cwd, backend, compile)
         return source
 
     def restarted(self) -> LiveSource:
@@ -402,9 +404,9 @@ class LiveSource(Source):
         before its first line (this one is left as it is: close it)."""
         if self._start_args is None:
             raise RuntimeError("this session was not started by LiveSource.start")
-        script, args, stats, cwd, backend = self._start_args
+        script, args, stats, cwd, backend, compile = self._start_args
         new = LiveSource.start(Model(max_events=self.model.max_events), script, args,
-                               stats=stats, cwd=cwd, backend=backend)
+                               stats=stats, cwd=cwd, backend=backend, compile=compile)
         for spec in self.breakpoints.values():
             new.add_breakpoint(spec)
         return new

@@ -17,6 +17,7 @@ from textual.message import Message
 from dyngraph.capture import events as ev
 from dyngraph.textsafe import shown
 
+from .compile_view import compile_row
 from .linelist import LineList
 from .numbers import fmt, norm_of
 
@@ -61,10 +62,15 @@ def describe_event(event: ev.Event, narrow: bool = False) -> Text:
             text.append("  NaN/Inf", "bold red")
         return text
     if isinstance(event, ev.BackwardStep):
-        bad = any(s is not None and not s.finite for s in (event.grad_output, *event.grad_inputs))
+        incoming = event.grad_outputs or (event.grad_output,)
+        bad = any(s is not None and not s.finite for s in (*incoming, *event.grad_inputs))
+        # one norm per output of the op (split's pieces each have their own gradient)
+        parts = [_norm(s).removeprefix("‖g‖=") or "–" for s in incoming]
+        norms = _norm(incoming[0]) if len(parts) == 1 else (
+            "‖g‖=" + " ".join(parts) if any(p != "–" for p in parts) else "")
         return Text.assemble((seq, "dim"), ("← ", "magenta"),
                              (f"{shown(event.grad_fn):<16}", "bold red" if bad else "magenta"),
-                             f" {_norm(event.grad_output)}")
+                             f" {norms}")
     if isinstance(event, ev.TensorCreated):
         what = "param" if event.is_param else "leaf"
         return Text.assemble((seq, "dim"), ("○ ", "green"), (f"{what} ", "green"),
@@ -94,6 +100,8 @@ def describe_event(event: ev.Event, narrow: bool = False) -> Text:
     if isinstance(event, ev.ExceptionRaised):
         return Text.assemble((seq, "dim"), (shown(f"✖ {event.type}: {event.message}"),
                                             "bold red"))
+    if isinstance(event, ev.CompileEvent):  # the compile lane's rows
+        return compile_row(event, seq, narrow)
     return Text.assemble((seq, "dim"), shown(event.kind))
 
 

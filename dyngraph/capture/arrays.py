@@ -18,6 +18,11 @@ import numpy as np
 
 _converters: dict[type, Callable[[Any], np.ndarray]] = {}
 
+UNWRITTEN = np.zeros(0, np.float32)
+"""What a backend hands on as the raw value of a tensor made by the ``empty`` family and not
+written yet (``torch.empty``'s memory holds whatever was there: no data). Checks see
+nothing to judge in it (``dyngraph.debug.nonfinite``); ``to_numpy`` gives it as it is."""
+
 
 def register(cls: type, convert: Callable[[Any], np.ndarray]) -> None:
     """Convert values of ``cls`` (and its subclasses) with ``convert``."""

@@ -37,6 +37,7 @@ class Backend(Protocol):
 
 _backends: dict[str, Backend] = {}
 _notes: list[Callable[[str], None]] = []
+_safe_points: list[Callable[[], None]] = []
 
 
 def register(backend: Backend) -> None:
@@ -82,3 +83,16 @@ def note(text: str) -> None:
     """A backend tells whoever listens something the user should know about the capture."""
     for listener in tuple(_notes):
         listener(text)
+
+
+def on_safe_point(listener: Callable[[], None]) -> Handle:
+    """Call ``listener()`` whenever a backend is back in the user's code at a moment it
+    could not stop earlier (the compile lane, when a compiled call returns): a debugger
+    pauses there for what it saw meanwhile."""
+    _safe_points.append(listener)
+    return Handle(lambda: _safe_points.remove(listener) if listener in _safe_points else None)
+
+
+def safe_point() -> None:
+    for listener in tuple(_safe_points):
+        listener()

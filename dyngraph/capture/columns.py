@@ -49,6 +49,10 @@ from .decoding import (
 from .rows import Row
 
 KINDS = tuple(ev.EVENT_TYPES)  # a kind's code is its place here (the header's is 0)
+VERSION = 3  # the frame format written: 2 before schema 3's backward-step fields
+# Kinds whose rows an older frame format stores with fewer fields (the last ones), by
+# (format, kind): the values those fields read as (see ``decoding._ADDED_FIELDS``).
+_PADDED: dict[tuple[int, str], tuple[Any, ...]] = {(2, "backward_step"): (-1, (), (), ())}
 CODES = {kind: code for code, kind in enumerate(KINDS)}
 _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
@@ -61,7 +65,8 @@ _ITERATION = itemgetter(2)  # (a row's)
 _STORED = {"count": "count", "index": "count", "int": "int", "bool": "bool", "str": "str",
            "number": "f64", "ids": "ids"}
 _CONVERTED = {"shape": "shape", "argv": "strs", "summary": "summary",
-              "grad_output": "summary", "grad_inputs": "summaries", "updates": "updates",
+              "grad_output": "summary", "grad_inputs": "summaries", "grad_outputs": "summaries",
+              "updates": "updates",
               "attrs": "attrs", "array": "array", "result": "summary"}
 
 
@@ -73,7 +78,7 @@ def _field_type(name: str) -> str:
 
 FIELD_TYPES: dict[str, tuple[str, ...]] = {
     kind: tuple(_field_type(n) for n in ev.FIELD_NAMES[kind][2:]) for kind in KINDS}
-assert set(_CONVERT) <= set(_CONVERTED) | {"inputs"}
+assert set(_CONVERT) <= set(_CONVERTED) | {"inputs", "outputs", "next_nodes"}
 
 
 def _swap(a: array) -> array:  # type: ignore[type-arg]
@@ -586,10 +591,45 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
     return list(map(tuple, map(islice, repeat(it), lengths)))
 
 
+# Fields added to an event's columns since format 2 was first written, at the end of its
+# row, with the value an older frame means (a header written before the numpy version was
+# recorded names none). A frame that does not decode is read again without them.
+_ADDED_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {"header": (("numpy_version", ""),)}
+
+
 def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
-                   position: int | None = STREAM, settle: bool = False) -> list[Row]:
-    """The rows of a format-2 events frame's payload, every value checked; TraceFileError
-    naming what is wrong otherwise. ``lo..hi``: the iterations the events may have.
+                   position: int | None = STREAM, settle: bool = False,
+                   version: int = VERSION) -> list[Row]:
+    """The rows of a column events frame's payload (frame format ``version``), every value
+    checked; TraceFileError naming what is wrong otherwise. ``lo..hi``: the iterations the
+    events may have. A frame written before ``_ADDED_COLUMNS`` were is read as it was
+    written."""
+    try:
+        return _decode_payload(payload, lo, hi, position, settle, version)
+    except TraceFileError as exc:
+        if not _holds_added(payload):
+            raise
+        try:
+            return _decode_payload(payload, lo, hi, position, settle, version, older=True)
+        except TraceFileError:
+            raise exc from None
+
+
+def _holds_added(payload: bytes | memoryview) -> bool:
+    """Does the frame hold an event of a kind that has ``_ADDED_COLUMNS``?"""
+    try:
+        (count,) = struct.unpack_from("<I", payload)
+        codes = _Reader(payload).raw(count, "event kinds")
+    except (TraceFileError, struct.error):
+        return False
+    return any(CODES[kind] in codes for kind in _ADDED_COLUMNS)
+
+
+def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
+                    position: int | None = STREAM, settle: bool = False,
+                    version: int = VERSION, older: bool = False) -> list[Row]:
+    """``decode_payload``; ``older``: without the ``_ADDED_COLUMNS``, whose values each
+    row then takes.
 
     ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
     young generation's collection before returning, so that every row of plain values is
@@ -641,14 +681,26 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             kit = sorted_iterations[start:start + n]
             start += n
             where = _where(codes, code)
-        names = ev.FIELD_NAMES[kind][2:]
+        names, ftypes = ev.FIELD_NAMES[kind][2:], FIELD_TYPES[kind]
+        # An older format stores fewer columns of some kinds (``_PADDED``), and a format-2
+        # frame may be of before ``_ADDED_COLUMNS``: the rest is what an older stream means.
+        # A header's schema version says which of its columns follow (``_header_columns``).
+        pad = _PADDED.get((version, kind), ())
+        if pad:
+            names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
+        added = _ADDED_COLUMNS.get(kind, ()) if older and kind != "header" else ()
+        if added:
+            names, ftypes = names[:-len(added)], ftypes[:-len(added)]
+        cols: list[Any]
         if kind == "header":
-            cols = _header_columns(frame, n, where)
+            cols = _header_columns(frame, n, where, older)
         else:
             cols = [frame.column(kind, name, ftype, n, where)
-                    for name, ftype in zip(names, FIELD_TYPES[kind], strict=True)]
+                    for name, ftype in zip(names, ftypes, strict=True)]
+        cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
-        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols))
+        per_kind[code] = list(zip(repeat(kind), ks, kit, *cols,
+                                  *(repeat(value, n) for _, value in added)))
         if kind == "values":
             array_rows = per_kind[code]
     blob = r.raw(None, "arrays")
@@ -675,28 +727,32 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
 
 _RANGE = np.arange(1 << 12)
 
-# The header's fields added by schema 3 (rank, world size, run id), with what an older
-# header means: rank 0 of no job. A header of an older schema has the columns before them.
-_HEADER_ADDED = (0, 0, "")
+# The header's last fields, with what a header written without them means: no numpy
+# version (a frame of before it was recorded: ``_ADDED_COLUMNS``) and, before schema 4
+# (rank, world size, run id), rank 0 of no job.
+_HEADER_TAIL = ("", 0, 0, "")
+_RANK_COLUMNS = 3
 
 
 def _header_width(versions: Sequence[Any]) -> int:
     """How many columns headers of these schema versions have."""
     width = len(ev.FIELD_NAMES["header"]) - 2
     old = all(type(v) is int and v < ev.RANKS_SCHEMA for v in versions)
-    return width - len(_HEADER_ADDED) if old else width
+    return width - _RANK_COLUMNS if old else width
 
 
-def _header_columns(frame: _Frame, n: int, where: Callable[[int], int]) -> list[list[Any]]:
+def _header_columns(frame: _Frame, n: int, where: Callable[[int], int],
+                    older: bool) -> list[Any]:
     """The columns of ``n`` headers, their schema version (the first) read first: it says
-    which columns follow."""
+    which columns follow; ``older``: a frame of before the numpy version was recorded."""
     names, types = ev.FIELD_NAMES["header"][2:], FIELD_TYPES["header"]
-    cols = [frame.column("header", names[0], types[0], n, where)]
-    width = _header_width(cols[0])
+    cols: list[Any] = [frame.column("header", names[0], types[0], n, where)]
+    width = _header_width(cols[0]) - (1 if older else 0)
     cols += [frame.column("header", name, ftype, n, where)
              for name, ftype in zip(names[1:width], types[1:width], strict=True)]
-    if width < len(names):
-        cols += [[value] * n for value in _HEADER_ADDED]
+    missing = len(names) - width
+    if missing:
+        cols += [[value] * n for value in _HEADER_TAIL[-missing:]]
     return cols
 
 

@@ -276,7 +276,8 @@ _FIELD_TESTS = {
     "at_seq": "index", "line": "index", "node_count": "index", "call": "index",
     "parent": "index", "group_seq": "index",
     "tensor": "int", "output": "int", "node": "int", "root": "int", "status": "int",
-    "schema_version": "int", "inputs": "ids", "rank": "int", "world_size": "int",
+    "schema_version": "int", "inputs": "ids", "grad_node": "int", "outputs": "ids",
+    "next_nodes": "ids", "rank": "int", "world_size": "int",
     "requires_grad": "bool", "is_param": "bool", "is_leaf": "bool", "grad_enabled": "bool",
     "retain_graph": "bool",
     "created": "number", "lr": "number", "time": "number",
@@ -284,6 +285,7 @@ _FIELD_TESTS = {
 _STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
                   "description", "stream", "text", "type", "message", "traceback",
+                  "numpy_version", "what", "compile_id", "frame", "detail", "stack", "input",
                   "run_id", "group")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
@@ -296,12 +298,17 @@ _CONVERT: dict[str, str] = {
     "grad_output": "S({})",
     "result": "S({})",
     "grad_inputs": "tuple(map(S, {}))",  # (the test makes it a list)
+    "grad_outputs": "tuple(map(S, {}))",  # (likewise)
+    "outputs": "tuple({})",  # (checked by its test, as inputs)
+    "next_nodes": "tuple({})",
     "updates": "_updates({})",
     # most ops have none: they share one empty dict
     "attrs": "_NO_ATTRS if type({0}) is dict and not {0} else _attrs({0})",
     "array": "decode_array({})",
 }
 
+
+_SUMMARY_LISTS = ("grad_inputs", "grad_outputs")  # fields holding a list of summaries
 
 _NAMESPACE: dict[str, Any] = {
     "M": _INT64, "_new": _new, "_shape": _shape, "_SHAPES_get": _SHAPES.get,
@@ -319,7 +326,7 @@ def _make_decoder(cls: type[ev.Event]) -> Any:
         assert name in _FIELD_TESTS or name in _CONVERT, f"{cls.__name__}.{name} has no test"
     # Locals are named v_<field>: a field may be called "type" (ExceptionRaised's is).
     tests = [_TESTS[_FIELD_TESTS[n]][0].format(f"v_{n}") for n in names if n in _FIELD_TESTS]
-    tests += ["type(v_grad_inputs) is list" for n in names if n == "grad_inputs"]
+    tests += [f"type(v_{n}) is list" for n in names if n in _SUMMARY_LISTS]
     lines = [f"    _, {', '.join('v_' + n for n in names)}, = r",
              f"    if not ({' and '.join(tests)}):",
              "        raise _BAD",
@@ -390,8 +397,15 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
 
 
 # Fields added since schema 1, at the end of their event's row, with the value an older
-# stream means: its rows are padded with them (a schema-1 op ran in no known call).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": (0, 0, "")}
+# stream means: its rows are padded with them (a schema-1 op ran in no known call; a
+# header written before the numpy version was recorded names none, one before schema 4 is
+# rank 0 of no job; a schema-2 backward step is one node per op output). A kind's paddings
+# are those of its successive additions, the longest first.
+_ADDED_FIELDS: dict[str, tuple[tuple[object, ...], ...]] = {
+    "op": ((0,),),
+    "header": (("", 0, 0, ""), (0, 0, "")),
+    "backward_step": ((-1, [], [], []),),
+}
 
 
 def _upgrade(rows: list[Any]) -> bool:
@@ -399,11 +413,14 @@ def _upgrade(rows: list[Any]) -> bool:
     padded = False
     for r in rows:
         if type(r) is list and r and type(r[0]) is str:
-            added = _ADDED_FIELDS.get(r[0])
             dec = _DECODERS.get(r[0])
-            if added and dec is not None and len(r) == dec.width - len(added):
-                r.extend(added)
-                padded = True
+            if dec is None:
+                continue
+            for added in _ADDED_FIELDS.get(r[0], ()):
+                if len(r) == dec.width - len(added):
+                    r.extend(added)
+                    padded = True
+                    break
     return padded
 
 
@@ -460,7 +477,7 @@ def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) ->
     return f"{type(exc).__name__}: {exc}"[:160]
 
 
-_SUMMARY_FIELDS = ("summary", "grad_output", "result", "grad_inputs")
+_SUMMARY_FIELDS = ("summary", "grad_output", "result", "grad_inputs", "grad_outputs")
 
 
 def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[str, Any] | None:
@@ -470,9 +487,10 @@ def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[st
     for name, value in zip(names, row[1:], strict=True):
         if name not in _SUMMARY_FIELDS:
             continue
-        if name == "grad_inputs" and type(value) is not list:
+        listed = name in _SUMMARY_LISTS
+        if listed and type(value) is not list:
             return name, value
-        for v in value if name == "grad_inputs" else [value]:
+        for v in value if listed else [value]:
             if v is None:
                 continue
             if type(v) is int:

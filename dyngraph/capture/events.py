@@ -15,11 +15,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Schema 2 added ``Op.call`` and ``ModuleCall``; a schema-1 stream reads as calls all 0.
-# Schema 3 added the header's ``rank``, ``world_size`` and ``run_id`` and the ``Collective``
+# Schema 3 added ``CompileEvent`` (torch.compile's lane; older streams simply have none)
+# and ``BackwardStep.grad_node``, ``outputs``, ``grad_outputs`` and ``next_nodes`` (an
+# older stream reads as one backward node per op output: (-1, (), (), ())).
+# Schema 4 added the header's ``rank``, ``world_size`` and ``run_id`` and the ``Collective``
 # event (many ranks); an older header reads as rank 0 of no job (world size 0).
-RANKS_SCHEMA = 3
+RANKS_SCHEMA = 4
 
 
 SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
@@ -140,8 +143,10 @@ class Header(Event):
 
     ``script`` and ``argv`` are those of the recorded program (whoever starts the recording
     sets them, see ``tracing.make_header``); ``stats`` and ``values`` the recording's modes;
-    ``created`` the wall-clock start (seconds since the epoch). A header has seq 0 and
-    iteration 0: it precedes every numbered event of its stream.
+    ``created`` the wall-clock start (seconds since the epoch); ``numpy_version`` the numpy
+    the recording ran on (its engine's arithmetic is numpy's; "" in traces written before
+    it was recorded). A header has seq 0 and iteration 0: it precedes every numbered event
+    of its stream.
 
     A rank of a ``torchrun`` job says which: ``rank`` of ``world_size`` in the job
     ``run_id`` (torchrun's ``TORCHELASTIC_RUN_ID``); a single process has world size 0.
@@ -155,6 +160,7 @@ class Header(Event):
     stats: str = "cheap"
     values: str = "none"
     created: float = 0.0
+    numpy_version: str = ""
     rank: int = 0
     world_size: int = 0
     run_id: str = ""
@@ -263,11 +269,25 @@ class BackwardStart(Event):
 
 @dataclass(frozen=True, slots=True)
 class BackwardStep(Event):
-    """The backward of one forward op ran.
+    """One backward node ran (autograd's ``Node``: ``MulBackward0``).
 
-    ``node`` is the id of the forward op's output tensor; ``grad_fn`` its PyTorch-style
-    name (``MulBackward0``). ``grad_inputs`` has one entry per forward input: the summary of
-    the gradient flowing to it, or None where no gradient flows.
+    ``node`` is the id of the output tensor of the forward op the node belongs to (-1: no
+    op dyngraph saw, such as a checkpoint's or a hook's node); ``grad_fn`` the node's
+    PyTorch-style name. ``inputs`` has one entry per input slot of the node (autograd's
+    ``next_functions``): the id of the tensor its gradient flows to (-1: none, or not a
+    tensor of the graph), aligned with ``grad_inputs``, the summary of that gradient (None
+    where none flows).
+
+    ``grad_node`` is the node's own id (a node of the backward graph; the numpy engine's is
+    ``node``), and ``next_nodes`` the ``grad_node`` each input slot's gradient goes to (a
+    leaf's accumulation: the leaf's tensor id; -1: none). ``outputs`` has one entry per
+    output slot of the node (autograd's ``output_nr``: ``split``'s node has one per
+    piece): the forward tensor whose gradient arrives there (-1: none of the graph's),
+    aligned with ``grad_outputs``, that gradient's summary (None: no gradient arrived, the
+    output was not used). ``grad_output`` is ``grad_outputs[0]``, the gradient arriving at
+    the node's first output slot. Empty ``outputs``/``grad_outputs`` mean ``(node,)`` and
+    ``(grad_output,)``, and empty ``next_nodes`` means ``inputs`` (one node per op output,
+    as the numpy engine has it).
     """
 
     kind: ClassVar[str] = "backward_step"
@@ -278,6 +298,27 @@ class BackwardStep(Event):
     grad_output: Summary | None = None
     grad_inputs: tuple[Summary | None, ...] = ()
     duration_ns: int = 0
+    grad_node: int = -1
+    outputs: tuple[int, ...] = ()
+    grad_outputs: tuple[Summary | None, ...] = ()
+    next_nodes: tuple[int, ...] = ()
+
+    @property
+    def slots(self) -> tuple[tuple[int, Summary | None], ...]:
+        """(forward tensor id, gradient summary) of each output slot."""
+        if not self.outputs:
+            return ((self.node, self.grad_output),)
+        return tuple(zip(self.outputs, self.grad_outputs, strict=False))
+
+    @property
+    def gid(self) -> int:
+        """The backward node's id (``grad_node``, else ``node``)."""
+        return self.node if self.grad_node < 0 else self.grad_node
+
+    @property
+    def next_ids(self) -> tuple[int, ...]:
+        """The backward node each input slot's gradient goes to (-1: none)."""
+        return self.next_nodes or self.inputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,7 +357,7 @@ class IterationEnd(Event):
 
 @dataclass(frozen=True, slots=True)
 class Collective(Event):
-    """A ``torch.distributed`` collective on this rank (schema 3).
+    """A ``torch.distributed`` collective on this rank (schema 4).
 
     ``op`` is PyTorch's name (``all_reduce``, ``broadcast``, ``all_gather``,
     ``reduce_scatter``, ``barrier`` ...); ``group`` the process group's name and
@@ -388,6 +429,40 @@ class RunEnd(Event):
     reason: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class CompileEvent(Event):
+    """What torch.compile did, as it happened (the compile lane; ``dyngraph.compile_lane``).
+
+    ``what`` is one of ``COMPILE_WHATS``: ``start``/``end`` of a compile (``end`` carries
+    ``duration_ns`` and, if it failed, ``type``/``reason``), ``break`` (a graph break:
+    ``reason``, its ``type`` and ``detail`` = explanation and hints, at the user's
+    ``file:line`` with ``stack``), ``recompile`` (``reason`` = the guard that failed,
+    ``input`` = the input it names), ``guards`` (``detail``: the compiled entry's guards),
+    ``limit`` (the recompile limit was hit: the function runs eagerly from then on),
+    ``fallback`` (a compile failed and the frame runs eagerly) and ``unavailable`` (this
+    torch gives no compile events: ``reason`` says why). ``compile_id`` is torch's
+    ``"frame/attempt"`` (``"0/2"``: the third compile of the first frame); ``frame``,
+    ``file`` and ``line`` name the compiled function, or for a break the line that broke.
+    """
+
+    kind: ClassVar[str] = "compile"
+    what: str = ""
+    compile_id: str = ""
+    frame: str = ""
+    file: str = ""
+    line: int = 0
+    reason: str = ""
+    type: str = ""
+    detail: str = ""
+    stack: str = ""
+    input: str = ""
+    duration_ns: int = 0
+
+
+COMPILE_WHATS = ("start", "end", "break", "recompile", "guards", "limit", "fallback",
+                 "unavailable")
+
+
 def builder(cls: type) -> type:
     """A subclass of the frozen slotted ``cls`` that adds no slots and the plain
     ``__setattr__``: an object is built as one of these, field by field, then its
@@ -444,7 +519,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ScriptOutput,
         ExceptionRaised,
         RunEnd,
-        Collective,
+        CompileEvent,  # (schema 3; a kind's code in a trace file is its place here)
+        Collective,  # (schema 4)
     )
 }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import events as ev
 from . import structure
@@ -48,6 +48,9 @@ class GraphNode:
     carried: bool = False
     # The module call an op ran in (``Graph.calls``); 0 at top level or when unknown.
     call: int = 0
+    # A backward-graph node with several output slots (``split``'s): the gradient that
+    # arrived at each (``grad`` is the first's); empty otherwise.
+    grads: tuple[ev.Summary | None, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str, int, int]:
@@ -60,8 +63,8 @@ class GraphNode:
 
     @property
     def label(self) -> str:
-        """Short human label: the op name, or a leaf's name."""
-        if self.kind == "op":
+        """Short human label: the op name (a backward node's grad_fn), or a leaf's name."""
+        if self.kind == "op" or self.kind == "backward":
             return self.op
         if self.name:
             return self.name
@@ -71,7 +74,8 @@ class GraphNode:
 
     @property
     def has_nonfinite(self) -> bool:
-        return any(s is not None and not s.finite for s in (self.summary, self.grad))
+        return any(s is not None and not s.finite
+                   for s in (self.summary, self.grad, *self.grads))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,32 @@ class GraphEdge:
     src: int
     dst: int
     index: int = 0
+
+
+class GradNode(NamedTuple):
+    """One node of autograd's backward graph that ran (a ``BackwardStep``), as recorded.
+
+    ``id`` is the node's own id (``BackwardStep.grad_node``); ``node``/``op`` the forward
+    op it belongs to (-1/"": none seen); ``outputs`` the forward tensor of each output
+    slot with ``grads``, the gradient that arrived there (None: none); ``next`` the node
+    each input slot's gradient went to (-1: none; a leaf's accumulation is the leaf's
+    id), with ``inputs`` (the forward tensor) and ``grad_inputs`` aligned; ``seq`` the
+    step's.
+    """
+
+    id: int
+    grad_fn: str
+    node: int
+    op: str
+    outputs: tuple[int, ...]
+    grads: tuple[ev.Summary | None, ...]
+    inputs: tuple[int, ...]
+    next: tuple[int, ...]
+    grad_inputs: tuple[ev.Summary | None, ...]
+    seq: int
+
+
+_grad_node = tuple.__new__  # (GradNode, fields): a NamedTuple built without its __new__
 
 
 @dataclass(slots=True)
@@ -93,6 +123,9 @@ class Graph:
     # The module calls ops ran in: call id -> (module path, enclosing call id or 0), in
     # the order they were made. Empty for traces written before schema 2.
     calls: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # The backward nodes that ran, by id, in the order they first ran (autograd's own
+    # graph: ``backward_graph`` draws it). Empty for traces written before schema 3.
+    grad_nodes: dict[int, GradNode] = field(default_factory=dict)
     complete: bool = False
     _structure_key: str | None = None
 
@@ -208,6 +241,7 @@ def _op_node(e: ev.Op, occurrence: int, call: int) -> GraphNode:
     n.occurrence = occurrence
     n.carried = False
     n.call = call
+    n.grads = ()
     return n
 
 
@@ -235,6 +269,7 @@ def _leaf_node(e: ev.TensorCreated, occurrence: int) -> GraphNode:
     n.occurrence = occurrence
     n.carried = not e.is_leaf
     n.call = 0
+    n.grads = ()
     return n
 
 
@@ -312,16 +347,33 @@ class GraphBuilder:
                         edges.append(_make_edge(src, output, index))
                     index += 1
             elif t is _Step:
-                node = nodes.get(e.node)
-                # One forward op may own several backward nodes (PyTorch's F.linear:
-                # AddmmBackward0, then TBackward0); the first to run is the op's own
-                # output's, whose incoming gradient is the one flowing into the op's output.
-                if node is not None and node.id not in stepped:
-                    stepped.add(node.id)
-                    node.grad = e.grad_output
-                    node.grad_fn = e.grad_fn
-                    node.backward_seq = e.seq
-                    graph.backward_order.append(node.id)
+                outputs = e.outputs
+                if not outputs:  # one node per op output (the numpy engine, old traces)
+                    node = nodes.get(e.node)
+                    # (Old PyTorch traces: one forward op may own several backward nodes,
+                    # F.linear's AddmmBackward0, then TBackward0; the first to run is the
+                    # op's own output's, whose incoming gradient flows into the op.)
+                    if node is not None and node.id not in stepped:
+                        stepped.add(node.id)
+                        node.grad = e.grad_output
+                        node.grad_fn = e.grad_fn
+                        node.backward_seq = e.seq
+                        graph.backward_order.append(node.id)
+                else:  # each output slot's gradient is its own tensor's (output_nr)
+                    for oid, g in zip(outputs, e.grad_outputs, strict=False):
+                        node = nodes.get(oid)
+                        if node is not None and oid not in stepped:
+                            stepped.add(oid)
+                            node.grad = g
+                            node.grad_fn = e.grad_fn
+                            node.backward_seq = e.seq
+                            graph.backward_order.append(oid)
+                gid = e.grad_node
+                if gid >= 0:
+                    graph.grad_nodes[gid] = _grad_node(
+                        GradNode, (gid, e.grad_fn, e.node, e.op, outputs or (e.node,),
+                                   e.grad_outputs or (e.grad_output,), e.inputs,
+                                   e.next_nodes or e.inputs, e.grad_inputs, e.seq))
             elif t is _Grad:
                 node = nodes.get(e.tensor)
                 if node is not None:
@@ -363,13 +415,87 @@ def build_graphs(events: Iterable[ev.Event]) -> Iterator[Graph]:
 
 
 def backward_graph(forward: Graph) -> Graph:
-    """The gradient-flow graph of a forward graph, as PyTorch's autograd sees it.
+    """The gradient-flow graph of a forward graph: autograd's own graph, as it ran.
 
-    One node per forward node that backward reached (same id; ``op`` is its grad_fn name
-    such as ``MulBackward0``, or ``AccumulateGrad`` for leaves; ``kind`` is ``"backward"``
-    or ``"accumulate"``); edges run the way gradients flow, from a consumer to the node
-    that produced its input.
+    One node per backward node that ran (``Graph.grad_nodes``; ``op`` its grad_fn name
+    such as ``MulBackward0``, ``kind="backward"``), with the id of the first forward
+    tensor it owns (so a node keeps its id from one pane to the other) or its own; one
+    ``"accumulate"`` node per leaf a gradient went to, with the leaf's id. Nodes that
+    belong to no forward op dyngraph saw (a checkpoint's, a hook's, a custom
+    ``autograd.Function``'s inner ones) are drawn as what they are, by their grad_fn.
+    Edges run the way gradients flow, from a node to the node each of its input slots
+    hands a gradient to (``index``: the slot, as in autograd's ``next_functions``).
+
+    A graph recorded before schema 3 (no ``grad_nodes``) is drawn from the forward edges
+    reversed, one backward node per forward node that backward reached.
     """
+    if not forward.grad_nodes:
+        return _reversed(forward)
+    out = Graph(iteration=forward.iteration, complete=forward.complete,
+                calls=forward.calls, grad_nodes=forward.grad_nodes)
+    out._structure_key = forward.structure_key
+    nodes = forward.nodes
+    made: list[GraphNode] = []
+    for gn in forward.grad_nodes.values():
+        made.append(_backward_node(gn, nodes))
+    targets: set[int] = set()
+    for gn in forward.grad_nodes.values():
+        targets.update(gn.next)
+    for node_id, node in nodes.items():
+        if node.is_leaf and not node.carried and (
+                node_id in targets or (node.grad_fn == "AccumulateGrad" and node.backward_seq)):
+            if node_id not in forward.grad_nodes:
+                made.append(_accumulate_node(node))
+    # In the order backward reached them (a leaf no gradient reached: last, by id).
+    made.sort(key=lambda n: (n.backward_seq or 1 << 62, n.id))
+    occurrences: dict[tuple[str, str, str, int], int] = {}
+    for n in made:
+        k = (n.module, n.op or n.name or n.kind, n.file, n.line)
+        n.occurrence = occurrences.get(k, 0)
+        occurrences[k] = n.occurrence + 1
+        out.nodes[n.id] = n
+        if n.backward_seq:
+            out.backward_order.append(n.id)
+    for gn in forward.grad_nodes.values():
+        for index, nxt in enumerate(gn.next):
+            if nxt >= 0 and nxt in out.nodes:
+                out.edges.append(GraphEdge(gn.id, nxt, index))
+    return out
+
+
+def _backward_node(gn: GradNode, nodes: dict[int, GraphNode]) -> GraphNode:
+    """The drawn node of backward node ``gn``: placed (module, source line) where its
+    forward op is; shaped as the first forward tensor it owns, else as its gradient."""
+    owned = next((nodes[o] for o in gn.outputs if o in nodes), None)
+    where = owned if owned is not None else nodes.get(gn.node)
+    grad = gn.grads[0] if gn.grads else None
+    if owned is not None:
+        shape, dtype = owned.shape, owned.dtype
+    elif grad is not None:
+        shape, dtype = grad.shape, grad.dtype
+    else:
+        shape, dtype = (), ""  # unknown (no forward tensor, no statistics)
+    return GraphNode(
+        id=gn.id, kind="backward", op=gn.grad_fn, name="", shape=shape, dtype=dtype,
+        module=where.module if where else "", file=where.file if where else "",
+        line=where.line if where else 0, function=where.function if where else "",
+        seq=gn.seq, requires_grad=True, summary=grad, grad=grad, grad_fn=gn.grad_fn,
+        backward_seq=gn.seq, call=where.call if where else 0,
+        grads=gn.grads if len(gn.grads) > 1 else (),
+    )
+
+
+def _accumulate_node(node: GraphNode) -> GraphNode:
+    return GraphNode(
+        id=node.id, kind="accumulate", op="AccumulateGrad", name=node.name,
+        shape=node.shape, dtype=node.dtype, seq=node.backward_seq, requires_grad=True,
+        summary=node.grad, grad=node.grad, grad_fn="AccumulateGrad",
+        backward_seq=node.backward_seq,
+    )
+
+
+def _reversed(forward: Graph) -> Graph:
+    """``backward_graph`` of a graph recorded before schema 3: the forward graph reversed."""
     out = Graph(iteration=forward.iteration, complete=forward.complete,
                 backward_order=list(forward.backward_order), calls=forward.calls)
     out._structure_key = forward.structure_key

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import structure
-from .graph import Graph, GraphEdge, GraphNode
+from .graph import GradNode, Graph, GraphEdge, GraphNode
 from .rows import Row, attrs_dict, summary_builder
 
 _new = object.__new__
+_grad_node = tuple.__new__  # (GradNode, fields): a NamedTuple built without its __new__
 _Building = type("_BuildingEdge", (GraphEdge,), {"__slots__": (),
                                                  "__setattr__": object.__setattr__,
                                                  "__delattr__": object.__delattr__})
@@ -76,6 +77,7 @@ def graph_of_rows(rows: Iterable[Row], iteration: int) -> Graph:
             n.occurrence = count
             n.carried = False
             n.call = call if call in calls else 0
+            n.grads = ()
             nodes[output] = n
             index = 0
             for src in r[4]:
@@ -83,14 +85,32 @@ def graph_of_rows(rows: Iterable[Row], iteration: int) -> Graph:
                     edges.append(make_edge(src, output, index))
                 index += 1
         elif kind == "backward_step":
-            node = nodes.get(r[3])
-            # (see GraphBuilder._feed: the first backward node of a forward op is its own)
-            if node is not None and node.id not in stepped:
-                stepped.add(node.id)
-                node.grad = S(r[7])
-                node.grad_fn = r[5]
-                node.backward_seq = r[1]
-                graph.backward_order.append(node.id)
+            outputs = r[11]
+            grad_output = S(r[7])
+            if not outputs:  # (see GraphBuilder._feed: one node per op output)
+                node = nodes.get(r[3])
+                if node is not None and node.id not in stepped:
+                    stepped.add(node.id)
+                    node.grad = grad_output
+                    node.grad_fn = r[5]
+                    node.backward_seq = r[1]
+                    graph.backward_order.append(node.id)
+                grads: tuple[Any, ...] = (grad_output,)
+            else:  # each output slot's gradient is its own tensor's
+                grads = (grad_output, *map(S, r[12][1:]))
+                for oid, g in zip(outputs, grads, strict=False):
+                    node = nodes.get(oid)
+                    if node is not None and oid not in stepped:
+                        stepped.add(oid)
+                        node.grad = g
+                        node.grad_fn = r[5]
+                        node.backward_seq = r[1]
+                        graph.backward_order.append(oid)
+            gid = r[10]
+            if gid >= 0:
+                graph.grad_nodes[gid] = _grad_node(
+                    GradNode, (gid, r[5], r[3], r[4], outputs or (r[3],), grads, r[6],
+                               r[13] or r[6], tuple(map(S, r[8])), r[1]))
         elif kind == "grad":
             node = nodes.get(r[3])
             if node is not None:
@@ -125,6 +145,7 @@ def graph_of_rows(rows: Iterable[Row], iteration: int) -> Graph:
             n.occurrence = count
             n.carried = not r[10]
             n.call = 0
+            n.grads = ()
             nodes[r[3]] = n
         elif kind == "module_call":
             calls[r[3]] = (r[5], r[4])
@@ -141,7 +162,7 @@ def graph_of_rows(rows: Iterable[Row], iteration: int) -> Graph:
 
 
 # -- graphs built when first looked at ------------------------------------------------------
-_FIELDS = ("iteration", "nodes", "edges", "backward_order", "calls", "complete",
+_FIELDS = ("iteration", "nodes", "edges", "backward_order", "calls", "grad_nodes", "complete",
            "_structure_key")
 _SLOT = {name: Graph.__dict__[name] for name in _FIELDS}  # Graph's own slot descriptors
 _PENDING = _SLOT["nodes"]  # holds the rows until the graph is built

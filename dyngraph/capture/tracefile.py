@@ -54,7 +54,8 @@ from .decoding import decode_events_payload as decode_json_payload
 from .rows import Row, events_of, row_of, rows_of
 
 MAGIC = b"DG"
-FORMAT_VERSION = 2  # events frames in columns (``columns.py``); 1: JSON rows, still read
+FORMAT_VERSION = columns.VERSION  # events frames in columns (``columns.py``): 3 since
+# schema 3 (2 had fewer backward-step fields, still read); 1: JSON rows, still read
 JSON_VERSION = 1
 EVENTS = ord("E")
 CONTROL = ord("C")
@@ -189,7 +190,7 @@ def encode_rows(rows: Sequence[Row], version: int = FORMAT_VERSION) -> bytes:
             break
     if version == FORMAT_VERSION and rows:
         try:
-            return _frame(EVENTS, columns.encode_payload(rows, flags))
+            return _frame(EVENTS, columns.encode_payload(rows, flags))  # (the current format)
         except (TypeError, ValueError, OverflowError, KeyError, AttributeError,
                 struct.error):
             pass  # written as JSON below, which says what it cannot store
@@ -212,7 +213,7 @@ def _json_rows(rows: Sequence[Row]) -> bytes:
             for i in _SUMMARY_SLOTS[r[0]]:
                 if type(r[i]) is tuple and len(r[i]) == 11:
                     r[i] = _pack_full(_FullRow(r[i]))  # type: ignore[arg-type]
-                elif r[0] == "backward_step" and i == 8:
+                elif r[0] == "backward_step" and i != 7:
                     r[i] = [_pack_full(_FullRow(x))  # type: ignore[arg-type]
                             if type(x) is tuple and len(x) == 11 else x for x in r[i]]
         out.append(r)
@@ -232,7 +233,7 @@ class _FullRow:
 
 # Where summaries sit in rows (``rows`` layout), by kind; a backward step's 8 holds a
 # tuple of them.
-_SUMMARY_SLOTS = {"op": (16,), "tensor": (9,), "grad": (5,), "backward_step": (7, 8)}
+_SUMMARY_SLOTS = {"op": (16,), "tensor": (9,), "grad": (5,), "backward_step": (7, 8, 12)}
 
 
 def decode_events_payload(payload: bytes | memoryview, position: int | None = STREAM,
@@ -243,13 +244,13 @@ def decode_events_payload(payload: bytes | memoryview, position: int | None = ST
         version = _sniff(payload)
     if version == JSON_VERSION:
         return decode_json_payload(payload, position)
-    return events_of(decode_rows_payload(payload, position))
+    return events_of(decode_rows_payload(payload, position, version=version))
 
 
 def decode_rows_payload(payload: bytes | memoryview, position: int | None = STREAM,
-                        keep: bool = False) -> list[Row]:
-    """The rows of a format-2 events frame's payload (metadata included), checked against
-    the metadata as ``decode_events_payload`` checks events.
+                        keep: bool = False, version: int = FORMAT_VERSION) -> list[Row]:
+    """The rows of a column events frame's payload (metadata included; frame format
+    ``version``), checked against the metadata as ``decode_events_payload`` checks events.
 
     ``keep``: the rows will be kept (a trace's), so they are settled
     (``columns.decode_payload``) if the program lets the collector run at all (one that
@@ -263,7 +264,8 @@ def decode_rows_payload(payload: bytes | memoryview, position: int | None = STRE
     gc.disable()  # (as decoding.decode_events_payload does, for the same reason)
     try:
         rows = columns.decode_payload(
-            payload, lo, hi, position, settle=keep and enabled and gc.get_threshold()[0] > 0)
+            payload, lo, hi, position, settle=keep and enabled and gc.get_threshold()[0] > 0,
+            version=version)
     except RecursionError:
         raise TraceFileError("undecodable events frame (nested too deep)") from None
     finally:

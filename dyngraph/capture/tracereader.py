@@ -126,7 +126,7 @@ class FrameRef:
 
     def __init__(self, meta: bytes, offset: int, length: int, position: int,
                  file: _File | None, version: int = FORMAT_VERSION) -> None:
-        self.version = version  # the frame format: 2 columns, 1 JSON
+        self.version = version  # the frame format: 3 (2 before schema 3) columns, 1 JSON
         (self.count, self.first_iteration, self.last_iteration, self.flags,
          self.first_seq) = EVENTS_META.unpack_from(meta)
         self.offset = offset  # of the frame header
@@ -152,7 +152,8 @@ class FrameRef:
         assert self.file is not None, "a streamed frame is decoded as it is read"
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
-            return decode_rows_payload(payload, self.position, keep=True)
+            return decode_rows_payload(payload, self.position, keep=True,
+                                       version=self.version)
         except TraceFileError as exc:
             raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
                          ) from None
@@ -327,12 +328,15 @@ def _next_frame(f: BinaryIO, start: int, size: int) -> int | None:
         chunk = os.pread(fd, CHUNK + len(signature) + 1, at)
         i = chunk.find(signature)
         while i >= 0:
-            if i + 3 < len(chunk) and chunk[i + 3] in (JSON_VERSION, FORMAT_VERSION) and \
+            if i + 3 < len(chunk) and chunk[i + 3] in _VERSIONS and \
                     _whole_frame_at(fd, at + i, size):
                 return at + i
             i = chunk.find(signature, i + 1)
         at += CHUNK
     return None
+
+
+_VERSIONS = range(JSON_VERSION, FORMAT_VERSION + 1)  # every frame format there is
 
 
 def _whole_frame_at(fd: int, pos: int, size: int) -> bool:

@@ -531,8 +531,9 @@ class Tracer:
         if n > VALUES_LIMIT:
             return
         data = to_numpy(value)
-        if data.dtype.kind not in "biuf":
-            return  # complex or object arrays: a trace stores numbers only
+        if data.dtype.kind not in "biuf" or data.size != n:
+            return  # complex or object arrays: a trace stores numbers only; no values at all
+            # (a tensor whose values cannot be read, or unwritten memory)
         self.seq += 1
         self.deliver(("values", self.seq, self.iteration, tensor_id,
                       np.array(data, copy=True)))
@@ -563,11 +564,18 @@ class Tracer:
 
     def backward_step(self, node: int, op: str, grad_fn: str, inputs: tuple[int, ...],
                       grad_output: Any, grad_inputs: tuple[Any, ...], duration_ns: int,
-                      grad_output_value: Any, grad_input_values: Any) -> None:
+                      grad_output_value: Any, grad_input_values: Any, grad_node: int = -1,
+                      outputs: tuple[int, ...] = (), grad_outputs: tuple[Any, ...] = (),
+                      next_nodes: tuple[int, ...] = (),
+                      grad_output_values: tuple[Any, ...] = ()) -> None:
         """A backward node ran. ``node`` is the id of the forward op's output it belongs to
         (-1: none known); ``inputs`` the ids its gradients flow to, aligned with
         ``grad_inputs`` (summaries, summary rows or None where no gradient flows); the two
-        values are the raw gradients, for ``array_hook``."""
+        values are the raw gradients, for ``array_hook``. A backend whose nodes are not one
+        per op output (PyTorch's) names the node (``grad_node``), the forward tensor of each
+        of its output slots with that slot's gradient (``outputs``, ``grad_outputs``, raw:
+        ``grad_output_values``) and the node each input slot's gradient goes to
+        (``next_nodes``): see ``events.BackwardStep``."""
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
@@ -579,10 +587,23 @@ class Tracer:
         for s in grad_inputs:
             keep(s)
         keep(grad_inputs)
+        if grad_outputs:
+            grad_outputs = tuple([grad_output if i == 0 else summary_row(s)
+                                  for i, s in enumerate(grad_outputs)])
+            for s in grad_outputs:
+                keep(s)
+            keep(grad_outputs)
+            keep(outputs)
+        if next_nodes:
+            keep(next_nodes)
         row = ("backward_step", self.seq, self.iteration, node, op, grad_fn, inputs,
-               grad_output, grad_inputs, duration_ns)
+               grad_output, grad_inputs, duration_ns, grad_node, outputs, grad_outputs,
+               next_nodes)
         if self.array_hook is not None:
-            self.array_hook("grads", node, (grad_output_value, grad_input_values))
+            payload: tuple[Any, ...] = (grad_output_value, grad_input_values)
+            if outputs:
+                payload += (outputs, grad_output_values)
+            self.array_hook("grads", node, payload)
         self.deliver(row)
 
     def grad_accumulated(self, tensor: int, name: str, summary: Any, value: Any) -> None:
@@ -621,6 +642,17 @@ class Tracer:
         self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
                       tuple(pairs)))
 
+    def record(self, kind: str, *fields: Any) -> None:
+        """Record a row of ``kind`` (one with no method of its own here: the compile lane's
+        ``compile``) in the current iteration; like an op, it closes an iteration whose
+        backward ended."""
+        if _get_ident() != self.thread and self.other_thread():
+            return
+        if self._pending_end:
+            self.end_iteration()
+        self.seq += 1
+        self.deliver((kind, self.seq, self.iteration, *fields))
+
     def make_header(self, stats: str | None = None, values: str | None = None,
                     script: str | None = None, argv: Iterable[str] | None = None) -> ev.Header:
         """The header that opens a recording's stream.
@@ -644,7 +676,7 @@ class Tracer:
             seq=0, iteration=0, dyngraph_version=__version__,
             script=str(script), argv=tuple(str(a) for a in argv),
             stats=stats or self.stats, values=values or self.values, created=time.time(),
-            rank=rank, world_size=world_size, run_id=run_id,
+            numpy_version=np.__version__, rank=rank, world_size=world_size, run_id=run_id,
         )
 
 

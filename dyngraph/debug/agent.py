@@ -28,8 +28,9 @@ import numpy as np
 from ..capture import backends, tracefile
 from ..capture import events as ev
 from ..capture.arrays import to_numpy
-from ..capture.rows import Row, event_of, row_of
+from ..capture.rows import Row, event_of, row_of, summary_of
 from ..capture.tracing import set_run_info, tracer
+from ..compile_lane import set_mode as set_compile_mode
 from .breakpoints import (
     Breakpoint,
     Matcher,
@@ -38,9 +39,10 @@ from .breakpoints import (
     same_file,
 )
 from .channel import Channel, ChannelClosed, readable
-from .describe import ModuleStack, counts, describe_op, locate_exception, where
+from .describe import ModuleStack, counts, describe_op, first_line, locate_exception, where
 from .evaluation import FrameEvaluator
 from .inspection import InspectError, result_to_wire, view_to_wire
+from .nonfinite import ForwardChecks
 from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
 
@@ -58,7 +60,7 @@ _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
 
 
-class Agent:
+class Agent(ForwardChecks):
     """Runs in the child. ``start()`` before the script, ``finish()`` after it."""
 
     def __init__(self, channel: Channel, *, stats: str = "full", values: str = "none",
@@ -67,9 +69,10 @@ class Agent:
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto") -> None:
+                 backend: str = "auto", compile: str | None = None) -> None:  # noqa: A002
         self.channel = channel
         self.backend = backend
+        self.compile = compile
         self._backends: Any = None
         self.notes: list[str] = []
         self.detached = False  # set in a forked worker: it must not write to the channel
@@ -108,13 +111,21 @@ class Agent:
         self._value_id = -1
         self._value: np.ndarray | None = None
         self._args: tuple[Any, ...] = ()
-        self._grads: tuple[int, np.ndarray, tuple[np.ndarray | None, ...]] | None = None
+        # (node id, incoming gradient, outgoing ones, (tensor id, incoming gradient) of
+        # each output slot of a backend's node with several (PyTorch's) or None)
+        self._grads: tuple[Any, ...] | None = None
+        # The backward nodes a gradient was handed to so far in this backward pass: a
+        # node that runs without being one of them is a root, its incoming gradient the
+        # seed ``backward()`` started from (ones, or ``gradient=``), which no one computed.
+        self._handed: set[int] = set()
         self._leaf_grad: tuple[int, np.ndarray] | None = None
         self._ops: dict[int, Row] = {}  # op rows by output id
         # tensors of this iteration holding NaN / holding Inf (already accounted for)
         self._nan: set[int] = set()
         self._inf: set[int] = set()
         self._bad_leaves: dict[int, str] = {}
+        self._unwritten: set[int] = set()  # see ``nonfinite.ForwardChecks``
+        self._needs_grad: set[int] = set()
         self._leaf_sq: dict[int, float] = {}
         self._leaf_names: dict[int, str] = {}
         self._seen_iteration = 0
@@ -130,7 +141,12 @@ class Agent:
             "grad": self._on_grad,
             "backward_end": self._on_backward_end,
             "iteration_end": self._on_iteration_end,
+            "compile": self._on_compile,
         }
+        # A compile breakpoint's hit, held until the script is back in its own code
+        # (``backends.safe_point``) or its next op: torch.compile is mid-compile when it
+        # tells, and Python evaluated at a pause there would run inside the compiler.
+        self._compile_hit: tuple[str, str, int] | None = None
 
     @property
     def last_op(self) -> ev.Op | None:
@@ -149,6 +165,8 @@ class Agent:
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
         self._note_handle = backends.on_note(self._on_note)
+        self._safe_handle = backends.on_safe_point(self._at_safe_point)
+        set_compile_mode(self.compile)
         self._backends = backends.activate(self.backend)
         self._install_hook()
         if type(tracer.module_stack) is list:
@@ -190,6 +208,7 @@ class Agent:
         self._handle.remove()
         self._handle = None
         self._note_handle.remove()
+        self._safe_handle.remove()
         self._closing.set()
         self.flush()
 
@@ -216,8 +235,14 @@ class Agent:
             self._value = payload
             store._add(store.current.values, tensor_id, payload)
         elif kind == "grads":
-            self._grads = (tensor_id, payload[0], payload[1])
-            store._add(store.current.grads, tensor_id, payload[0])
+            slots = tuple(zip(*payload[2:], strict=True)) if len(payload) > 2 else None
+            self._grads = (tensor_id, payload[0], payload[1], slots)
+            if slots is None:
+                store._add(store.current.grads, tensor_id, payload[0])
+            else:  # each output slot's gradient is its own tensor's
+                for tid, g in slots:
+                    if tid >= 0 and g is not None:
+                        store._add(store.current.grads, tid, g)
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
             store._add(store.current.grads, tensor_id, payload)
@@ -231,7 +256,8 @@ class Agent:
             self._value_id = tensor_id
             self._value = payload
         elif kind == "grads":
-            self._grads = (tensor_id, payload[0], payload[1])
+            slots = tuple(zip(*payload[2:], strict=True)) if len(payload) > 2 else None
+            self._grads = (tensor_id, payload[0], payload[1], slots)
         elif kind == "grad":
             self._leaf_grad = (tensor_id, payload)
 
@@ -256,7 +282,23 @@ class Agent:
         """``on_row`` for an event object."""
         self.on_row(row_of(event))
 
+    def _on_compile(self, r: Row) -> None:
+        bp = self._matcher.compile.get(r[3])
+        if bp is not None and self._compile_hit is None:
+            from ..compile_lane.report import describe
+
+            self._compile_hit = ("compile", f"breakpoint {bp}: {describe(event_of(r))}",  # type: ignore[arg-type]
+                                 r[1])
+
+    def _at_safe_point(self) -> None:
+        hit = self._compile_hit
+        if hit is not None and threading.get_ident() == self._main_ident:
+            self._compile_hit = None
+            self._pause(*hit)
+
     def _on_op(self, r: Row) -> None:
+        if self._compile_hit is not None:
+            self._at_safe_point()
         ops = self._ops
         ops[r[_OUTPUT]] = r
         if len(ops) > MAX_OPS:  # a run that never ends an iteration: keep the newest half
@@ -282,44 +324,6 @@ class Agent:
             hit = self._check_stop_op(stop, r)
         if hit is not None:
             self._pause(hit[0], hit[1], r[1])
-
-    def _value_of(self, tensor_id: int) -> np.ndarray | None:
-        return self._value if self._value_id == tensor_id else None
-
-    def _check_nan_op(self, e: ev.Op, value: np.ndarray) -> tuple[str, str] | None:
-        """Report the op that *produces* a NaN, or an Inf, from inputs without one.
-
-        Values that came in non-finite only carry it along; an Inf copied from a constant
-        argument (``masked_fill(mask, float("-inf"))``, the usual attention mask) is meant.
-        """
-        if all_finite(value, e.summary):
-            return None
-        nan, inf = nonfinite_counts(value)
-        nans, infs = self._nan, self._inf
-        inputs = e.inputs
-        nan_in = any(i in nans for i in inputs)
-        inf_in = any(i in infs for i in inputs) or self._constant_inf(e)
-        if nan:
-            nans.add(e.output)
-        if inf:
-            infs.add(e.output)
-        if (nan and not nan_in) or (inf and not (nan_in or inf_in)):
-            return ("nan", f"first NaN/Inf: {describe_op(e)} produced {counts(nan, inf)} "
-                           f"from {'finite inputs' if not (nan_in or inf_in) else 'no NaN'}")
-        for i in inputs:  # a leaf that came in non-finite: report it at its first use
-            leaf = self._bad_leaves.pop(i, None)
-            if leaf is not None:
-                return ("nan", f"{leaf}; first used by {describe_op(e)}")
-        return None
-
-    def _constant_inf(self, e: ev.Op) -> bool:
-        args = self._args if self._value_id == e.output else ()
-        for tid, arg in zip(e.inputs, args, strict=False):
-            if tid < 0 and isinstance(arg, (float, np.ndarray, np.floating)):
-                a = np.asarray(arg)
-                if a.dtype.kind == "f" and np.isinf(a).any():
-                    return True
-        return False
 
     def _check_op_breakpoints(self, m: Matcher, r: Row) -> tuple[str, str] | None:
         """Op, module and line breakpoints. Dict lookups in the caches first: this runs for
@@ -388,56 +392,46 @@ class Agent:
             return ("step", f"reached {stop[1]}:{stop[2]}: {_describe(r)}")
         return None
 
-    def _on_tensor(self, r: Row) -> None:
-        if self._matcher.nan is None:
-            return
-        value = self._value_of(r[3])
-        if value is None or settled(r[9]) or all_finite(value):
-            return
-        e: ev.TensorCreated = event_of(r)  # type: ignore[assignment]
-        nan, inf = nonfinite_counts(value)
-        if nan:
-            self._nan.add(e.tensor)
-        if inf:
-            self._inf.add(e.tensor)
-        if not nan and not (e.requires_grad or e.is_param):
-            return  # data holding Inf (an additive -inf mask): meant, not a failure
-        what = f"{'parameter' if e.is_param else 'tensor'} {e.name or '#' + str(e.tensor)}"
-        # The op that uses it is announced next: stop there, where there is a line to show.
-        self._bad_leaves[e.tensor] = (f"first NaN/Inf: {what} {tuple(e.shape)} holds "
-                                      f"{counts(nan, inf)} as it enters iteration {e.iteration}")
-
     def _on_backward_step(self, r: Row) -> None:
         self._last_step = r
         m = self._matcher
         hit: tuple[str, str] | None = None
         node = r[3]
+        gid = node if r[10] < 0 else r[10]
+        seeded = gid not in self._handed  # a root: what arrives is the seed
+        self._handed.update(r[13] or r[6])
         grads = self._grads if self._grads is not None and self._grads[0] == node else None
+        incoming = _incoming(r, grads)
         if m.nan is not None and grads is not None:
             # the usual case, settled by exact summaries alone: everything finite
-            if not (settled(r[7]) and all_settled(r[8])):
-                hit = self._check_nan_grads(event_of(r), grads[1], grads[2])  # type: ignore[arg-type]
-        if hit is None and m.node_norm and grads is not None:
-            norm = gradient_norm(grads[1], r[7])
-            if norm > m.node_threshold:  # (NaN norms are the nan breakpoint's business)
+            if not (all(settled(s) for s in r[12] or (r[7],)) and all_settled(r[8])):
+                hit = self._check_nan_grads(event_of(r), incoming, grads[2])  # type: ignore[arg-type]
+        if hit is None and m.node_norm and grads is not None and not seeded:
+            worst = max(((gradient_norm(g, s), tid) for tid, g, s in incoming
+                         if g is not None), default=None, key=lambda x: x[0])
+            if worst is not None and worst[0] > m.node_threshold:
+                # (NaN norms are the nan breakpoint's business)
+                norm, tid = worst
+                into = self._describe_node(tid if tid >= 0 else node, r[4])
                 hit = ("grad_norm", f"gradient norm {norm:.4g} > {m.node_threshold:g} flowing "
-                                    f"into {self._describe_node(node, r[4])}")
+                                    f"into {into}")
         if hit is None and self._stop is not None and self._stop[0] == "op":
             hit = ("step", f"backward {r[5]}: {self._describe_node(node, r[4])}")
         if hit is not None:
             self._pause(hit[0], hit[1], r[1])
 
-    def _check_nan_grads(self, e: ev.BackwardStep, grad_output: np.ndarray,
+    def _check_nan_grads(self, e: ev.BackwardStep,
+                         incoming: list[tuple[int, Any, Any]],
                          grad_inputs: tuple[np.ndarray | None, ...]) -> tuple[str, str] | None:
-        """Report the backward step that produces a NaN (or an Inf) gradient from a finite
-        incoming gradient. Forward values with NaN were reported already; forward values
+        """Report the backward step that produces a NaN (or an Inf) gradient from finite
+        incoming gradients. Forward values with NaN were reported already; forward values
         with Inf (masks) may legitimately give Inf gradients, so only NaN counts there."""
-        go = e.grad_output
         nans = self._nan
         if nans and (e.node in nans or any(i in nans for i in e.inputs)):
             return None
-        if not all_finite(grad_output, go):
-            return None  # a non-finite gradient coming in was reported where it was made
+        for _, g, s in incoming:
+            if g is not None and not all_finite(g, summary_of(s)):
+                return None  # a non-finite gradient coming in was reported where it was made
         infs = self._inf
         inf_ok = e.node in infs or any(i in infs for i in e.inputs)
         summaries = e.grad_inputs
@@ -473,6 +467,9 @@ class Agent:
 
     def _on_backward_start(self, r: Row) -> None:
         self._leaf_sq = {}
+        self._handed = set()
+        if self._unwritten and r[3] in self._unwritten and self._matcher.nan is not None:
+            self._pause("nan", self._unwritten_root(r[3]), r[1])
         if self._stop is not None and self._stop[0] == "forward":
             self._pause("step", f"end of forward: backward starts from "
                                 f"{self._describe_node(r[3], 'tensor')}", r[1])
@@ -501,6 +498,8 @@ class Agent:
         self._nan = set()
         self._inf = set()
         self._bad_leaves = {}
+        self._unwritten = set()
+        self._needs_grad = set()
         self._leaf_names = {}
 
     # -- descriptions ----------------------------------------------------------------------
@@ -637,8 +636,9 @@ class Agent:
             where_ = (f" in {raised.call}()" if raised.call else "") + in_module
             if last is not None:
                 where_ += f"{',' if where_ else ''} after op {last.op}"
+        message = first_line(str(exc))
         self.exception_description = (
-            f"{type(exc).__name__}: {exc}{where_}, iteration {tracer.iteration}, "
+            f"{type(exc).__name__}: {message}{where_}, iteration {tracer.iteration}, "
             f"{where(file, line)}"
         )
         self.flush()
@@ -796,3 +796,16 @@ def _module_text(path: str | None, cls: str) -> str:
 def _describe(r: Row) -> str:
     """``describe_op`` of an op row."""
     return describe_op(event_of(r))  # type: ignore[arg-type]
+
+
+def _incoming(r: Row, grads: tuple[Any, ...] | None) -> list[tuple[int, Any, Any]]:
+    """(tensor id, raw gradient, summary row) of each gradient arriving at the backward
+    node of step row ``r``: one per output slot (``BackwardStep.outputs``)."""
+    if grads is None:
+        return []
+    slots = grads[3]
+    if slots is None:
+        return [(r[3], grads[1], r[7])]
+    summaries = r[12] or (r[7],)
+    return [(tid, g, summaries[k] if k < len(summaries) else None)
+            for k, (tid, g) in enumerate(slots)]

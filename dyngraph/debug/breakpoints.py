@@ -25,7 +25,8 @@ import numpy as np
 
 from ..capture.arrays import to_numpy
 
-KINDS = ("op", "module", "line", "iteration", "nan", "grad_norm")
+KINDS = ("op", "module", "line", "iteration", "nan", "grad_norm", "compile")
+COMPILE_EVENTS = ("recompile", "break")  # what a ``compile`` breakpoint stops at
 SCOPES = ("node", "global")
 
 
@@ -39,8 +40,12 @@ class Breakpoint:
     - ``iteration``: the first op of iteration ``iteration`` (numbered from 1).
     - ``nan``: the op (or backward step) that first produces a NaN/Inf, checked exactly.
     - ``grad_norm``: a gradient whose L2 norm exceeds ``threshold``; ``scope="node"`` checks
-      each backward step and each leaf's ``.grad``, ``scope="global"`` the norm over all
-      leaves' gradients at the end of backward (as ``clip_grad_norm_`` computes it).
+      the gradients arriving at each backward step (one per output of the op) and each
+      leaf's ``.grad``, ``scope="global"`` the norm over all leaves' gradients at the end of
+      backward (as ``clip_grad_norm_`` computes it). The seed a backward pass starts from
+      (1 for a scalar loss, or ``gradient=``) is not a computed gradient: not counted.
+    - ``compile``: torch.compile recompiled (``name="recompile"``) or broke a graph
+      (``name="break"``); the pause comes when the compiled call returns to the script.
 
     ``condition`` (``"max > 1e3"``, ``"nan > 0 or norm >= 10"``) restricts op, module and
     line breakpoints to ops whose output satisfies it. ``id`` is given by the session.
@@ -67,6 +72,9 @@ class Breakpoint:
             raise ValueError("an iteration breakpoint needs an iteration >= 1")
         if self.kind == "grad_norm" and not (self.threshold > 0 and self.scope in SCOPES):
             raise ValueError(f"a grad_norm breakpoint needs a threshold > 0 and scope in {SCOPES}")
+        if self.kind == "compile" and self.name not in COMPILE_EVENTS:
+            raise ValueError(f"a compile breakpoint stops at {' or '.join(COMPILE_EVENTS)}, "
+                             f"not {self.name!r}")
         if self.condition:
             parse_condition(self.condition)  # raises ValueError on a bad condition
 
@@ -96,12 +104,17 @@ class Breakpoint:
         return cls("grad_norm", threshold=threshold, scope=scope)
 
     @classmethod
+    def compile(cls, what: str) -> Breakpoint:  # noqa: A003 - the kind's name
+        return cls("compile", name=what)
+
+    @classmethod
     def parse(cls, text: str, kind: str | None = None, file: str = "") -> Breakpoint:
         """Read a breakpoint as a user types it: the one parser of the CLI, the dialog and
         the list (``str(bp)`` reads back as ``bp``).
 
         Text forms: ``op:matmul``; ``module:encoder.*.attn``; ``train.py:42``; ``iter:3``;
-        ``nan``; ``grad>10`` / ``grad_norm:10`` / ``global_grad>10``; the first three
+        ``nan``; ``grad>10`` / ``grad_norm:10`` / ``global_grad>10``;
+        ``compile:recompile`` / ``compile:break``; the first three
         followed by ``if <condition>``. A text form means what it says whatever ``kind``
         is. A bare value (``matmul``, ``encoder``, ``42``, ``3``, ``100``) is read as
         ``kind`` says (an op name when ``kind`` is None); a bare line number needs ``file``.
@@ -141,6 +154,7 @@ class Breakpoint:
             "nan": "nan",
             "grad_norm": (f"{'global_' if self.scope == 'global' else ''}grad>"
                           f"{_threshold_text(self.threshold)}"),
+            "compile": f"compile:{self.name}",
         }[self.kind]
         return f"{text} if {self.condition}" if self.condition else text
 
@@ -154,7 +168,8 @@ _DEFAULTS = {"name": "", "file": "", "line": 0, "iteration": 0, "threshold": 0.0
 _FIELDS = ("kind", *_DEFAULTS)
 
 
-_FORMS = "try op:NAME, module:GLOB, FILE:LINE, iter:N, nan or grad>X"
+_FORMS = ("try op:NAME, module:GLOB, FILE:LINE, iter:N, nan, grad>X, compile:recompile or "
+          "compile:break")
 _HINT = {
     "op": "give an op name or glob, e.g. matmul",
     "module": "give a module path glob, e.g. encoder.*",
@@ -162,6 +177,7 @@ _HINT = {
     "iteration": "give an iteration number, e.g. 3",
     "nan": "nan needs no value",
     "grad_norm": "give a gradient-norm threshold > 0, e.g. 100",
+    "compile": "give recompile or break",
 }
 _NAME = re.compile(r"[\w.*?\[\]!-]+")  # op names and module paths, globs allowed
 
@@ -197,6 +213,12 @@ def _parse_form(cls: type[Breakpoint], body: str, condition: str) -> Breakpoint 
         _no_condition("iteration", condition)
         return cls.at_iteration(_iteration(m.group(1)))
     prefix, sep, rest = body.partition(":")
+    if sep and prefix.lower() == "compile":
+        _no_condition("compile", condition)
+        what = rest.strip().lower()
+        if what not in COMPILE_EVENTS:
+            raise ValueError(f"compile:{rest.strip()} is not a breakpoint ({_HINT['compile']})")
+        return cls.compile(what)
     if sep and prefix.lower() in ("op", "module"):
         kind = prefix.lower()
         if not rest.strip():
@@ -218,6 +240,10 @@ def _parse_bare(cls: type[Breakpoint], body: str, condition: str, kind: str, fil
             return cls.at_line(file, _line(body), condition)
         raise ValueError(f"not a line: {body!r} ({_HINT['line']})")
     _no_condition(kind, condition)
+    if kind == "compile":
+        if body.lower() not in COMPILE_EVENTS:
+            raise ValueError(f"not a compile event: {body!r} ({_HINT['compile']})")
+        return cls.compile(body.lower())
     if kind == "iteration":
         return cls.at_iteration(_iteration(body))
     if kind == "grad_norm":
@@ -387,6 +413,7 @@ class Matcher:
     node_norm: list[Breakpoint] = field(default_factory=list)
     global_norm: list[Breakpoint] = field(default_factory=list)
     conditions: dict[Breakpoint, Condition] = field(default_factory=dict)
+    compile: dict[str, Breakpoint] = field(default_factory=dict)  # compile event -> bp
     checks_ops: bool = False  # any op, module or line breakpoint (read once per op)
     node_threshold: float = math.inf  # the lowest per-node gradient norm threshold
     global_threshold: float = math.inf
@@ -416,6 +443,8 @@ class Matcher:
                 m.nan = m.nan or bp
             elif bp.kind == "grad_norm":
                 (m.global_norm if bp.scope == "global" else m.node_norm).append(bp)
+            elif bp.kind == "compile":
+                m.compile.setdefault(bp.name, bp)
         m.checks_ops = bool(m.op_exact or m.op_globs or m.modules or m.lines)
         m.node_threshold = min((bp.threshold for bp in m.node_norm), default=math.inf)
         m.global_threshold = min((bp.threshold for bp in m.global_norm), default=math.inf)

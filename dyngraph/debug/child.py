@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         decoder=decoder,
         early_commands=early,
         backend=config.get("backend", "auto"),
+        compile=config.get("compile"),
     )
     path = os.path.abspath(ns.script)
     _start_ranks(agent, config)

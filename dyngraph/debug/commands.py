@@ -254,12 +254,13 @@ def run_record(args: argparse.Namespace) -> int:
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
+                            compile=args.compile,
                             ranks_compare=getattr(args, "ranks_compare", True))
     out, err = sys.stdout, sys.stderr
     # (the ranks of a job share one terminal: a status line each would overwrite the others)
     live_wanted = out.isatty() and err.isatty() and job is None
     recording = _Recording(output)
-    counts = {"ops": 0}
+    counts = {"ops": 0, "compile": 0}
     found: list[ev.BreakpointHit] = []
     started = time.monotonic()
     name = os.path.basename(session.script)
@@ -275,6 +276,8 @@ def run_record(args: argparse.Namespace) -> int:
                 passthrough.add(e)  # type: ignore[arg-type]
             elif t is ev.BreakpointHit and e.reason == "divergence":  # type: ignore[attr-defined]
                 found.append(e)  # type: ignore[arg-type]
+            elif t is ev.CompileEvent:
+                counts["compile"] += 1
         passthrough.flush()
         counts["ops"] += ops
         if recording.write(events):
@@ -311,7 +314,9 @@ def run_record(args: argparse.Namespace) -> int:
                         f"(it would hang at the next collective); {shown(output)} keeps "
                         "what was recorded.")
         return CHECK_FAILED
-    return _report_record(session, recording, counts["ops"], live_wanted, who)
+    # (compile events are what a fully compiled script records: it did capture something)
+    return _report_record(session, recording, counts["ops"] or counts["compile"], live_wanted,
+                          who)
 
 
 def _report_record(session: Session, recording: _Recording, ops: int, live: bool,
@@ -343,8 +348,11 @@ def _report_record(session: Session, recording: _Recording, ops: int, live: bool
 
 # -- check -------------------------------------------------------------------------------
 def run_check(args: argparse.Namespace) -> int:
-    """Exit 0 when the run is clean; ``CHECK_FAILED`` at the first NaN/Inf or a gradient
-    norm above ``--max-grad-norm``; the script's own status if it fails by itself."""
+    """Exit 0 when the run is clean; ``CHECK_FAILED`` at the first NaN/Inf, a gradient
+    norm above ``--max-grad-norm`` or a compiled function's recompile past
+    ``--max-recompiles``; the script's own status if it fails by itself."""
+    from ..compile_lane.report import RecompileCounter
+
     bps: list[Breakpoint] = []
     if args.nan:
         bps.append(Breakpoint.nan())
@@ -352,14 +360,19 @@ def run_check(args: argparse.Namespace) -> int:
         if not args.max_grad_norm > 0:
             raise UserError(f"--max-grad-norm must be a positive number, not {args.max_grad_norm}")
         bps.append(Breakpoint.grad_norm(args.max_grad_norm))
+    max_recompiles = getattr(args, "max_recompiles", None)
+    if max_recompiles is not None and max_recompiles < 0:
+        raise UserError(f"--max-recompiles must be 0 or more, not {max_recompiles}")
+    recompiles = RecompileCounter(max_recompiles if max_recompiles is not None else -1)
     job = _job()
     who = _who("check", job)
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
+                            compile=args.compile,
                             ranks_compare=getattr(args, "ranks_compare", True))
     found: list[ev.BreakpointHit] = []
-    counts = {"ops": 0}
+    counts = {"ops": 0, "compile": 0}
 
     def on_events(events: list[ev.Event]) -> bool:
         output = _PassThrough()
@@ -373,6 +386,10 @@ def run_check(args: argparse.Namespace) -> int:
                 elif t is ev.BreakpointHit:
                     found.append(e)  # type: ignore[arg-type]
                     return True
+                elif t is ev.CompileEvent:
+                    counts["compile"] += 1
+                    if max_recompiles is not None and recompiles.add(e):
+                        return True  # a recompile storm: stop the run here
             return False
         finally:
             output.flush()
@@ -385,11 +402,15 @@ def run_check(args: argparse.Namespace) -> int:
     if terminated:
         return 128 + terminated[0]
     console = _stderr()
-    _print_notes(who, session, console, counts["ops"] or len(found))
+    _print_notes(who, session, console, counts["ops"] or counts["compile"] or len(found))
     divergence = _diverged(session, found)
     if divergence:
         console.print(f"dyngraph {who}: FAILED, {shown(divergence)}. The run was stopped "
                       "there.")
+        return CHECK_FAILED
+    if recompiles.over is not None:
+        console.print(f"dyngraph {who}: FAILED, recompile storm: {shown(recompiles.failure())}. "
+                      "The run was stopped there.")
         return CHECK_FAILED
     if found:
         hit = found[0]
@@ -408,6 +429,8 @@ def run_check(args: argparse.Namespace) -> int:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])
             + ([f"every gradient norm <= {args.max_grad_norm:g}"] if args.max_grad_norm else [])
+            + ([f"at most {max_recompiles} recompile(s) per compiled function "
+                f"({recompiles.total} in all)"] if max_recompiles is not None else [])
         ) or "the script ran"
         if job is not None and getattr(args, "ranks_compare", True):
             checked += ", and every rank in step with the others"
@@ -478,6 +501,11 @@ def run_summary(args: argparse.Namespace) -> int:
                    f"dyngraph {header.dyngraph_version}"), "dim")))
     console.print(_table(rows))
     console.print(_totals_text(totals))
+    from ..compile_lane.report import compile_table, render
+
+    for part in render(compile_table(trace.events)):
+        console.print()
+        console.print(part)
     return 0
 
 

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from ..capture import events as ev
+from .frames import is_user_file
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -54,6 +55,17 @@ def where(file: str, line: int) -> str:
     return f"{file if rel.startswith('..') else rel}:{line}"
 
 
+def first_line(message: str, limit: int = 300) -> str:
+    """An exception's message as one line of a report: its first line, at most ``limit``
+    characters (PyTorch's dispatcher errors list every backend in kilobytes of text; the
+    traceback keeps it all)."""
+    lines = message.strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(text) > limit:
+        return text[:limit] + "..."
+    return text + (" ..." if len(lines) > 1 else "")
+
+
 def counts(nan: int, inf: int) -> str:
     parts = [f"{nan} NaN"] if nan else []
     if inf:
@@ -68,8 +80,11 @@ class Raised:
     ``op``: the op that raised inside ``apply`` (None outside one); ``call``: the innermost
     dyngraph function that raised outside an op (``linear`` for a shape check in
     ``F.linear``); ``module_class``: the class of the innermost module whose ``forward`` was
-    running (``Linear``); ``file``/``line``: the innermost frame of the user's code;
-    ``in_backward``: raised during a backward pass.
+    running (``Linear``); ``file``/``line``: the innermost frame of the user's code (not
+    dyngraph's, not a library's such as PyTorch's: see ``frames.is_user_file``; the
+    innermost frame outside dyngraph when no frame is the user's); ``in_backward``: raised
+    during a backward pass. (dyngraph's own failures never get here: the capture reports
+    them itself, in a note, and the script goes on.)
     """
 
     op: str | None = None
@@ -89,6 +104,7 @@ def locate_exception(tb: TracebackType | None) -> Raised:
     op = None
     call = module_class = ""
     file, line = "", 0
+    user_file, user_line = "", 0
     in_backward = False
     while tb is not None:
         frame = tb.tb_frame
@@ -107,8 +123,12 @@ def locate_exception(tb: TracebackType | None) -> Raised:
                 call = name
         else:
             file, line = code.co_filename, tb.tb_lineno
+            if is_user_file(file):
+                user_file, user_line = file, line
             call = ""  # a call into dyngraph counts only when the user's code is outside it
         tb = tb.tb_next
+    if user_file:
+        file, line = user_file, user_line
     return Raised(op, call, module_class, file, line, in_backward)
 
 

@@ -151,6 +151,7 @@ class Session:
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
               env: dict[str, str] | None = None, backend: str = "auto",
+              compile: str | None = None,  # noqa: A002 - the CLI's --compile
               ranks_strict: bool = False, ranks_compare: bool = True,
               ranks_hold: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
@@ -162,12 +163,13 @@ class Session:
         ``keep_values``/``keep_iterations``/``max_bytes`` bound the values the child keeps
         for ``fetch_values`` (see ``dyngraph.debug.values``). ``backend`` is ``"auto"``
         (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
-        ``"dyngraph"`` (see ``dyngraph.capture.backends``). In a rank of a torchrun job,
-        ``ranks_strict`` makes every checkpoint wait for every rank (a debugger's pause
-        holds the others), ``ranks_hold`` pauses at the first checkpoint (where the others
-        wait for it) and ``ranks_compare=False`` compares nothing across ranks (see
-        ``dyngraph.ranks``). Raises UserError for a missing
-        script, a directory, a syntax error, or ``backend="torch"`` without PyTorch.
+        ``"dyngraph"`` (see ``dyngraph.capture.backends``); ``compile`` is ``"observe"``
+        (the default) or ``"eager"`` (see ``dyngraph.compile_lane``). In a rank of a
+        torchrun job, ``ranks_strict`` makes every checkpoint wait for every rank (a
+        debugger's pause holds the others), ``ranks_hold`` pauses at the first checkpoint
+        (where the others wait for it) and ``ranks_compare=False`` compares nothing across
+        ranks (see ``dyngraph.ranks``). Raises UserError for a missing script, a directory,
+        a syntax error, or ``backend="torch"`` without PyTorch.
         """
         backends.check(backend)
         if stats not in ("full", "cheap", "none"):
@@ -203,8 +205,8 @@ class Session:
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
-            "backend": backend, "ranks_strict": ranks_strict, "ranks_compare": ranks_compare,
-            "ranks_hold": ranks_hold,
+            "backend": backend, "compile": compile, "ranks_strict": ranks_strict,
+            "ranks_compare": ranks_compare, "ranks_hold": ranks_hold,
         })
         return session
 
@@ -558,17 +560,14 @@ def shell_status(status: int | None) -> int:
     return 128 - status if status < 0 else status
 
 
-# BLAS libraries start one thread per core; beside the debugger's own process that
-# oversubscribes the machine and made small models 10-100x slower (measured on 2 cores).
-# A user who sets any of these keeps their choice.
-_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
 def _child_env(env: dict[str, str] | None) -> dict[str, str]:
-    """The child's environment: the given one (or ours), with BLAS on one thread by default."""
-    child = dict(os.environ if env is None else env)
-    if not any(name in child for name in _BLAS_THREAD_VARIABLES):
-        for name in _BLAS_THREAD_VARIABLES:
-            child[name] = "1"
-    return child
+    """The child's environment: the given one (or ours), unchanged.
+
+    Thread settings above all stay the user's: with ``OMP_NUM_THREADS=1`` set for it, the
+    recorded PyTorch run reduced and multiplied on one thread where ``python SCRIPT`` used
+    every core, and its numbers were no longer bitwise those of the plain run. (A machine
+    oversubscribed by the script's threads beside the debugger is the user's to tune, as it
+    is beside any other program.)
+    """
+    return dict(os.environ if env is None else env)
 

@@ -192,7 +192,8 @@ class Node:
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
         return tuple(
-            (None, 0) if t is None else (t if type(t) is Node else AccumulateGrad(t), 0)
+            (None, 0) if t is None or (type(t) is not Node and t._borrowed)  # (no accumulator)
+            else (t if type(t) is Node else AccumulateGrad(t), 0)
             for t in self.inputs
         )
 
@@ -415,6 +416,8 @@ def run_backward(
     handed: dict[int, np.ndarray] = {}
     for cid, grad in leaf_grads.items():
         leaf = leaves[cid]
+        if leaf._borrowed:
+            continue  # a view whose base came to require grad after it: no accumulator
         if type(grad) is list:
             grad = _total(grad)
         if leaf._hooks:
@@ -423,6 +426,10 @@ def run_backward(
             if cid in capture_ids:
                 captured[cid] = grad
         else:
+            if leaf.grad_fn is not None and leaf.requires_grad:
+                # used as a leaf, then made part of a graph in place (requires_grad_(False)
+                # let an in-place op through): PyTorch's AccumulateGrad refuses it
+                raise RuntimeError("leaf variable has been moved into the graph interior")
             _accumulate_leaf(leaf, grad, handed)
     if listening:
         recording.backward_end(roots[0], now_ns() - start)
@@ -440,14 +447,13 @@ _DEFER = 256
 
 def _node_extras(node: Node, grad: np.ndarray, tid: int, capture_ids: dict[int, int] | None,
                  captured: dict[int, np.ndarray]) -> np.ndarray:
-    """Tensor hooks, then retain_grad's ``.grad`` (PyTorch's order), or autograd.grad's
-    capture of this node's gradient."""
+    """Tensor hooks, then autograd.grad's capture of this node's gradient and
+    retain_grad's ``.grad`` (PyTorch fills a retained ``.grad`` under autograd.grad too)."""
     if node.hooks:
         grad = _apply_hooks(node.hooks, grad)
-    if capture_ids is not None:
-        if tid in capture_ids:
-            captured[tid] = grad
-    elif node.retained is not None:
+    if capture_ids is not None and tid in capture_ids:
+        captured[tid] = grad
+    if node.retained is not None:
         owner = node.retained()
         if owner is not None:
             owner._grad = (wrap(grad.copy()) if owner._grad is None

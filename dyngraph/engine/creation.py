@@ -111,7 +111,7 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           **kwargs: Any) -> Tensor:
     shape = _sized("empty", size, kwargs)
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _unwritten(zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad))
 
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -142,7 +142,16 @@ def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
 
 
 def empty_like(input: Tensor, **kwargs: Any) -> Tensor:
-    return zeros_like(input, **kwargs)
+    return _unwritten(zeros_like(input, **kwargs))
+
+
+def _unwritten(t: Tensor) -> Tensor:
+    """Marks ``t`` as memory nobody wrote yet (zeros here, garbage in PyTorch): until an
+    in-place write to all of it (a write to a part, ``t[i] = x``, keeps the mark: see
+    ``inplace._to_a_part``) a check does not judge what it holds (see
+    ``dyngraph.debug.nonfinite``), as on PyTorch."""
+    t._unwritten = t._version  # type: ignore[attr-defined]
+    return t
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,

@@ -85,28 +85,47 @@ def to_numpy_dtype(d: Any) -> np.dtype:
 
 
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+COMPLEX_MESSAGE = ("dyngraph does not implement complex tensors: a Python complex number in an "
+                   "op would make one (PyTorch gives complex64 or complex128)")
 
 
-def zero_dim_promotion(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """PyTorch's rule for a 0-d tensor beside a dimensioned one: the 0-d tensor decides the
-    dtype only if it is of a higher category (bool < integer < float). numpy lets its
-    width win too (float32 tensor * float64 0-d tensor would be float64)."""
-    if (x.ndim == 0) == (y.ndim == 0):
-        return x, y
-    zero, dimmed = (x, y) if x.ndim == 0 else (y, x)
-    if zero.dtype.kind == "b" or _CATEGORY[zero.dtype.kind] > _CATEGORY[dimmed.dtype.kind]:
-        return x, y  # (a bool keeps its own errors: bool - int raises in PyTorch)
-    zero = zero.astype(dimmed.dtype)
-    return (zero, y) if x.ndim == 0 else (x, zero)
+def category(dt: np.dtype) -> int:
+    """PyTorch's promotion category: bool 0 < integer 1 < float 2 < complex 3."""
+    return _CATEGORY[dt.kind]
 
 
-def _promote_pair(a: np.dtype, b: np.dtype) -> np.dtype:
-    """PyTorch's promote_types: across categories the higher one's dtype (int64 with
-    float32 is float32, where numpy says float64); within one, the wider."""
+def promoted(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two operands of an elementwise op, cast where numpy would compute in another dtype
+    than PyTorch's ``result_type``: an integer beside a float16 tensor (numpy: float64,
+    PyTorch: float16), an integer beside any float (PyTorch casts it to the float type
+    first, numpy rounds only the result), a 0-d tensor beside a dimensioned one of its
+    category (which it does not widen in PyTorch). An operand numpy widens exactly as
+    PyTorch does (float32 beside float64) is left as it is, so the op still holds the
+    tensor's own memory; a bool too (bool - int keeps PyTorch's refusal of bools)."""
+    dt = result_type(x, y)
+    return _cast_to(x, dt), _cast_to(y, dt)
+
+
+def _cast_to(a: np.ndarray, dt: np.dtype) -> np.ndarray:
+    kind = a.dtype.kind
+    if a.dtype == dt or kind == "b":
+        return a
+    if _CATEGORY[kind] == _CATEGORY[dt.kind] and _promote_pair(a.dtype, dt) == dt:
+        return a  # widened by numpy as by PyTorch
+    return a.astype(dt)
+
+
+def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
+    """PyTorch's ``promote_types``: across categories (bool < integer < float < complex)
+    the higher one's dtype (int64 with float16 is float16, where numpy says float64);
+    within one, the wider (uint8 with int8: int16)."""
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
     return np.result_type(a, b)
+
+
+_promote_pair = promote_types
 
 
 def result_type(*arrays: np.ndarray) -> np.dtype:
@@ -156,6 +175,11 @@ def checked_scalar(value: Any, dtype: np.dtype, name: str | None = None) -> Any:
             low = -high
         if low <= value <= high:
             return value % (high + 1) if value < 0 and kind == "u" else value
+    elif t is complex:  # dyngraph has no complex tensors; PyTorch converts only real ones
+        if kind == "b":
+            return bool(value)
+        if value.imag == 0:
+            return checked_scalar(value.real, dtype, name)
     else:
         return value  # a bool, a tensor: nothing to check
     raise RuntimeError(f"value cannot be converted to type "

@@ -248,6 +248,13 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    if not isinstance(input, Tensor):
+        given = ", ".join([type(input).__name__] + [f"{k}={type(v).__name__}" for k, v in
+                                                    (("min", min), ("max", max)) if v is not None])
+        raise TypeError(
+            f"clamp() received an invalid combination of arguments - got ({given}), but "
+            "expected one of: (Tensor input, Tensor min = None, Tensor max = None) or (Tensor "
+            "input, Number min = None, Number max = None)")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):  # bounds that may need a gradient
@@ -271,11 +278,22 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 
 def maximum(input: Any, other: Any) -> Tensor:
+    _check_tensors("maximum", input, other)
     return apply(OPS["maximum"], input, other)
 
 
 def minimum(input: Any, other: Any) -> Tensor:
+    _check_tensors("minimum", input, other)
     return apply(OPS["minimum"], input, other)
+
+
+def _check_tensors(name: str, input: Any, other: Any) -> None:
+    """PyTorch's refusal of a number where an op takes only tensors (``maximum``,
+    ``logical_and`` ...: no Number overload)."""
+    for arg, position, value in (("input", 1, input), ("other", 2, other)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be "
+                            f"Tensor, not {type(value).__name__}")
 
 
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
@@ -295,8 +313,11 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
 
 def _binary(name: str) -> Any:
     op = OPS[name]
+    tensors_only = name.startswith("logical_")
 
     def fn(input: Any, other: Any) -> Tensor:
+        if tensors_only:
+            _check_tensors(name, input, other)
         return apply(op, input, other)
 
     fn.__name__ = fn.__qualname__ = name

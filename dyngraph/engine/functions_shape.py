@@ -183,7 +183,14 @@ def _tensors(tensors: Any, name: str) -> list[Any]:
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if type(t) in _NUMBERS:  # (numpy arrays are taken, as before)
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
     return [t if isinstance(t, Tensor) else _wrap(np.asarray(t)) for t in tensors]
+
+
+_NUMBERS = (bool, int, float, complex)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -222,8 +229,16 @@ def _pieces(input: Tensor, dim: int, sizes: Sequence[int], name: str | None
     return tuple(out)
 
 
+def _piece_dim(input: Tensor, dim: Any, name: str) -> int:
+    """The dim ``split``/``chunk`` cut along: PyTorch's refusals of a 0-d tensor and of a
+    dim out of range (never wrapped around)."""
+    if input.ndim == 0:
+        raise RuntimeError(f"{name} expects at least a 1-dimensional tensor")
+    return check_dim(dim, input.ndim)
+
+
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    dim = int(dim) % max(tensor.ndim, 1)
+    dim = _piece_dim(tensor, dim, "split")
     n = tensor._array.shape[dim]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
@@ -243,14 +258,24 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    n = input._array.shape[int(dim) % max(input.ndim, 1)]
-    return split(input, max(-(-n // chunks), 1), dim)
+    dim = check_dim(dim, input.ndim)
+    n = input._array.shape[dim]
+    if n == 0:  # PyTorch: as many empty pieces as asked for (split_with_sizes)
+        return _pieces(input, dim, [0] * int(chunks), "SplitWithSizes")
+    return split(input, -(-n // chunks), dim)
 
 
 def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ...]:
-    dim = int(dim) % max(input.ndim, 1)
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    dim = check_dim(dim, input.ndim)
+    if sections <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
     n = input._array.shape[dim]
     base, extra = divmod(n, sections)
     sizes = [base + (1 if i < extra else 0) for i in range(sections)]
@@ -258,19 +283,25 @@ def tensor_split(input: Tensor, sections: int, dim: int = 0) -> tuple[Tensor, ..
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    dim = int(dim) % max(input.ndim, 1)
+    dim = check_dim(dim, input.ndim)
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     op = OPS["select"]
     return tuple(view_op(op, input, ("Unbind", i), dim=dim, index=i)
                  for i in range(input._array.shape[dim]))
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     return view_op(OPS["select"], input, dim=int(dim), index=int(index))
 
 
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = check_dim(dim, input.ndim)
-    size = input._array.shape[dim] if input.ndim else 1
+    size = input._array.shape[dim]
     if not -size <= start <= size:
         raise IndexError(f"narrow(): start out of range (expected to be in range of "
                          f"[{-size}, {size}], but got {start})")

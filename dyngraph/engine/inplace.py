@@ -40,8 +40,8 @@ from . import (
 )
 from .autograd import grad_mode
 from .creation import generator
-from .dtypes import can_cast, checked_scalar, wrapped_int
-from .ops import OPS, check_sub_operands
+from .dtypes import can_cast, checked_scalar, promoted, wrapped_int
+from .ops import OPS, check_sub_operands, complex_name
 from .ops_shape import OVERLAP_MESSAGE
 from .tensor import LEAF_INPLACE_MESSAGE, Tensor, _wrap, apply
 
@@ -82,6 +82,9 @@ def _check_shape(self: Tensor, *others: Any, overlap: bool = True) -> None:
     and (``overlap``) no operand may partly overlap the memory being written."""
     shape = self._array.shape
     for o in others:
+        if type(o) is complex:  # (dyngraph has no complex tensors, nor does self)
+            raise RuntimeError(f"result type {complex_name(self._array)} can't be cast to "
+                               f"the desired output type {_scalar_name(self._array.dtype)}")
         if overlap and isinstance(o, Tensor):
             _check_no_partial_overlap(self, o)
         other = o._array.shape if isinstance(o, Tensor) else np.shape(o)
@@ -175,9 +178,13 @@ def _mismatch(a: tuple[int, ...], b: tuple[int, ...]) -> str:
 
 def _cast_error(result: np.dtype, target: np.dtype) -> RuntimeError:
     return RuntimeError(
-        f"result type {_SCALAR_NAMES.get(result.name, result.name)} can't be cast to the "
-        f"desired output type {_SCALAR_NAMES.get(target.name, target.name)}"
+        f"result type {_scalar_name(result)} can't be cast to the desired output type "
+        f"{_scalar_name(target)}"
     )
+
+
+def _scalar_name(dtype: np.dtype) -> str:
+    return _SCALAR_NAMES.get(dtype.name, dtype.name)
 
 
 def _overlapping(array: np.ndarray) -> bool:
@@ -245,6 +252,8 @@ def _ufunc(self: Tensor, ufunc: Any, other: Any, name: str) -> Tensor:
     """The plain path of an arithmetic in-place op: numpy writes into the memory."""
     array = _writable(self)
     other = _array(other)
+    if type(other) is np.ndarray and other.dtype is not array.dtype:
+        other = promoted(array, other)[1]  # an int into float16 first, as PyTorch
     if type(other) is int and array.dtype.kind in "iu":
         other = wrapped_int(other, array.dtype)  # PyTorch wraps it; numpy would refuse
     try:
@@ -384,7 +393,12 @@ def neg_(self: Tensor) -> Tensor:
     if _in_graph(self):
         return _commit(self, fn.neg(_old(self, copy=False)))
     array = _writable(self)
-    np.negative(array, out=array)
+    if array.flags.c_contiguous:
+        np.negative(array, out=array)
+    else:
+        # numpy 2.4's in-place negative writes wrong values into some strided views
+        # (x[:, 3] of a 4x4 float32 or int32 tensor); computed out of place, it is right.
+        np.copyto(array, np.negative(array))
     return _bumped(self)
 
 
@@ -669,6 +683,26 @@ def imul(self: Tensor, other: Any) -> Tensor:
 def itruediv(self: Tensor, other: Any) -> Tensor:
     return div_(self, other)
 
+
+def _to_a_part(write: Any) -> Any:
+    """An in-place write to a part of the tensor: one made by ``empty`` and unwritten before
+    is not all data after it either (see ``creation._unwritten``)."""
+
+    def partial(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        mark = self.__dict__.get("_unwritten")
+        unwritten = mark is not None and mark == self._version
+        out = write(self, *args, **kwargs)
+        if unwritten:
+            self._unwritten = self._version  # type: ignore[attr-defined]
+        return out
+
+    partial.__name__ = partial.__qualname__ = write.__name__
+    partial.__doc__ = write.__doc__
+    return partial
+
+
+setitem = _to_a_part(setitem)
+masked_fill_ = _to_a_part(masked_fill_)
 
 METHODS: dict[str, Any] = {
     "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_, "sqrt_": sqrt_,

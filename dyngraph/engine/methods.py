@@ -48,12 +48,19 @@ def __rtruediv__(self: Tensor, other: Any) -> Tensor:
     return apply(_DIV, other, self)
 
 
-def __matmul__(self: Tensor, other: Any) -> Tensor:
+def __matmul__(self: Tensor, other: Any) -> Any:
+    if type(other) in _NUMBERS:  # Python's own TypeError, as PyTorch's
+        return NotImplemented
     return apply(_MATMUL, self, other)
 
 
-def __rmatmul__(self: Tensor, other: Any) -> Tensor:
+def __rmatmul__(self: Tensor, other: Any) -> Any:
+    if type(other) in _NUMBERS:
+        return NotImplemented
     return apply(_MATMUL, other, self)
+
+
+_NUMBERS = (bool, int, float, complex)
 
 
 def __getitem__(self: Tensor, index: Any) -> Tensor:

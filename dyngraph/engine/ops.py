@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import checked_scalar, result_type, zero_dim_promotion
+from .dtypes import COMPLEX_MESSAGE, checked_scalar, promoted, result_type
 from .errors import not_implemented_for
 
 Backward = Callable[[np.ndarray], tuple[Any, ...]]
@@ -365,6 +365,7 @@ def leaky_relu(a, negative_slope=0.01):
 
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_NUMBERS = (bool, int, float, complex)
 _F32_MAX = float(np.finfo(np.float32).max)
 _INFINITIES = (float("inf"), float("-inf"))
 
@@ -381,6 +382,8 @@ def _checked_number(x: Any, a: np.ndarray) -> Any:
         return checked_scalar(x, dt if dt.kind == "f" else _F32)
     if t is int and not 0 <= x <= 127 and a.dtype.kind in "iuf":
         return checked_scalar(x, a.dtype)
+    if t is complex:
+        return checked_scalar(x, a.dtype)
     return x
 
 
@@ -389,6 +392,10 @@ def clamp(a, min=None, max=None):
     if a.dtype.kind == "b" and all(b is None or _is_bool(b) for b in (min, max)):
         kernel = "clamp_min" if max is None else "clamp_max" if min is None else "clamp"
         raise NotImplementedError(f'"{kernel}_scalar_cpu" not implemented for \'Bool\'')
+    if type(min) is complex or type(max) is complex:
+        if a.dtype.kind == "f":  # (PyTorch's own words)
+            raise RuntimeError("value cannot be converted to type double without overflow")
+        raise NotImplementedError("clamp is not supported for complex types")
     if min is not None:
         min = _checked_number(min, a)
     if max is not None:
@@ -483,9 +490,11 @@ def _extremum_grads(g: Any, tie: Any, a_loses: Any, b_loses: Any) -> tuple[Any, 
 @register("where")
 def where(cond, a, b):
     cond = np.asarray(cond, bool)
+    if type(a) is complex or type(b) is complex:
+        raise NotImplementedError(COMPLEX_MESSAGE)
     if type(a) is np.ndarray and type(b) is np.ndarray:
         if a.dtype != b.dtype:
-            a, b = zero_dim_promotion(a, b)
+            a, b = promoted(a, b)
     elif type(a) is np.ndarray:
         b = _checked_number(b, a)
     elif type(b) is np.ndarray:
@@ -499,7 +508,9 @@ def masked_fill(a, mask, value):
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{np.asarray(mask).dtype}")
     mask = np.asarray(mask, bool)
-    out = np.where(mask, np.asarray(_checked_number(value, a), dtype=a.dtype), a)
+    # A number is converted to the tensor's own type, checked (uint8: -0.5 overflows).
+    value = checked_scalar(value, a.dtype) if type(value) in _NUMBERS else value
+    out = np.where(mask, np.asarray(value, dtype=a.dtype), a)
     return out, lambda g: (np.where(mask, 0, g), None, None)
 
 
@@ -523,6 +534,8 @@ def matmul(a, b, needs_input_grad=(True, True)):
         if np.ndim(a) == 0 or np.ndim(b) == 0:
             raise RuntimeError("both arguments to matmul need to be at least 1D, but they "
                                f"are {np.ndim(a)}D and {np.ndim(b)}D")
+    if a.dtype is not b.dtype or a.dtype.kind == "b":
+        check_matmul_dtypes(a, b)
     try:
         out = a @ b
     except ValueError:
@@ -551,6 +564,41 @@ def matmul(a, b, needs_input_grad=(True, True)):
         return ga, gb
 
     return out, backward
+
+
+_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool"}
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}
+
+
+def torch_name(dtype: np.dtype) -> str:
+    """PyTorch's scalar type name of a dtype, as its errors give it (``Float``)."""
+    return _TORCH_NAMES.get(dtype.name, dtype.name)
+
+
+def check_matmul_dtypes(a: np.ndarray, b: np.ndarray) -> None:
+    """PyTorch's matmul does not promote: operands of two dtypes are refused, in the words
+    of the kernel the shapes lead to (dot, mv, mm, bmm); bools have no kernel."""
+    if a.dtype == b.dtype:
+        if a.dtype.kind == "b":
+            kernel = ("dot" if a.ndim == 1 and b.ndim == 1 else "addmv_impl_cpu"
+                      if b.ndim == 1 else "addmm_impl_cpu_" if b.ndim == 2 else "bmm")
+            raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+        return
+    na, nb = torch_name(a.dtype), torch_name(b.dtype)
+    if a.ndim == 1 and b.ndim == 1:
+        message = f"dot : expected both vectors to have same dtype, but found {na} and {nb}"
+    elif b.ndim == 1:
+        message = f"addmv input tensors must have the same dtype, but got {nb}, {na}, and {nb}"
+    elif b.ndim == 2:
+        message = (f"expected m1 and m2 to have the same dtype, but got: "
+                   f"{_C_NAMES.get(a.dtype.name)} != {_C_NAMES.get(b.dtype.name)}")
+    else:
+        message = f"expected scalar type {na} but found {nb}"
+    raise RuntimeError(message)
 
 
 def _einsum_parse(equation: str, n: int) -> tuple[list[str], str]:
@@ -613,10 +661,34 @@ def _nondiff(name: str, fn: Callable[..., Any]) -> None:
     register(name, saves=False, promotes=True)(lambda *args, **kw: (fn(*args, **kw), None))
 
 
+def _ordering(name: str, ufunc: Any) -> None:
+    """``< <= > >=``: PyTorch has no order of complex numbers (``==`` it has)."""
+
+    def forward(a, b):
+        if type(a) is complex or type(b) is complex:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                      f"'{complex_name(a if type(b) is complex else b)}'")
+        return ufunc(a, b), None
+
+    register(name, saves=False, promotes=True)(forward)
+
+
+def complex_name(beside: Any) -> str:
+    """PyTorch's name of the complex type a Python complex number makes beside ``beside``
+    (a float16 tensor's ComplexHalf, a float64 one's ComplexDouble, else ComplexFloat)."""
+    dt = getattr(beside, "dtype", None)
+    return {"float16": "ComplexHalf", "float64": "ComplexDouble"}.get(
+        getattr(dt, "name", ""), "ComplexFloat")
+
+
+for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
+                      "ge": np.greater_equal}.items():
+    _ordering(_name, _ufunc)
+
+
 _fn: Any
 for _name, _fn in {
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal, "ne": np.not_equal,
     "logical_and": np.logical_and, "logical_or": np.logical_or,
     "logical_xor": np.logical_xor, "logical_not": np.logical_not,
     "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
@@ -635,6 +707,9 @@ def _bitwise(name: str, ufunc: Any) -> None:
         for x in (a, b):
             if isinstance(x, float):  # promotes the result to float32, which has no bits
                 raise NotImplementedError(f'"{name}_cpu" not implemented for \'Float\'')
+            if isinstance(x, complex):
+                raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                          f"'{complex_name(a if x is b else b)}'")
         return ufunc(a, b), None
 
     register(name, saves=False, promotes=True)(forward)
@@ -694,6 +769,9 @@ def _integer_division(a: Any, b: Any, ufunc: Any, kernel: str) -> np.ndarray:
     np.broadcast_shapes(np.shape(a), np.shape(b))  # shapes first, as PyTorch (ValueError)
     if _is_bool(a) and _is_bool(b):
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    if type(a) is complex or type(b) is complex:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{complex_name(b if type(a) is complex else a)}'")
     with np.errstate(divide="ignore", invalid="ignore"):
         out = ufunc(a, b)
     if out.size and out.dtype.kind in "iu" and np.any(np.asarray(b) == 0):

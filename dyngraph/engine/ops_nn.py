@@ -149,12 +149,19 @@ def elu(a, alpha=1.0):
 _max, _sum = np.maximum.reduce, np.add.reduce
 
 
+def _kernel(name: str, a: np.ndarray, dim: int) -> str:
+    """PyTorch's kernel name in its refusal of integers: along the last dim or another."""
+    last = a.ndim <= 1 or dim % a.ndim == a.ndim - 1
+    return f"{name}_lastdim_kernel_impl" if last else f"{name}_kernel_impl"
+
+
 @_define("softmax", "SoftmaxBackward0")
 def softmax(a, dim):
-    not_implemented_for(a, "softmax_lastdim_kernel_impl", "biu")
     if a.size == 0:  # (the backward holds the output PyTorch saves, as below)
-        out = a.copy()
+        out = a.copy()  # of any dtype: PyTorch refuses integers only when there are some
         return out, lambda g, out=out: (g,)
+    if a.dtype.kind in "biu":
+        not_implemented_for(a, _kernel("softmax", a, dim), "biu")
     e = np.exp(a - _max(a, axis=dim, keepdims=True))
     out = e / _sum(e, axis=dim, keepdims=True)
     return out, lambda g: (out * (g - _sum(g * out, axis=dim, keepdims=True)),)
@@ -167,10 +174,11 @@ def _log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
 
 @_define("log_softmax", "LogSoftmaxBackward0")
 def log_softmax(a, dim):
-    not_implemented_for(a, "log_softmax_lastdim_kernel_impl", "biu")
     if a.size == 0:  # (the backward holds the output PyTorch saves, as below)
         out = a.copy()
         return out, lambda g, out=out: (g,)
+    if a.dtype.kind in "biu":
+        not_implemented_for(a, _kernel("log_softmax", a, dim), "biu")
     out = _log_softmax(a, dim)
     return out, lambda g: (g - np.exp(out) * _sum(g, axis=dim, keepdims=True),)
 

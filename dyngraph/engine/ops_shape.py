@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as strided_view
 
+from .dtypes import promote_types
 from .errors import index_out_of_bounds
 from .ops import OPS, OpDef, register
 
@@ -316,6 +317,16 @@ def index_select(a, dim, index):
     return out, backward
 
 
+def joined_dtype(arrays: tuple[np.ndarray, ...]) -> np.dtype:
+    """PyTorch's dtype of a cat or stack: every tensor's promoted together (int with
+    float16 is float16, where numpy joins them in float64)."""
+    dt = arrays[0].dtype
+    for x in arrays[1:]:
+        if x.dtype is not dt:
+            dt = promote_types(dt, x.dtype)
+    return dt
+
+
 @register("cat", saves=False)
 def cat(*arrays, dim=0):
     if not arrays:
@@ -327,7 +338,7 @@ def cat(*arrays, dim=0):
     # PyTorch still skips 1-D empty tensors (the old way to start an accumulation).
     kept = [i for i, x in enumerate(arrays) if x.shape != (0,)]
     if not kept:
-        out = np.concatenate(arrays)
+        out = np.zeros(0, joined_dtype(arrays))
         n = len(arrays)
         return out, lambda g: tuple(np.zeros(0, g.dtype) for _ in range(n))
     joined = [arrays[i] for i in kept]
@@ -342,9 +353,8 @@ def cat(*arrays, dim=0):
                 raise RuntimeError(f"cat(): Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {n} but got size {m} for tensor number "
                                    f"{i} in the list.")
-    out = np.concatenate(joined, axis=d)
-    if out.dtype != np.result_type(*arrays):  # skipped tensors still take part in promotion
-        out = out.astype(np.result_type(*arrays))
+    dt = joined_dtype(arrays)  # skipped tensors still take part in promotion
+    out = np.concatenate([x.astype(dt, copy=False) for x in joined], axis=d)
     ends = np.cumsum([x.shape[d] for x in joined])
     count = len(arrays)  # the backward keeps no input array (nothing saved for it)
 
@@ -361,8 +371,9 @@ def stack(*arrays, dim=0):
     if not arrays:
         raise RuntimeError("stack expects a non-empty TensorList")
     d = _dim(dim, arrays[0].ndim + 1)
+    dt = joined_dtype(arrays)
     try:
-        out = np.stack(arrays, axis=d)
+        out = np.stack([x.astype(dt, copy=False) for x in arrays], axis=d)
     except ValueError as e:
         raise RuntimeError(f"stack: {e}") from None
     return out, lambda g: tuple(np.moveaxis(g, d, 0))

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..capture.arrays import UNWRITTEN
 from ..capture.rows import SummaryRow
 from ..capture.tracing import BATCH_ROWS, tracer
 
@@ -143,11 +144,14 @@ def announce(tensor: Any) -> None:
     """``tensor`` enters this iteration's graph from outside it (a leaf, a parameter ...)."""
     data = tensor._array
     grad_fn = tensor.grad_fn
+    mark = tensor.__dict__.get("_unwritten")  # made by ``empty``, unwritten since?
+    unwritten = mark is not None and mark == tensor._version
     tracer.tensor(
         tensor._id, getattr(tensor, "_name", "") or "", data.shape, _dtype_name(data.dtype),
         tensor.requires_grad, getattr(tensor, "_is_param", False),
-        None if tracer.stats != "full" else tracer.summarize_array(data), grad_fn is None,
-        "" if grad_fn is None else grad_fn.name(), data,
+        None if tracer.stats != "full" or unwritten else tracer.summarize_array(data),
+        grad_fn is None, "" if grad_fn is None else grad_fn.name(),
+        UNWRITTEN if unwritten else data,
     )
 
 
@@ -222,7 +226,8 @@ def node_ran(node_id: int, node: Any, grad_output: np.ndarray, in_grads: Any,
     keep(ids)
     keep(summaries)
     row = ("backward_step", seq, t.iteration, node_id, op.name, op.grad_fn_name, ids,
-           None if summ is None else summ(grad_output), summaries, duration_ns)
+           None if summ is None else summ(grad_output), summaries, duration_ns, node_id,
+           (), (), ())  # (one node per op output: see events.BackwardStep)
     if t.array_hook is not None:
         t.array_hook("grads", node_id, (grad_output, grads))
     rows = t.rows  # ``Tracer.deliver``, inlined

@@ -19,7 +19,7 @@ from ..capture.tracing import Handle, now_ns, tensor_ids, tracer
 from . import autograd, numpy_warnings, versions
 from . import recording as _recording
 from .autograd import Node, grad_mode
-from .dtypes import zero_dim_promotion
+from .dtypes import COMPLEX_MESSAGE, promoted
 from .errors import TorchValueError, translate
 from .ops import OPS, OpDef
 from .recording import op as _record_op
@@ -69,6 +69,9 @@ class Tensor:
     _view_info: Any = None  # views.ViewInfo on a view (its base, how it was taken)
     _views: list[weakref.ref[Tensor]] | None = None  # a base's views made in grad mode
     _untracked = False  # ``.data``: in-place changes through it bump no version (PyTorch)
+    # A view that requires grad only because its base was made to after it (PyTorch's view
+    # whose grad_fn stayed None): a leaf whose gradient goes nowhere (views.py).
+    _borrowed = False
     # Let numpy defer to Tensor's reflected operators (ndarray + Tensor -> Tensor.__radd__).
     __array_priority__ = 1000
 
@@ -210,10 +213,11 @@ class Tensor:
         if requires_grad and self._array.dtype.kind not in "fc":
             raise RuntimeError(INT_GRAD_MESSAGE)
         self.requires_grad = bool(requires_grad)
-        if self._views:  # its views made in grad mode now require grad too, as in PyTorch
-            from .views import refresh
+        self.__dict__.pop("_borrowed", None)  # a view's own flag now: a leaf of its own
+        if self._views:  # its views made in grad mode require grad as it does (PyTorch)
+            from .views import lend_requires_grad
 
-            refresh(self)
+            lend_requires_grad(self)
         return self
 
     @property
@@ -550,7 +554,7 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
                 ey = y.grad_fn or y if y.requires_grad and enabled else None
                 y = y._array
                 if type(x) is _ndarray and x.dtype is not y.dtype and op.promotes:
-                    x, y = zero_dim_promotion(x, y)
+                    x, y = promoted(x, y)
             else:
                 ey = None
             if op.needs_input_grad:  # matmul, linear ...: backward only what is needed
@@ -577,12 +581,14 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
         raise translate(op.name, inputs, e) from None
     except OverflowError:  # a Python int beyond an integer tensor's type: numpy refuses it
         return apply(op, *_wrapped_ints(op, inputs), **attrs)
+    except RefusedUse as e:  # a view whose use in a graph PyTorch refuses (views.py)
+        return _past_refused(op, inputs, attrs, e)
     if type(out_data) is not _ndarray:  # a numpy scalar, from an op on 0-d arrays
         scalar, out_data = out_data, np.asarray(out_data)
         if backward_fn is not None:  # a saved output must be the tensor's own memory
             versions.rebind(backward_fn, scalar, out_data)
     dt = out_data.dtype
-    if (dt is _F64 or dt is _F16) and not op.exact:
+    if dt is not _F32 and (dt is _F64 or dt is _F16 or dt.kind == "c") and not op.exact:
         out_data = _demote(inputs, out_data)
     out = Tensor.__new__(Tensor)
     out._array = out_data
@@ -629,6 +635,49 @@ def _forward_any(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any], enab
     return out_data, backward_fn, tuple(edges) if need else None
 
 
+class RefusedUse(RuntimeError):
+    """Raised by truth-testing a ``views.RefusedView`` grad_fn, which ``apply`` does to
+    every input that requires grad in grad mode."""
+
+
+def _past_refused(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any],
+                  error: RefusedUse) -> Tensor:
+    """``op`` on a view whose use in a graph PyTorch refuses (an output of split, chunk or
+    unbind whose base changed in place). PyTorch asks for the view's grad_fn, and so
+    refuses, only where the op has a gradient to give: ``>``, ``.long()``, ``all()`` run,
+    on the view's values as a tensor outside the graph (under its own id)."""
+    if _differentiable(op, inputs, attrs):
+        raise RuntimeError(str(error)) from None
+    stand_ins = []
+    for x in inputs:
+        if isinstance(x, Tensor) and getattr(x.grad_fn, "refused", False):
+            alias = _wrap(x._array)
+            alias._id = x._id
+            x = alias
+        stand_ins.append(x)
+    return apply(op, *stand_ins, **attrs)
+
+
+def _differentiable(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any]) -> bool:
+    """Would ``op`` on ``inputs`` have a backward (its forward, run on the side, says)?
+    An op that fails on them counts as differentiable: PyTorch refuses before it runs."""
+    arrays = [x._array if isinstance(x, Tensor) else x for x in inputs]
+    if (len(arrays) == 2 and op.promotes and type(arrays[0]) is _ndarray
+            and type(arrays[1]) is _ndarray and arrays[0].dtype is not arrays[1].dtype):
+        arrays = list(promoted(arrays[0], arrays[1]))
+    kw = dict(attrs)
+    if op.needs_input_grad:
+        kw["needs_input_grad"] = tuple(isinstance(x, Tensor) and x.requires_grad
+                                       for x in inputs)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, backward_fn = op.forward(*arrays, **kw)
+    except Exception:  # noqa: BLE001  (whatever it is, PyTorch refused first)
+        return True
+    return backward_fn is not None
+
+
 def _wrapped_ints(op: OpDef, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     """``apply``'s retry after numpy refused a Python int that does not fit the integer
     tensor beside it: PyTorch wraps it to that width (``uint8 + 300`` adds 44; true
@@ -653,8 +702,13 @@ def _demote(inputs: tuple[Any, ...], out: np.ndarray) -> np.ndarray:
 
     numpy promotes ints to float64 (``int_tensor / 2``, ``sqrt(int_tensor)``) and bools and
     bytes to float16 (``exp(mask)``); PyTorch gives its default float32.
+
+    A complex result (of a Python complex number: ``x * 1j``) is refused: dyngraph has no
+    complex tensors.
     """
     dt = out.dtype
+    if dt.kind == "c":
+        raise NotImplementedError(COMPLEX_MESSAGE)
     for x in inputs:
         if isinstance(x, Tensor):
             if x._array.dtype is dt:

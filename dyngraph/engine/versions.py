@@ -110,6 +110,15 @@ def version(array: np.ndarray) -> int:
     return 0 if record is None else record.count
 
 
+def changed_since(array: np.ndarray, when: int) -> bool:
+    """Did an in-place op change ``array``'s memory after clock tick ``when`` (a tensor's
+    id: after that tensor was made)?"""
+    owner = root(array)
+    record = _records.get(id(owner))
+    return (record is not None and record.ref() is owner and bool(record.stamps)
+            and record.stamps[-1] > when)
+
+
 def written_into(saved: np.ndarray, memory: np.ndarray) -> None:
     """An in-place op computed ``saved`` out of place, copied it into ``memory`` and just
     bumped its version: a backward that saved ``saved`` (sqrt_'s output) saved, as in

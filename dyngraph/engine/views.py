@@ -29,8 +29,8 @@ import numpy as np
 from .autograd import Node, grad_mode
 from .ops import OPS, OpDef
 from .ops_shape import ADVANCED_GETITEM, ViewStep
-from .tensor import Tensor, apply
-from .versions import ids, root
+from .tensor import RefusedUse, Tensor, apply
+from .versions import changed_since, ids, root
 
 _AS_STRIDED, _COPY_SLICES, _GETITEM = OPS["as_strided"], OPS["copy_slices"], OPS["getitem"]
 
@@ -141,7 +141,9 @@ def check(t: Tensor, view: ViewInfo, needs_grad: bool) -> None:
     if not needs_grad:
         return
     if view.multi is not None:
-        if not view.grad_mode or not view.base.requires_grad:  # PyTorch's wording, as is
+        # Made where no gradient flowed (under no_grad, or before its base required
+        # grad): PyTorch's wording for a view made under no_grad, as is.
+        if not view.grad_mode or not view.base.requires_grad or t._borrowed:
             raise RuntimeError(f"{_NO_GRAD_VIEW} {_MULTI_OUTPUT}")
         raise RuntimeError(MULTI_OUTPUT_MESSAGE.format(source=_source(t, view)))
     if not view.grad_mode:
@@ -170,9 +172,10 @@ class RefusedView(Node):
     backward through it raises too."""
 
     __slots__ = ()
+    refused = True  # (apply cannot import this module to ask isinstance)
 
     def __bool__(self) -> bool:
-        raise RuntimeError(self.message)
+        raise RefusedUse(self.message)
 
     @property
     def message(self) -> str:
@@ -204,12 +207,54 @@ def _refuse(t: Tensor, view: ViewInfo) -> None:
 
 def base_changed(base: Tensor) -> None:
     """``base``'s memory changed outside the graph (under no_grad): its multi-output views
-    may no longer be used in a graph, as in PyTorch. (Other views need nothing: their
-    history is still right.)"""
+    may no longer be used in a graph, as in PyTorch; a view that borrowed its base's
+    requires_grad gets a history from the base now (PyTorch regenerates a view's grad_fn
+    when its version moved). (Other views need nothing: their history is still right.)"""
     for ref in base._views or ():
         v = ref()
-        if v is not None and v._view_info.multi is not None and info(v) is not None:
+        if v is None or info(v) is None:
+            continue
+        if v._view_info.multi is not None:
             _refuse(v, v._view_info)
+        elif v._borrowed and base.requires_grad:
+            _rebuild(v, base)
+
+
+def lend_requires_grad(base: Tensor) -> None:
+    """``base.requires_grad_()`` (or ``_(False)``): its live views made in grad mode before
+    it required grad now require grad as it does, keeping grad_fn None, as in PyTorch: each
+    is a leaf whose gradient goes nowhere (no accumulator: PyTorch's own requires_grad flag
+    of the view is still off) until the base's memory changes (``base_changed``). A view
+    whose memory changed since it was made gets its history from the base at once (PyTorch
+    regenerates the grad_fn of a view whose version moved; of a split/unbind piece, that
+    refuses)."""
+    for ref in base.__dict__.get("_views") or ():
+        v = ref()
+        if v is None or info(v) is None or v.grad_fn is not None:
+            continue
+        if base.requires_grad and not v.requires_grad:
+            if changed_since(base._array, v._id):
+                if v._view_info.multi is not None:
+                    _refuse(v, v._view_info)
+                else:
+                    _rebuild(v, base)
+                continue
+            v.requires_grad = True
+            v.__dict__["_borrowed"] = True
+        elif not base.requires_grad and v._borrowed:
+            v.requires_grad = False
+            del v.__dict__["_borrowed"]
+
+
+def _rebuild(v: Tensor, base: Tensor) -> None:
+    """``v``'s grad_fn rebuilt from its base's current history (AsStridedBackward0)."""
+    v.__dict__.pop("_borrowed", None)
+    prev = grad_mode.enabled
+    grad_mode.enabled = True
+    try:
+        take_place(v, apply(_AS_STRIDED, base, chain=v._view_info.chain))
+    finally:
+        grad_mode.enabled = prev
 
 
 def commit(t: Tensor, view: ViewInfo, out: Tensor) -> Tensor:
@@ -252,6 +297,7 @@ def refresh(base: Tensor) -> None:
             if v._view_info.multi is not None:
                 _refuse(v, v._view_info)
                 continue
+            v.__dict__.pop("_borrowed", None)
             take_place(v, apply(_AS_STRIDED, base, chain=v._view_info.chain))
     finally:
         grad_mode.enabled = prev

@@ -1,11 +1,17 @@
 """The backward half of PyTorch capture: node hooks, leaf hooks, and the op each node is of.
 
-When ``backward()`` (or ``autograd.backward``/``autograd.grad``) starts, the graph is
-walked from its roots and every node gets one post-hook (a shared bound method: a closure
-over the node would keep the graph alive through C++). Each node is tagged, in its
-``metadata``, with the forward op it belongs to: the op whose window of autograd sequence
-numbers holds the node's (see ``forward.py``), and with the ids its gradients flow to. A
+When ``backward()`` (or ``autograd.backward``/``autograd.grad``) starts, autograd's graph
+is walked from its roots (``next_functions``) and every node gets one post-hook (a shared
+bound method: a closure over the node would keep the graph alive through C++). Each node is
+tagged, in its ``metadata``, with the forward op it belongs to (the op whose window of
+autograd sequence numbers holds the node's, see ``forward.py``), its own id, and input
+slot by input slot where its gradient goes: the node (``next_nodes``) and the tensor. A
 node run twice (``retain_graph=True``) is hooked once.
+
+A node has one output slot per output of its op (autograd's ``output_nr``: ``split``'s node
+has one per piece). The forward capture registers, for each tensor it records, the slot
+it is (``Windows.own``), so each slot's gradient is reported as that tensor's own; a slot
+no recorded tensor is (``F.linear``'s ``TBackward0``) reports -1.
 
 Leaves report their accumulated ``.grad`` through a post-accumulate-grad hook, registered
 once per leaf when it first enters a graph; it stays for later steps.
@@ -17,24 +23,29 @@ thread that called it, inside the mode's handler), so their statistics are not o
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from ..capture.events import Summary
-from ..capture.tracing import now_ns, tracer
+from ..capture.tracing import now_ns, tensor_ids, tracer
 from . import stats
+from .guard import failed, guarded
 from .ids import id_of
 
 _current_node = torch._C._current_autograd_node
 _AccumulateGrad: Any = torch._C._functions.AccumulateGrad  # type: ignore[attr-defined]
 _TAG = "dyngraph"
+_get_ident = threading.get_ident
 _Tensor = torch.Tensor
 
 
 class Windows:
-    """Autograd sequence-number windows of recorded ops: [start, end) -> (op output, op).
+    """Autograd sequence-number windows of recorded ops: [start, end) -> (op output, op),
+    and the owners of backward nodes' output slots: (node's sequence number, output_nr)
+    -> the recorded tensor whose gradient arrives there.
 
     Two generations: the ops since the last backward, and those before it (a graph built
     in one iteration is sometimes backwarded in the next: a hidden state carried over).
@@ -44,6 +55,10 @@ class Windows:
         self._gens: list[tuple[list[int], list[int], list[int], list[str]]] = [
             ([], [], [], []), ([], [], [], [])
         ]
+        # (seq << _SLOT_BITS | output_nr) -> tensor id; seq -> the first tensor registered
+        # for the node (its lowest slot: outputs are registered in order)
+        self._owners: list[dict[int, int]] = [{}, {}]
+        self._firsts: list[dict[int, int]] = [{}, {}]
 
     def add(self, start: int, end: int, output: int, op: str) -> None:
         starts, ends, outs, ops = self._gens[0]
@@ -51,6 +66,30 @@ class Windows:
         ends.append(end)
         outs.append(output)
         ops.append(op)
+
+    def own(self, seq: int, output_nr: int, tensor: int) -> None:
+        """Tensor ``tensor`` is output slot ``output_nr`` of the node numbered ``seq``."""
+        self._owners[0][seq << _SLOT_BITS | output_nr] = tensor
+        firsts = self._firsts[0]
+        if seq not in firsts:
+            firsts[seq] = tensor
+
+    def owner(self, seq: int, output_nr: int) -> int:
+        """The tensor of output slot ``output_nr`` of node ``seq`` (-1: none recorded)."""
+        key = seq << _SLOT_BITS | output_nr
+        for owners in self._owners:
+            tid = owners.get(key)
+            if tid is not None:
+                return tid
+        return -1
+
+    def first_owned(self, seq: int) -> int:
+        """The first tensor recorded as an output of node ``seq`` (-1: none)."""
+        for firsts in self._firsts:
+            tid = firsts.get(seq)
+            if tid is not None:
+                return tid
+        return -1
 
     def find(self, seq: int) -> tuple[int, str] | None:
         for starts, ends, outs, ops in self._gens:
@@ -61,6 +100,14 @@ class Windows:
 
     def rotate(self) -> None:
         self._gens = [([], [], [], []), self._gens[0]]
+        self._owners = [{}, self._owners[0]]
+        self._firsts = [{}, self._firsts[0]]
+
+
+_SLOT_BITS = 32  # (a node has far fewer output slots than 2^32)
+
+# A node's tag, in its ``metadata``: where each field is.
+_OUT, _OP, _INPUTS, _GID, _NEXT, _SEQ, _OUTPUTS = range(7)
 
 
 class BackwardCapture:
@@ -70,6 +117,7 @@ class BackwardCapture:
         self.names = names
         self._set_quiet = set_quiet
         self._leaf_hooks: dict[int, Any] = {}
+        self._ran: set[int] = set()  # the nodes run in the pass going on (their ids)
         self.summaries: Callable[[Sequence[_Tensor | None]], list[Summary | None]] = stats.none
 
     def remove(self) -> None:
@@ -80,89 +128,157 @@ class BackwardCapture:
     # -- the call --------------------------------------------------------------------------
     def run(self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run ``backward``/``grad`` with every node of its graph hooked."""
-        roots = _roots(name, args, kwargs)
+        try:
+            roots = self._start(name, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - dyngraph's failure: the backward runs
+            failed("a backward pass", exc)
+            roots = []
         if not roots:
             return func(*args, **kwargs)
+        start = now_ns()
+        self._ran = set()
+        result = func(*args, **kwargs)
+        try:
+            if name == "grad" and tracer.listening:
+                self._captured([*roots, *_inputs(args, kwargs)],
+                               [*_seeds(roots, args, kwargs), *result])
+            tracer.backward_end(id_of(roots[0]), now_ns() - start)
+            self.windows.rotate()
+        except Exception as exc:  # noqa: BLE001
+            failed("the end of a backward pass", exc)
+        return result
+
+    def _start(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+               ) -> list[_Tensor]:
+        """Hook the graph and report the start; the roots (none: nothing to record)."""
+        roots = _roots(name, args, kwargs)
+        if not roots:
+            return roots
         self.summaries = stats.SUMMARIZERS[tracer.stats]
         self._hook_graph(roots)
-        root = id_of(roots[0])
         retain = kwargs.get("retain_graph")
         if retain is None:
             retain = kwargs.get("create_graph", False)
-        tracer.backward_start(root, bool(retain))
-        start = now_ns()
-        result = func(*args, **kwargs)
-        tracer.backward_end(root, now_ns() - start)
-        self.windows.rotate()
-        return result
+        tracer.backward_start(id_of(roots[0]), bool(retain))
+        return roots
+
+    def _tag(self, node: Any) -> list[Any]:
+        """A node's tag: [op output id (-1: no op known), op name, input ids (set when
+        hooked), its own id, the ids of the nodes its inputs go to (set when hooked), its
+        sequence number, its output slots' tensor ids (set when it runs)]."""
+        seq = node._sequence_nr()
+        windows = self.windows
+        hit = windows.find(seq)
+        gid = windows.first_owned(seq)
+        if gid < 0:
+            gid = next(tensor_ids)  # a node of no tensor dyngraph saw: an id of its own
+        out, op = (-1, "") if hit is None else hit
+        return [out, op, (), gid, (), seq, None]
 
     def _hook_graph(self, roots: list[_Tensor]) -> None:
-        """One walk: each node is tagged ``[op output id, op name, input ids]`` when first
-        seen, and hooked when its inputs are known (its children tagged)."""
-        find = self.windows.find
+        """One walk over autograd's graph (``next_functions``): each node is tagged when
+        first seen, and hooked with its input slots known (where each slot's gradient
+        goes: the tensor, and the node). A node tagged before (a retained graph) is
+        hooked already."""
+        owner = self.windows.owner
         hook = self._on_node
         stack: list[Any] = []
         for t in roots:
             node: Any = t.grad_fn
             if node is not None and _TAG not in node.metadata:
-                node.metadata[_TAG] = _tag(find, node)
+                node.metadata[_TAG] = self._tag(node)
                 stack.append(node)
         while stack:
             node = stack.pop()
             info = node.metadata[_TAG]
             inputs = []
-            for nxt, _ in node.next_functions:
+            nexts = []
+            for nxt, slot in node.next_functions:
                 if nxt is None:
                     inputs.append(-1)
+                    nexts.append(-1)
                 elif type(nxt) is _AccumulateGrad:  # the leaf itself
-                    inputs.append(id_of(nxt.variable))
+                    tid = id_of(nxt.variable)
+                    inputs.append(tid)
+                    nexts.append(tid)
                 else:
                     meta = nxt.metadata
                     tag = meta.get(_TAG)
                     if tag is None:  # first seen (an old tag: a retained graph, hooked)
-                        tag = meta[_TAG] = _tag(find, nxt)
+                        tag = meta[_TAG] = self._tag(nxt)
                         stack.append(nxt)
-                    inputs.append(tag[0])
-            info[2] = tuple(inputs)
+                    # ``slot`` is the output slot of ``nxt`` this gradient arrives at
+                    inputs.append(owner(tag[_SEQ], slot))
+                    nexts.append(tag[_GID])
+            info[_INPUTS] = tuple(inputs)
+            info[_NEXT] = tuple(nexts)
             node.register_hook(hook)
 
     # -- hooks -------------------------------------------------------------------------------
+    @guarded("a backward step")
     def _on_node(self, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> None:
-        if not tracer.listening:
-            return
+        if not tracer.listening or (_get_ident() != tracer.thread and tracer.other_thread()):
+            return  # (another thread's backward through a hooked graph: not captured)
         node: Any = _current_node()
         if node is None:
             return
-        out, op, inputs = node.metadata[_TAG]
-        first = None
-        for g in grad_outputs:
-            if g is not None:
-                first = g
-                break
+        self._step(node, grad_inputs, grad_outputs)
+
+    def _captured(self, inputs: list[Any], grads: list[Any]) -> None:
+        """``autograd.grad`` hands back the gradients arriving at its inputs; autograd runs
+        an input's node (or a root's) only when another input needs what it hands on. A
+        node it did not run is reported as reached: its output slots' gradients (those
+        ``grad`` returned, a root's seed), and nothing handed on."""
+        reached: dict[int, tuple[Any, dict[int, Any]]] = {}
+        for t, g in zip(inputs, grads, strict=False):
+            fn: Any = t.grad_fn if isinstance(t, _Tensor) else None
+            info = None if fn is None else fn.metadata.get(_TAG)
+            if info is None or g is None or info[_GID] in self._ran:
+                continue
+            reached.setdefault(info[_GID], (fn, {}))[1][t.output_nr] = g
+        for fn, slots in reached.values():
+            n = len(fn._input_metadata)
+            grad_outputs = tuple(slots.get(k) for k in range(n))
+            self._step(fn, _nones(len(fn.next_functions)), grad_outputs)
+
+    def _step(self, node: Any, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]
+              ) -> None:
+        """Report that ``node`` took ``grad_outputs`` in and handed ``grad_inputs`` on."""
+        info = node.metadata[_TAG]
+        self._ran.add(info[_GID])
+        n = len(grad_outputs)
+        outputs = info[_OUTPUTS]
+        # (a slot with no tensor yet may have one now: a value computed in an earlier
+        # iteration, used in this one, enters it and is owned then)
+        if outputs is None or len(outputs) != n or -1 in outputs:
+            owner, seq = self.windows.owner, info[_SEQ]
+            outputs = info[_OUTPUTS] = tuple([owner(seq, k) for k in range(n)])
         summaries = self.summaries
-        grad_output: Summary | None = None
+        grad_out: tuple[Summary | None, ...]
         grad_in: tuple[Summary | None, ...]
         if summaries is stats.none:
+            grad_out = _nones(n)
             grad_in = _nones(len(grad_inputs))
         else:
             self._set_quiet(1)
             try:
-                outs = [g for g in grad_outputs if g is not None]
-                found = summaries([first, *grad_inputs])
-                grad_output = _combined(summaries(outs)) if len(outs) > 1 else found[0]
-                grad_in = tuple(found[1:])
+                found = summaries([*grad_outputs, *grad_inputs])
             finally:
                 self._set_quiet(-1)
-        tracer.backward_step(out, op, type(node).__name__, inputs, grad_output, grad_in, 0,
-                             first, grad_inputs)
+            grad_out, grad_in = tuple(found[:n]), tuple(found[n:])
+        tracer.backward_step(info[_OUT], info[_OP], type(node).__name__, info[_INPUTS],
+                             grad_out[0] if n else None, grad_in, 0,
+                             grad_outputs[0] if n else None, grad_inputs, info[_GID],
+                             outputs, grad_out, info[_NEXT], grad_outputs)
 
     def hook_leaf(self, t: _Tensor, tid: int) -> None:
         """Report ``t``'s accumulated gradient from now on (once per leaf)."""
         if tid not in self._leaf_hooks:
             self._leaf_hooks[tid] = t.register_post_accumulate_grad_hook(self._on_leaf)
 
+    @guarded("a leaf's gradient")
     def _on_leaf(self, t: _Tensor) -> None:
-        if not tracer.listening:
+        if not tracer.listening or (_get_ident() != tracer.thread and tracer.other_thread()):
             return
         tid = id_of(t)
         grad = t.grad
@@ -176,12 +292,6 @@ class BackwardCapture:
         tracer.grad_accumulated(tid, self.names.get(tid, ("", False))[0], summary, grad)
 
 
-def _tag(find: Callable[[int], tuple[int, str] | None], node: Any) -> list[Any]:
-    """[forward op output id (-1: none known), op name, input ids (set when hooked)]."""
-    hit = find(node._sequence_nr())
-    return [-1, "", ()] if hit is None else [hit[0], hit[1], ()]
-
-
 _NONES: dict[int, tuple[None, ...]] = {}
 
 
@@ -190,6 +300,25 @@ def _nones(n: int) -> tuple[None, ...]:
     if nones is None:
         nones = _NONES[n] = (None,) * n
     return nones
+
+
+def _seeds(roots: list[_Tensor], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """The gradient autograd.grad starts from at each root (``grad_outputs``, or ones)."""
+    given = args[2] if len(args) > 2 else kwargs.get("grad_outputs")
+    if isinstance(given, _Tensor):
+        given = [given]
+    if not isinstance(given, (list, tuple)):
+        given = [None] * len(roots)
+    return [torch.ones_like(t) if g is None else g
+            for t, g in zip(roots, given, strict=False)]
+
+
+def _inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    """autograd.grad's ``inputs``, as a list."""
+    found = args[1] if len(args) > 1 else kwargs.get("inputs")
+    if isinstance(found, _Tensor):
+        return [found]
+    return list(found) if isinstance(found, (list, tuple)) else []
 
 
 def _roots(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[_Tensor]:
@@ -201,13 +330,3 @@ def _roots(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[_Te
     if isinstance(first, (list, tuple)):
         return [t for t in first if isinstance(t, _Tensor)]
     return []
-
-
-def _combined(parts: list[Summary | None]) -> Summary | None:
-    """One summary for the gradients into a node with several outputs (``split``)."""
-    present = [s for s in parts if s is not None]
-    if not present:
-        return None
-    sq = sum((s.norm or 0.0) ** 2 for s in present)
-    return Summary.cheap(present[0].shape, present[0].dtype, sq ** 0.5,
-                         sum(s.nan for s in present), sum(s.inf for s in present), False)

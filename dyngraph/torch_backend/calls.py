@@ -12,7 +12,14 @@ from typing import Any
 
 import torch
 
-SKIP, OP, INPLACE, BACKWARD, ITER = range(5)
+SKIP, OP, INPLACE, BACKWARD, ITER, EMPTY = range(6)
+# Creation calls whose memory is not written: their results are not data until written.
+_EMPTY = frozenset({"empty", "empty_like", "empty_strided", "empty_permuted", "new_empty",
+                    "new_empty_strided"})
+# In-place writes to a part of a tensor: an ``empty`` one is still not all data after them.
+PARTIAL_WRITES = frozenset({"setitem", "index_put_", "index_copy_", "index_fill_",
+                            "index_add_", "masked_fill_", "masked_scatter_", "scatter_",
+                            "scatter_add_", "scatter_reduce_", "put_", "diagonal_scatter"})
 
 # Attribute reads that are ops (they build a graph node); every other getter is not.
 _OP_GETTERS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
@@ -27,7 +34,7 @@ _NOT_OPS = frozenset({
     "_set_grad_enabled", "detach_", "is_nonzero", "is_same_size", "type", "__get__",
     "__set__", "__delete__", "_record_function_enter_new", "_record_function_exit",
     "_record_function_enter", "is_inference", "is_pinned", "is_shared", "share_memory_",
-    "pin_memory", "new_empty", "new_zeros", "new_ones",
+    "pin_memory", "new_zeros", "new_ones",
     "new_full", "new_tensor", "zero_", "fill_", "uniform_", "normal_", "random_",
     "bernoulli_", "exponential_", "geometric_", "cauchy_", "log_normal_",
 })
@@ -68,6 +75,8 @@ def _classify(func: Any) -> tuple[int, str]:
         return (OP, owner) if owner in _OP_GETTERS else (SKIP, owner)
     if name == "__iter__":
         return ITER, "unbind"
+    if name in _EMPTY:
+        return EMPTY, name
     if name in _IN_PLACE_DUNDERS:
         return INPLACE, _IN_PLACE_DUNDERS[name]
     if name == "__setitem__":

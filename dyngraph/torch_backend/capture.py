@@ -2,15 +2,22 @@
 
 ``TorchCapture.start()`` (in the thread whose ops are to be seen):
 
-- pushes the ``ForwardCapture`` mode (ops, ``backward()``: ``forward.py``/``backward.py``);
+- pushes the ``ForwardCapture`` mode (ops, ``backward()``: ``forward.py``/``backward.py``),
+  hidden from code that asks which modes are on (``modestack.py``);
 - installs the global module hooks (module paths, parameter names: ``modules.py``);
-- hooks every optimizer's ``step`` globally (its internals are not ops; update norms);
+- wraps every optimizer class's ``step`` (its internals are not ops; update norms:
+  ``steps.py``);
 - makes a custom ``autograd.Function`` one op, named after its class;
-- runs ``torch.compile``d code eagerly (``torch.compiler.set_stance("force_eager")``),
-  so its ops are seen, and says so once (``backends.note``).
+- ``torch.compile``: with ``--compile eager`` runs compiled code eagerly
+  (``torch.compiler.set_stance("force_eager")``), so its ops are seen, and says so once
+  (``backends.note``); by default (``observe``) the compile lane (``dyngraph.compile_lane``)
+  records what torch.compile does while compiled calls run out of the capture's sight
+  (``aside``).
 
-Ops of other threads are not captured (the mode is per thread; the module and optimizer
-hooks, which are global, ignore other threads).
+Ops of other threads are not captured (the mode is per thread; the module hooks and the
+optimizer wrappers, which are global, leave other threads alone and name them once in a
+note). Nothing here raises into the script: a failure of dyngraph's own is a note
+(``guard.py``).
 """
 
 from __future__ import annotations
@@ -21,34 +28,25 @@ import threading
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
-from torch.optim.optimizer import (
-    register_optimizer_step_post_hook,
-    register_optimizer_step_pre_hook,
-)
 
 from ..capture import arrays, backends
 from ..capture.tracing import now_ns, tracer
+from ..compile_lane import mode as compile_mode
+from . import guard, layouts
 from .backward import BackwardCapture, Windows
 from .calls import OP
-from .forward import ForwardCapture
-from .ids import id_of
+from .forward import ForwardCapture, _version_of
+from .guard import failed
+from .layouts import to_numpy
+from .modestack import HiddenMode, real
 from .modules import ModulePaths
+from .steps import OptimizerSteps
+from .warnplace import WarningPlaces
 
 _seq_nr = torch._C._autograd._get_sequence_nr
-_modes_enabled = torch._C._is_torch_function_mode_enabled
+_modes_enabled = real.enabled  # (PyTorch's answer: ours is hidden from everyone else)
 COMPILE_NOTE = "torch.compile runs eagerly while captured"
-
-
-def to_numpy(t: torch.Tensor) -> np.ndarray:
-    """A tensor's values as numpy (on the CPU; low precision floats as float32)."""
-    t = t.detach()
-    if t.dtype in (torch.bfloat16, torch.float16):
-        t = t.float()
-    if t.is_conj():
-        t = t.resolve_conj()
-    return t.cpu().numpy()
 
 
 class TorchCapture:
@@ -58,27 +56,32 @@ class TorchCapture:
         self.windows = Windows()
         self.backward = BackwardCapture(self.windows, self.modules.names, self._quiet)
         self.mode = ForwardCapture(self.modules.names, self.windows.add,
-                                   self.backward.hook_leaf, self.backward.run)
-        self._handles: list[Any] = []
-        self._steps: list[tuple[list[torch.Tensor], Any]] = []
+                                   self.backward.hook_leaf, self.backward.run,
+                                   self.windows.own)
+        self.hidden = HiddenMode(self.mode)
+        self.warning_places = WarningPlaces(ForwardCapture.__torch_function__)
+        self.steps = OptimizerSteps(self.mode, self.owner)
         self._saved_apply: Any = None
         self._saved_compile: Any = None
         self._saved_utilities: list[tuple[Any, str, Any]] = []
         self._stance: Any = None
-        self._aside = False  # the mode is off the stack for an optimizer step
         self.compiled = False
+        self.lane: Any = None  # the compile lane, from the first torch.compile (observe)
 
     def _quiet(self, delta: int) -> None:
         self.mode.quiet += delta
 
     # -- start and stop ------------------------------------------------------------------
     def start(self) -> None:
+        guard.reset()
+        layouts.reset()
         tracer.add_library(os.path.dirname(torch.__file__))
         arrays.register(torch.Tensor, to_numpy)
         self.mode.__enter__()  # type: ignore[no-untyped-call]
+        self.hidden.install()
+        self.warning_places.install()
         self.modules.install()
-        self._handles = [register_optimizer_step_pre_hook(self._before_step),
-                         register_optimizer_step_post_hook(self._after_step)]
+        self.steps.install()
         self._patch_function_apply()
         self._patch_compile()
         self._patch_gradient_utilities()
@@ -87,20 +90,21 @@ class TorchCapture:
         warnings.filterwarnings("ignore", message=r"Using `torch.compile\(module\)` when "
                                 "there are global hooks on modules")
         if "torch._dynamo" in sys.modules:  # something may be compiled already
-            self._force_eager(announce=False)
+            if compile_mode() == "eager":
+                self._force_eager(announce=False)
+            else:
+                self._compile_lane(early=True)
 
     def stop(self) -> None:
-        self._step_back()
-        if torch._C._len_torch_function_stack() and torch._C._get_function_stack_at(
-                torch._C._len_torch_function_stack() - 1) is self.mode:
+        self.hidden.remove()
+        self.warning_places.remove()
+        if real.stack_len() and real.stack_at(real.stack_len() - 1) is self.mode:
             self.mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]
         else:
             self.mode.quiet += 1  # not on top (the user's mode is): let it pass calls on
         self.modules.remove()
         self.backward.remove()
-        for h in self._handles:
-            h.remove()
-        self._handles = []
+        self.steps.remove()
         for owner, name, original in self._saved_utilities:
             setattr(owner, name, original)
         self._saved_utilities = []
@@ -108,69 +112,14 @@ class TorchCapture:
             torch.autograd.Function.apply = self._saved_apply  # type: ignore[method-assign]
         if self._saved_compile is not None:
             torch.compile = self._saved_compile
+        if self.lane is not None:
+            self.lane.stop()
+            self.lane = None
         if self._stance is not None:
             prev, self._stance = self._stance, None
             torch.compiler.set_stance(prev.stance,
                                       skip_guard_eval_unsafe=prev.skip_guard_eval_unsafe,
                                       force_backend=prev.backend)
-
-    # -- optimizers ------------------------------------------------------------------------
-    def _before_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._step_back()  # a step that raised never came back: come back now
-        if not tracer.listening or threading.get_ident() != self.owner:
-            self._steps.append(([], []))
-            return
-        self.mode.in_step += 1
-        # Update norms need a copy of every parameter (as much memory traffic as a plain
-        # SGD step): only when statistics are asked for.
-        params = [] if tracer.stats == "none" else [
-            p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        self.mode.quiet += 1
-        try:
-            with torch.no_grad():
-                before = torch._foreach_mul(params, 1.0) if params else []
-        finally:
-            self.mode.quiet -= 1
-        self._steps.append((params, before))
-        if len(args) <= 1 and kwargs.get("closure") is None:  # (args[0] is the optimizer)
-            # Nothing of the step is an op of the graph, and a mode on the stack routes
-            # every one of its hundreds of tensor calls through Python: step aside.
-            self._step_aside()
-
-    def _step_aside(self) -> None:
-        n = torch._C._len_torch_function_stack()
-        if n and torch._C._get_function_stack_at(n - 1) is self.mode:
-            torch._C._pop_torch_function_stack()
-            self._aside = True
-            self.modules.on_enter = self._step_back
-
-    def _step_back(self) -> None:
-        if self._aside:
-            self._aside = False
-            self.modules.on_enter = None
-            torch._C._push_on_torch_function_stack(self.mode)
-
-    def _after_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self._steps:
-            return
-        self._step_back()
-        params, before = self._steps.pop()
-        if not tracer.listening or threading.get_ident() != self.owner:
-            return
-        self.mode.in_step -= 1
-        norms: list[float] = []
-        self.mode.quiet += 1
-        try:
-            if params:
-                with torch.no_grad():
-                    torch._foreach_sub_(before, params)  # the copy becomes -change
-                    norms = torch.stack([n.to(torch.float64) for n in
-                                         torch._foreach_norm(before)]).tolist()
-        finally:
-            self.mode.quiet -= 1
-        lr = optimizer.param_groups[0].get("lr", 0.0) if optimizer.param_groups else 0.0
-        tracer.optimizer_step(type(optimizer).__name__, float(lr),
-                              tuple((id_of(p), n) for p, n in zip(params, norms, strict=True)))
 
     # -- custom autograd.Function: one op ----------------------------------------------------
     def _patch_function_apply(self) -> None:
@@ -185,6 +134,7 @@ class TorchCapture:
             if (mode.quiet or not tracer.listening or not _modes_enabled()
                     or threading.get_ident() != capture.owner):
                 return inner(cls, *args, **kwargs)
+            before = _version_of(args[0]) if args else None  # (ctx.mark_dirty changes it)
             s0 = _seq_nr()
             t0 = now_ns()
             mode.quiet += 1  # the ops inside forward are the Function's own
@@ -195,7 +145,10 @@ class TorchCapture:
             duration = now_ns() - t0
             mode.quiet += 1
             try:
-                mode.record(cls.__name__, OP, args, kwargs, out, s0, _seq_nr(), duration)
+                mode.record(cls.__name__, OP, args, kwargs, out, s0, _seq_nr(), duration,
+                            before)
+            except Exception as exc:  # noqa: BLE001 - dyngraph's failure, not the script's
+                failed(f"the autograd.Function {cls.__name__}", exc)
             finally:
                 mode.quiet -= 1
             return out
@@ -218,6 +171,8 @@ class TorchCapture:
                     continue
 
                 def quiet(*args: Any, __original: Any = original, **kwargs: Any) -> Any:
+                    if threading.get_ident() != capture.owner:  # (its mode is not there)
+                        return __original(*args, **kwargs)
                     capture.mode.quiet += 1
                     try:
                         return __original(*args, **kwargs)
@@ -237,12 +192,67 @@ class TorchCapture:
         capture = self
 
         def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch's name
-            capture._force_eager(announce=True)
-            return original(*args, **kwargs)
+            if compile_mode() == "eager":
+                capture._force_eager(announce=True)
+                return original(*args, **kwargs)
+            return capture._observed(original(*args, **kwargs))
 
         compile.__wrapped__ = original  # type: ignore[attr-defined]
         compile.__doc__ = original.__doc__
         torch.compile = compile  # type: ignore[assignment]
+
+    def _observed(self, compiled: Any) -> Any:
+        return self._compile_lane().wrap(compiled)
+
+    def _compile_lane(self, early: bool = False) -> Any:
+        if self.lane is None:
+            from ..compile_lane.lane import CompileLane
+
+            self.lane = CompileLane(self)
+            self.lane.start(early)
+        return self.lane
+
+    def aside(self) -> Any:
+        """Take the capture out of sight while compiled code runs (the compile lane's
+        calls): Dynamo guards on the mode stack and traces global hooks and patched
+        functions, so any of them would change what is compiled. Returns the undo.
+
+        The stack is read with PyTorch's own functions (``real``): the ones the script
+        sees hide the capture's mode, and are themselves put back while out of sight."""
+        n = real.stack_len()
+        stack = [real.stack_at(i) for i in range(n)]
+        above: list[Any] = []
+        if self.mode in stack:
+            above = [real.pop() for _ in range(n - 1 - stack.index(self.mode))]
+            real.pop()
+            for mode in reversed(above):
+                real.push(mode)
+        self.hidden.remove()
+        self.warning_places.remove()
+        self.modules.remove()
+        self.steps.remove()
+        patches = [(torch.autograd.Function, "apply", self._saved_apply),
+                   *self._saved_utilities]
+        current = [(owner, name, owner.__dict__.get(name)) for owner, name, _ in patches]
+        for owner, name, original in patches:
+            if original is not None:
+                setattr(owner, name, original)
+
+        def restore() -> None:
+            for owner, name, value in current:
+                if value is not None:
+                    setattr(owner, name, value)
+            self.steps.install()
+            self.modules.install()
+            self.warning_places.install()
+            self.hidden.install()
+            if self.mode in stack:
+                tops = [real.pop() for _ in above]
+                real.push(self.mode)
+                for mode in reversed(tops):
+                    real.push(mode)
+
+        return restore
 
     def _force_eager(self, announce: bool) -> None:
         if self._stance is None:

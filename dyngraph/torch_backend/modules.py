@@ -1,11 +1,14 @@
 """Module paths for PyTorch: global forward hooks report module calls to the tracer.
 
-Every ``nn.Module`` call enters its qualified name (``tracer.enter_module``; names come from
-the outermost module's ``named_modules()``, so the model itself is ``""`` and its layers
-``encoder.0.fc``) and exits it when the call ends, also when it raises. ``torch.compile``
-wraps a model as ``_orig_mod``; that prefix is dropped, so compiled and eager runs name
-modules alike.
-Parameters and buffers get their qualified names the same way.
+Every ``nn.Module`` call enters its qualified name (``tracer.enter_module``) and exits it
+when the call ends, also when it raises. Names come from registration (``registry.py``:
+``self.fc1 = nn.Linear(...)`` makes ``fc1``, whatever method calls it), so the model itself
+is ``""`` and its layers ``encoder.0.fc``. A module built before the capture started was
+never seen registering: it is named from the outermost module called (``named_modules()``
+of that root), as is anything under it. ``torch.compile`` wraps a model as ``_orig_mod``;
+that prefix is dropped, so compiled and eager runs name modules alike.
+Parameters and buffers get their qualified names the same way: their module's path and
+the name they were registered under.
 
 The global hooks fire in every thread; only the capturing thread's calls count.
 """
@@ -20,7 +23,9 @@ import torch
 from torch.nn.modules import module as module_mod
 
 from ..capture.tracing import tracer
+from .guard import guarded
 from .ids import id_of
+from .registry import Registry
 
 _COMPILED_PREFIX = "_orig_mod"
 
@@ -44,30 +49,35 @@ class ModulePaths:
         # tensor id -> (qualified name, is a parameter)
         self.names: dict[int, tuple[str, bool]] = {}
         self._handles: list[Any] = []
-        # Called at the next module call when set (the capture's way back after an
-        # optimizer step that raised).
-        self.on_enter: Any = None
+        self.registry = Registry()
+        # id(top of a chain) -> (ref, registry generation) its tensors were named at
+        self._named: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     def install(self) -> None:
+        self.registry.install()
         self._handles = [
             module_mod.register_module_forward_pre_hook(self._enter),
             module_mod.register_module_forward_hook(self._leave, always_call=True),
         ]
 
     def remove(self) -> None:
+        self.registry.remove()
         for h in self._handles:
             h.remove()
         self._handles = []
 
     # -- hooks -----------------------------------------------------------------------------
+    @guarded("a module call")
     def _enter(self, module: torch.nn.Module, args: Any) -> None:
-        if not tracer.listening or threading.get_ident() != self.owner:
+        if not tracer.listening:
             return
-        if self.on_enter is not None:
-            self.on_enter()
+        if threading.get_ident() != self.owner:
+            tracer.other_thread()  # (named once)
+            return
         tracer.enter_module(self.path_of(module))
         self.depth += 1
 
+    @guarded("the end of a module call")
     def _leave(self, module: torch.nn.Module, args: Any, output: Any) -> None:
         if self.depth == 0 or threading.get_ident() != self.owner:
             return  # entered before capture began (or by another thread)
@@ -77,6 +87,17 @@ class ModulePaths:
 
     # -- naming ----------------------------------------------------------------------------
     def path_of(self, module: torch.nn.Module) -> str:
+        registry = self.registry
+        if registry.known(module):
+            registered, top = registry.path(module)
+            if self.depth == 0:  # (modules under it built before the capture: see below)
+                root = self._root() if self._root is not None else None
+                if root is not top:
+                    self._use_root(top)
+            named = self._named.get(id(top))
+            if named is None or named[0]() is not top or named[1] != registry.generation:
+                self._name_tensors(top)
+            return registered
         key = id(module)
         if self.depth == 0:
             root = self._root() if self._root is not None else None
@@ -96,6 +117,7 @@ class ModulePaths:
         return path
 
     def _use_root(self, root: torch.nn.Module, rename: bool = False) -> None:
+        """Name what the registry does not know from ``root``'s ``named_modules()``."""
         key = id(root)
         entry = self._roots.get(key)
         if rename or entry is None or entry[0]() is not root:
@@ -107,10 +129,20 @@ class ModulePaths:
         self._root, self._paths = entry[0], entry[1]
 
     def _name_tensors(self, root: torch.nn.Module) -> None:
+        """Name the parameters and buffers of every module under ``root``: the module's
+        path (registered, else under ``root``) and their own registered name."""
+        registry = self.registry
+        if len(self._named) > 10_000:
+            self._named.clear()
+        self._named[id(root)] = (weakref.ref(root), registry.generation)
         if len(self.names) > 1_000_000:
             self.names.clear()
-        for name, p in root.named_parameters():
-            self.names[id_of(p)] = (_strip(name), True)
-        for name, b in root.named_buffers():
-            if b is not None:
-                self.names[id_of(b)] = (_strip(name), False)
+        done: set[int] = set()
+        for relative, module in root.named_modules():
+            path = registry.path(module)[0] if registry.known(module) else _strip(relative)
+            for table, is_param in ((module._parameters, True), (module._buffers, False)):
+                for name, t in table.items():
+                    if t is None or id(t) in done:
+                        continue
+                    done.add(id(t))  # a tied weight keeps its first name, as named_parameters
+                    self.names[id_of(t)] = (f"{path}.{name}" if path else name, is_param)

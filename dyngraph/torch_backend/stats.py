@@ -13,7 +13,12 @@ are exact over the whole tensor (``sampled`` is always False):
   with a two-pass fallback where the one-pass formula cancels.
 - ``"none"``: no summaries.
 
-Integer and bool tensors are summarised in float64; complex ones get a norm only.
+Integer and bool tensors are summarised in float64; complex ones get a norm only; float8
+ones in float32. Tensors whose values cannot be read (sparse, nested, meta, fake, quantized,
+inside ``vmap`` ...: see ``layouts``) get None, and one note says why; so does any tensor
+that makes a statistic raise. While the script has a ``TorchDispatchMode`` on (a
+``FlopCounterMode``, ``FakeTensorMode``), statistics are computed with it set aside: the
+mode sees the script's calls, not dyngraph's.
 """
 
 from __future__ import annotations
@@ -23,16 +28,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from ..capture.events import Summary
 from ..capture.summaries import PREVIEW
+from . import layouts
 
 _vector_norm = torch.linalg.vector_norm
 _stack = torch.stack
 _cheap_summary = Summary.cheap
 _isfinite = math.isfinite
 _F64 = torch.float64
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
+_LOW_PRECISION = layouts.THROUGH_FLOAT32  # (read through float32: exact)
+_strided = torch.strided
+_Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 _dtype_names: dict[torch.dtype, str] = {}
 _shapes: dict[Any, tuple[int, ...]] = {}
 
@@ -45,16 +56,28 @@ def dtype_name(dtype: torch.dtype) -> str:
     return name
 
 
+def dtype_of(t: torch.Tensor) -> str:
+    """``dtype_name`` of the tensor's dtype, with its layout beside it when that is not an
+    ordinary strided one: ``float32 sparse_coo``, ``float32 nested``, ``float32 meta``."""
+    return dtype_name(t.dtype) + layouts.dtype_suffix(t)
+
+
 def shape_of(t: torch.Tensor) -> tuple[int, ...]:
-    """The shape as a plain tuple, one shared tuple per distinct shape."""
-    size = t.shape
+    """The shape as a plain tuple, one shared tuple per distinct shape (a nested tensor's
+    padded shape: see ``layouts``)."""
     try:
+        size = t.shape
         return _shapes[size]
     except KeyError:
         if len(_shapes) > 10_000:
             _shapes.clear()
-        shape = _shapes[size] = tuple(size)
-        return shape
+        shape = tuple(size)
+        if all(type(d) is int for d in shape):
+            _shapes[size] = shape
+            return shape
+    except (TypeError, RuntimeError):  # SymInt sizes (jagged), none at all (strided nested)
+        pass
+    return layouts.shape_of_unusual(t)
 
 
 def _as_float(t: torch.Tensor) -> torch.Tensor:
@@ -67,8 +90,49 @@ def _as_float(t: torch.Tensor) -> torch.Tensor:
     return t.to(_F64)
 
 
+def _readable(t: torch.Tensor) -> bool:
+    cls = type(t)
+    if ((cls is _Tensor or cls is _Parameter) and t.layout is _strided and not t.is_nested
+            and not t.is_meta and not t.is_quantized) or not layouts.kind_of(t):
+        return True
+    layouts.unreadable(t)
+    return False
+
+
+def _aside(summarize: Callable[[Any], Any], arg: Any) -> Any:
+    """``summarize(arg)`` with the script's dispatch modes set aside; None if it raised (a
+    fake tensor, a tensor of a torch.func transform, a layout no statistic knows)."""
+    try:
+        if _dispatch_modes():
+            with _disable_current_modes():
+                return summarize(arg)
+        return summarize(arg)
+    except Exception:  # noqa: BLE001 - statistics must never fail the script
+        for t in arg if isinstance(arg, (list, tuple)) else (arg,):
+            if t is not None:
+                layouts.unreadable(t)
+        return None
+
+
 def cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
-    """Norm and exact NaN/Inf counts of each tensor (None stays None)."""
+    """Norm and exact NaN/Inf counts of each tensor (None stays None; so does an unreadable
+    one)."""
+    if _dispatch_modes() or not all(t is None or _readable(t) for t in tensors):
+        return _one_by_one(_cheap, tensors)
+    found = _aside(_cheap, tensors)
+    return found if found is not None else _one_by_one(_cheap, tensors)
+
+
+def _one_by_one(summarize: Callable[[Any], list[Summary | None]],
+                tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
+    out: list[Summary | None] = []
+    for t in tensors:
+        found = None if t is None or not _readable(t) else _aside(summarize, [t])
+        out.append(None if found is None else found[0])
+    return out
+
+
+def _cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
     present = [t for t in tensors if t is not None and t.numel()]
     if not present:
         return [None if t is None else _empty(t) for t in tensors]
@@ -93,7 +157,15 @@ def cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
 
 
 def full(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
-    """Every statistic of each tensor, read in one ``tolist()``."""
+    """Every statistic of each tensor, read in one ``tolist()`` (None for an unreadable
+    one, as in ``cheap``)."""
+    if _dispatch_modes() or not all(t is None or _readable(t) for t in tensors):
+        return _one_by_one(_full, tensors)
+    found = _aside(_full, tensors)
+    return found if found is not None else _one_by_one(_full, tensors)
+
+
+def _full(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
     parts: list[torch.Tensor] = []
     plan: list[tuple[torch.Tensor, int, int] | None] = []
     for t in tensors:
@@ -182,13 +254,23 @@ SUMMARIZERS: dict[str, Callable[[Sequence[torch.Tensor | None]], list[Summary | 
 
 def cheap_one(t: torch.Tensor) -> Summary | None:
     """``cheap([t])[0]``, without the lists (the forward hot path: one output per op)."""
+    if t.layout is not _strided or _dispatch_modes():
+        return cheap([t])[0]
+    try:
+        return _cheap_one(t)
+    except Exception:  # noqa: BLE001 - (a nested, meta, fake, quantized or batched tensor)
+        layouts.unreadable(t)
+        return None
+
+
+def _cheap_one(t: torch.Tensor) -> Summary | None:
     n = t.numel()
     if not n:
         return _empty(t)
     if n == 1 and not t.is_complex():
         # A one-element tensor (a loss, a metric) gets its value, as the numpy engine's
         # cheap summaries do: `summary` shows it as the iteration's loss.
-        return full([t])[0]
+        return _full([t])[0]
     norm = _vector_norm(_as_float(t)).item()
     if _isfinite(norm):
         return _cheap_summary(shape_of(t), dtype_name(t.dtype), norm, 0, 0, False)

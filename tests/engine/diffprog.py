@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-FLOATS = ("float32", "float64")
-INTS = ("int64", "int32")
+FLOATS = ("float32", "float64", "float16")
+INTS = ("int64", "int32", "uint8")
 DTYPES = FLOATS + INTS + ("bool",)
-_DTYPE_WEIGHTS = {"float32": 8, "float64": 2, "int64": 2, "int32": 1, "bool": 1}
+# float16 and uint8 mostly meet the others (dtype mixes: float16 with int32 was float32).
+_DTYPE_WEIGHTS = {"float32": 8, "float64": 2, "float16": 2, "int64": 2, "int32": 1, "uint8": 1,
+                  "bool": 1}
 
 
 @dataclass
@@ -89,7 +91,7 @@ class Generator:
     # arrays the program gets as inputs
     def shape(self, max_ndim: int = 3, empty: bool = True) -> tuple[int, ...]:
         ndim = self.draw(st.integers(0, max_ndim))
-        low = 0 if empty and self.chance(0.05) else 1
+        low = 0 if empty and self.chance(0.12) else 1  # empty dims: chunk, split, softmax
         return tuple(self.draw(st.integers(low, 4)) for _ in range(ndim))
 
     def dtype(self, kinds: tuple[str, ...] = DTYPES) -> str:
@@ -105,7 +107,8 @@ class Generator:
         elif dtype == "bool":
             a = rng.random(shape) < 0.5
         else:
-            a = rng.integers(low, high + 1, shape).astype(dtype)
+            a = rng.integers(max(low, 0) if dtype == "uint8" else low, high + 1,
+                             shape).astype(dtype)
         name = f"A{len(self.program.arrays)}"
         self.program.arrays.append(np.asarray(a))
         return name
@@ -351,7 +354,7 @@ def shape_op(g: Generator) -> str | None:
         if op == "unbind":
             return f"{v}.unbind({d})[{g.draw(st.integers(0, size - 1))}]" if size else None
         k = g.draw(st.integers(1, 3))
-        pieces = math.ceil(size / k) if op == "split" else min(k, size) if size else 1
+        pieces = math.ceil(size / k) if op == "split" else min(k, size) if size else k
         if op == "chunk" and size:
             pieces = len(range(0, size, math.ceil(size / k)))
         return f"{v}.{op}({k}, {d})[{g.draw(st.integers(0, max(pieces - 1, 0)))}]"
@@ -457,7 +460,8 @@ def convert(g: Generator) -> str | None:
     if v is None:
         return None
     return g.choice([f"{v}.float()", f"{v}.double()", f"{v}.long()", f"{v}.int()",
-                     f"{v}.bool()", f"{v}.to(L.float64)", f"{v}.to(L.int32)"])
+                     f"{v}.bool()", f"{v}.to(L.float64)", f"{v}.to(L.int32)", f"{v}.half()",
+                     f"{v}.to(L.float16)"])
 
 
 def join(g: Generator) -> str | None:
@@ -529,7 +533,7 @@ def inplace(g: Generator) -> str | None:
     if v is None:
         return None
     t = g.slots[v]
-    target = v if g.chance(0.5) or t.ndim == 0 else f"{v}[{_index(g, tuple(t.shape), False)}]"
+    target = v if g.chance(0.4) or t.ndim == 0 else _view_target(g, v, tuple(t.shape))
     op = g.choice(INPLACE)
     if op in ("zero_", "neg_", "sqrt_"):
         return f"{target}.{op}()"
@@ -545,6 +549,42 @@ def inplace(g: Generator) -> str | None:
     if op in ("+=", "-=", "*=", "/="):
         return f"{target} {op} {other}"
     return f"{target}.{op}({other})"
+
+
+def _view_target(g: Generator, v: str, shape: tuple[int, ...]) -> str:
+    """A strided view of ``v`` for an in-place op to write through: basic indexing, or a
+    view op (narrow, a split/chunk/unbind piece, a transpose, the diagonal)."""
+    kind = g.choice(["index", "index", "narrow", "split", "chunk", "unbind", "t", "diagonal"])
+    nd = len(shape)
+    d = g.dim(nd, bad=False)
+    size = shape[d]
+    if kind == "narrow":
+        start = g.draw(st.integers(0, max(size - 1, 0)))
+        return f"{v}.narrow({d}, {start}, {g.draw(st.integers(0, size - start))})"
+    if kind in ("split", "chunk"):
+        k = g.draw(st.integers(1, 3))
+        pieces = len(range(0, size, math.ceil(size / k))) if size else (
+            k if kind == "chunk" else 1)
+        return f"{v}.{kind}({k}, {d})[{g.draw(st.integers(0, pieces - 1))}]"
+    if kind == "unbind" and size:
+        return f"{v}.unbind({d})[{g.draw(st.integers(0, size - 1))}]"
+    if kind == "t" and nd <= 2:
+        index = _index(g, shape[::-1], False) if g.chance(0.5) else ""
+        return f"{v}.t()[{index}]" if index else f"{v}.t()"
+    if kind == "diagonal" and nd >= 2:
+        return f"{v}.diagonal()"
+    return f"{v}[{_index(g, shape, False)}]"
+
+
+def requires_grad(g: Generator) -> str | None:
+    """``requires_grad_()`` in the middle of a program: on a float leaf that needs no
+    gradient (its views taken before now require grad, with no history), or
+    ``requires_grad_(False)`` on one that does."""
+    v = g.slot(lambda t: t.is_leaf and t.dtype.is_floating_point)
+    if v is None:
+        return None
+    off = g.slots[v].requires_grad and g.chance(0.5)
+    return f"{v}.requires_grad_({'False' if off else ''})"
 
 
 def setitem(g: Generator) -> str | None:
@@ -569,8 +609,9 @@ FUNCTIONAL_FAMILIES: dict[str, Callable[[Generator], str | None]] = {
     "input": new_input, "unary": unary, "binary": binary, "reduction": reduction,
     "shape": shape_op, "getitem": getitem, "indexing": indexing, "matmul": matmul,
     "convert": convert, "join": join, "functional": functional,
+    "requires_grad": requires_grad,
 }
 INPLACE_FAMILIES: dict[str, Callable[[Generator], str | None]] = {
     "inplace": inplace, "setitem": setitem,
 }
-STATEMENT_FAMILIES = set(INPLACE_FAMILIES)
+STATEMENT_FAMILIES = set(INPLACE_FAMILIES) | {"requires_grad"}

@@ -1,16 +1,19 @@
 """The differential test: random programs on dyngraph and on PyTorch, compared step by step.
 
-hypothesis draws short programs (diffprog.py) of elementwise, broadcasting, mixed-dtype,
-reduction, shape, view, indexing, matmul and nn.functional ops (and, in the in-place test,
-in-place ops on views and bases and setitem). Each line runs on both libraries from the same
+hypothesis draws short programs (diffprog.py) of elementwise, broadcasting, mixed-dtype
+(float16, float32, float64, int64, int32, uint8, bool, mixed with each other), reduction,
+shape, view, indexing, matmul and nn.functional ops, on tensors that may have empty dims,
+with ``requires_grad_()`` in the middle (and, in the in-place test, in-place ops on bases,
+on indexed views and on narrow/split/chunk/unbind pieces, transposes and diagonals, and
+setitem). Each line runs on both libraries from the same
 numpy data. After every line, every live value must match: dtype, shape, requires_grad and
 values; or both libraries must raise the same exception type. At the end the leaves'
 gradients of a weighted sum of every float value must match.
 
 Sizes: the CI profile runs a fixed, small set of examples (derandomized, so CI never flakes
 on a new draw); ``DYNGRAPH_DIFF_EXAMPLES=2000 pytest tests/engine/test_differential.py``
-runs a big random search. A failure prints the shrunk program as code: paste it into
-test_regressions.py once fixed.
+runs a big random search. A failure prints the shrunk program as code: keep it as a named
+test once fixed (test_regressions.py, test_regressions_fuzzer_dtypes.py).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ _SETTINGS = settings(
 # NotImplementedError is a RuntimeError; numpy's AxisError is an IndexError and a ValueError).
 _KINDS = (NotImplementedError, IndexError, TypeError, ValueError, ZeroDivisionError,
           AttributeError, RuntimeError)
-_TOL = {"float32": (2e-4, 2e-4), "float64": (1e-9, 1e-9)}
+_TOL = {"float16": (2e-2, 2e-2), "float32": (2e-4, 2e-4), "float64": (1e-9, 1e-9)}
 
 
 class Mismatch(AssertionError):
@@ -204,7 +207,7 @@ class Session:
         if name is not None and name in self.theirs.env and name not in self.slots:
             value = self.theirs[name]
             if isinstance(value, torch.Tensor) and _dtype_name(value.dtype) in (
-                    "float32", "float64", "int64", "int32", "bool"):
+                    "float32", "float64", "float16", "int64", "int32", "uint8", "bool"):
                 self.slots[name] = value
         for n in self.slots:
             self._compare(n, self.theirs[n], self.ours[n])
@@ -224,25 +227,32 @@ class Session:
         float32 input in float64: the reference a value mismatch is judged against."""
         ref = Runner(torch, torch.nn.functional)
         for i, a in enumerate(self.program.arrays):
-            ref.add_array(f"A{i}", a.astype(np.float64) if a.dtype == np.float32 else a)
+            ref.add_array(f"A{i}", a.astype(np.float64) if a.dtype.kind == "f" else a)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for line in self.program.lines:  # (and no cast back to float32)
-                ref.run(line.replace(".float()", ".double()").replace("L.float32", "L.float64"))
+            for line in self.program.lines:  # (and no cast back to float32 or float16)
+                for low in (".float()", ".half()"):
+                    line = line.replace(low, ".double()")
+                for low in ("L.float32", "L.float16"):
+                    line = line.replace(low, "L.float64")
+                ref.run(line)
         value = ref.env.get(n)
         if grad:
             return getattr(value, "grad", None)
         return value
 
     def _least_precise(self) -> str | None:
-        """float32 when any value or constant is: a float64 made from float32 results
-        (``.double()``) is only as exact as they were (PyTorch's elu and numpy's expm1
-        differ by an ulp), and PyTorch's backward formulas compute with a float32 operand
-        in float32 (float64 ** a float32 0-d exponent: its ``exponent - 1``)."""
-        if any(a.dtype == np.float32 for a in self.program.arrays):
-            return "float32"
-        return "float32" if any(
-            _dtype_name(t.dtype) == "float32" for t in self.slots.values()) else None
+        """float16, else float32, when any value or constant is: a float64 made from
+        float32 results (``.double()``) is only as exact as they were (PyTorch's elu and
+        numpy's expm1 differ by an ulp), and PyTorch's backward formulas compute with a
+        float32 operand in float32 (float64 ** a float32 0-d exponent: its
+        ``exponent - 1``)."""
+        names = {str(a.dtype) for a in self.program.arrays} | {
+            _dtype_name(t.dtype) for t in self.slots.values()}
+        for name in ("float16", "float32"):
+            if name in names:
+                return name
+        return None
 
     def backward(self) -> None:
         """A weighted sum of every float value that requires grad, then backward; the
@@ -311,7 +321,7 @@ def test_the_comparison_catches_a_wrong_value():
         _check_outcome("x", IndexError("boom"), None)
     with pytest.raises(Mismatch, match="leaked"):
         _check_outcome("x", IndexError("boom"), np.exceptions.AxisError(3, 1))
-    assert FLOATS == ("float32", "float64")
+    assert FLOATS == ("float32", "float64", "float16")
     # A difference is excused only where PyTorch's own value is as far from the exact one.
     exact = torch.tensor([1.0, -2.36e6], dtype=torch.float64)
     theirs = torch.tensor([1.0, -1.535e6])

@@ -80,7 +80,7 @@ def test_schema_1_frames_read_with_no_calls() -> None:
 
 
 def test_schema_2_files_read_as_rank_0_of_no_job() -> None:
-    """A trace written before schema 3 (this file was, by dyngraph at schema 2: its header
+    """A trace written before schema 4 (this file was, by dyngraph at schema 2: its header
     frame in columns has no rank, world size or run id) still opens: as no job's rank 0."""
     path = Path(__file__).parent / "data" / "schema2.dgtrace"
     trace = dyngraph.read_trace(path)
@@ -89,6 +89,28 @@ def test_schema_2_files_read_as_rank_0_of_no_job() -> None:
     assert (header.rank, header.world_size, header.run_id) == (0, 0, "")
     assert [e.op for e in trace.events if e.kind == "op"] == ["mul", "sum"]
     assert trace.events[-1].kind == "iteration_end"
+
+
+def test_schema_3_files_read_as_rank_0_of_no_job() -> None:
+    """A trace written at schema 3 (this file was, by dyngraph before schema 4: its header
+    has the numpy version but no rank fields; frame format 3) still opens, whole."""
+    trace = dyngraph.read_trace(Path(__file__).parent / "data" / "schema3.dgtrace")
+    header = trace.header
+    assert (header.schema_version, header.numpy_version) == (3, "2.4.6")
+    assert (header.rank, header.world_size, header.run_id) == (0, 0, "")
+    assert [e.op for e in trace.events if e.kind == "op"] == ["mul", "sum"]
+    steps = [e for e in trace.events if e.kind == "backward_step"]
+    assert [e.grad_fn for e in steps] == ["SumBackward0", "MulBackward0"]
+
+
+def test_a_format_1_schema_3_header_reads_as_rank_0_of_no_job() -> None:
+    """A JSON header row of schema 3 ends at the numpy version: three fields short."""
+    new = ev.Header(seq=0, iteration=0, schema_version=3, script="t.py", numpy_version="2.4.6",
+                    rank=1, world_size=2, run_id="r")
+    payload = tf.encode_events_json([new])[tf.FRAME_HEADER.size:]
+    meta, rows = payload[:tf.EVENTS_META.size], json.loads(payload[tf.EVENTS_META.size:])
+    old = tf.decode_events_payload(meta + json.dumps([rows[0][:-3]]).encode())
+    assert old == [new.replace(rank=0, world_size=0, run_id="")]
 
 
 def test_a_rank_header_round_trips_in_both_formats() -> None:

@@ -21,9 +21,9 @@ def test_loop_length_changes_the_key_and_diff_names_exactly_the_added_ops():
     w = dg.tensor(rng.standard_normal((3, 3)).astype(np.float32), requires_grad=True)
     w._name = "rnn.w"
     with dg.trace(stats="cheap") as t:
-        _rnn(w, rng.standard_normal((2, 3)))
-        _rnn(w, rng.standard_normal((2, 3)))
-        _rnn(w, rng.standard_normal((3, 3)))
+        _rnn(w, rng.standard_normal((2, 3)).astype(np.float32))
+        _rnn(w, rng.standard_normal((2, 3)).astype(np.float32))
+        _rnn(w, rng.standard_normal((3, 3)).astype(np.float32))
     one, two, three = t.iterations
     assert one.structure_key == two.structure_key != three.structure_key
     assert two.diff(one).unchanged

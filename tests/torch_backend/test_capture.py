@@ -25,6 +25,16 @@ from dyngraph.capture import events as ev  # noqa: E402
 from dyngraph.capture.arrays import to_numpy  # noqa: E402
 
 
+@pytest.fixture
+def compile_eager():
+    """``--compile eager``: torch.compile'd code runs uncompiled, every op seen."""
+    from dyngraph import compile_lane
+
+    compile_lane.set_mode("eager")
+    yield
+    compile_lane.set_mode(None)
+
+
 def ops(events: list[ev.Event], iteration: int | None = None) -> list[ev.Op]:
     return [e for e in events
             if type(e) is ev.Op and (iteration is None or e.iteration == iteration)]
@@ -291,7 +301,7 @@ def test_the_users_hooks_and_modes_keep_working():
     assert all(any(n == want for n in names) for want in ("linear", "relu", "linear", "sum"))
 
 
-def test_torch_compile_runs_eagerly_and_is_said_so():
+def test_torch_compile_runs_eagerly_and_is_said_so(compile_eager):
     notes: list[str] = []
     torch.manual_seed(0)
     model = MLP()

@@ -1,0 +1,502 @@
+"""Judging a recorded program against autograd itself (test_autograd_differential.py).
+
+``judge(program)`` runs a program (gradprog.py) three times: as written (the reference
+for bitwise equality: see ``run_pure``);
+
+- plainly, the truth: ``retain_grad()`` on every intermediate as it is made; after each
+  line a copy of every value; before each backward line autograd's graph as
+  ``next_functions`` has it, from the line's roots; after it every ``.grad`` (the
+  intermediates' then set back to None, so the next pass starts afresh);
+- under ``dyngraph.trace(stats="full")``, without ``retain_grad``, noting after each line
+  the id dyngraph gave each value.
+
+and raises ``Mismatch`` (with the program as code) unless:
+
+- the script's results are bitwise equal: every value, every leaf's ``.grad``, and the
+  same exception (type and line) if one is raised;
+- every recorded forward summary (min, max, mean, norm, NaN and Inf counts) is torch's
+  on the same tensor at that moment;
+- in each backward pass, the gradient recorded for every value (the output slot of its
+  backward node: ``output_nr``) has the norm, min, max, mean and NaN/Inf counts of its
+  ``.grad``, a value with no gradient has none recorded, and every leaf's accumulated
+  ``.grad`` is the one recorded;
+- (PyTorch) the recorded backward nodes are autograd's graph: from each root, node by
+  node, the same ``grad_fn`` names, and input slot by input slot the same next node (or
+  the same leaf, or none); every value is an output slot of the node autograd says.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from gradprog import (
+    Program,
+    environment,
+    is_leaf,
+    run_line,
+    tensors,
+    tensors_and_parameters,
+)
+
+import dyngraph
+from dyngraph.capture import events as ev
+
+
+class Mismatch(AssertionError):
+    pass
+
+
+# -- the two runs --------------------------------------------------------------------------------
+@dataclass
+class Pass:
+    line: int
+    grads: dict[str, Any]  # intermediate -> its .grad (None: none)
+    leaf_grads: dict[str, Any]  # leaf -> its .grad after the pass
+    graph: Any = None  # (torch) autograd's graph from the roots, before the pass
+
+
+@dataclass
+class Run:
+    env: dict[str, Any]
+    error: tuple[int, type] | None = None
+    values: list[dict[str, Any]] = field(default_factory=list)  # after each line
+    passes: list[Pass] = field(default_factory=list)
+    ids: list[dict[str, int | None]] = field(default_factory=list)  # after each line
+    events: list[ev.Event] = field(default_factory=list)
+    # values whose retained .grad PyTorch gets wrong (see ``_siblings_changed``)
+    unreliable: set[str] = field(default_factory=set)
+    # per line: the values outside any graph (no grad) it changed in place: no op records
+    # that, so a record of theirs made earlier in the line holds the value before
+    outside: list[set[str]] = field(default_factory=list)
+
+
+def _lib(program: Program) -> Any:
+    return dyngraph if program.library == "dyngraph" else torch
+
+
+def _copy(t: Any) -> Any:
+    return None if t is None else t.detach().clone()
+
+
+def _version(t: Any) -> Any:
+    try:
+        return t._version
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def run_plain(program: Program) -> Run:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (.grad of a name whose tensor is no longer retained)
+        return _run_plain(program)
+
+
+def _run_plain(program: Program) -> Run:
+    lib = _lib(program)
+    env = environment(program, lib)
+    run = Run(env)
+    retained: set[str] = set()
+    for i, (line, kind) in enumerate(zip(program.lines, program.kinds, strict=True)):
+        graph = None
+        if kind == "backward" and lib is torch:
+            graph = autograd_graph(env, program.roots[i])
+        nodes = _nodes_of(env) if lib is torch else {}
+        versions = {n: _version(t) for n, t in tensors(env).items()}
+        err = run_line(line, env)
+        if err is not None:
+            run.error = (i, type(err))
+            break
+        now = tensors(env)
+        if lib is torch:
+            run.unreliable |= _siblings_changed(nodes, now)
+        for n, t in now.items():
+            if n not in retained and t.requires_grad and not is_leaf(t):
+                t.retain_grad()
+                retained.add(n)
+        run.values.append({n: _copy(t) for n, t in tensors_and_parameters(env).items()})
+        run.outside.append({n for n, t in now.items() if not t.requires_grad
+                            and _version(t) != versions.get(n, _version(t))})
+        if kind == "backward":
+            grads = {n: _copy(now[n].grad) for n in retained if n not in run.unreliable}
+            for n in retained:  # (two names may hold one tensor: all read, then cleared)
+                now[n].grad = None
+            leaves = {n: _copy(t.grad) for n, t in tensors_and_parameters(env).items()
+                      if is_leaf(t) and t.requires_grad}
+            run.passes.append(Pass(i, grads, leaves, graph))
+    return run
+
+
+def _nodes_of(env: dict[str, Any]) -> dict[str, tuple[Any, int]]:
+    """Each value's (node, output slot), before a line runs."""
+    found = {}
+    for n, t in tensors(env).items():
+        fn = _grad_fn(t) if t.requires_grad else None
+        if fn is not None:
+            found[n] = (fn, t.output_nr)
+    return found
+
+
+def _siblings_changed(before: dict[str, tuple[Any, int]], now: dict[str, Any]) -> set[str]:
+    """The other outputs of a node with several (``var_mean``'s) one of which a line changed
+    in place: PyTorch 2.13 then fills their retained ``.grad`` with the changed output's
+    gradient (``v8, v9 = torch.var_mean(x, 1); v8.retain_grad(); v9.mul_(3)``: ``v8.grad``
+    is wrong, a hook on ``v8`` sees the right one). The truth is not to be had from them."""
+    out: set[str] = set()
+    for n, (fn, _) in before.items():
+        t = now.get(n)
+        if t is None or _grad_fn(t) is fn or len(fn._input_metadata) < 2:
+            continue
+        out.update(m for m, (other, _) in before.items() if other is fn and m != n)
+    return out
+
+
+def _current_id(t: Any) -> int | None:
+    if isinstance(t, torch.Tensor):
+        pair = t.__dict__.get("_dg_id")
+        return pair[1] if pair is not None and pair[0] == id(t) else None
+    return getattr(t, "_id", None)
+
+
+def run_captured(program: Program) -> Run:
+    lib = _lib(program)
+    env = environment(program, lib)
+    run = Run(env)
+    with dyngraph.trace(stats="full", backend=program.library) as trace:
+        for i, line in enumerate(program.lines):
+            err = run_line(line, env)
+            if err is not None:
+                run.error = (i, type(err))
+                break
+            run.ids.append({n: _current_id(t) for n, t in tensors_and_parameters(env).items()})
+    run.events = list(trace.events)
+    return run
+
+
+# -- autograd's graph, as the truth ---------------------------------------------------------------
+@dataclass
+class Node:
+    name: str
+    # per input slot: ("none",), ("leaf", variable name), ("node", index, output slot)
+    next: list[tuple[Any, ...]]
+
+
+@dataclass
+class AutogradGraph:
+    nodes: list[Node]
+    roots: list[int]
+    owners: dict[str, tuple[int, int]]  # value -> (its node, its output slot)
+
+
+def autograd_graph(env: dict[str, Any], roots: list[str]) -> AutogradGraph:
+    values = tensors(env)
+    by_object = {id(t): n for n, t in tensors_and_parameters(env).items()}
+    index: dict[int, int] = {}
+    nodes: list[Node] = []
+    stack: list[Any] = []
+
+    def visit(fn: Any) -> int:
+        key = id(fn)
+        if key not in index:
+            index[key] = len(nodes)
+            nodes.append(Node(type(fn).__name__, []))
+            stack.append(fn)
+        return index[key]
+
+    graph_roots = [visit(env[r].grad_fn) for r in roots if _grad_fn(env[r]) is not None]
+    keep = []  # the nodes stay alive (and their ids theirs) while the walk goes on
+    while stack:
+        fn = stack.pop()
+        keep.append(fn)
+        out = nodes[index[id(fn)]].next
+        for nxt, slot in fn.next_functions:
+            if nxt is None:
+                out.append(("none",))
+            elif type(nxt).__name__ == "AccumulateGrad":
+                out.append(("leaf", by_object.get(id(nxt.variable), "?")))
+            else:
+                out.append(("node", visit(nxt), slot))
+    owners = {}
+    for n, t in values.items():
+        fn = _grad_fn(t)
+        if t.requires_grad and fn is not None:
+            i = index.get(id(fn))
+            if i is not None:
+                owners[n] = (i, t.output_nr)
+    return AutogradGraph(nodes, graph_roots, owners)
+
+
+def _grad_fn(t: Any) -> Any:
+    try:  # (a multi-output view whose base changed in place refuses to rebuild its node)
+        return t.grad_fn
+    except RuntimeError:
+        return None
+
+
+# -- judging --------------------------------------------------------------------------------------
+def run_pure(program: Program) -> Run:
+    """The program as its author wrote it, nothing looked at in between: what a captured
+    run must equal bit for bit. (The truth's looks are not free: reading ``grad_fn`` of a
+    view whose base changed builds its node then, and the order autograd runs nodes in,
+    hence the order a leaf's gradients are summed in, follows when nodes were made.)"""
+    env = environment(program, _lib(program))
+    run = Run(env)
+    for i, line in enumerate(program.lines):
+        err = run_line(line, env)
+        if err is not None:
+            run.error = (i, type(err))
+            break
+    return run
+
+
+def judge(program: Program) -> None:
+    pure = run_pure(program)
+    plain = run_plain(program)
+    captured = run_captured(program)
+    problems = compare(program, plain, captured, pure)
+    if problems:
+        raise Mismatch("\n".join(problems[:8]) + f"\n\nprogram ({program.family}; L = "
+                       f"{program.library}):\n{program.source()}")
+
+
+def compare(program: Program, plain: Run, captured: Run, pure: Run | None = None
+            ) -> list[str]:
+    problems = _bitwise(plain if pure is None else pure, captured)
+    if problems:
+        return problems  # the rest compares two runs that must be the same run
+    problems += _forward(program, plain, captured)
+    problems += _backward(program, plain, captured)
+    return problems
+
+
+def _bits(t: Any) -> bytes:
+    return np.ascontiguousarray(t.detach().numpy() if hasattr(t, "detach") else t.numpy()
+                                ).tobytes()
+
+
+def _bitwise(plain: Run, captured: Run) -> list[str]:
+    out = []
+    if plain.error != captured.error:
+        out.append(f"the script raised {plain.error} plainly, {captured.error} captured")
+    a, b = tensors(plain.env), tensors(captured.env)
+    for n, t in a.items():
+        u = b.get(n)
+        if u is None or _bits(t) != _bits(u):
+            out.append(f"{n}: values differ with and without capture")
+        elif is_leaf(t) and t.requires_grad and (t.grad is None) != (u.grad is None) or (
+                is_leaf(t) and t.grad is not None and u.grad is not None
+                and _bits(t.grad) != _bits(u.grad)):
+            out.append(f"{n}.grad differs with and without capture")
+    return out
+
+
+def _ops_by_output(events: list[ev.Event]) -> dict[int, ev.Event]:
+    found: dict[int, ev.Event] = {}
+    for e in events:
+        if type(e) is ev.Op:
+            found[e.output] = e
+        elif type(e) is ev.TensorCreated and e.tensor not in found:
+            found[e.tensor] = e
+    return found
+
+
+def _forward(program: Program, plain: Run, captured: Run) -> list[str]:
+    out = []
+    recorded = _ops_by_output(captured.events)
+    seen: set[int | None] = set()
+    for i, ids in enumerate(captured.ids):
+        for n, rid in ids.items():
+            # A value recorded by this line (a name that only holds a value recorded
+            # before holds what it was then: changed under no_grad, it is no op of the
+            # graph, as on the numpy engine).
+            if rid is None or rid in seen or rid not in recorded or n in plain.outside[i]:
+                continue
+            e = recorded[rid]
+            if type(e) is ev.TensorCreated and not e.is_leaf:
+                continue  # (a value computed before: summarised when it entered)
+            problem = summary_problem(e.summary, plain.values[i][n])
+            if problem:
+                out.append(f"line {i} ({program.lines[i]}): recorded value of {n} "
+                           f"(t{rid}): {problem}")
+        seen.update(ids.values())
+    return out
+
+
+def _passes(events: list[ev.Event]) -> list[tuple[list[ev.Event], set[int]]]:
+    """Each backward pass's events, with the ids of its iteration's graph nodes (a pass
+    is drawn on its iteration's graph: what backward reached of earlier iterations'
+    tensors is not in it)."""
+    found: list[tuple[list[ev.Event], set[int]]] = []
+    nodes: dict[int, set[int]] = {}
+    current: list[ev.Event] | None = None
+    for e in events:
+        if type(e) is ev.Op:
+            nodes.setdefault(e.iteration, set()).add(e.output)
+        elif type(e) is ev.TensorCreated:
+            nodes.setdefault(e.iteration, set()).add(e.tensor)
+        elif type(e) is ev.BackwardStart:
+            current = []
+            found.append((current, nodes.setdefault(e.iteration, set())))
+        elif type(e) is ev.BackwardEnd:
+            current = None
+        elif current is not None:
+            current.append(e)
+    return found
+
+
+def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
+    out: list[str] = []
+    recorded = _passes(captured.events)
+    if len(recorded) != len(plain.passes):
+        return [f"{len(plain.passes)} backward passes ran, {len(recorded)} were recorded"]
+    previous_leaves: dict[str, Any] = {}
+    for p, (steps, graph) in zip(plain.passes, recorded, strict=True):
+        every = captured.ids[p.line - 1] if p.line else {}
+        ids = {n: i for n, i in every.items() if i in graph}
+        where = f"pass at line {p.line} ({program.lines[p.line]})"
+        grads: dict[int, Any] = {}
+        leaf_grads: dict[int, Any] = {}
+        for e in steps:
+            if type(e) is ev.BackwardStep:
+                for oid, s in e.slots:
+                    if oid >= 0 and oid not in grads:
+                        grads[oid] = s
+            elif type(e) is ev.GradAccumulated:
+                leaf_grads[e.tensor] = e.summary
+        line = program.lines[p.line]
+        for n, truth in p.grads.items():
+            rid = ids.get(n)
+            if rid is None:
+                continue  # not drawn on this pass's graph (made in an earlier iteration)
+            got = grads.get(rid)
+            if got is None and rid not in grads and "autograd.grad(" in line and \
+                    not re.search(rf"\b{n}\b", line):
+                # autograd.grad runs only the nodes its inputs need: a node it reached but
+                # did not run shows the gradients it hands back (its inputs' and roots'),
+                # not those of its other outputs (only a tensor hook would see them).
+                continue
+            if truth is None:
+                if got is not None:
+                    out.append(f"{where}: {n} (t{rid}) has no gradient, one was recorded")
+                continue
+            problem = summary_problem(got, truth)
+            if problem:
+                out.append(f"{where}: gradient of {n} (t{rid}): {problem}")
+        for n, truth in p.leaf_grads.items():
+            rid = every.get(n)  # (a leaf's .grad is reported whether or not it is drawn)
+            changed = truth is not None and (previous_leaves.get(n) is None or
+                                             _bits(truth) != _bits(previous_leaves[n]))
+            if changed:
+                problem = summary_problem(leaf_grads.get(rid), truth)
+                if problem:
+                    out.append(f"{where}: .grad of leaf {n} (t{rid}): {problem}")
+            elif rid in leaf_grads:  # (a gradient of zeros leaves .grad as it was)
+                problem = summary_problem(leaf_grads[rid], truth) if truth is not None \
+                    else "recorded, but the leaf has no .grad"
+                if problem:
+                    out.append(f"{where}: .grad of leaf {n} (t{rid}): {problem}")
+        previous_leaves = p.leaf_grads
+        if p.graph is not None:
+            out += [f"{where}: {m}" for m in _same_graph(p.graph, steps, ids, every)]
+    return out
+
+
+def _same_graph(truth: Any, steps: list[ev.Event], ids: dict[str, int | None],
+                every: dict[str, int | None]) -> list[str]:
+    """The recorded nodes of one pass against autograd's graph, paired from the roots
+    (``ids``: the values drawn on the pass's graph; ``every``: all, leaves included)."""
+    ran = {e.gid: e for e in steps if type(e) is ev.BackwardStep}
+    owned = {}
+    for e in ran.values():
+        for k, (oid, _) in enumerate(e.slots):
+            if oid >= 0:
+                owned[oid] = (e.gid, k)
+    pairs: dict[int, int] = {}  # truth node -> recorded node id
+    out = []
+    todo = []
+    for r in truth.roots:
+        first = next((e for e in steps if type(e) is ev.BackwardStep
+                      and e.grad_fn == truth.nodes[r].name and e.gid not in pairs.values()),
+                     None)
+        if first is None:
+            return [f"root {truth.nodes[r].name} was not recorded"]
+        pairs[r] = first.gid
+        todo.append(r)
+    while todo:
+        t = todo.pop()
+        gid = pairs[t]
+        node = truth.nodes[t]
+        step = ran.get(gid)
+        if step is None:
+            continue  # not run in this pass (autograd.grad runs what its inputs need)
+        if step.grad_fn != node.name:
+            out.append(f"node {gid} is {step.grad_fn}, autograd's is {node.name}")
+            continue
+        nexts = step.next_ids
+        if len(nexts) != len(node.next):
+            out.append(f"{node.name} (node {gid}) has {len(nexts)} input slots recorded, "
+                       f"{len(node.next)} in autograd")
+            continue
+        for slot, (want, got) in enumerate(zip(node.next, nexts, strict=True)):
+            if want[0] == "none":
+                if got != -1:
+                    out.append(f"{node.name} input {slot}: autograd has none, recorded {got}")
+            elif want[0] == "leaf":
+                if got != every.get(want[1]):
+                    out.append(f"{node.name} input {slot}: autograd's goes to leaf {want[1]} "
+                               f"(t{every.get(want[1])}), recorded {got}")
+            else:
+                child = want[1]
+                if child in pairs:
+                    if pairs[child] != got:
+                        out.append(f"{node.name} input {slot}: to node {got}, but that "
+                                   f"autograd node was paired with {pairs[child]}")
+                else:
+                    pairs[child] = got
+                    todo.append(child)
+    for n, (t, k) in truth.owners.items():
+        rid = ids.get(n)
+        if t not in pairs or rid is None or pairs[t] not in ran:
+            continue
+        got = owned.get(rid)
+        if got != (pairs[t], k):
+            out.append(f"{n} (t{rid}) is output {k} of {truth.nodes[t].name} (node "
+                       f"{pairs[t]}) in autograd; recorded as {got}")
+    missing = [i for i in pairs if pairs[i] not in ran]
+    del missing  # (nodes autograd.grad did not need: not run, not recorded)
+    return out
+
+
+# -- summaries ----------------------------------------------------------------------------------
+def _close(got: float | None, want: float, scale: float) -> bool:
+    if got is None:
+        return True  # (not recorded in this mode)
+    return math.isclose(got, want, rel_tol=2e-4, abs_tol=1e-5 * max(1.0, scale))
+
+
+def summary_problem(summary: Any, value: Any) -> str | None:
+    """What in ``summary`` is not ``value``'s (None: it all is)."""
+    if summary is None:
+        return "none recorded"
+    a = value.detach().numpy() if hasattr(value, "detach") else value.numpy()
+    if tuple(summary.shape) != tuple(a.shape):
+        return f"shape {summary.shape}, the tensor's is {a.shape}"
+    f = np.asarray(a, dtype=np.float64).reshape(-1)
+    nan, inf = int(np.isnan(f).sum()), int(np.isinf(f).sum())
+    if (summary.nan, summary.inf) != (nan, inf):
+        return f"NaN/Inf {summary.nan}/{summary.inf}, the tensor's {nan}/{inf}"
+    finite = f[np.isfinite(f)]
+    if not finite.size:
+        return None
+    scale = float(np.abs(finite).max())
+    want = {"norm": float(np.sqrt((finite * finite).sum())), "min": float(finite.min()),
+            "max": float(finite.max()), "mean": float(finite.mean())}
+    for k, v in want.items():
+        if not _close(getattr(summary, k), v, scale):
+            return f"{k} {getattr(summary, k)!r}, the tensor's {v!r}"
+    return None
