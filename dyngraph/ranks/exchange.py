@@ -159,7 +159,9 @@ class Exchange:
                 if elsewhere is not None:
                     return elsewhere
             for q in missing:
-                if self.store.check([f"end/{q}"]):
+                # (a rank publishes its last record, then ``end``: one that ended since the
+                # look above may have published the awaited record just before)
+                if self.store.check([f"end/{q}"]) and not self.store.check([keys[q]]):
                     return (f"rank {q} ended the script while rank {self.rank} waits "
                             f"{_at(mine)}")
             if any(self._get(f"pause/{q}") == "1" for q in missing):

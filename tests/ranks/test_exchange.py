@@ -197,3 +197,30 @@ def test_a_paused_rank_holds_the_others_past_the_timeout(stores):
     results = run(2, body)
     assert results[0][0] is None and results[1][0] is None
     assert results[0][1] > 1.0  # rank 0 waited for it, longer than the timeout
+
+
+class _EndsBetweenLooks:
+    """A store in which rank 0 publishes its last record and then ``end/0`` just after
+    rank 1 found the record missing, before rank 1 looks for ``end/0`` (the race a check
+    of DDP ranks with batches of their own sizes lost, now and then)."""
+
+    def __init__(self, store, other) -> None:
+        self.store, self.other, self.done = store, other, False
+
+    def check(self, keys):
+        if keys == ["end/0"] and not self.done:  # (rank 1 found cp/w/1/0 missing)
+            self.done = True
+            self.other.set("cp/w/1/0", Record("end", 2, "").encode(1))
+            self.other.set("end/0", "2")
+        return self.store.check(keys)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_a_rank_that_ended_in_step_just_after_a_look_is_not_called_ended(stores):
+    ex0, ex1 = exchanges(stores, 2, strict=True)
+    r = Record("backward", 1, "k")
+    run(2, lambda rank: (ex0, ex1)[rank].checkpoint("w", [0, 1], r, detail(rank, r)))
+    ex1.store = _EndsBetweenLooks(ex1.store, ex0.store)
+    assert ex1.end(Record("end", 2, ""), detail(1, r)) is None
