@@ -51,7 +51,9 @@ def _check_script(script: str) -> Path:
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
               title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
               compile: str | None = None,  # noqa: A002 - the CLI's --compile
-              **options: Any) -> int:
+              unfinished_status: int = 0, **options: Any) -> int:
+    """The debugger on ``script``; its exit status (``unfinished_status`` when the user
+    quit before the script ended)."""
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -74,6 +76,8 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
     finally:
         source.close()
         end_children()
+    if unfinished_status and not app.return_code and app.model.run_end is None:
+        return unfinished_status
     return exit_status(app.return_code, status)
 
 
@@ -118,7 +122,11 @@ def run_debug(args: argparse.Namespace) -> int:
                      export_dir=args.export_dir, breakpoints=bps,
                      backend=args.backend, compile=args.compile, pause_at_start=False,
                      title=f"{script} (rank {job.rank} of {job.world_size})",
-                     ranks_strict=True, ranks_compare=compare, ranks_hold=True)
+                     ranks_strict=True, ranks_compare=compare, ranks_hold=True,
+                     # quitting before the script ended fails the rank, so that torchrun
+                     # stops the others: they would wait for it at their next checkpoint
+                     # (or, at a divergence, stay paused) as long as the job lives
+                     unfinished_status=1)
 
 
 def run_view(args: argparse.Namespace) -> int:

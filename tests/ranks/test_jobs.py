@@ -218,3 +218,32 @@ def test_debug_rank_1_pauses_while_rank_0_waits_without_timing_out(tmp_path):
             "5 steps\n")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+@heavy
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_debug_shows_the_demos_divergence_and_quitting_there_ends_the_job(tmp_path):
+    """The debugger on rank 1 of the demo pauses at the divergence (iteration 7, the line
+    of the branch, in the status line) with its process groups' timeout (20 s) long past;
+    q there ends the whole job (the rank fails, so torchrun stops the paused rank 0)."""
+    session = f"dyngraph-ranks-demo-{os.getpid()}"
+    command = (f"{sys.executable} -m dyngraph debug --nproc 2 --rank 1 {DEMO} --timeout 20; "
+               f"echo EXIT $? > {tmp_path / 'exit'}; sleep 30")
+    subprocess.run(["tmux", "new", "-d", "-s", session, "-x", "200", "-y", "50", command],
+                   check=True, cwd=tmp_path)
+    try:
+        _wait_for(session, "held at its first checkpoint")
+        subprocess.run(["tmux", "send-keys", "-t", session, "c"], check=True)
+        screen = _wait_for(session, "ranks diverged at iteration 7")
+        named = f"rank 1 ran clamp [module] at {DEMO}:{line_of(DEMO, 'h.clamp(')}"
+        words = " ".join(screen.split())  # (the status line wraps between words)
+        assert named in words and "PAUSED divergence" in words, screen
+        time.sleep(25)  # past the timeout: rank 0 waits in the store, not in a collective
+        assert "ranks diverged at iteration 7" in _screen(session)
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "exit").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert (tmp_path / "exit").read_text().strip() == "EXIT 1"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
