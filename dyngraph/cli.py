@@ -120,6 +120,15 @@ def _ranks_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _watchdog_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--watchdog", type=float, metavar="SECONDS", default=None,
+        help="end the script, with a dump of its threads' stacks, once it has not answered "
+             "for this long (default: $DYNGRAPH_WATCHDOG or 60; 0: never). A script that "
+             "sleeps or waits still answers",
+    )
+
+
 def _compile_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compile", choices=("observe", "eager"), default=None,
@@ -172,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="cheap")
     p.add_argument("--values", choices=("none", "small"), default="none")
+    _watchdog_option(p)
     _script_args(p)
 
     p = sub.add_parser("check", help="run a script headless; fail on NaN/Inf, large gradients "
@@ -191,15 +201,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="fail on the first NaN/Inf (default: on)",
     )
+    _watchdog_option(p)
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")
+    p.add_argument("--iterations", default="all", metavar="SPEC",
+                   help="which iterations to list: e.g. 1-10,15 | 5- | -10 | last | changed "
+                        "(default: all; past 40, the first and last 20)")
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("export", help="write DOT/SVG of every iteration's graph")
     p.add_argument("-o", "--output", metavar="DIR", help="folder to write (required)")
     p.add_argument("--format", default="dot,svg")
-    p.add_argument("--iterations", default="all", help="e.g. 1-10,15 | all | changed")
+    p.add_argument("--iterations", default="all", metavar="SPEC",
+                   help="e.g. 1-10,15 | 5- | -10 | last | all | changed (a range past the "
+                        "end is cut to it)")
     p.add_argument("--graph", choices=("forward", "backward", "both"), default="forward")
     p.add_argument("--depth", type=int, default=None, help="collapse modules deeper than N")
     p.add_argument("--diff", action="store_true", help="mark changes since the previous iteration")

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from dyngraph import iterspec
 from dyngraph.capture.graph import Graph, diff_graphs
 from dyngraph.errors import UserError
 
@@ -88,6 +89,7 @@ class ExportResult:
     iterations: list[IterationInfo]
     layouts: int = 0
     files: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # ("--iterations 1-9: the trace ends ...")
 
 
 @dataclass(slots=True)
@@ -134,40 +136,36 @@ def _same(graph: Graph) -> Graph:
     return graph
 
 
-def select(spec: str | Iterable[int] | None, items: Sequence[_Item]) -> list[int]:
-    """Positions in ``items`` chosen by ``spec``: ``all``, ``changed``, ``1-10,15`` or ints."""
-    by_index = {it.index: i for i, it in enumerate(items)}
+def select(spec: str | Iterable[int] | None, items: Sequence[_Item]
+           ) -> tuple[list[int], list[str]]:
+    """Positions in ``items`` chosen by ``spec`` (``all``, ``changed``, a range spec of
+    ``dyngraph.iterspec``: ``1-10,15``, ``5-``, ``-10``, ``last``; or ints), and notes
+    on ranges cut to the trace."""
     if spec is None or spec == "all":
-        return list(range(len(items)))
+        return list(range(len(items))), []
     if spec == "changed":
-        return [i for i, it in enumerate(items) if i == 0 or items[i - 1].key != it.key]
-    wanted = parse_ranges(spec) if isinstance(spec, str) else list(spec)
-    missing = [n for n in wanted if n not in by_index]
-    if missing:
-        have = f"{items[0].index}-{items[-1].index}" if items else "none"
-        raise UserError(f"no iteration {missing[0]} in this trace (iterations: {have})")
-    return sorted({by_index[n] for n in wanted})
+        return [i for i, it in enumerate(items) if i == 0 or items[i - 1].key != it.key], []
+    by_index = {it.index: i for i, it in enumerate(items)}
+    available = sorted(by_index)
+    if isinstance(spec, str):
+        wanted, notes = iterspec.resolve(check_spec(spec), available)
+    else:
+        wanted, notes = list(spec), []
+        missing = [n for n in wanted if n not in by_index]
+        if missing:
+            raise UserError(f"no iteration {missing[0]} in this trace (it has "
+                            f"{iterspec.describe(available) or 'none'})")
+    return sorted({by_index[n] for n in wanted}), notes
 
 
-def parse_ranges(spec: str) -> list[int]:
-    """``"1-10,15"`` -> [1, ..., 10, 15]."""
-    out: list[int] = []
-    for part in spec.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                a, b = (int(x) for x in part.split("-", 1))
-                if a > b:
-                    raise ValueError
-                out.extend(range(a, b + 1))
-            else:
-                out.append(int(part))
-        except ValueError:
-            raise UserError(f"bad --iterations {spec!r}: expected e.g. 1-10,15 or all or "
-                            "changed") from None
-    if any(n < 1 for n in out):
-        raise UserError(f"bad --iterations {spec!r}: iterations are numbered from 1")
-    return out
+def check_spec(spec: str) -> tuple[iterspec.Part, ...]:
+    """``--iterations``' ranges; UserError for a spec that is none (before any work)."""
+    if spec in ("all", "changed"):
+        return ()
+    try:
+        return iterspec.parse(spec)
+    except UserError as exc:
+        raise UserError(f"{exc} (or all, changed)") from None
 
 
 def drawn_count(graph: Graph, depth: int | None) -> int:
@@ -332,7 +330,7 @@ def export_iterations(
     """
     formats = _check(formats, graph_kind, depth)
     items = _items(source)
-    chosen = select(iterations, items)
+    chosen, notes = select(iterations, items)
     if "svg" in formats:
         find_dot(dot)  # a missing binary fails here, before anything is written
     out, created = _make_folder(out_dir)
@@ -345,6 +343,7 @@ def export_iterations(
                              show_shapes=show_shapes, fold_repeats=fold_repeats, dot=dot,
                              budget=budget, max_nodes=max_nodes, index=index,
                              progress=progress)
+        result.notes = notes
         return result
     finally:
         if created and (result is None or not result.files):

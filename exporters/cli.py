@@ -21,7 +21,7 @@ from dyngraph.capture import backends
 from dyngraph.errors import UserError
 from dyngraph.textsafe import shown
 
-from .batch import FORMATS, ExportResult, export_iterations
+from .batch import FORMATS, ExportResult, check_spec, export_iterations
 
 
 def parse_formats(text: str) -> tuple[str, ...]:
@@ -103,6 +103,7 @@ def run_export(args: argparse.Namespace) -> int:
             return _export_job(job, args)
     _check_source(source)
     formats = parse_formats(args.format)
+    check_spec(args.iterations)  # (a typo is said before a script is recorded)
     if not args.output:  # before a script is recorded: '' would mean the current folder
         raise UserError("no output folder given: name one with -o DIR")
     script_args = list(getattr(args, "args", None) or [])
@@ -163,6 +164,8 @@ def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
 
 def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
     its = result.iterations
+    for note in result.notes:
+        print(f"note: {shown(note)}", file=sys.stderr)
     if not its:
         raise UserError("nothing to export: no iteration recorded any op")
     for it in its:

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import TraceFileError
 from . import events as ev
+from . import framecost
 from .decoding import (
     _ARRAY_KINDS,
     _CONVERT,
@@ -46,6 +47,7 @@ from .decoding import (
     _Bad,
     _text,
 )
+from .framecost import ITEM, NUMBER, STRING, TUPLE
 from .rows import Row
 
 KINDS = tuple(ev.EVENT_TYPES)  # a kind's code is its place here (the header's is 0)
@@ -54,6 +56,9 @@ VERSION = 3  # the frame format written: 2 before schema 3's backward-step field
 # (format, kind): the values those fields read as (see ``decoding._ADDED_FIELDS``).
 _PADDED: dict[tuple[int, str], tuple[Any, ...]] = {(2, "backward_step"): (-1, (), (), ())}
 CODES = {kind: code for code, kind in enumerate(KINDS)}
+# The kinds whose events have attributes (ops, collectives): a frame holds at most one
+# attribute object for each of its events of these kinds.
+_ATTRS_CODES = bytes(CODES[k] for k in KINDS if "attrs" in ev.FIELD_NAMES[k])
 _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
 _NONE = -1  # a summary index meaning "no summary"
@@ -337,8 +342,15 @@ def _bad(kind: str, index: int, field: str, value: Any, expected: str) -> TraceF
 class _Frame:
     """The decoded tables of one payload, for the columns to refer to."""
 
-    def __init__(self, r: _Reader, lo: int, hi: int) -> None:
+    def __init__(self, r: _Reader, lo: int, hi: int, allowance: framecost.Allowance,
+                 ops: int) -> None:
         self.r, self.lo, self.hi = r, lo, hi
+        self.allowance = allowance
+        self.charge = allowance.charge
+        self.ops = ops  # (the events that have attributes)
+        # References into the tables, counted as the columns are read: a table entry no
+        # event refers to is memory spent for nothing, and the writer makes none.
+        self.refs = {"strings": 0, "shapes": 0, "summaries": 0}
         # What holds the tuples inside others (attribute items, summaries, columns of
         # tuples ...), in the order made: held till the frame is decoded (see
         # ``decode_payload``'s ``settle``, and ``hold``).
@@ -347,6 +359,15 @@ class _Frame:
         self.shapes = self._shapes()
         self.attrs = self._attrs()
         self.sums = self._summaries()
+
+    def check_referenced(self) -> None:
+        """Every table entry is referred to by some event (or summary): at most as many
+        entries as references. (Attributes: at most one per op, checked when read.)"""
+        for what, table in (("strings", self.strings), ("shapes", self.shapes),
+                            ("summaries", self.sums[:-1])):
+            if len(table) > self.refs[what]:
+                raise TraceFileError(f"events frame holds {len(table):,} {what} but its "
+                                     f"events refer to {self.refs[what]:,}")
 
     def hold(self, made: list[Any]) -> list[Any]:
         """``made`` (a list of tuples that rows will hold), held till the frame is
@@ -359,8 +380,11 @@ class _Frame:
 
     def _strings(self) -> list[str]:
         r = self.r
-        lengths = r.column("I", None, "string lengths")
-        blob = r.raw(None, "strings")
+        data, a = r._sized("I", None, "string lengths")
+        self.charge(STRING * (len(data) // a.itemsize), "strings")  # (before the list)
+        a.frombytes(data)
+        lengths = _swap(a).tolist()
+        blob = r.block()  # (not copied: the characters are copied once, into the strs)
         if sum(lengths) != len(blob):
             raise TraceFileError("events frame's strings do not match their lengths")
         out, pos = [], 0
@@ -372,6 +396,7 @@ class _Frame:
     def _shapes(self) -> list[tuple[int, ...]]:
         r = self.r
         ndims = r.raw(None, "shape sizes")
+        self.charge(TUPLE * len(ndims) + ITEM * sum(ndims), "shapes")
         dims = r.column("q", sum(ndims), "shape dimensions")
         if ndims and max(ndims) > _MAX_DIMS:
             raise TraceFileError(f"a shape of {max(ndims)} dimensions (at most {_MAX_DIMS})")
@@ -385,7 +410,9 @@ class _Frame:
         return shapes
 
     def _attrs(self) -> list[tuple[Any, ...]]:
-        text = _text(self.r.raw(None, "attributes"))
+        text = _text(self.r.block())
+        # (twice: the JSON's objects, then the tuples made of them)
+        self.charge(2 * framecost.json_cost(text), "attributes")
         try:
             table = json.loads(text)
         except RecursionError:
@@ -394,6 +421,10 @@ class _Frame:
             raise TraceFileError(f"undecodable attributes ({exc})"[:200]) from None
         if type(table) is not list:
             raise TraceFileError("events frame's attributes are not a list")
+        if len(table) > max(self.ops, 1):  # (an empty frame's writer leaves one: "[{}]")
+            raise TraceFileError(f"events frame holds {len(table):,} attribute objects for "
+                                 f"{self.ops:,} ops and collectives (each stored once, for "
+                                 "an event that has it)")
         out: list[tuple[Any, ...]] = []
         inner = self.inner
         for d in table:
@@ -424,6 +455,10 @@ class _Frame:
 
     def _summary_part(self, n: int, full: bool) -> list[tuple[Any, ...]]:
         r = self.r
+        fields = 12 if full else 7
+        self.charge(n * (TUPLE + 8 * fields + NUMBER * (6 if full else 2)), "summaries")
+        self.refs["shapes"] += n
+        self.refs["strings"] += n
         shapes = r.column("I", n, "summary shapes")
         dtypes = r.column("I", n, "summary dtypes")
         self._index(shapes, self.shapes, "shape")
@@ -440,6 +475,7 @@ class _Frame:
         if not full:
             return list(zip(*head, stats[0], nan, inf, flags, strict=True))
         lengths = r.column("I", n, "preview lengths")
+        self.charge(ITEM * sum(lengths), "summaries' previews")
         values = r.column("d", sum(lengths), "previews")
         it = iter(values)
         # (a list first: zip makes each summary before its items, and a preview made
@@ -485,6 +521,7 @@ class _Frame:
         the k-th), checked."""
         r = self.r
         if ftype == "str":
+            self.refs["strings"] += n
             return self._indexed(self.strings, kind, name, n, where, "a string of the frame")
         if ftype == "int" or ftype == "count":
             col = r.column("q", n, name)
@@ -503,15 +540,18 @@ class _Frame:
             self._summary_refs(col, kind, name, where)
             return list(map(self.sums.__getitem__, col))
         if ftype == "shape":
+            self.refs["shapes"] += n
             return self._indexed(self.shapes, kind, name, n, where, "a shape of the frame")
         if ftype == "ids":
             lengths = r.column("I", n, f"{name} lengths")
+            self.charge(ITEM * sum(lengths), f"{kind} {name}")
             flat = r.column("q", sum(lengths), name)
             return _grouped(flat, lengths)
         if ftype == "attrs":
             return self._indexed(self.attrs, kind, name, n, where, "attributes of the frame")
         if ftype == "summaries":
             lengths = r.column("I", n, f"{name} lengths")
+            self.charge(ITEM * sum(lengths), f"{kind} {name}")
             flat = r.column("i", sum(lengths), name)
             self._summary_refs(flat, kind, name, lambda k: where(0))
             return _grouped(list(map(self.sums.__getitem__, flat)), lengths)
@@ -519,6 +559,8 @@ class _Frame:
             return r.column("d", n, name)
         if ftype == "strs":
             lengths = r.column("I", n, f"{name} lengths")
+            self.charge(ITEM * sum(lengths), f"{kind} {name}")
+            self.refs["strings"] += sum(lengths)
             flat = r.column("I", sum(lengths), name)
             if flat and max(flat) >= len(self.strings):
                 raise _bad(kind, where(0), name, max(flat), "strings of the frame")
@@ -526,6 +568,7 @@ class _Frame:
         if ftype == "updates":
             lengths = r.column("I", n, f"{name} lengths")
             total = sum(lengths)
+            self.charge((TUPLE + 2 * ITEM) * total, f"{kind} {name}")
             ids = r.column("q", total, f"{name} ids")
             norms = r.column("d", total, f"{name} norms")
             pairs = self.hold(list(zip(ids, norms, strict=True)))
@@ -536,6 +579,7 @@ class _Frame:
 
     def _summary_refs(self, col: list[int], kind: str, name: str,
                       where: Callable[[int], int]) -> None:
+        self.refs["summaries"] += len(col)
         if col and (min(col) < _NONE or max(col) >= len(self.sums) - 1):
             k = col.index(min(col) if min(col) < _NONE else max(col))
             raise _bad(kind, where(k), name, col[k], "a summary of the frame")
@@ -548,6 +592,8 @@ class _Frame:
         sizes = r.column("q", n, "array sizes")
         self._index(dtypes, self.strings, "string")
         self._index(shapes, self.shapes, "shape")
+        self.refs["strings"] += n
+        self.refs["shapes"] += n
         self.pending_arrays = (kind, name, where, dtypes, shapes, sizes)
         return [None] * n  # filled in by ``arrays`` once the blob is read (it comes last)
 
@@ -658,7 +704,9 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
         raise TraceFileError(f"malformed {KINDS[codes[k]]} event {k}: iteration is {bad}, "
                              f"expected an iteration in the frame's range {lo}..{hi}")
     _check_headers(codes, position)
-    frame = _Frame(r, lo, hi)
+    allowance = framecost.Allowance(count, len(payload))
+    allowance.charge(2 * ITEM * count, "seqs and iterations")
+    frame = _Frame(r, lo, hi, allowance, sum(map(codes.count, _ATTRS_CODES)))
     present = sorted(set(codes))
     per_kind: list[list[Row] | None] = [None] * len(KINDS)
     array_rows: list[Row] | None = None
@@ -691,6 +739,7 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
         added = _ADDED_COLUMNS.get(kind, ()) if older and kind != "header" else ()
         if added:
             names, ftypes = names[:-len(added)], ftypes[:-len(added)]
+        allowance.charge(n * (TUPLE + 2 * ITEM * (len(names) + len(pad))), f"{kind} events")
         cols: list[Any]
         if kind == "header":
             cols = _header_columns(frame, n, where, older)
@@ -705,6 +754,7 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
             array_rows = per_kind[code]
     blob = r.raw(None, "arrays")
     r.done()
+    frame.check_referenced()
     if array_rows is not None:
         arrays = frame.arrays(blob)
         per_kind[CODES["values"]] = [(*row[:4], a) for row, a in

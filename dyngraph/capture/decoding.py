@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import TraceFileError
 from . import events as ev
+from .framecost import Allowance, json_cost
 
 EVENTS_META = struct.Struct("<IIIIQ")  # count, first iteration, last iteration, flags, first seq
 _ARRAY_KINDS = "biuf"  # numeric and bool dtypes only: an object array could carry code
@@ -541,6 +542,8 @@ def decode_events_payload(payload: bytes | memoryview,
     if position is STREAM:  # our own child's channel: iterations as they come
         lo, hi = 0, _MAX_ITERATION
     text = _text(memoryview(payload)[EVENTS_META.size:])
+    # Priced before it is parsed: each event is a few dozen brackets and commas at most.
+    Allowance(count, len(payload)).charge(json_cost(text), "JSON")
     # A frame makes thousands of lists and objects that all live on (the rows until they are
     # events, the events in the caller's hands): the cyclic collector would walk them over
     # and over while they are built, for nothing, since they hold no cycles. It runs again

@@ -21,8 +21,11 @@ while the collector sorts out what is reachable, so the row is looked at before 
 are untracked and stays tracked: each level of nesting took one more collection, in an
 older generation each time, and an in-memory trace's batches reached the oldest one still
 tracked, where every full collection read every row again. Anything the recording hands
-to ``keep`` is referred to from an old list until the next collection ends, so it stays
-in place and all of it is untracked in one pass.
+to ``keep`` is referred to from an old list until a collection has run over it, so it
+stays in place and all of it is untracked in one pass. The list is trimmed at the pacing's
+checks (every ``CHECK_ROWS`` rows): what was kept before the previous check goes once a
+collection ran since, so it holds at most two checks' worth; what a recording kept last
+is let go when the next one starts.
 
 The pace is approximate: the recording's allocations are estimated (``PER_ROW`` per
 row; measured: op rows three, backward rows three or four, others one or two), the
@@ -49,16 +52,14 @@ ANCHOR_LIMIT = 1 << 16
 collector off would otherwise have them all held)."""
 
 
-# What ``keep`` was given since the last collection ended (see the module doc): one list
-# for the process's life, so it is old, cleared in place. Any recording code (the tracer,
-# a backend, the summaries) may hand it the tuples it makes for a row.
+# What ``keep`` was given (see the module doc): one list for the process's life, so it is
+# old. Any recording code (the tracer, a backend, the summaries) may hand it the tuples it
+# makes for a row. ``CollectorPacing.rows_recorded`` lets go of what has been through a
+# collection since. (Not a ``gc.callbacks`` function: Python code run by the collector is
+# where a Ctrl-C that lands during a collection is raised, and CPython swallows an
+# exception raised there: "Exception ignored in ...", and the script ran on.)
 _anchor: list[object] = []
 keep = _anchor.append
-
-
-def _collected(phase: str, info: dict[str, int]) -> None:
-    if phase == "stop":  # (what was kept has been looked at, and untracked)
-        _anchor.clear()
 
 
 def _collections() -> int:
@@ -68,7 +69,7 @@ def _collections() -> int:
 class CollectorPacing:
     """Scales ``gc`` threshold0 by the recording's share of allocations (module doc)."""
 
-    __slots__ = ("_base", "_set", "_rows", "_collections", "_count", "_factor")
+    __slots__ = ("_base", "_set", "_rows", "_collections", "_count", "_factor", "_kept")
 
     def __init__(self) -> None:
         self._base: int | None = None  # the program's threshold0; None: not pacing
@@ -77,6 +78,7 @@ class CollectorPacing:
         self._collections = 0
         self._count = 0
         self._factor = 1.0
+        self._kept = 0  # len(_anchor) at the last check
 
     @property
     def active(self) -> bool:
@@ -88,12 +90,8 @@ class CollectorPacing:
             return
         self._base = self._set = gc.get_threshold()[0]
         self._factor = 1.0
+        _anchor.clear()  # (the last recording's: collected long since, or never will be)
         self._mark(seq)
-        if _collected not in gc.callbacks:
-            # Installed once, for good: the rows of a recording's last batches are still
-            # held when it stops, and their collection comes later. (Two calls per
-            # collection; removing it from inside a collection could skip another's.)
-            gc.callbacks.append(_collected)
 
     def stop(self) -> None:
         """Recording stops: the program's threshold back, unless it set one meanwhile."""
@@ -108,19 +106,25 @@ class CollectorPacing:
         self._rows = seq
         self._collections = _collections()
         self._count = gc.get_count()[0]
+        self._kept = len(_anchor)
 
     def rows_recorded(self, seq: int) -> None:
         """The recording's row counter is now ``seq``: adjust every ``CHECK_ROWS`` rows."""
         if self._base is None or seq - self._rows < CHECK_ROWS:
             return
+        collections = _collections()
         if len(_anchor) > ANCHOR_LIMIT:  # the collector is off: do not hold on
             _anchor.clear()
+        elif collections != self._collections:
+            # A collection ran since the last check: what was kept before it has been
+            # looked at. (What came after waits for the next check: held a little longer.)
+            del _anchor[:self._kept]
         threshold = gc.get_threshold()
         if threshold[0] != self._set:  # the program set its own: that is the base now
             self._base = threshold[0]
         # Containers kept since the last check: every collection in between reset the
         # count after about threshold0 + 1 of them.
-        total = ((_collections() - self._collections) * (self._set + 1)
+        total = ((collections - self._collections) * (self._set + 1)
                  + gc.get_count()[0] - self._count)
         ours = PER_ROW * (seq - self._rows)
         theirs = max(total - ours, ours / (MAX_FACTOR - 1.0), 1.0)

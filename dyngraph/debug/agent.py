@@ -13,7 +13,9 @@ captured C-level output and flushes batches on the timer.
 
 from __future__ import annotations
 
+import gc
 import math
+import operator
 import os
 import sys
 import threading
@@ -45,11 +47,14 @@ from .inspection import InspectError, result_to_wire, view_to_wire
 from .nonfinite import ForwardChecks
 from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
+from .watchdog import Busy, pong
 
 BATCH = 512
 ABORTED = 137  # exit status after {"cmd": "abort"}: what a SIGKILL'd process shows a shell
 MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within an iteration
 FLUSH_INTERVAL = 0.05
+FLUSH_ROUNDS = 8  # what a flush queued for itself (a finalizer's print) goes in these
+OUTPUT_JOIN = 4096  # print()'s pieces are joined into one event up to this many characters
 RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
                    "continue", "run_to_line", "pause")
 INSPECT_COMMANDS = ("inspect", "eval")  # served on the paused thread, one at a time
@@ -58,6 +63,7 @@ _hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 # Rows (``dyngraph.capture.rows``) are what the agent sees: the places of the fields it
 # reads. An op row: its op, inputs, output, module, file, line, summary.
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
+_SEQ = operator.itemgetter(1)
 
 
 class Agent(ForwardChecks):
@@ -93,6 +99,13 @@ class Agent(ForwardChecks):
         self._batch = batch
         self._queue: deque[Row] = deque()
         self._flush_lock = threading.Lock()
+        self._flusher = 0  # the thread inside flush (0: none)
+        self._parked: deque[tuple[str, str]] = deque()  # output without its seq yet
+        self._taken = 0  # the newest seq a flush took from the queue
+        self._taken_iteration = 0  # and its iteration
+        self._numbering = threading.RLock()  # (see _number_parked)
+        self._outputs = False  # output queued since the last flush (to sort and join)
+        self.busy = Busy()  # the runtime's critical sections now running (the watchdog's)
         self._last_flush = time.monotonic()
         self._closing = threading.Event()
         self._handle: Any = None
@@ -195,14 +208,21 @@ class Agent(ForwardChecks):
         """Close the last iteration, send RunEnd and everything still queued."""
         if self._handle is None:
             return
-        tracer.flush_iteration()
         if self._capture is not None:
-            self._capture.drain()
+            # All of the script's output goes before RunEnd: what the collector's finalizers
+            # print from here on (this flush allocates) goes to the original fds instead.
+            self._capture.stop()
+        # The script is over: no row is being made (one Ctrl-C'd in the making never will).
+        # In the last iteration, before its end: what comes after it belongs to none.
+        self._number_parked(force=True)
+        tracer.flush_iteration()
         # After the last IterationEnd the tracer already counts the next iteration; the end
         # of the run belongs to the last one that had ops.
+        # (Output printed after an iteration's end, with no op since, is in the next one:
+        # the end is not before it.)
         iteration = tracer.iteration
         if self._seen_iteration < iteration:
-            iteration = max(1, iteration - 1)
+            iteration = max(1, iteration - 1, self._newest_iteration())
         self._queue.append(("run_end", tracer.next_seq(), iteration, status, reason))
         tracer.array_hook = None
         self._handle.remove()
@@ -211,6 +231,11 @@ class Agent(ForwardChecks):
         self._safe_handle.remove()
         self._closing.set()
         self.flush()
+
+    def _newest_iteration(self) -> int:
+        """The iteration of the newest row queued (or sent)."""
+        queue = self._queue
+        return queue[-1][2] if queue else self._taken_iteration
 
     def _on_note(self, text: str) -> None:
         """A capture backend's word about the run ("torch.compile runs eagerly ...")."""
@@ -522,6 +547,7 @@ class Agent(ForwardChecks):
         """Emit BreakpointHit, flush, and block the script until a resume command. Meanwhile
         answer questions about its frames (on this thread: user code runs where it was)."""
         self._stop = None
+        self._number_parked()  # (what the script printed before it stopped goes first)
         seq = tracer.next_seq()
         self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
         self.evaluator.begin_pause(seq, tb)
@@ -657,48 +683,138 @@ class Agent(ForwardChecks):
 
     # -- script output -------------------------------------------------------------------
     def output(self, stream: str, text: str) -> None:
-        """Called by the capture (any thread, capture lock held)."""
-        queue = self._queue
-        newline = "\n" in text
+        """The script wrote ``text`` (the capture calls this, any thread, capture lock held).
+
+        Parked, then numbered (``_number_parked``): no lock, no send. The collector runs
+        wherever Python allocates, inside a flush or inside the recording of an op, and a
+        finalizer or a warning it runs may print: that print comes here, on whatever
+        thread, and must neither wait for the flush nor take a seq while an op's is taken
+        and its row not yet queued."""
+        self._parked.append((stream, text))
         if threading.get_ident() == self._main_ident:
-            # print() writes its pieces separately: join them into one event. Only the
-            # script's thread appends events, and the lock keeps the pump from popping.
-            with self._flush_lock:
-                last = queue[-1] if queue else None
-                if (last is not None and last[0] == "output" and last[3] == stream
-                        and len(last[4]) < 4096):
-                    queue[-1] = ("output", last[1], last[2], stream, last[4] + text)
-                    text = ""
-        if text:
-            queue.append(("output", tracer.next_seq(), tracer.iteration, stream, text))
-        if newline:
-            # Lines go out at once (so output written just before a crash survives it),
-            # except in a flood: past a few flushes per 10 ms the batch and the timer take
-            # over, and a hundred thousand prints cost a few hundred sends, not 100,000.
-            now = time.monotonic()
-            if now - self._out_window > 0.01:
-                self._out_window = now
-                self._out_flushes = 0
-            if self._out_flushes < 4:
-                self._out_flushes += 1
-                self.flush()
+            self._number_parked()  # (now, unless inside an op: its place among the ops)
+
+    def _number_parked(self, force: bool = False) -> None:
+        """Queue the parked output as rows, with the next seqs, if no other row is being
+        made: every seq taken so far is queued (or sent). Otherwise later (the next print
+        of the script's thread, the next flush, the pump's tick); ``force`` at the end.
+
+        One thread numbers at a time. The script's thread waits for its turn (its output
+        must go before its next op); the others only try, and leave theirs to the thread
+        numbering now, which looks again before it leaves. Other threads number only in
+        ``flush``, where no frame goes out between their taking seqs and queueing the rows,
+        and the flush sorts by seq the rows that the script's thread queued meanwhile with
+        later seqs."""
+        main = threading.get_ident() == self._main_ident
+        while self._parked:
+            if not self._numbering.acquire(blocking=main):
+                return
+            try:
+                numbered = self._number_locked(force)
+            finally:
+                self._numbering.release()
+            if not numbered:
+                return
+
+    def _number_locked(self, force: bool) -> bool:
+        # No collection in here: the finalizers it runs could print and wait for the
+        # capture lock, held by the script's thread waiting for this one.
+        collecting = gc.isenabled()
+        if collecting:
+            gc.disable()
+        try:
+            parked = self._parked
+            n = len(parked)  # (only this thread takes from it: the numbering lock)
+            queue = self._queue
+            # From the reading of tracer.seq to its update: no call, no loop. CPython
+            # switches threads only at those, so the check and the taking of seqs are one
+            # step for every other thread.
+            seq = tracer.seq
+            newest = queue[-1][1] if queue else self._taken
+            if seq != newest and not force:
+                return False  # a row is being made: its seq is taken, the row not queued
+            tracer.seq = seq + n
+            iteration = tracer.iteration
+            self._outputs = True
+            for i in range(1, n + 1):
+                stream, text = parked.popleft()
+                queue.append(("output", seq + i, iteration, stream, text))
+            return True
+        finally:
+            if collecting:
+                gc.enable()
+
+    def output_written(self, text: str) -> None:
+        """After the capture let go of its lock: lines go out at once (so output written
+        just before a crash survives it), except in a flood: past a few flushes per 10 ms
+        the batch and the timer take over, and a hundred thousand prints cost a few
+        hundred sends, not 100,000."""
+        if "\n" not in text:
+            return
+        now = time.monotonic()
+        if now - self._out_window > 0.01:
+            self._out_window = now
+            self._out_flushes = 0
+        if self._out_flushes < 4:
+            self._out_flushes += 1
+            self.flush()
 
     # -- the channel -----------------------------------------------------------------------
     def flush(self) -> None:
-        """Send everything queued, in order, as one frame."""
+        """Send everything queued, in order.
+
+        One thread sends at a time (the flush lock). What a thread queues while inside its
+        own flush (a finalizer that prints, run by the collector while the batch is
+        encoded) goes out with the next round of that same flush: a flush never waits for
+        itself. Output never takes the flush lock (``output``): no lock is shared by the
+        flush and the output path."""
         if self.detached:
             return
-        with self._flush_lock:
-            queue = self._queue
-            n = len(queue)
-            if not n:
-                return
-            batch = [queue.popleft() for _ in range(n)]
-            self._last_flush = time.monotonic()
-            try:
-                self.channel.send(tracefile.encode_rows(batch))
-            except ChannelClosed:
-                _hard_exit(1)  # the session is gone; a run nobody watches must not go on
+        me = threading.get_ident()
+        if self._flusher == me:
+            return
+        token = self.busy.begin("a flush of events")
+        try:
+            with self._flush_lock:
+                self._flusher = me
+                try:
+                    for _ in range(FLUSH_ROUNDS):
+                        self._number_parked()
+                        if not self._queue:
+                            break
+                        self._send_batch()
+                finally:
+                    self._flusher = 0
+        finally:
+            self.busy.end(token)
+
+    def _send_batch(self) -> None:
+        """Send what is queued now, as one frame."""
+        queue = self._queue
+        n = len(queue)
+        batch: list[Row] = []
+        try:
+            while len(batch) < n:
+                batch.append(queue.popleft())
+            if self._outputs:
+                self._outputs = False
+                batch.sort(key=_SEQ)  # (rows queued by two threads: see _number_parked)
+                self._taken = max(self._taken, batch[-1][1])  # (before joining: seqs go)
+                batch = _joined(batch)
+            else:
+                self._taken = max(self._taken, batch[-1][1])
+            self._taken_iteration = batch[-1][2]
+            data = tracefile.encode_rows(batch)
+        except BaseException:
+            # Ctrl-C (or anything) before the frame went out: the rows go back, in order,
+            # ahead of whatever was queued meanwhile.
+            queue.extendleft(reversed(batch))
+            raise
+        self._last_flush = time.monotonic()
+        try:
+            self.channel.send(data)
+        except ChannelClosed:
+            _hard_exit(1)  # the session is gone; a run nobody watches must not go on
 
     def send_message(self, message: dict[str, Any]) -> None:
         try:
@@ -768,6 +884,8 @@ class Agent(ForwardChecks):
             self.send_message({"reply": cmd, "request": msg.get("request"),
                                "error": "the script is running: its variables can be read "
                                         "only while it is paused"})
+        elif cmd == "ping":  # the session's watchdog (see watchdog.py)
+            self.send_message(pong(self.busy, msg))
         elif cmd == "interrupt_eval":
             self.evaluator.interrupt()
         elif cmd == "abort":  # a session that cannot signal us (another machine) ends us so
@@ -791,6 +909,22 @@ def _module_text(path: str | None, cls: str) -> str:
     if cls:  # the outermost module has no path of its own
         return f" (in the top-level {cls})"
     return ""
+
+
+def _joined(batch: list[Row]) -> list[Row]:
+    """``print`` writes its pieces separately ("loss", " ", "0.5", "\\n"): consecutive output
+    rows of one stream become one event (up to ``OUTPUT_JOIN`` characters), with the
+    first piece's seq."""
+    joined: list[Row] = []
+    last: Row | None = None
+    for r in batch:
+        if (r[0] == "output" and last is not None and last[0] == "output"
+                and last[3] == r[3] and len(last[4]) < OUTPUT_JOIN):
+            last = joined[-1] = (*last[:4], last[4] + r[4])
+            continue
+        joined.append(r)
+        last = r
+    return joined
 
 
 def _describe(r: Row) -> str:

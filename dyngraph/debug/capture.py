@@ -18,8 +18,10 @@ import threading
 from collections.abc import Callable
 
 from .channel import readable
+from .watchdog import Busy
 
 Emit = Callable[[str, str], None]  # (stream, text)
+Written = Callable[[str], None]  # (text)
 
 
 class CapturedStream(io.TextIOBase):
@@ -91,12 +93,24 @@ class OutputCapture:
     """Redirect fds 1 and 2 into pipes and ``sys.stdout``/``sys.stderr`` into ``emit``.
 
     ``emit(stream, text)`` is called with the capture lock held, in the order the script
-    wrote. ``fds`` are the pipes' read ends for a ``poll`` in the pump thread, which calls
+    wrote: it must only queue the text, never wait for anything (another thread may be
+    waiting for the capture lock while holding what ``emit`` would wait for).
+    ``written(text)`` is called after the lock is let go, to send what was queued.
+    ``fds`` are the pipes' read ends for a ``poll`` in the pump thread, which calls
     ``drain()``.
+
+    The lock is reentrant: a finalizer that the collector runs while this thread is
+    inside ``write`` (allocating) prints here again. Such a nested write does not drain
+    the pipes (the outer one is in the middle of that), so nothing is reordered.
     """
 
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, written: Written | None = None,
+                 busy: Busy | None = None) -> None:
         self._emit = emit
+        self._written = written
+        self._busy = busy or Busy()
+        self._draining = False
+        self._stopped = False
         self._lock = threading.RLock()
         self._pipes: dict[int, tuple[str, int]] = {}
         self._decoders: dict[str, codecs.IncrementalDecoder] = {}
@@ -121,20 +135,46 @@ class OutputCapture:
         sys.stderr = sys.__stderr__ = CapturedStream(self, "stderr", 2)  # type: ignore
 
     def write(self, stream: str, text: str) -> None:
-        with self._lock:
-            self._drain_locked()
-            self._emit(stream, text)
+        if self._stopped:  # (a logging handler that kept the stream, a finalizer at exit)
+            original = self._saved_streams[0 if stream == "stdout" else 1]
+            try:
+                original.write(text)  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                pass
+            return
+        token = self._busy.begin("a write of the script's output")
+        try:
+            with self._lock:
+                drained = self._drain_locked()
+                self._emit(stream, text)
+        finally:
+            self._busy.end(token)
+        if self._written is not None:
+            self._written(drained or text)
 
     def drain(self) -> None:
         """Hand over whatever C-level output is waiting in the pipes (never blocks)."""
         with self._lock:
-            self._drain_locked()
+            drained = self._drain_locked()
+        if drained and self._written is not None:
+            self._written(drained)
 
-    def _drain_locked(self) -> None:
+    def _drain_locked(self) -> str:
+        """Emit what the pipes hold; returns a newline if any line was emitted, else ""."""
+        if self._draining:
+            return ""
+        self._draining = True
+        try:
+            return self._drain_pipes()
+        finally:
+            self._draining = False
+
+    def _drain_pipes(self) -> str:
         try:  # one cheap syscall when, as usual, nothing is waiting
             ready = readable(self.fds, 0)
         except OSError:
-            return
+            return ""
+        newline = ""
         for r in ready:
             name = self._pipes[r][0]
             while True:
@@ -149,6 +189,9 @@ class OutputCapture:
                 text = self._decoders[name].decode(data)
                 if text:
                     self._emit(name, text)
+                    if "\n" in text:
+                        newline = "\n"
+        return newline
 
     def detach(self) -> None:
         """In a forked worker: let go of the pipes' read ends (the parent process drains
@@ -160,6 +203,7 @@ class OutputCapture:
                 pass
         self._pipes.clear()
         self.fds = ()
+        self._stopped = True  # (our streams write to fds 1 and 2 now: the pipes)
 
     def stop(self) -> None:
         """Drain everything and give the process its original fds and streams back."""
@@ -167,6 +211,7 @@ class OutputCapture:
             return
         self.drain()
         sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = self._saved_streams  # type: ignore
+        self._stopped = True  # (what still writes to our streams goes to the original ones)
         for fd, saved in self._saved:
             os.dup2(saved, fd)
             os.close(saved)

@@ -9,6 +9,7 @@ end to the child as an inherited fd (``fd:N``); ``host:port`` connects over TCP 
 from __future__ import annotations
 
 import select
+import signal
 import socket
 import threading
 from collections.abc import Sequence
@@ -31,6 +32,13 @@ def readable(fds: Sequence[int], timeout: float) -> list[int]:
     except InterruptedError:
         return []
 
+# Signals a Python handler may be set for (Ctrl-C, a terminal closing, a timer): blocked in
+# the main thread while it writes a frame (see ``Channel.send``). Faults and SIGUSR1 (the
+# faulthandler stack dump a stuck child is asked for) are left alone.
+_DEFERRED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGALRM,
+             signal.SIGUSR2, signal.SIGCHLD, signal.SIGWINCH}
+
+
 class ChannelClosed(Exception):
     """The other end went away."""
 
@@ -40,7 +48,10 @@ class Channel:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self._send_lock = threading.Lock()
+        # Reentrant: Python code can run on a thread holding it only between two whole
+        # frames (the collector's finalizers, a signal handler), and what it sends there
+        # is a whole frame too. Waiting for itself, that thread would hang for good.
+        self._send_lock = threading.RLock()
         for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
             try:
                 sock.setsockopt(socket.SOL_SOCKET, opt, _BUFFER)
@@ -49,10 +60,23 @@ class Channel:
         self.closed = False
 
     def send(self, data: bytes) -> None:
-        """Send whole frames; raises ChannelClosed if the other end is gone."""
+        """Send whole frames; raises ChannelClosed if the other end is gone.
+
+        On the main thread, the signals that may have Python handlers are held back while
+        the bytes go out: a handler run inside ``sendall`` (on EINTR) that raised
+        (KeyboardInterrupt) would leave half a frame on the channel, which the other end
+        can only take as garbage. They are delivered right after."""
+        main = threading.current_thread() is threading.main_thread()
         try:
             with self._send_lock:
-                self.sock.sendall(data)
+                if main:
+                    held = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+                    try:
+                        self.sock.sendall(data)
+                    finally:
+                        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                else:
+                    self.sock.sendall(data)
         except OSError as exc:
             self.closed = True
             raise ChannelClosed(str(exc)) from None

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which
     # the session keeps): the way to see where a stuck run is.
     faulthandler.register(signal.SIGUSR1, file=os.fdopen(os.dup(2), "w"), all_threads=True)
-    capture = OutputCapture(agent.output)
+    capture = OutputCapture(agent.output, agent.output_written, agent.busy)
     capture.start()
     if config.get("script_breakpoints", True):
         hooks.agent = agent

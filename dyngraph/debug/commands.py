@@ -24,6 +24,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from .. import iterspec
 from ..capture import events as ev
 from ..errors import UserError
 from ..textsafe import literal, shown
@@ -254,7 +255,7 @@ def run_record(args: argparse.Namespace) -> int:
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            compile=args.compile,
+                            compile=args.compile, watchdog=args.watchdog,
                             ranks_compare=getattr(args, "ranks_compare", True))
     out, err = sys.stdout, sys.stderr
     # (the ranks of a job share one terminal: a status line each would overwrite the others)
@@ -369,7 +370,7 @@ def run_check(args: argparse.Namespace) -> int:
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            compile=args.compile,
+                            compile=args.compile, watchdog=args.watchdog,
                             ranks_compare=getattr(args, "ranks_compare", True))
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0, "compile": 0}
@@ -477,6 +478,8 @@ def run_summary(args: argparse.Namespace) -> int:
     from ..capture.traces import read_trace
 
     path = args.trace
+    spec = getattr(args, "iterations", "all") or "all"
+    parts = iterspec.parse(spec) if spec not in ("all", "changed") else ()
     from ..ranks import jobtrace
 
     job = jobtrace.read(path)  # the rank files of a torchrun job: all of them
@@ -491,6 +494,14 @@ def run_summary(args: argparse.Namespace) -> int:
         raise UserError(f"{path} is a directory, not a trace file")
     trace = read_trace(path)
     rows, totals = summarize_trace(trace.events)
+    if spec == "changed":
+        rows = [r for i, r in enumerate(rows) if i == 0 or r["changed"]]
+    elif parts:
+        wanted, notes = iterspec.resolve(parts, [r["iteration"] for r in rows])
+        for note in notes:
+            _stderr().print(f"dyngraph summary: note: {shown(note)}")
+        chosen = set(wanted)
+        rows = [r for r in rows if r["iteration"] in chosen]
     console = _console()
     header = trace.header
     if header is not None:

@@ -47,6 +47,7 @@ from .inspection import (
     result_from_wire,
     view_from_wire,
 )
+from .watchdog import DEFAULT_LIMIT, Watchdog, stack_dump, watchdog_limit
 
 # After the child closed the channel it is about to exit; past this, it is killed.
 EXIT_GRACE = 5.0
@@ -112,7 +113,7 @@ class Session:
 
     def __init__(self, proc: subprocess.Popen[bytes], channel: Any, script: str,
                  args: Sequence[str], breakpoints: dict[int, Breakpoint],
-                 stderr_file: Any) -> None:
+                 stderr_file: Any, watchdog: float = DEFAULT_LIMIT) -> None:
         self.script = script
         self.args = tuple(args)
         self._proc = proc
@@ -136,6 +137,10 @@ class Session:
         self.run_end: ev.RunEnd | None = None
         # Set when another rank of the job found that the ranks diverged (dyngraph.ranks)
         self.divergence = ""
+        # Why the child was ended as stuck (watchdog.py), and the stacks of its threads then
+        self.stuck = ""
+        self.stacks = ""
+        self._dog = Watchdog(watchdog, proc.pid, self._send)
         self.last_seq = 0
         self.iteration = 1
         self.events_received = 0
@@ -152,8 +157,8 @@ class Session:
               script_breakpoints: bool = True, python: str | None = None,
               env: dict[str, str] | None = None, backend: str = "auto",
               compile: str | None = None,  # noqa: A002 - the CLI's --compile
-              ranks_strict: bool = False, ranks_compare: bool = True,
-              ranks_hold: bool = False) -> Session:
+              watchdog: float | None = None, ranks_strict: bool = False,
+              ranks_compare: bool = True, ranks_hold: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -164,13 +169,16 @@ class Session:
         for ``fetch_values`` (see ``dyngraph.debug.values``). ``backend`` is ``"auto"``
         (the numpy engine, and PyTorch once the script imports it), ``"torch"`` or
         ``"dyngraph"`` (see ``dyngraph.capture.backends``); ``compile`` is ``"observe"``
-        (the default) or ``"eager"`` (see ``dyngraph.compile_lane``). In a rank of a
-        torchrun job, ``ranks_strict`` makes every checkpoint wait for every rank (a
+        (the default) or ``"eager"`` (see ``dyngraph.compile_lane``). A child that stops
+        answering for ``watchdog`` seconds (``dyngraph.debug.watchdog``; 0: never; default:
+        ``$DYNGRAPH_WATCHDOG`` or 60) is ended, its threads' stacks in ``stacks``. In a rank
+        of a torchrun job, ``ranks_strict`` makes every checkpoint wait for every rank (a
         debugger's pause holds the others), ``ranks_hold`` pauses at the first checkpoint
         (where the others wait for it) and ``ranks_compare=False`` compares nothing across
         ranks (see ``dyngraph.ranks``). Raises UserError for a missing script, a directory,
-        a syntax error, or ``backend="torch"`` without PyTorch.
+        a syntax error, a negative watchdog, or ``backend="torch"`` without PyTorch.
         """
+        watchdog = watchdog_limit(watchdog)
         backends.check(backend)
         if stats not in ("full", "cheap", "none"):
             raise UserError(f"stats must be full, cheap or none, not {stats!r}")
@@ -198,7 +206,7 @@ class Session:
             raise UserError(f"cannot start {command[0]}: {exc.strerror or exc}") from None
         finally:
             child_sock.close()
-        session = cls(proc, channel, path, args, bps, stderr_file)
+        session = cls(proc, channel, path, args, bps, stderr_file, watchdog)
         session._send({
             "cmd": "start", "stats": stats, "values": values,
             "breakpoints": [bp.to_dict() for bp in bps.values()],
@@ -442,6 +450,10 @@ class Session:
         try:
             while True:
                 data = self._channel.recv(0.2)
+                if not self.stuck:
+                    reason = self._dog.tick()
+                    if reason:
+                        self._end_stuck(reason)
                 if data is None:
                     if self._proc.poll() is not None:
                         break  # exited, yet something it forked still holds the channel
@@ -472,6 +484,7 @@ class Session:
                                            pause=hit.seq)
             elif t is ev.Header:
                 self.header = e  # type: ignore[assignment]
+                self._dog.armed = True  # (the child's command thread runs from now on)
             elif t is ev.ExceptionRaised:
                 self.exception = e  # type: ignore[assignment]
             elif t is ev.RunEnd:
@@ -491,11 +504,28 @@ class Session:
             text = str(msg.get("text", ""))
             if text and text not in self.notes:
                 self.notes.append(text)
+        elif msg.get("reply") == "ping":
+            reason = self._dog.answered(msg)
+            if reason and not self.stuck:
+                self._end_stuck(reason)
         elif "reply" in msg:
             slot = self._replies.get(msg.get("request", -1))
             if slot is not None:
                 slot[1].append(msg)
                 slot[0].set()
+
+    def _stuck_text(self) -> str:
+        stacks = self.stacks or "(no stack dump came: faulthandler could not answer)"
+        ours = (" This is a bug in dyngraph: please report it with these stacks."
+                if self._dog.blamed_us else "")
+        return (f"\ndyngraph: the script stopped answering: {self.stuck}. It was ended.{ours} "
+                f"Its threads, innermost call first:\n{stacks}\n")
+
+    def _end_stuck(self, reason: str) -> None:
+        """The child stopped answering: take its threads' stacks, then kill it."""
+        self.stuck = reason
+        self.stacks = stack_dump(self._proc.pid, self._stderr)
+        self._signal(signal.SIGKILL)
 
     def _finish(self, problem: str) -> None:
         try:
@@ -503,7 +533,9 @@ class Session:
         except subprocess.TimeoutExpired:
             self._signal(signal.SIGKILL)
             status = self._proc.wait()
-        if self._aborted:
+        if self.stuck:
+            reason = "not answering"
+        elif self._aborted:
             reason = "aborted"
         elif self.run_end is not None:
             reason = self.run_end.reason
@@ -512,12 +544,18 @@ class Session:
         else:
             reason = "exited"
         description = _describe_exit(status, reason)
-        if self.header is None and not self._aborted:
+        if self.stuck:
+            description = f"ended: it stopped answering ({self.stuck})"
+        elif self.header is None and not self._aborted:
             tail = self._stderr_tail()
             description = f"the child failed to start ({tail or description})"
         if problem:
             description += f"; {problem}"
         if self.run_end is None:
+            if self.stuck:  # said where the script's own output is read: pane, terminal, trace
+                self.last_seq += 1
+                self._queue.put([ev.ScriptOutput(self.last_seq, self.iteration, "stderr",
+                                                 self._stuck_text())])
             # Nobody else will say the run ended: a signal, an abort, a failed start.
             end = ev.RunEnd(self.last_seq + 1, self.iteration, status, reason)
             self.run_end = end
@@ -547,6 +585,8 @@ def _signal_name(number: int) -> str:
 def _describe_exit(status: int, reason: str) -> str:
     if reason == "aborted":
         return "aborted"
+    if reason == "not answering":
+        return "ended: it stopped answering"
     if status < 0:
         return f"killed by {_signal_name(-status)}"  # the number depends on who reports it
     return f"exited with status {status}" + (f" ({reason})" if reason not in ("exit",

@@ -119,3 +119,15 @@ def test_a_rank_header_round_trips_in_both_formats() -> None:
     for encode in (tf.encode_events, tf.encode_events_json):
         payload = encode([header])[tf.FRAME_HEADER.size:]
         assert tf.decode_events_payload(payload) == [header]
+
+
+def test_collectives_attributes_are_counted_with_the_ops_ones() -> None:
+    """A frame's attribute objects are at most one per event that has attributes: ops and
+    collectives alike (a frame of rank traces holding a collective's attributes beside an
+    op's was refused as damaged)."""
+    events = [ev.Op(seq=1, iteration=1, op="mul", attrs={"alpha": 2}),
+              ev.Collective(seq=2, iteration=1, op="all_reduce", group="w", group_seq=1,
+                            attrs={"op": "SUM", "group_size": 2}),
+              ev.Collective(seq=3, iteration=1, op="broadcast", attrs={"src": 0})]
+    payload = tf.encode_events(events)[tf.FRAME_HEADER.size:]
+    assert tf.decode_events_payload(payload, 1) == events

@@ -80,7 +80,14 @@ class ColumnMutator(fz.Mutator):
             self.block_value, self.block_value, self.block_value, self.block_size,
             self.block_order, self.row_field, self.row_field, self.column_metadata,
             self.frame_order, self.truncate, self.bit_flips, self.corrupt_length,
+            self.amplify,
         ]
+
+    def amplify(self, rng: random.Random) -> tuple[bytes, str]:
+        """A frame grown to cost memory out of proportion to its events (``Amplifier``)."""
+        if not hasattr(self, "_amplifier"):
+            self._amplifier = Amplifier(self.data)
+        return self._amplifier.mutation(rng)
 
     def _pick_frame(self, rng: random.Random) -> tuple[int, bytes, list[bytes]]:
         i = rng.randrange(len(self.versions))
@@ -193,3 +200,113 @@ class ColumnMutator(fz.Mutator):
         elif how == "json frame among columns":  # a column payload labelled format 1
             frames[i] = (frames[i][0], tf.JSON_VERSION, frames[i][2])
         return join_versions(frames), f"{how} at frame {i}"
+
+
+# -- frames that would cost memory out of proportion to their events -------------------------
+# The blocks of a column payload, by place (docs/trace-format.md): the tables.
+STRING_LENGTHS, STRINGS, SHAPE_SIZES, SHAPE_DIMS, ATTRIBUTES, SUMMARY_FORMS = 3, 4, 5, 6, 7, 8
+CHEAP_COLUMNS = range(9, 16)  # shapes, dtypes, norms, norm mask, NaN, Inf, sampled
+
+
+def amplifiers(data: bytes, size: int = 6 << 20) -> list[tuple[str, bytes]]:
+    """(name, trace) pairs: a real format-2 trace (``data``: its header frame, then a frame
+    of ops) with its second frame grown to about ``size`` bytes in a way that costs Python
+    objects out of proportion to its events: each a shape of issue 23's crafted 69 MB
+    trace of 4 events that took 4.5 GB. A reader must refuse each, or hold it in memory
+    in proportion to its events."""
+    grow = Amplifier(data)
+    return [(name, make(size)) for name, make in grow.shapes.items()]
+
+
+class Amplifier:
+    """The shapes of ``amplifiers``, one by one: ``shapes[name](size)`` is a trace."""
+
+    def __init__(self, data: bytes) -> None:
+        self.versions = split_versions(data)[:2]
+        self.payload = self.versions[1][2]
+        self.meta, self.parts = blocks(self.payload)
+        self.shapes = {
+            "issue 23: 4 events, attributes of nested lists": self.four_events,
+            "attributes: a list of empty lists": self.empty_lists,
+            "attributes: deep entries nobody refers to": self.deep_entries,
+            "attributes: a long list of numbers": self.numbers,
+            "attributes: nested past the limit": self.too_deep,
+            "strings nobody refers to": self.strings,
+            "shapes nobody refers to": self.shapes_table,
+            "summaries nobody refers to": self.summaries,
+            "an op with millions of inputs": self.inputs,
+        }
+
+    def mutation(self, rng: random.Random) -> tuple[bytes, str]:
+        """One shape at a size a fuzz case can afford (for ``ColumnMutator``)."""
+        name = rng.choice(sorted(self.shapes))
+        size = rng.choice([1 << 16, 1 << 19, 1 << 21])
+        return self.shapes[name](size), f"{name}, {size:,} bytes"
+
+    def _trace(self, parts: list[bytes], meta: bytes | None = None) -> bytes:
+        payload = assemble(self.meta if meta is None else meta, parts)
+        return join_versions([self.versions[0], (tf.EVENTS, V2, payload)])
+
+    def _attrs(self, extra: bytes) -> bytes:
+        """The frame with ``extra`` (JSON text) added to its attributes table."""
+        attrs = bytes(self.parts[ATTRIBUTES])[:-1]
+        return self._trace(_with(self.parts, ATTRIBUTES, attrs + b"," + extra + b"]"))
+
+    def four_events(self, size: int) -> bytes:
+        rows = tf.decode_rows_payload(self.payload)
+        first = next(i for i, r in enumerate(rows) if r[0] == "op")
+        four = [r for r in rows[first:] if r[2] == rows[first][2]][:4]
+        payload = columns.encode_payload(four, 0)
+        meta, parts = blocks(payload)
+        meta = fz.META.pack(4, four[0][2], four[-1][2], 0, four[0][1])
+        nested = b'{"a":[' + b"[]," * (size // 3) + b"[]]}"
+        parts[ATTRIBUTES] = bytes(parts[ATTRIBUTES])[:-1] + b"," + nested + b"]"
+        return join_versions([self.versions[0], (tf.EVENTS, V2, assemble(meta, parts))])
+
+    def empty_lists(self, size: int) -> bytes:
+        return self._attrs(b'{"a":[' + b"[]," * (size // 3) + b"[]]}")
+
+    def deep_entries(self, size: int) -> bytes:
+        deep = b'{"a":[[[[[[[[0]]]]]]]]},'
+        return self._attrs(deep * (size // len(deep)) + b"{}")
+
+    def numbers(self, size: int) -> bytes:
+        return self._attrs(b'{"a":[' + b"1000," * (size // 5) + b"0]}")  # (an int each)
+
+    def too_deep(self, size: int) -> bytes:
+        depth = min(size // 2, 100_000)
+        return self._attrs(b'{"a":' + b"[" * depth + b"]" * depth + b"}")
+
+    def strings(self, size: int) -> bytes:
+        n, parts = size // 5, self.parts
+        parts = _with(parts, STRING_LENGTHS, parts[STRING_LENGTHS] + struct.pack("<I", 1) * n)
+        return self._trace(_with(parts, STRINGS, parts[STRINGS] + b"x" * n))
+
+    def shapes_table(self, size: int) -> bytes:
+        n, parts = size // 9, self.parts
+        parts = _with(parts, SHAPE_SIZES, parts[SHAPE_SIZES] + b"\x01" * n)
+        return self._trace(_with(parts, SHAPE_DIMS, parts[SHAPE_DIMS]
+                                 + struct.pack("<q", 1000) * n))
+
+    def summaries(self, size: int) -> bytes:
+        n = size // 34
+        parts = _with(self.parts, SUMMARY_FORMS, self.parts[SUMMARY_FORMS] + b"\x06" * n)
+        items = (struct.pack("<I", 0), struct.pack("<I", 0), struct.pack("<d", 0.5), b"",
+                 struct.pack("<q", 0), struct.pack("<q", 0), b"\x00")
+        for block, item in zip(CHEAP_COLUMNS, items, strict=True):
+            parts = _with(parts, block, parts[block] + item * n)
+        return self._trace(parts)
+
+    def inputs(self, size: int) -> bytes:
+        rows = [list(r) for r in tf.decode_rows_payload(self.payload)]
+        op = next(r for r in rows if r[0] == "op")
+        op[4] = tuple(range(1000, 1000 + size // 8))
+        payload = columns.encode_payload([tuple(r) for r in rows], 0)
+        return join_versions([self.versions[0],
+                              (tf.EVENTS, V2, self.meta + payload[len(self.meta):])])
+
+
+def _with(parts: list[bytes], block: int, value: bytes) -> list[bytes]:
+    new = list(parts)
+    new[block] = value
+    return new

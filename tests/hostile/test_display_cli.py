@@ -103,6 +103,13 @@ def test_summary_shows_no_raw_escape_from_a_hostile_trace(traces: dict[str, Path
     assert f"{ESCAPED}.weight" in result.stdout  # shown, visibly, as the name it is
 
 
+def test_summary_shows_invisible_characters_in_names(traces: dict[str, Path]) -> None:
+    """Issue 23: ``enc\\u200b.weight`` showed as ``enc.weight``."""
+    result = dyngraph("summary", str(traces["clean"]))
+    assert "enc\\u200b\\u200f.weight" in result.stdout
+    assert "\u200b" not in result.stdout and "\u200f" not in result.stdout
+
+
 def test_exception_with_escapes_is_shown_escaped(tmp_path: Path) -> None:
     trace = tmp_path / "t.dgtrace"
     result = dyngraph("record", "-o", str(trace), str(SCRIPT), "--raise", "escape")

@@ -28,8 +28,11 @@ import dyngraph
 SCRIPT = Path(__file__).parent / "scripts" / "display_names.py"
 SIZE = (200, 60)
 ESCAPED = "\\x1b]0;pwned\\x07"
-# Anything a terminal would act on: C0, DEL, C1 (screen_text joins rows with newlines).
-CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+INVISIBLE = "enc\\u200b\\u200f"  # how the module named enc ZWSP RLM must read (issue 23)
+# Anything a terminal would act on or draw as nothing: C0, DEL, C1 (screen_text joins rows
+# with newlines), and the format characters (Unicode category Cf).
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e"
+                     "\u2060-\u206f\ufeff]")
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +87,7 @@ def test_every_step_of_a_hostile_trace_shows_names_literally(trace_path: Path) -
     assert "[/enc]" in everything and "[/enc]w" in everything  # canvas, timeline, inspector
     assert "[/enc].weight" in everything
     assert ESCAPED in everything and f"{ESCAPED}.weight" in everything
+    assert f"{INVISIBLE}.weight" in everything  # showed as "enc.weight"
     assert "module  [/enc]" in everything  # the inspector's table (crashed with MarkupError)
     assert "KeyError: '[/]'" in everything  # the timeline row and the status line
     assert "FINISHED" in screens[-1] and "raised KeyError: '[/]'" in screens[-1]
@@ -103,6 +107,7 @@ def test_output_pane_shows_the_scripts_escapes_and_brackets(trace_path: Path) ->
 
     text = asyncio.run(run())
     assert f"expected shape [batch, seq] {ESCAPED}\\x1b[2J ['[/]', '--raise', 'markup']" in text
+    assert f"invisible {INVISIBLE}.weight \\u2066isolated\\u2069 \\u061c" in text
     assert "! KeyError: '[/]'" in text  # the recorded traceback, on stderr
     assert_safe(text)
 

@@ -101,12 +101,18 @@ class Mutator:
             self.field_type, self.field_type, self.field_type, self.summary_part,
             self.nesting, self.row_shape, self.kind_swap, self.metadata, self.metadata,
             self.structure, self.values_array, self.truncate, self.bit_flips,
-            self.corrupt_length,
+            self.corrupt_length, self.amplify,
         ]
 
     def make(self, case: int) -> tuple[bytes, str]:
         rng = random.Random(self.seed * 1_000_003 + case)
         return rng.choice(self.mutations)(rng)
+
+    def amplify(self, rng: random.Random) -> tuple[bytes, str]:
+        """An op row grown to cost memory out of proportion to its events (``AMPLIFIED``)."""
+        name = rng.choice(sorted(AMPLIFIED))
+        size = rng.choice([1 << 16, 1 << 19, 1 << 21])
+        return amplified(self.data, name, size), f"{name}, {size:,} bytes"
 
     def _pick(self, rng: random.Random) -> tuple[int, list[int], Any]:
         i = rng.randrange(len(self.frames))
@@ -421,3 +427,32 @@ def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3,
         frames.append(batch)
     path.write_bytes(b"".join(tf.encode_events_json(f) for f in frames))
     return path
+
+
+# -- frames that would cost memory out of proportion to their events -------------------------
+def amplifiers(data: bytes, size: int = 6 << 20) -> list[tuple[str, bytes]]:
+    """(name, trace) pairs: a real format-1 trace (``data``) with one op row of its second
+    frame grown to about ``size`` bytes of JSON that costs Python objects out of
+    proportion (``columnfuzz.amplifiers`` for format 2)."""
+    return [(name, amplified(data, name, size)) for name in AMPLIFIED]
+
+
+# (the op row's field, and its JSON text of about ``size`` bytes)
+AMPLIFIED: dict[str, tuple[int, Callable[[int], str]]] = {
+    "json attributes: a list of empty lists":
+        (9, lambda size: '{"a":[' + "[]," * (size // 3) + "[]]}"),
+    "json attributes: a long list of numbers":
+        (9, lambda size: '{"a":[' + "1000," * (size // 5) + "0]}"),
+    "json: an op with millions of inputs": (4, lambda size: "[" + "1000," * (size // 5) + "0]"),
+    "json: a shape of millions of dimensions": (6, lambda size: "[" + "1," * (size // 2) + "1]"),
+}
+
+
+def amplified(data: bytes, name: str, size: int) -> bytes:
+    frames = split(data)[:2]
+    meta, rows = parse(frames[1][1])
+    op = next(i for i, r in enumerate(rows) if r[0] == "op")
+    field, text = AMPLIFIED[name]
+    crafted = [list(r) for r in rows]
+    crafted[op][field] = HOLE
+    return join([frames[0], (tf.EVENTS, events_payload(tuple(meta), crafted, [text(size)]))])
