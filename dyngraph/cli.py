@@ -112,6 +112,19 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _ranks_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--nproc", type=int, metavar="N", default=None,
+        help="run the script as N ranks of a torchrun job on this machine (through "
+             "torch.distributed.run); under torchrun already, each rank is detected itself",
+    )
+    p.add_argument(
+        "--ranks-may-differ", dest="ranks_compare", action="store_false",
+        help="in a job, compare nothing across ranks (their graphs differ by design, as "
+             "pipeline stages do); traces and collectives are still recorded per rank",
+    )
+
+
 def _watchdog_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--watchdog", type=float, metavar="SECONDS", default=None,
@@ -131,6 +144,7 @@ def _compile_option(p: argparse.ArgumentParser) -> None:
 
 
 def _script_args(p: argparse.ArgumentParser) -> None:
+    _ranks_options(p)
     _backend_option(p)
     _compile_option(p)
     p.add_argument("script", help="the Python script to run")
@@ -152,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("debug", help="step through a script's graph in the terminal debugger")
     p.add_argument("--export-dir", metavar="DIR", help="export every iteration's graph to DIR")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="full")
+    p.add_argument("--rank", type=int, metavar="N", default=0,
+                   help="in a torchrun job, the rank that gets the debugger; the others run "
+                        "headless and wait for it (default: 0)")
     _break_option(p)
     _script_args(p)
 
@@ -277,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.breaks:
             parser.error("--break is for the terminal debugger, not --web")
         module_name, function = "dyngraph.viewer.server", "run_web"
+    if getattr(args, "nproc", None) is not None:
+        module_name, function = "dyngraph.cli", "_run_ranks"
+        args._argv = argv
     try:
         run = getattr(importlib.import_module(module_name), function)
         with warnings.catch_warnings():  # (restores showwarning after)
@@ -295,6 +315,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dyngraph {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _run_ranks(args: argparse.Namespace) -> int:
+    """``--nproc N``: the same command on N ranks, through torchrun."""
+    from .debug.session import check_script
+    from .ranks.job import from_env
+    from .ranks.launch import run_torchrun, strip_nproc
+
+    if from_env() is not None:
+        raise UserError("--nproc: this is a rank of a torchrun job already (RANK and "
+                        "WORLD_SIZE are set); leave --nproc out")
+    check_script(args.script)  # (once here, not once per rank)
+    return run_torchrun(args.nproc, strip_nproc(args._argv, args.script))
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dyngraph.capture import backends
 from dyngraph.errors import UserError
@@ -94,6 +95,12 @@ def _check_source(source: Path) -> None:
 def run_export(args: argparse.Namespace) -> int:
     """Entry point of ``dyngraph export`` (see dyngraph/cli.py for the options)."""
     source = Path(args.source)
+    if source.suffix != ".py":
+        from dyngraph.ranks.job import read_job
+
+        job = read_job(str(source))  # the rank files of a torchrun job: every rank
+        if job is not None:
+            return _export_job(job, args)
     _check_source(source)
     formats = parse_formats(args.format)
     check_spec(args.iterations)  # (a typo is said before a script is recorded)
@@ -112,6 +119,28 @@ def run_export(args: argparse.Namespace) -> int:
             raise UserError("arguments after the trace file are only for scripts")
         result = _export(source, args, formats)
     _report(result, formats)
+    return 0
+
+
+def _export_job(job: Any, args: argparse.Namespace) -> int:
+    """Each rank's trace into a folder of its own: ``DIR/rank0/``, ``DIR/rank1/`` ..."""
+    formats = parse_formats(args.format)
+    if not args.output:
+        raise UserError("no output folder given: name one with -o DIR")
+    if getattr(args, "args", None):
+        raise UserError("arguments after the trace file are only for scripts")
+    out = args.output
+    for rank, path in job.present():
+        print(f"rank {rank}: {shown(path)}")
+        args.output = os.path.join(out, f"rank{rank}")
+        try:
+            _report(_export(Path(path), args, formats), formats)
+        except UserError as exc:  # (a rank with nothing to export: say so, go on)
+            print(f"rank {rank}: {shown(str(exc))}", file=sys.stderr)
+    args.output = out
+    missing = [r for r, p in enumerate(job.paths) if p is None]
+    if missing:
+        print(f"no trace of rank {', '.join(map(str, missing))}", file=sys.stderr)
     return 0
 
 

@@ -133,11 +133,42 @@ def test_only_the_torch_backend_imports_torch():
             rel = path.relative_to(ROOT)
             if rel.parts[:2] == ("dyngraph", "torch_backend") and path.name != "__init__.py":
                 continue
+            if rel.parts[:2] == ("dyngraph", "ranks") and path.name in _RANKS_TORCH:
+                continue
             if rel == COMPILE_ADAPTER:
                 continue
             if folder == "demos" and path.stem in demos.NEEDS_TORCH:
                 continue  # a demo written for PyTorch is user code
             offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg) if _imports_torch(m)]
+    assert offenders == []
+
+
+# The rank logic's torch side (imported once the script imported torch) and its launcher
+# (imports torch inside the function that starts torchrun).
+_RANKS_TORCH = {"collectives.py", "launch.py"}
+
+
+def test_the_rank_logic_imports_torch_only_where_the_script_did():
+    """dyngraph/ranks/ runs in every rank of a job, and in the CLI that reads a job's
+    traces: only collectives.py imports torch at module level, and only runtime.py imports
+    collectives.py, inside the callback run once the script has imported torch."""
+    for path, pkg in _package_files("dyngraph/ranks", "dyngraph.ranks"):
+        for module, top in _imports(path, pkg):
+            if _imports_torch(module) or module.startswith("dyngraph.torch_backend"):
+                assert path.name == "collectives.py" or not top, f"{path.name} imports {module}"
+            if module == "dyngraph.ranks.collectives":
+                assert path.name == "runtime.py" and not top, f"{path.name} imports {module}"
+
+
+def test_the_capture_layer_never_imports_the_rank_logic():
+    """ranks/ builds on capture/ (events, the tracer's boundaries), never the other way."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for folder in ("dyngraph/capture", "dyngraph/torch_backend", "dyngraph/engine")
+        for path, pkg in _package_files(folder, folder.replace("/", "."))
+        for module, _ in _imports(path, pkg)
+        if module.startswith("dyngraph.ranks")
+    ]
     assert offenders == []
 
 
@@ -152,6 +183,8 @@ def test_nothing_outside_the_backend_imports_it_by_name():
             registers = rel == Path("dyngraph/__init__.py")
             if rel.parts[:2] == ("dyngraph", "torch_backend") or registers:
                 continue
+            if rel.parts[:2] == ("dyngraph", "ranks") and path.name in _RANKS_TORCH:
+                continue  # torch-only too: it uses the backend's ids and statistics
             offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg)
                           if m.startswith("dyngraph.torch_backend")]
     assert offenders == []

@@ -423,12 +423,15 @@ class LiveSource(Source):
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
               cwd: str | None = None, backend: str = "auto",
-              iteration: str = "backward",
-              compile: str | None = None) -> LiveSource:  # noqa: A002 - the CLI's --compile
+               iteration: str = "backward",
+               compile: str | None = None,  # noqa: A002 - the CLI's --compile
+               pause_at_start: bool = True, **options: Any) -> LiveSource:
+        """``options`` go to ``Session.start`` (a rank of a job: ``ranks_strict``, ...)."""
         from dyngraph.debug import Session
 
-        session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd,
-                                backend=backend, iteration=iteration, compile=compile)
+        session = Session.start(script, tuple(args), stats=stats, pause_at_start=pause_at_start,
+                                cwd=cwd, backend=backend, iteration=iteration, compile=compile,
+                                **options)
         source = cls(model, session)
         source._start_args = (script, tuple(args), stats, cwd, backend, iteration, compile)
         return source

@@ -199,6 +199,8 @@ class Tracer:
         self._calls = 0
         self._announced = 1
         self.run_info: tuple[str, tuple[str, ...]] | None = None
+        # (rank, world size, run id) of a rank of a torchrun job, for headers (see ranks/)
+        self.job: tuple[int, int, str] = (0, 0, "")
         self._pending_end = False
         self._ended_count = 0  # the node count of an iteration whose backward ended
         # This iteration's op and tensor rows (for its structure key), and the ids of
@@ -219,6 +221,11 @@ class Tracer:
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
+        # Called at an iteration's boundaries of the capturing thread, with the boundary
+        # ("backward_start", before its event, with the root's id; "backward_end" and
+        # "iteration_end", after theirs, with "" and the structure key): the rank logic of
+        # a torchrun job compares ranks there (``dyngraph.ranks``). A few calls an iteration.
+        self.boundary_hooks: tuple[Callable[[str, Any], None], ...] = ()
         self._shared_attrs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._keys = StructureKeys()
@@ -460,8 +467,10 @@ class Tracer:
         count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
         self.seq += 1
-        self.deliver(("iteration_end", self.seq, self.iteration, count,
-                      self._keys.key(self.iteration_ops, self.iteration_tensors)))
+        key = self._keys.key(self.iteration_ops, self.iteration_tensors)
+        self.deliver(("iteration_end", self.seq, self.iteration, count, key))
+        for hook in self.boundary_hooks:
+            hook("iteration_end", key)
         self.flush_rows()
         self.iteration += 1
         self.iteration_ops = []
@@ -601,6 +610,8 @@ class Tracer:
             return
         if self.iteration == 0:
             self.end_setup()
+        for hook in self.boundary_hooks:
+            hook("backward_start", root)
         self.seq += 1
         self.deliver(("backward_start", self.seq, self.iteration, root, retain_graph))
 
@@ -674,6 +685,8 @@ class Tracer:
         self._pending_end = True
         self._ended_count = len(self.known)
         self.known.clear()
+        for hook in self.boundary_hooks:
+            hook("backward_end", "")
 
     def optimizer_step(self, optimizer: str, lr: float,
                        updates: tuple[tuple[int, float], ...]) -> None:
@@ -721,11 +734,13 @@ class Tracer:
             script = default_script if script is None else script
             argv = default_argv if argv is None else argv
         # seq 0 and iteration 0: the header precedes every numbered event of its stream.
+        rank, world_size, run_id = self.job
         return ev.Header(
             seq=0, iteration=0, dyngraph_version=__version__,
             script=str(script), argv=tuple(str(a) for a in argv),
             stats=stats or self.stats, values=values or self.values, created=time.time(),
             numpy_version=np.__version__, iteration_mode=self.mode,
+            rank=rank, world_size=world_size, run_id=run_id,
         )
 
 

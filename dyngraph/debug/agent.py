@@ -120,6 +120,9 @@ class Agent(ForwardChecks):
         self._stop: tuple[Any, ...] | None = None
         self._cond = threading.Condition()
         self._paused = False
+        # told True when the script is paused, False when it goes on (a rank of a job
+        # tells the others: see dyngraph.ranks)
+        self.pause_listeners: list[Any] = []
         self._resume: dict[str, Any] | None = None
         self._requests: deque[dict[str, Any]] = deque()
         self.evaluator = FrameEvaluator(self._main_ident)
@@ -564,10 +567,14 @@ class Agent(ForwardChecks):
             # Paused before the hit goes out: a resume command may come back at once.
             self._paused = True
         self.flush()
+        for listener in self.pause_listeners:
+            listener(True)
         try:
             command = self._wait_for_resume()
         finally:
             self.evaluator.end_pause()
+            for listener in self.pause_listeners:
+                listener(False)
         self._apply_resume(command)
 
     def _wait_for_resume(self) -> dict[str, Any]:
@@ -625,6 +632,21 @@ class Agent(ForwardChecks):
         at = f"{where(file, line)} in {function}()" if file else "the script"
         text = f"{call} at {at}" + (f": {description}" if description else "")
         self._pause("breakpoint", text, self._last_op[1] if self._last_op is not None else 0)
+
+    def divergence(self, description: str) -> None:
+        """The ranks of the job went different ways (``dyngraph.ranks``): stop here."""
+        last = self._last_step
+        self._pause("divergence", description, last[1] if last is not None else 0)
+
+    def hold(self, description: str) -> None:
+        """Pause where the script is (a rank of a job held at its first checkpoint)."""
+        last = self._last_step
+        self._pause("start", description, last[1] if last is not None else 0)
+
+    def remote_divergence(self, description: str) -> None:
+        """Another rank found the ranks diverged while this one was busy (from a thread of
+        the rank logic: the script's thread may be inside a collective)."""
+        self.send_message({"note": "divergence", "description": description})
 
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:

@@ -34,6 +34,7 @@ from .session import Session, shell_status
 
 if TYPE_CHECKING:
     from ..capture.tracefile import TraceWriter
+    from ..ranks.job import Job
 
 CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
 
@@ -90,14 +91,20 @@ def _stop_showing(stream: TextIO) -> None:
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
            status: Callable[[], None] | None = None) -> None:
     """Poll until the run ends or ``on_events`` returns True (inside
-    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop)."""
+    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop). When the ranks of
+    a job diverged (this rank paused there, or another rank said so), the script is
+    stopped, and its last events drained."""
     while True:
         events = session.poll(0.1)
         if events and on_events(events):
             return
         if status is not None:
             status()
-        if session.state.paused and session.state.reason not in ("nan", "grad_norm"):
+        if session.divergence or (session.state.paused
+                                  and session.state.reason == "divergence"):
+            session.abort()  # (the run would hang at its next collective) then drain it
+        elif session.state.paused and session.state.reason not in ("nan", "grad_norm",
+                                                                 "divergence"):
             session.continue_()  # headless: nobody else would ever resume it
         if session.state.finished:
             rest = session.poll()
@@ -147,6 +154,26 @@ def _exception_paragraph(command: str, session: Session) -> str | None:
         return None
     text = session.exception_description or f"{exc.type}: {exc.message}"
     return f"dyngraph {command}: the script raised {shown(text)}."
+
+
+def _job() -> Job | None:
+    """The torchrun job this command runs in, if any (see dyngraph.ranks)."""
+    from ..ranks.job import from_env
+
+    return from_env()
+
+
+def _who(command: str, job: Job | None) -> str:
+    """``record``, or ``record (rank 1 of 2)`` in a job: how this rank's lines begin."""
+    return command if job is None else f"{command} ({job.describe()})"
+
+
+def _diverged(session: Session, found: list[ev.BreakpointHit]) -> str:
+    """The divergence of the ranks this run stopped at, if it did."""
+    for hit in found:
+        if hit.reason == "divergence":
+            return hit.description
+    return session.divergence
 
 
 # -- record ------------------------------------------------------------------------------
@@ -220,20 +247,25 @@ def _terminate_on_signals(session: Session) -> Iterator[list[int]]:
 def run_record(args: argparse.Namespace) -> int:
     """Run the script headless and write its trace; exit status is the script's."""
     from ..capture.tracefile import TraceWriter
+    from ..ranks.job import rank_path
 
-    output = args.output
+    job = _job()
+    output = args.output if job is None else rank_path(args.output, job.rank)
     # Before the script runs: a bad -o costs nothing and never touches an unrelated file.
     TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            iteration=getattr(args, "iteration", "backward"),
-                            relative_paths=not getattr(args, "absolute_paths", False),
-                            compile=args.compile, watchdog=args.watchdog)
+                             iteration=getattr(args, "iteration", "backward"),
+                             relative_paths=not getattr(args, "absolute_paths", False),
+                             compile=args.compile, watchdog=args.watchdog,
+                             ranks_compare=getattr(args, "ranks_compare", True))
     out, err = sys.stdout, sys.stderr
-    live_wanted = out.isatty() and err.isatty()
+    # (the ranks of a job share one terminal: a status line each would overwrite the others)
+    live_wanted = out.isatty() and err.isatty() and job is None
     recording = _Recording(output)
     counts = {"ops": 0, "compile": 0}
+    found: list[ev.BreakpointHit] = []
     started = time.monotonic()
     name = os.path.basename(session.script)
 
@@ -246,6 +278,8 @@ def run_record(args: argparse.Namespace) -> int:
                 ops += 1
             elif t is ev.ScriptOutput:
                 passthrough.add(e)  # type: ignore[arg-type]
+            elif t is ev.BreakpointHit and e.reason == "divergence":  # type: ignore[attr-defined]
+                found.append(e)  # type: ignore[arg-type]
             elif t is ev.CompileEvent:
                 counts["compile"] += 1
         passthrough.flush()
@@ -277,18 +311,27 @@ def run_record(args: argparse.Namespace) -> int:
                 recording.close(session)
     if terminated:
         return 128 + terminated[0]  # as a shell reports a tool ended by that signal
+    who = _who("record", job)
+    divergence = _diverged(session, found)
+    if divergence and not recording.failure:
+        _stderr().print(f"dyngraph {who}: {shown(divergence)}. The run was stopped there "
+                        f"(it would hang at the next collective); {shown(output)} keeps "
+                        "what was recorded.")
+        return CHECK_FAILED
     # (compile events are what a fully compiled script records: it did capture something)
-    return _report_record(session, recording, counts["ops"] or counts["compile"], live_wanted)
+    return _report_record(session, recording, counts["ops"] or counts["compile"], live_wanted,
+                          who)
 
 
-def _report_record(session: Session, recording: _Recording, ops: int, live: bool) -> int:
+def _report_record(session: Session, recording: _Recording, ops: int, live: bool,
+                   who: str = "record") -> int:
     state = session.state
     writer, output = recording.writer, recording.output
     if recording.failure:
         raise UserError(recording.failure)
     console = _stderr()
-    _print_notes("record", session, console, ops)
-    paragraph = _exception_paragraph("record", session)
+    _print_notes(who, session, console, ops)
+    paragraph = _exception_paragraph(who, session)
     if paragraph:
         console.print(paragraph)
     if writer is None:
@@ -303,7 +346,7 @@ def _report_record(session: Session, recording: _Recording, ops: int, live: bool
             f"{session.iteration} iteration(s) -> ", (shown(output), "cyan"),
             f" ({shown(state.description)})"))
     elif state.exit_status is not None and state.exit_status < 0:
-        console.print(f"dyngraph record: the script was {shown(state.description)}.")
+        console.print(f"dyngraph {who}: the script was {shown(state.description)}.")
     return shell_status(state.exit_status)
 
 
@@ -325,11 +368,14 @@ def run_check(args: argparse.Namespace) -> int:
     if max_recompiles is not None and max_recompiles < 0:
         raise UserError(f"--max-recompiles must be 0 or more, not {max_recompiles}")
     recompiles = RecompileCounter(max_recompiles if max_recompiles is not None else -1)
+    job = _job()
+    who = _who("check", job)
     session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            iteration=getattr(args, "iteration", "backward"),
-                            compile=args.compile, watchdog=args.watchdog)
+                             iteration=getattr(args, "iteration", "backward"),
+                             compile=args.compile, watchdog=args.watchdog,
+                             ranks_compare=getattr(args, "ranks_compare", True))
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0, "compile": 0}
 
@@ -353,30 +399,37 @@ def run_check(args: argparse.Namespace) -> int:
         finally:
             output.flush()
 
-    with _ctrl_c_forwarded(session):
+    with _ctrl_c_forwarded(session), _terminate_on_signals(session) as terminated:
         try:
             _drive(session, on_events)
         finally:
             session.close()
+    if terminated:
+        return 128 + terminated[0]
     console = _stderr()
-    _print_notes("check", session, console, counts["ops"] or counts["compile"] or len(found))
+    _print_notes(who, session, console, counts["ops"] or counts["compile"] or len(found))
+    divergence = _diverged(session, found)
+    if divergence:
+        console.print(f"dyngraph {who}: FAILED, {shown(divergence)}. The run was stopped "
+                      "there.")
+        return CHECK_FAILED
     if recompiles.over is not None:
-        console.print(f"dyngraph check: FAILED, recompile storm: {shown(recompiles.failure())}. "
+        console.print(f"dyngraph {who}: FAILED, recompile storm: {shown(recompiles.failure())}. "
                       "The run was stopped there.")
         return CHECK_FAILED
     if found:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
-        console.print(f"dyngraph check: FAILED, {what} in {iteration_name(hit.iteration)}: "
+        console.print(f"dyngraph {who}: FAILED, {what} in {iteration_name(hit.iteration)}: "
                       f"{shown(hit.description)}. The run was stopped there.")
         return CHECK_FAILED
     state = session.state
-    paragraph = _exception_paragraph("check", session)
+    paragraph = _exception_paragraph(who, session)
     if paragraph:
         console.print(paragraph)
     elif state.exit_status:
         verb = "was " if state.exit_status is not None and state.exit_status < 0 else ""
-        console.print(f"dyngraph check: the script {verb}{shown(state.description)}.")
+        console.print(f"dyngraph {who}: the script {verb}{shown(state.description)}.")
     if state.exit_status == 0:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])
@@ -384,9 +437,40 @@ def run_check(args: argparse.Namespace) -> int:
             + ([f"at most {max_recompiles} recompile(s) per compiled function "
                 f"({recompiles.total} in all)"] if max_recompiles is not None else [])
         ) or "the script ran"
-        console.print(f"dyngraph check: ok, {checked} ({counts['ops']:,} ops, "
+        if job is not None and getattr(args, "ranks_compare", True):
+            checked += ", and every rank in step with the others"
+        console.print(f"dyngraph {who}: ok, {checked} ({counts['ops']:,} ops, "
                       f"{session.iteration} iteration(s))")
     return shell_status(state.exit_status)
+
+
+# -- debug, on the ranks the debugger is not on ----------------------------------------------
+def run_headless_rank(args: argparse.Namespace, job: Job) -> int:
+    """``dyngraph debug --rank N`` on every other rank of the job: the script runs without
+    a screen (its output is not shown: the terminal is the debugger's) and waits for the
+    other ranks at every checkpoint, so a pause of the debugged rank holds it there. A
+    divergence stops it where it is, until the job ends."""
+    session = Session.start(args.script, _script_arguments(args), stats="none",
+                            breakpoints=(), pause_at_start=False, post_mortem=False,
+                            keep_values=False, script_breakpoints=False, backend=args.backend,
+                            ranks_strict=True, ranks_compare=getattr(args, "ranks_compare", True))
+    with _terminate_on_signals(session) as terminated:
+        try:
+            while not session.state.finished:
+                session.poll(0.2)  # (events and output: dropped)
+                state = session.state
+                if state.paused and state.reason != "divergence":
+                    session.continue_()
+        finally:
+            session.close()
+    if terminated:
+        return 128 + terminated[0]
+    return shell_status(session.state.exit_status)
+
+
+def _script_arguments(args: argparse.Namespace) -> list[str]:
+    rest = list(getattr(args, "args", None) or [])
+    return rest[1:] if rest[:1] == ["--"] else rest
 
 
 # -- summary -----------------------------------------------------------------------------
@@ -400,6 +484,14 @@ def run_summary(args: argparse.Namespace) -> int:
     path = args.trace
     spec = getattr(args, "iterations", "all") or "all"
     parts = iterspec.parse(spec) if spec not in ("all", "changed") else ()
+    from ..ranks import jobtrace
+
+    job = jobtrace.read(path)  # the rank files of a torchrun job: all of them
+    if job is not None:
+        from ..ranks.summary import print_job
+
+        print_job(job, _console())
+        return 0
     if not os.path.exists(path):
         raise UserError(f"no such trace file: {path}")
     if os.path.isdir(path):
