@@ -77,9 +77,14 @@ class Agent(ForwardChecks, ReadChecks):
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto", compile: str | None = None,  # noqa: A002
+                 backend: str = "auto", iteration: str = "backward",
+                 relative_paths: bool = False,
+                 compile: str | None = None,  # noqa: A002
                  judge_at_read: bool = False) -> None:
         self.channel = channel
+        # A recording to share names files relative to the script's folder, not by
+        # this machine's absolute paths (``capture.paths``); the live debugger keeps them.
+        self.relative_paths = relative_paths
         # NaN / gradient-norm breakpoints judged when statistics are read (``check``),
         # not per op: see ``readchecks``
         self.judge_at_read = judge_at_read
@@ -88,6 +93,7 @@ class Agent(ForwardChecks, ReadChecks):
         self._judged_handed: set[int] = set()
         self._judged_sq: dict[int, float] = {}
         self.backend = backend
+        self.iteration_mode = iteration  # where iterations end (tracing.Tracer.mode)
         self.compile = compile
         self._backends: Any = None
         self.notes: list[str] = []
@@ -124,6 +130,9 @@ class Agent(ForwardChecks, ReadChecks):
         self._stop: tuple[Any, ...] | None = None
         self._cond = threading.Condition()
         self._paused = False
+        # told True when the script is paused, False when it goes on (a rank of a job
+        # tells the others: see dyngraph.ranks)
+        self.pause_listeners: list[Any] = []
         self._resume: dict[str, Any] | None = None
         self._requests: deque[dict[str, Any]] = deque()
         self.evaluator = FrameEvaluator(self._main_ident)
@@ -186,6 +195,12 @@ class Agent(ForwardChecks, ReadChecks):
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
         if self.judge_at_read:
             tracer.after_read.append(self._judge_ready)
+        tracer.mode = self.iteration_mode
+        tracer.show_paths_relative(os.path.dirname(os.path.abspath(script))
+                                   if self.relative_paths else None)
+        if self.relative_paths:
+            script = os.path.relpath(script) if not os.path.relpath(script).startswith(
+                "..") else tracer.shown_file(os.path.abspath(script))
         self._note_handle = backends.on_note(self._on_note)
         self._safe_handle = backends.on_safe_point(self._at_safe_point)
         set_compile_mode(self.compile)
@@ -584,10 +599,14 @@ class Agent(ForwardChecks, ReadChecks):
             # Paused before the hit goes out: a resume command may come back at once.
             self._paused = True
         self.flush()
+        for listener in self.pause_listeners:
+            listener(True)
         try:
             command = self._wait_for_resume()
         finally:
             self.evaluator.end_pause()
+            for listener in self.pause_listeners:
+                listener(False)
         self._apply_resume(command)
 
     def _wait_for_resume(self) -> dict[str, Any]:
@@ -646,6 +665,21 @@ class Agent(ForwardChecks, ReadChecks):
         text = f"{call} at {at}" + (f": {description}" if description else "")
         self._pause("breakpoint", text, self._last_op[1] if self._last_op is not None else 0)
 
+    def divergence(self, description: str) -> None:
+        """The ranks of the job went different ways (``dyngraph.ranks``): stop here."""
+        last = self._last_step
+        self._pause("divergence", description, last[1] if last is not None else 0)
+
+    def hold(self, description: str) -> None:
+        """Pause where the script is (a rank of a job held at its first checkpoint)."""
+        last = self._last_step
+        self._pause("start", description, last[1] if last is not None else 0)
+
+    def remote_divergence(self, description: str) -> None:
+        """Another rank found the ranks diverged while this one was busy (from a thread of
+        the rank logic: the script's thread may be inside a collective)."""
+        self.send_message({"note": "divergence", "description": description})
+
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:
         """Report an exception that ended the script; post-mortem pause if asked to."""
@@ -654,6 +688,8 @@ class Agent(ForwardChecks, ReadChecks):
         module = self.modules.module_of(exc)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
+        if tracer.display is not None and file:
+            file = tracer.shown_file(file)
         last = self.last_op
         text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
         at_seq = last.seq if last is not None else 0

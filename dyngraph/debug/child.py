@@ -55,10 +55,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
         decoder=decoder,
         early_commands=early,
         backend=config.get("backend", "auto"),
+        iteration=config.get("iteration", "backward"),
+        relative_paths=config.get("relative_paths", False),
         compile=config.get("compile"),
         judge_at_read=config.get("judge_at_read", False),
     )
     path = os.path.abspath(ns.script)
+    _start_ranks(agent, config)
     # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which
     # the session keeps): the way to see where a stuck run is.
     faulthandler.register(signal.SIGUSR1, file=os.fdopen(os.dup(2), "w"), all_threads=True)
@@ -78,6 +81,40 @@ def main(argv: list[str] | None = None) -> NoReturn:
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)
     status, reason = run_script(path, list(ns.args), agent)
     _end(agent, capture, status, reason)
+
+
+_ranks: Any = None  # the rank logic, in a rank of a torchrun job (dyngraph.ranks)
+
+
+def _start_ranks(agent: Agent, config: dict[str, Any]) -> None:
+    """A rank of a torchrun job takes part in the job's checkpoints (before the header is
+    made: it names the rank)."""
+    global _ranks
+    from ..errors import UserError
+    from ..ranks.job import from_env
+
+    try:
+        job = from_env()
+    except UserError:
+        return  # (the command that started us said so already)
+    if job is None:
+        return
+    from ..ranks.runtime import RankRuntime
+
+    _ranks = RankRuntime(job, strict=bool(config.get("ranks_strict", False)),
+                         compare=bool(config.get("ranks_compare", True)),
+                         on_divergence=agent.divergence, on_remote=agent.remote_divergence,
+                         hold=agent.hold if config.get("ranks_hold") else None)
+    agent.pause_listeners.append(_ranks.paused)
+    _ranks.start()
+
+
+def _finish_ranks() -> None:
+    if _ranks is not None and not _ranks._finished:
+        try:
+            _ranks.finish()
+        except Exception:  # noqa: BLE001 - the run's end must be reported whatever happens
+            traceback.print_exc()
 
 
 def _receive_config(channel: Channel) -> tuple[dict[str, Any], tracefile.FrameDecoder,
@@ -162,6 +199,7 @@ def _end(agent: Agent, capture: OutputCapture, status: int, reason: str) -> NoRe
         traceback.print_exc()
     sys.stdout.flush()
     _flush_c_stdio()
+    _finish_ranks()
     agent.finish(status, reason)
     capture.stop()
     if status in (-signal.SIGINT, -signal.SIGTERM):  # (ended by the signal, as it would be)
@@ -189,6 +227,7 @@ def _patch_exit(agent: Agent, capture: OutputCapture) -> None:
         try:
             _flush_c_stdio()
             capture.drain()
+            _finish_ranks()
             agent.finish(int(status) & 0xFF, "os._exit")
         finally:
             _hard_exit(status)

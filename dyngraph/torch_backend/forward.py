@@ -163,6 +163,8 @@ class ForwardCapture(TorchFunctionMode):
             if not _made_in(outs[0], s0, s1):
                 return  # handed its input back unchanged (x.float() on a float tensor)
             kind = INPLACE  # changed in place in the graph (a Function's ctx.mark_dirty)
+        if tracer.iteration == 0 and _grad_enabled() and any(o.requires_grad for o in outs):
+            tracer.end_setup()  # before its inputs are announced: they enter iteration 1
         ids, flat, attrs = self._inputs(args, kwargs, before)
         if ids is None:
             return  # no tensor went in: a creation op; its result enters as a leaf
