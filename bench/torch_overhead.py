@@ -114,16 +114,40 @@ def block_step() -> Callable[[], None]:
     return step
 
 
-def gpt_step() -> Callable[[], None]:
+def gpt_step(layers: int = 2, d: int = 64, seq: int = 32) -> Callable[[], None]:
     torch.manual_seed(0)
-    model = GPT()
+    model = GPT(d=d, layers=layers, block=seq)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    ids, targets = torch.randint(0, 64, (8, 32)), torch.randint(0, 64, (8, 32))
+    ids, targets = torch.randint(0, 64, (8, seq)), torch.randint(0, 64, (8, seq))
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
         logits = model(ids)
         F.cross_entropy(logits.view(-1, 64), targets.view(-1)).backward()
+        opt.step()
+
+    return step
+
+
+def gpt6_step() -> Callable[[], None]:
+    """Closer to real training: 6 layers, d=256, seq 128, batch 8, AdamW."""
+    return gpt_step(layers=6, d=256, seq=128)
+
+
+def tiny_ops_step() -> Callable[[], None]:
+    """Many tiny ops (ng-video-lecture's batching): 100 int64 slices of a token tensor,
+    a stack, and a small loss (an embedding, cross-entropy, SGD)."""
+    torch.manual_seed(0)
+    data = torch.randint(0, 32, (10_000,))
+    starts = torch.randint(0, len(data) - 9, (100,)).tolist()
+    emb = nn.Embedding(32, 32)
+    opt = torch.optim.SGD(emb.parameters(), lr=0.01)
+
+    def step() -> None:
+        x = torch.stack([data[i:i + 8] for i in starts])
+        y = torch.stack([data[i + 1:i + 9] for i in starts])
+        opt.zero_grad()
+        F.cross_entropy(emb(x).view(-1, 32), y.view(-1)).backward()
         opt.step()
 
     return step
@@ -162,17 +186,29 @@ def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str
     return times
 
 
-def report(name: str, times: dict[str, list[float]]) -> None:
+GOALS = {"trace:none": 1.25, "trace:cheap": 1.5, "trace:full": 2.5}
+
+
+def ops_per_step(step: Callable[[], None]) -> int:
+    with dyngraph.trace(stats="none", backend="torch") as t:
+        step()
+    return sum(1 for e in t.events if e.kind == "op")
+
+
+def report(name: str, times: dict[str, list[float]], ops: int = 0,
+           goals: dict[str, float] = GOALS) -> None:
     base = statistics.median(times["plain"])
-    print(f"\n{name}: plain step {base * 1e3:.3f} ms (median of {len(times['plain'])} rounds)")
-    goals = {"trace:none": 1.3, "trace:cheap": 2.0}
+    print(f"\n{name}: plain step {base * 1e3:.3f} ms (median of {len(times['plain'])} rounds)"
+          + (f", {ops} ops per step" if ops else ""))
     for mode, values in times.items():
         if mode == "plain":
             continue
         ratio = statistics.median(values) / base
         best = min(values) / min(times["plain"])
         goal = f"(goal <= {goals[mode]})" if mode in goals else ""
-        print(f"  {mode:<13} {ratio:6.2f}x   best-of {best:5.2f}x  {goal}")
+        per_op = (f"  {(statistics.median(values) - base) / ops * 1e6:6.1f} us/op"
+                  if ops else "")
+        print(f"  {mode:<13} {ratio:6.2f}x   best-of {best:5.2f}x{per_op}  {goal}")
 
 
 # -- through the debug runtime ----------------------------------------------------------------
@@ -256,6 +292,13 @@ def main() -> None:
                            ("attention block (d=64, 4 heads, seq 32, batch 8), SGD", block_step),
                            ("2-layer GPT (d=64, 4 heads, seq 32, batch 8), AdamW", gpt_step)):
             report(name, time_modes(make(), rounds, steps, tmp))
+        tiny = tiny_ops_step()
+        report("tiny ops (100 int64 slices x2, stack, embedding loss), SGD",
+               time_modes(tiny, rounds, steps * 4, tmp), ops_per_step(tiny),
+               {"trace:none": 0, "trace:cheap": 0})
+        report("6-layer GPT (d=256, 4 heads, seq 128, batch 8), AdamW",
+               time_modes(gpt6_step(), rounds, max(1, steps // 3), tmp),
+               goals={**GOALS, "trace:cheap": 1.25})
         report_runtime(runtime_modes(runs, steps * 2, tmp))
 
 

@@ -32,10 +32,12 @@ DEMOS: dict[str, str] = {
                  "backward nodes",
     "compile_varlen": "torch.compile on a variable-length RNN: recompiles and a graph break, "
                       "and --fixed, the fix",
+    "ddp_divergence": "two DDP ranks on gloo; rank 1 takes another branch at iteration 7 "
+                      "(dyngraph check --nproc 2: named before the hang)",
 }
 
 # Demos written against PyTorch itself (``import torch``): they run only where it is installed.
-NEEDS_TORCH = frozenset({"torch_gpt", "compile_varlen"})
+NEEDS_TORCH = frozenset({"torch_gpt", "compile_varlen", "ddp_divergence"})
 
 
 def path(name: str) -> Path:

@@ -226,6 +226,34 @@ def trace(*args: Any, **kwargs: Any) -> Any:
     return record_events(*args, **kwargs)
 
 
+def show(trace_or_path: Any, **options: Any) -> Any:
+    """Show a trace (or a ``.dgtrace`` path) in the interactive viewer below a notebook
+    cell: an anywidget with ``dyngraph[notebook]`` installed, self-contained HTML without.
+    Options: ``graph="forward"|"backward"``, ``iterations="1-10,15"|"changed"|[...]``,
+    ``height=620``, ``widget=None|True|False`` (see ``dyngraph.viewer.notebook.show``)."""
+    from .viewer.notebook import show as show_viewer
+
+    return show_viewer(trace_or_path, **options)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext dyngraph`` registers the ``%%dyngraph`` cell magic."""
+    from .viewer.notebook import load_ipython_extension as register
+
+    register(ipython)
+
+
+def _register_magic_in_ipython() -> None:
+    """Inside IPython (a notebook, a console), ``import dyngraph`` makes ``%%dyngraph``
+    available at once, as ``%load_ext dyngraph`` would. Outside, it costs a dict lookup."""
+    import sys
+
+    module = sys.modules.get("IPython")
+    shell = getattr(module, "get_ipython", lambda: None)() if module is not None else None
+    if shell is not None and hasattr(shell, "register_magic_function"):
+        load_ipython_extension(shell)
+
+
 # Only reached for names dyngraph lacks: say so, instead of a bare AttributeError.
 __getattr__ = missing.module_getattr(__name__)
 missing.install_submodule_finder()  # import dyngraph.onnx: "dyngraph does not implement ..."
@@ -248,3 +276,5 @@ from . import torch_backend as _torch_backend  # noqa: E402,F401  (registers; im
 from .amp import autocast  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .sparse import sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+
+_register_magic_in_ipython()

@@ -105,6 +105,24 @@ def _backend_option(p: argparse.ArgumentParser) -> None:
         help="whose ops to capture: auto (dyngraph's engine, and PyTorch once the script "
              "imports it), torch, or dyngraph (default: auto)",
     )
+    p.add_argument(
+        "--iteration", choices=("backward", "step"), default="backward",
+        help="where an iteration ends: at each backward() (default), or at each "
+             "optimizer.step() (gradient accumulation, LBFGS, per-step RL updates)",
+    )
+
+
+def _ranks_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--nproc", type=int, metavar="N", default=None,
+        help="run the script as N ranks of a torchrun job on this machine (through "
+             "torch.distributed.run); under torchrun already, each rank is detected itself",
+    )
+    p.add_argument(
+        "--ranks-may-differ", dest="ranks_compare", action="store_false",
+        help="in a job, compare nothing across ranks (their graphs differ by design, as "
+             "pipeline stages do); traces and collectives are still recorded per rank",
+    )
 
 
 def _watchdog_option(p: argparse.ArgumentParser) -> None:
@@ -126,6 +144,7 @@ def _compile_option(p: argparse.ArgumentParser) -> None:
 
 
 def _script_args(p: argparse.ArgumentParser) -> None:
+    _ranks_options(p)
     _backend_option(p)
     _compile_option(p)
     p.add_argument("script", help="the Python script to run")
@@ -147,11 +166,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("debug", help="step through a script's graph in the terminal debugger")
     p.add_argument("--export-dir", metavar="DIR", help="export every iteration's graph to DIR")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="full")
+    p.add_argument("--rank", type=int, metavar="N", default=0,
+                   help="in a torchrun job, the rank that gets the debugger; the others run "
+                        "headless and wait for it (default: 0)")
     _break_option(p)
     _script_args(p)
 
-    p = sub.add_parser("view", help="replay a recorded trace in the terminal debugger")
+    p = sub.add_parser("view", help="replay a recorded trace in the terminal debugger, or "
+                                    "in a browser with --web")
     _break_option(p)
+    p.add_argument("--web", action="store_true",
+                   help="serve the trace's viewer page on loopback, behind a random token in "
+                        "the printed URL, instead of the terminal debugger")
+    p.add_argument("--host", metavar="HOST", default=None,
+                   help="with --web: listen on HOST instead of 127.0.0.1 (e.g. 0.0.0.0: anyone "
+                        "who can reach the machine and has the URL can read the trace)")
+    p.add_argument("--port", metavar="PORT", type=int, default=0,
+                   help="with --web: the port (default: a free one)")
     p.add_argument("trace", help="a .dgtrace file")
 
     p = sub.add_parser("demo", help="open the debugger on a bundled demo")
@@ -164,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="run.dgtrace", help="trace file to write")
     p.add_argument("--stats", choices=("full", "cheap", "none"), default="cheap")
     p.add_argument("--values", choices=("none", "small"), default="none")
+    p.add_argument("--absolute-paths", action="store_true",
+                   help="name source files by their absolute paths (default: relative to "
+                        "the script's folder, <site-packages>/..., so a trace can be shared)")
     _watchdog_option(p)
     _script_args(p)
 
@@ -188,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     _script_args(p)
 
     p = sub.add_parser("summary", help="summarise a recorded trace")
+    p.add_argument("--width", type=int, default=None, metavar="N",
+                   help="print N columns wide (default: the terminal's; piped, as wide as "
+                        "the table needs)")
     p.add_argument("--iterations", default="all", metavar="SPEC",
                    help="which iterations to list: e.g. 1-10,15 | 5- | -10 | last | changed "
                         "(default: all; past 40, the first and last 20)")
@@ -205,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dot", metavar="PATH", default=None, help="use this dot binary for layout")
     p.add_argument("--shapes", action="store_true", help="label edges with tensor shapes")
     p.add_argument("--fold", action="store_true", help="fold repeated identical blocks")
+    p.add_argument("--whole", action="store_true",
+                   help="one picture of every op, even past 1,000 nodes (drawn by module "
+                        "otherwise: a module-level page and one page per module)")
     _backend_option(p)
     # Both `export SOURCE -o DIR ...` (options after SOURCE, a script's own arguments after
     # `--`) and record's `export -o DIR train.py --epochs 3`: see _fix_export_args.
@@ -250,6 +290,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     module_name, function = COMMANDS[args.command]
+    if args.command == "view" and (args.web or args.host or args.port):
+        if args.breaks:
+            parser.error("--break is for the terminal debugger, not --web")
+        module_name, function = "dyngraph.viewer.server", "run_web"
+    if getattr(args, "nproc", None) is not None:
+        module_name, function = "dyngraph.cli", "_run_ranks"
+        args._argv = argv
     try:
         run = getattr(importlib.import_module(module_name), function)
         with warnings.catch_warnings():  # (restores showwarning after)
@@ -268,6 +315,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"dyngraph {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _run_ranks(args: argparse.Namespace) -> int:
+    """``--nproc N``: the same command on N ranks, through torchrun."""
+    from .debug.session import check_script
+    from .ranks.job import from_env
+    from .ranks.launch import run_torchrun, strip_nproc
+
+    if from_env() is not None:
+        raise UserError("--nproc: this is a rank of a torchrun job already (RANK and "
+                        "WORLD_SIZE are set); leave --nproc out")
+    check_script(args.script)  # (once here, not once per rank)
+    return run_torchrun(args.nproc, strip_nproc(args._argv, args.script))
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from dyngraph import iterspec
 from dyngraph.capture.graph import Graph, diff_graphs
 from dyngraph.errors import UserError
 
+from . import modular
 from .colors import GradScale
 from .dot import GRAPH_KINDS, _as_kind, build_dot
 from .fast import FastPath
@@ -81,6 +82,8 @@ class IterationInfo:
     added: int = 0
     removed: int = 0
     files: list[str] = field(default_factory=list)
+    # Drawn by module (a big graph): (what a module page shows, its file), parents first.
+    modules: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -315,6 +318,7 @@ def export_iterations(
     diff: bool = False,
     show_shapes: bool = False,
     fold_repeats: bool = False,
+    whole: bool = False,
     dot: str | os.PathLike[str] | None = None,
     budget: float = EXPORT_BUDGET,
     max_nodes: int = DEFAULT_MAX_NODES,
@@ -327,6 +331,8 @@ def export_iterations(
     ``"changed"`` (structure differs from the previous iteration), ``"1-10,15"`` or ints.
     ``diff``: mark what changed since the previous iteration. One colour scale spans all
     chosen iterations, so a colour means the same gradient norm on every page.
+    ``whole``: draw a graph past ``modular.FOLD_ABOVE`` nodes as one picture of every op
+    instead of by module (a module-level page plus one page per module).
     """
     formats = _check(formats, graph_kind, depth)
     items = _items(source)
@@ -340,7 +346,8 @@ def export_iterations(
         with _gc_paused():
             result = _export(items, chosen, out, scale, formats=formats,
                              graph_kind=graph_kind, depth=depth, diff=diff,
-                             show_shapes=show_shapes, fold_repeats=fold_repeats, dot=dot,
+                             show_shapes=show_shapes, fold_repeats=fold_repeats,
+                             whole=whole, dot=dot,
                              budget=budget, max_nodes=max_nodes, index=index,
                              progress=progress)
         result.notes = notes
@@ -401,7 +408,7 @@ class IterationExporter:
 
     def __init__(self, out_dir: str | os.PathLike[str], *, formats: Sequence[str] = FORMATS,
                  graph_kind: str = "forward", depth: int | None = None,
-                 show_shapes: bool = False, fold_repeats: bool = False,
+                 show_shapes: bool = False, fold_repeats: bool = False, whole: bool = False,
                  dot: str | os.PathLike[str] | None = None, budget: float = EXPORT_BUDGET,
                  max_nodes: int = DEFAULT_MAX_NODES, suffix: str = "") -> None:
         self.out_dir = Path(out_dir)
@@ -411,7 +418,8 @@ class IterationExporter:
             find_dot(dot)  # a missing binary fails here, before anything is written
         self._drawer = Drawer(svg="svg" in self.formats, graph_kind=graph_kind, depth=depth,
                               show_shapes=show_shapes, fold_repeats=fold_repeats,
-                              diff_legend=False, dot=dot, budget=budget, max_nodes=max_nodes)
+                              whole=whole, diff_legend=False, dot=dot, budget=budget,
+                              max_nodes=max_nodes)
         self._last_key: str | None = None
         self.last: IterationInfo | None = None  # what the last write drew
 
@@ -430,17 +438,21 @@ class IterationExporter:
             return []
         key = graph.structure_key
         info = IterationInfo(graph.iteration, key, key != self._last_key, len(graph.nodes))
-        dot_text, svg_text = self._drawer.draw(graph, info, GradScale.from_graphs([graph]))
+        name = f"iter-{graph.iteration:04d}{self.suffix}"
+        scale = GradScale.from_graphs([graph])
+        drawn = self._drawer.pages(graph, info, scale, None, name)
+        if drawn is None:
+            drawn = [(name, *self._drawer.draw(graph, info, scale))]
         try:
             self.out_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UserError(f"cannot create {self.out_dir}: {exc.strerror or exc}") from None
-        name = f"iter-{graph.iteration:04d}{self.suffix}"
         staged: list[tuple[str, Path]] = []
         try:
-            for ext, text in _texts(self.formats, dot_text, svg_text):
-                path = self.out_dir / f"{name}.{ext}"
-                staged.append((_stage(path, text), path))
+            for stem, dot_text, svg_text in drawn:
+                for ext, text in _texts(self.formats, dot_text, svg_text):
+                    path = self.out_dir / f"{stem}.{ext}"
+                    staged.append((_stage(path, text), path))
         except BaseException:
             for tmp, _ in staged:  # the .dot of an iteration whose .svg failed: not half of it
                 Path(tmp).unlink(missing_ok=True)
@@ -471,13 +483,16 @@ def _gc_paused() -> Iterator[None]:
 
 def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale | None, *,
             formats: tuple[str, ...], graph_kind: str, depth: int | None, diff: bool,
-            show_shapes: bool, fold_repeats: bool, dot: str | os.PathLike[str] | None,
+            show_shapes: bool, fold_repeats: bool, whole: bool,
+            dot: str | os.PathLike[str] | None,
             budget: float, max_nodes: int, index: bool,
             progress: Callable[[int, int], None] | None) -> ExportResult:
     writer = _Writer(out)
     result = ExportResult(out, [])
+    graphs: list[Graph] = []  # each exported iteration's, for index.html's viewer
     drawer = Drawer(svg="svg" in formats, graph_kind=graph_kind, depth=depth,
-                    show_shapes=show_shapes, fold_repeats=fold_repeats, diff_legend=diff,
+                    show_shapes=show_shapes, fold_repeats=fold_repeats, whole=whole,
+                    diff_legend=diff,
                     dot=dot, budget=budget, max_nodes=max_nodes)
     try:
         for done, pos in enumerate(chosen):
@@ -485,21 +500,28 @@ def _export(items: list[_Item], chosen: list[int], out: Path, scale: GradScale |
             graph = item.get()
             if not graph.nodes:  # e.g. the ops-less tail of a run after its last backward
                 continue
-            prev = items[pos - 1].get() if diff and pos > 0 else None
+            # Setup (iteration 0: loading data, an evaluation ...) is nobody's baseline.
+            base = pos > 0 and items[pos - 1].index != 0
+            prev = items[pos - 1].get() if diff and base else None
             info = IterationInfo(item.index, item.key,
-                                 pos == 0 or items[pos - 1].key != item.key, len(graph.nodes))
-            dot_text, svg_text = drawer.draw(graph, info, scale, prev)
+                                 not base or items[pos - 1].key != item.key, len(graph.nodes))
             name = f"iter-{item.index:04d}"
-            for ext, text in _texts(formats, dot_text, svg_text):
-                writer.write(f"{name}.{ext}", text)
-                info.files.append(f"{name}.{ext}")
+            drawn = drawer.pages(graph, info, scale, prev, name)
+            if drawn is None:
+                drawn = [(name, *drawer.draw(graph, info, scale, prev))]
+            for stem, dot_text, svg_text in drawn:
+                for ext, text in _texts(formats, dot_text, svg_text):
+                    writer.write(f"{stem}.{ext}", text)
+                    info.files.append(f"{stem}.{ext}")
             result.iterations.append(info)
+            graphs.append(graph)
             if progress is not None:
                 progress(done + 1, len(chosen))
         if index and result.iterations:
             from .html import index_html
 
-            writer.write("index.html", index_html(result.iterations, graph_kind=graph_kind))
+            writer.write("index.html", index_html(result.iterations, graphs,
+                                                  graph_kind=graph_kind))
         writer.commit()
     except BaseException:
         writer.undo()
@@ -523,9 +545,10 @@ class Drawer:
 
     def __init__(self, *, svg: bool, graph_kind: str, depth: int | None, show_shapes: bool,
                  fold_repeats: bool, diff_legend: bool, dot: str | os.PathLike[str] | None,
+                 whole: bool = False,
                  budget: float, max_nodes: int) -> None:
         self.svg, self.graph_kind, self.depth = svg, graph_kind, depth
-        self.show_shapes, self.fold_repeats = show_shapes, fold_repeats
+        self.show_shapes, self.fold_repeats, self.whole = show_shapes, fold_repeats, whole
         self.diff_legend = diff_legend
         self.dot, self.budget, self.max_nodes = dot, budget, max_nodes
         self.layouts = 0  # Graphviz layouts run so far
@@ -568,10 +591,12 @@ class Drawer:
                 info.layout_note = self.notes.get(fast.template.key) or ""
             info.depth, info.drawn, info.collapsed = d, len(fast.order), d != self.depth
             return dot_text, svg_text
+        # Integer index arithmetic (get_batch's unbind, add, getitem, stack) is one box.
+        units = modular.index_units(graph) if kind == "forward" else None
         doc = build_dot(graph, depth=d, diff_against=prev, show_shapes=shapes,
                         fold_repeats=fold, graph_kind=kind, grad_scale=scale,
                         diff_legend=self.diff_legend, cache=self.views,
-                        title=f"dyngraph iteration {info.index}")
+                        title=f"dyngraph iteration {info.index}", units=units)
         template: SvgTemplate | None = None
         if self.svg:
             template = self.templates.get(doc.layout_key())
@@ -590,6 +615,48 @@ class Drawer:
             self.fast_paths[(bool(doc.legend), scale, sig)] = FastPath(
                 doc, doc.shape, ordered, "n", scale, template)
         return doc.text(), svg_text
+
+
+    def pages(self, graph: Graph, info: IterationInfo, scale: GradScale | None,
+              prev: Graph | None, stem: str) -> list[tuple[str, str, str | None]] | None:
+        """A big graph drawn by module (``exporters.modular``): (file stem, DOT, SVG) of
+        its module-level page, then of each module's page; None when the graph is drawn
+        whole (small enough, a ``depth`` asked for, or both graph kinds)."""
+        kind = self.graph_kind
+        if kind == "both" or self.depth is not None or self.whole or (
+                len(graph.nodes) <= modular.FOLD_ABOVE):
+            return None
+        shown = graph if kind == "forward" else _as_kind(graph, kind)
+        old = _as_kind(prev, kind) if prev is not None else None
+        if old is not None:
+            change = graph.diff(prev)  # type: ignore[arg-type]
+            info.added, info.removed = len(change.added), len(change.removed)
+        out: list[tuple[str, str, str | None]] = []
+        for page in modular.pages(shown, stem):
+            main = not page.label
+            title = f"dyngraph iteration {info.index}" + (f", {page.label}" if page.label
+                                                         else ", by module")
+            doc = build_dot(page.graph, units=page.units, graph_kind="forward",
+                            diff_against=old if main else None, show_shapes=self.show_shapes,
+                            grad_scale=scale, diff_legend=self.diff_legend, title=title)
+            svg_text = None
+            if self.svg:
+                template = self.templates.get(doc.layout_key())
+                if template is None:
+                    template, note = svg_template(doc, dot=self.dot, budget=self.budget)
+                    self.templates[template.key] = template
+                    self.notes[template.key] = note
+                    self.layouts += 1
+                svg_text = template.render(doc)
+                if main:
+                    info.layout_note = self.notes.get(template.key) or ""
+            if main:
+                info.drawn, info.collapsed = len(doc.nodes()), bool(page.units)
+            else:
+                info.modules.append((page.label, f"{page.stem}.svg" if self.svg
+                                     else f"{page.stem}.dot"))
+            out.append((page.stem, doc.text(), svg_text))
+        return out
 
 
 def _nonfinite(graph: Graph) -> bool:

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from dyngraph.capture import backends
 from dyngraph.errors import UserError
@@ -32,21 +33,21 @@ def parse_formats(text: str) -> tuple[str, ...]:
 
 
 def record_command(script: str, script_args: Sequence[str], output: str,
-                   backend: str = "auto") -> list[str]:
+                   backend: str = "auto", iteration: str = "backward") -> list[str]:
     """The command line that records ``script`` headless into ``output``."""
     return [sys.executable, "-m", "dyngraph", "record", "--stats", "full", "-o", output,
-            "--backend", backend, script, *script_args]
+            "--backend", backend, "--iteration", iteration, script, *script_args]
 
 
 @contextmanager
-def recorded(script: Path, script_args: Sequence[str], backend: str = "auto"
-             ) -> Iterator[Path]:
+def recorded(script: Path, script_args: Sequence[str], backend: str = "auto",
+             iteration: str = "backward") -> Iterator[Path]:
     """Record ``script`` to a temporary trace file; yields its path, deletes it after."""
     with tempfile.TemporaryDirectory(prefix="dyngraph-export-") as tmp:
         trace = Path(tmp) / "run.dgtrace"
         try:
             proc = subprocess.run(record_command(str(script), script_args, str(trace),
-                                                 backend), check=False)
+                                                 backend, iteration), check=False)
         except OSError as exc:
             raise UserError(f"could not start the recorder: {exc}") from None
         if not trace.exists() or trace.stat().st_size == 0:
@@ -94,6 +95,12 @@ def _check_source(source: Path) -> None:
 def run_export(args: argparse.Namespace) -> int:
     """Entry point of ``dyngraph export`` (see dyngraph/cli.py for the options)."""
     source = Path(args.source)
+    if source.suffix != ".py":
+        from dyngraph.ranks.job import read_job
+
+        job = read_job(str(source))  # the rank files of a torchrun job: every rank
+        if job is not None:
+            return _export_job(job, args)
     _check_source(source)
     formats = parse_formats(args.format)
     check_spec(args.iterations)  # (a typo is said before a script is recorded)
@@ -104,13 +111,36 @@ def run_export(args: argparse.Namespace) -> int:
         script_args = script_args[1:]
     if source.suffix == ".py":
         backends.check(getattr(args, "backend", "auto"))  # one line now, not after a run
-        with recorded(source, script_args, getattr(args, "backend", "auto")) as trace_path:
+        with recorded(source, script_args, getattr(args, "backend", "auto"),
+                      getattr(args, "iteration", "backward")) as trace_path:
             result = _export(trace_path, args, formats)
     else:
         if script_args:
             raise UserError("arguments after the trace file are only for scripts")
         result = _export(source, args, formats)
     _report(result, formats)
+    return 0
+
+
+def _export_job(job: Any, args: argparse.Namespace) -> int:
+    """Each rank's trace into a folder of its own: ``DIR/rank0/``, ``DIR/rank1/`` ..."""
+    formats = parse_formats(args.format)
+    if not args.output:
+        raise UserError("no output folder given: name one with -o DIR")
+    if getattr(args, "args", None):
+        raise UserError("arguments after the trace file are only for scripts")
+    out = args.output
+    for rank, path in job.present():
+        print(f"rank {rank}: {shown(path)}")
+        args.output = os.path.join(out, f"rank{rank}")
+        try:
+            _report(_export(Path(path), args, formats), formats)
+        except UserError as exc:  # (a rank with nothing to export: say so, go on)
+            print(f"rank {rank}: {shown(str(exc))}", file=sys.stderr)
+    args.output = out
+    missing = [r for r, p in enumerate(job.paths) if p is None]
+    if missing:
+        print(f"no trace of rank {', '.join(map(str, missing))}", file=sys.stderr)
     return 0
 
 
@@ -127,6 +157,7 @@ def _export(trace_path: Path, args: argparse.Namespace, formats: tuple[str, ...]
             # --shapes / --fold: used when dyngraph/cli.py offers them
             show_shapes=bool(getattr(args, "shapes", False)),
             fold_repeats=bool(getattr(args, "fold", False)),
+            whole=bool(getattr(args, "whole", False)),
             dot=args.dot or None, progress=update,
         )
     finally:
@@ -140,6 +171,13 @@ def _report(result: ExportResult, formats: tuple[str, ...]) -> None:
     if not its:
         raise UserError("nothing to export: no iteration recorded any op")
     for it in its:
+        if it.modules:
+            print(f"note: iteration {it.index} has {it.nodes:,} nodes: drawn by module, "
+                  f"each folded module on a page of its own ({len(it.modules)} more, linked "
+                  "from its box and from index.html); --whole or --depth N draws one picture "
+                  "instead",
+                  file=sys.stderr)
+            break
         if it.collapsed:
             print(f"note: iteration {it.index} has {it.nodes} nodes; modules deeper than "
                   f"{it.depth} were collapsed to keep the layout fast", file=sys.stderr)

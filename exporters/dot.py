@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dyngraph.capture.events import Summary
@@ -26,7 +27,17 @@ from dyngraph.capture.graph import Graph, GraphNode, backward_graph
 from . import colors
 from .colors import GradScale
 from .escape import clean, dot_lines, dot_multiline, dot_quote, html_text, xml_text
-from .view import OP_KINDS, VCluster, VEdge, ViewCache, VNode, _Shape, build_view, fmt_shape
+from .view import (
+    OP_KINDS,
+    Box,
+    VCluster,
+    VEdge,
+    ViewCache,
+    VNode,
+    _Shape,
+    build_view,
+    fmt_shape,
+)
 
 GRAPH_KINDS = ("forward", "backward", "both")
 _KIND_TITLES = {"forward": "forward graph", "backward": "backward graph",
@@ -119,6 +130,10 @@ class DotNode:
     tip_static: str
     tip_values: str = ""
     lines: tuple[str, ...] = ()  # the label's lines, unescaped
+    # A folded run's gradient strip: one fill per member ("" for no gradient), drawn
+    # along the box's bottom edge.
+    strip: tuple[str, ...] = ()
+    link: str = ""  # a file this box opens (a folded module's own picture)
 
     @property
     def tooltip(self) -> str:
@@ -284,8 +299,12 @@ def build_dot(
     title: str | None = None,
     diff_legend: bool = False,
     cache: ViewCache | None = None,
+    units: Mapping[int, Box] | None = None,
 ) -> DotDoc:
     """The model behind ``to_dot`` (same arguments); see ``DotDoc``.
+
+    ``units`` (node id -> folded box, from ``exporters.modular``) draws module calls,
+    runs and index groups as one box each, for a forward or backward graph.
 
     ``diff_legend`` shows the diff's legend rows even without ``diff_against`` (a batch
     keeps one legend on every page); ``cache`` reuses work across graphs of one structure.
@@ -306,6 +325,7 @@ def build_dot(
         views.append(build_view(
             g, depth=depth, fold_repeats=fold_repeats, diff_against=old,
             show_shapes=show_shapes, prefix="g" if back else "n", cache=cache,
+            units=units if not both else None,
             cluster_prefix=("cluster_bwd_" if back else "cluster_fwd_") if both
             else "cluster_",
         ))
@@ -383,7 +403,31 @@ def _node(v: VNode, scale: GradScale | None) -> DotNode:
     kind = v.members[0].kind if v.kind == "ghost" and v.members and not v.path else v.kind
     shape = "box3d" if v.path else SHAPES.get(kind)
     return DotNode(v.name, _layout_attrs(v.lines, shape), _style(v, kind, scale),
-                   *_tooltip(v), v.lines)
+                   *_tooltip(v), v.lines, strip=_strip(v, scale), link=v.link)
+
+
+def _strip(v: VNode, scale: GradScale | None) -> tuple[str, ...]:
+    """Each member's fill by its parameters' largest gradient norm (every node's when it
+    has no parameters); NaN/Inf red, "" for none."""
+    if not v.strip:
+        return ()
+    by_id = {m.id: m for m in v.members}
+    out = []
+    for member in v.strip:
+        nodes = [by_id[i] for i in member if i in by_id]
+        params = [n for n in nodes if n.kind == "param" and n.grad is not None]
+        norm, bad = None, False
+        for n in params or nodes:
+            g = n.grad
+            if g is None or g.norm is None:
+                continue
+            if not g.finite or not math.isfinite(g.norm):
+                bad = True
+            elif norm is None or g.norm > norm:
+                norm = g.norm
+        out.append(colors.NONFINITE_FILL if bad else
+                   scale.fill(norm) if scale is not None and norm is not None else "")
+    return tuple(out)
 
 
 _BASE_STYLE = {"param": "filled,bold", "accumulate": "filled,bold", "leaf": "filled",
@@ -395,6 +439,8 @@ def _style(v: VNode, kind: str, scale: GradScale | None) -> NodeStyle:
     if v.kind == "ghost":
         return NodeStyle.of("rounded,dashed" if kind in OP_KINDS else "dashed", "#ffffff",
                             colors.GHOST, colors.GHOST)
+    if v.strip:  # a run: its strip tells its members' gradients apart, not one fill
+        return paint(_BASE_STYLE.get(kind, "rounded,filled"), [], v.mark, scale)
     return paint(_BASE_STYLE.get(kind, "rounded,filled"), v.members, v.mark, scale)
 
 
@@ -449,9 +495,11 @@ def _stats(s: Summary) -> str:
 
 def _tooltip(v: VNode) -> tuple[str, str]:
     """(the lines that stay the same across iterations, this iteration's numbers)."""
-    if v.path:  # a collapsed module (or the ghost of one)
+    if v.path:  # a collapsed module (or the ghost of one, or index arithmetic)
         ops = sum(1 for m in v.members if m.kind in OP_KINDS)
-        static = f"module: {clean(v.path)}\n{len(v.members)} nodes, {ops} ops"
+        what = ("integer index arithmetic, no gradient flows through it"
+                if v.path.startswith("index ops") else f"module: {clean(v.path)}")
+        static = f"{what}\n{len(v.members)} nodes, {ops} ops"
     else:
         n = v.members[0]
         static = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .dot import DotDoc
+from .dot import DotDoc, DotNode
 from .escape import clean, xml_text
 from .render import GraphvizError
 
@@ -179,6 +179,28 @@ def _static(ops: list[dict], label: str | None = None, scale: float = 1.0) -> st
 class _NodeGeom:
     shapes: list[tuple[str, bool]]
     texts: list[str]
+    bbox: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # SVG x0, y0, x1, y1
+
+
+def _bbox(ops: list[dict]) -> tuple[float, float, float, float]:
+    """The box around a node's drawing, in SVG coordinates (y down)."""
+    xs: list[float] = []
+    ys: list[float] = []
+    for op in ops:
+        if "points" in op:
+            xs += [p[0] for p in op["points"]]
+            ys += [-p[1] for p in op["points"]]
+        elif "rect" in op:
+            x, y, rx, ry = op["rect"]
+            xs += [x - rx, x + rx]
+            ys += [-y - ry, -y + ry]
+    return (min(xs), min(ys), max(xs), max(ys)) if xs else (0.0, 0.0, 0.0, 0.0)
+
+
+# rsvg-convert (and other rasterisers) refuse a picture wider or taller than 32,767 px;
+# at 96 px to the inch a point is 4/3 px. A bigger drawing keeps its viewBox and is
+# given a smaller size: a viewer zooms in, nothing is refused.
+MAX_PT = 32_767 * 72 / 96
 
 
 @dataclass(slots=True)
@@ -229,7 +251,8 @@ class SvgTemplate:
                 continue
             shapes = [s for op in obj.get("_draw_", []) if (s := _shape(op, True)) is not None]
             self.nodes[i] = _NodeGeom(shapes, _texts(obj.get("_ldraw_", []), nodes[i].lines,
-                                                           scale))
+                                                           scale),
+                                      _bbox(obj.get("_draw_", [])))
         if any(g is None for g in self.nodes):
             raise KeyError("a node is missing from the layout")
         self._node_fmts = [_node_format(g) for g in self.nodes]  # type: ignore[arg-type]
@@ -264,14 +287,37 @@ class SvgTemplate:
         nodes = [fmt.format(n.name, n.tooltip_xml, n.style.svg_fill, n.style.svg_stroke,
                             n.style.fontcolor)
                  for fmt, n in zip(self._node_fmts, doc.nodes(), strict=True)]
+        for k, n in enumerate(doc.nodes()):
+            if n.strip or n.link:
+                nodes[k] = self._extras(nodes[k], n, self.nodes[k])
         return self.assemble(title or doc.title, edges, nodes)
+
+    @staticmethod
+    def _extras(text: str, node: DotNode, geom: _NodeGeom | None) -> str:
+        """A run's gradient strip along the bottom of its box; a link around a box that
+        opens a picture of its own."""
+        if node.strip and geom is not None:
+            x0, _, x1, y1 = geom.bbox
+            cells = len(node.strip)
+            width = max(x1 - x0 - 8, 1.0) / cells
+            rects = "".join(
+                f'<rect x="{_f(x0 + 4 + k * width)}" y="{_f(y1 - 9)}" width="{_f(width)}" '
+                f'height="6" fill="{fill}" stroke="none"/>\n'
+                for k, fill in enumerate(node.strip) if fill)
+            text = text[:-len("</g>\n")] + rects + "</g>\n"
+        if node.link:
+            href = xml_text(node.link)
+            text = f'<a href="{href}" xlink:href="{href}">\n{text}</a>\n'
+        return text
 
     def assemble(self, title: str, edges: list[str], nodes: list[str]) -> str:
         """The whole SVG around already formatted edge and node groups."""
         w, h = _f(self.width), _f(self.height)
+        fit = min(1.0, MAX_PT / max(self.width, 1.0), MAX_PT / max(self.height, 1.0))
+        sw, sh = (w, h) if fit == 1.0 else (_f(self.width * fit), _f(self.height * fit))
         return "".join([
             '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n',
-            f'<svg width="{w}pt" height="{h}pt" viewBox="0.00 0.00 {w} {h}" '
+            f'<svg width="{sw}pt" height="{sh}pt" viewBox="0.00 0.00 {w} {h}" '
             'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">\n',
             f"<title>{xml_text(title)}</title>\n",
             f'<g id="graph0" class="graph" transform="translate(4 {_f(self.height - 4)})"'

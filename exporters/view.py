@@ -12,16 +12,20 @@ DOT text made from it) is the same for the same graph, byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from dyngraph.capture.graph import Graph, GraphNode, diff_graphs
+from dyngraph.capture.graph import Graph, GraphNode, diff_graphs, roll_up
 
 from .escape import sanitize_id
 from .fold import find_folds
 from .scopes import Scopes
 
 OP_KINDS = ("op", "backward")
+# Past this many nodes removed since the previous iteration, they are one dashed box that
+# says what they were ("− 434 nodes: 60 × cell, …"), not a box each: 434 ghosts made an
+# export 42,930 pt wide.
+GHOSTS = 12
 
 
 @dataclass(slots=True)
@@ -38,6 +42,22 @@ class VNode:
     old_shape: tuple[int, ...] | None = None
     path: str = ""  # a collapsed module's path
     copy: int = 0  # > 0: the copy-th extra box of a shared leaf (see ``split_shared``)
+    # A folded run of repeated calls: the node ids of each member, for its gradient strip.
+    strip: tuple[tuple[int, ...], ...] = ()
+    link: str = ""  # a folded box's own picture (``Box.link``)
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A folded box drawing several graph nodes (see ``build_view(units=...)``): ``key``
+    names it, ``frame`` is the call id of the open call it is drawn in (0: top level),
+    ``strip`` the node ids of each member of a run."""
+
+    key: str
+    label: str
+    frame: int = 0
+    strip: tuple[tuple[int, ...], ...] = ()
+    link: str = ""  # the file of its own picture, if it has one
 
 
 @dataclass(slots=True)
@@ -146,11 +166,14 @@ def build_view(
     cluster_prefix: str = "cluster_",
     cache: ViewCache | None = None,
     copy_shared: bool = True,
+    units: Mapping[int, Box] | None = None,
 ) -> View:
     """Reduce ``graph`` to what will be drawn. ``prefix`` names nodes (``n12``).
 
     ``copy_shared``: a leaf (parameter, input, constant) with several edges is drawn once
-    per edge, beside its consumer (see ``split_shared``).
+    per edge, beside its consumer (see ``split_shared``). ``units``: node id -> the folded
+    box that draws it (``exporters.modular``: module calls, runs, index groups); it
+    replaces ``depth``.
 
     With a ``cache``, a graph whose structure (everything but ids and values) was seen
     before reuses that view's shape instead of working it out again.
@@ -158,7 +181,7 @@ def build_view(
     ordered = seq_order(graph)
     diff = diff_graphs(diff_against, graph) if diff_against is not None else None
     sig = None
-    if cache is not None and (diff is None or diff.unchanged):
+    if cache is not None and units is None and (diff is None or diff.unchanged):
         sig = signature(graph, ordered, depth, fold_repeats, show_shapes, prefix,
                         cluster_prefix, copy_shared)
         shape = cache.get(sig)
@@ -190,6 +213,20 @@ def build_view(
         if rep != node.id:
             continue  # drawn by its block's representative (mapped below)
         key = home[node.id]
+        box = units.get(node.id) if units is not None else None
+        if box is not None:
+            v = collapsed.get(box.key)
+            if v is None:
+                v = VNode(module_names(box.key), "module", (box.label,), [],
+                          scopes.call_key.get(box.frame, ""), node.seq, path=box.label,
+                          strip=box.strip, link=box.link)
+                collapsed[box.key] = v
+                vnodes.append(v)
+            v.members.append(node)
+            if node.id in marks:
+                v.mark = "changed"
+            visible[node.id] = v
+            continue
         target = scopes.collapse_target(key, depth) if depth is not None else None
         if target is not None:
             v = collapsed.get(target)
@@ -212,6 +249,9 @@ def build_view(
         for node_id in fold_of:
             visible[node_id] = visible[folds.resolve(node_id)]
     for target, v in collapsed.items():
+        if units is not None and v.lines:
+            v.lines = _unit_label(v)
+            continue
         v.lines = (_collapsed_label(v, scopes.label(target), folds.labels if folds else {}),)
 
     edges: list[VEdge] = []
@@ -331,6 +371,10 @@ def copy_name(name: str, copy: int) -> str:
 
 
 SHARED_KINDS = ("param", "leaf", "accumulate")
+# A leaf with at least this many edges gets a box per edge. Fewer stay one box: one
+# parameter is one node (nanoGPT's embedding, tied to its output layer, was drawn twice),
+# and a second edge costs the layout little.
+SHARED_COPIES = 3
 
 
 def split_shared(vnodes: list[VNode], edges: list[VEdge],
@@ -354,7 +398,7 @@ def split_shared(vnodes: list[VNode], edges: list[VEdge],
             if v.kind in SHARED_KINDS and not v.path:
                 uses.setdefault(end, []).append(i)
     for name, used in uses.items():
-        if len(used) < 2:
+        if len(used) < SHARED_COPIES:
             continue
         v = by_name[name]
         for k, i in enumerate(used[1:], 1):
@@ -374,6 +418,17 @@ def split_shared(vnodes: list[VNode], edges: list[VEdge],
     if before:  # Graphviz starts from the order nodes are written in: copies beside users
         placed = [c for v in vnodes for c in (*before.get(v.name, ()), v)]
         vnodes[:] = placed
+
+
+def _unit_label(v: VNode) -> tuple[str, ...]:
+    """A folded box's label: a run's ops per member and a blank line its gradient strip
+    is drawn on, a module call's ops, an index group as it is (its label counts them)."""
+    ops = sum(1 for m in v.members if m.kind in OP_KINDS)
+    if v.strip:
+        return (v.path, f"{ops // max(len(v.strip), 1)} ops each", " ")
+    if v.path.startswith("index ops"):
+        return (v.path,)
+    return (f"{v.path} (×{ops} ops)",)
 
 
 def _collapsed_label(v: VNode, label: str, fold_labels: dict[str, str]) -> str:
@@ -437,7 +492,15 @@ def _add_ghosts(graph: Graph, old: Graph, removed: tuple[int, ...], visible: dic
                 vnodes: list[VNode], edges: list[VEdge], seen: set[tuple[str, str]],
                 depth: int | None, collapsed: dict[str, VNode], prefix: str,
                 module_names: _Names) -> None:
-    """Draw nodes that ``old`` had and ``graph`` lacks, dashed, joined to their neighbours."""
+    """Draw nodes that ``old`` had and ``graph`` lacks, dashed, joined to their neighbours;
+    past ``GHOSTS`` of them, one dashed box that says them in a line (``roll_up``)."""
+    if len(removed) > GHOSTS:
+        ordered = sorted(removed, key=lambda i: (old.nodes[i].seq, i))
+        v = VNode(f"x{prefix}rollup", "ghost", (f"− {roll_up(old, ordered)}",),
+                  [old.nodes[i] for i in ordered], "", old.nodes[ordered[0]].seq,
+                  "removed", path="removed")
+        vnodes.append(v)
+        return
     new_by_key = {n.key: n.id for n in graph.nodes.values()}
     old_owner = owners(old)
     ghosts: dict[int, str] = {}

@@ -49,7 +49,8 @@ def test_engine_never_imports_ui_or_exporters_at_module_level():
 
 def test_ui_and_exporters_do_not_reach_into_engine_internals():
     offenders = []
-    for folder, package in (("tui", "dyngraph.tui"), ("exporters", "dyngraph.exporters")):
+    for folder, package in (("tui", "dyngraph.tui"), ("exporters", "dyngraph.exporters"),
+                            ("viewer", "dyngraph.viewer")):
         for path, pkg in _package_files(folder, package):
             for module, _ in _imports(path, pkg):
                 if module.startswith("dyngraph.engine"):
@@ -60,9 +61,36 @@ def test_ui_and_exporters_do_not_reach_into_engine_internals():
 def test_no_top_level_tui_or_exporters_package_is_installed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     packages = set(config["packages"])
-    assert not {"tui", "exporters", "demos"} & packages
+    assert not {"tui", "exporters", "demos", "viewer"} & packages
     assert config["package-dir"]["dyngraph.tui"] == "tui"
     assert config["package-dir"]["dyngraph.exporters"] == "exporters"
+    assert config["package-dir"]["dyngraph.viewer"] == "viewer"
+    # The page's scripts and style are package data: a wheel without them shows nothing.
+    assert config["package-data"]["dyngraph.viewer"] == ["static/*.js", "static/*.css"]
+    static = {p.name for p in (ROOT / "viewer" / "static").iterdir()}
+    from dyngraph.viewer.page import SCRIPTS
+
+    assert set(SCRIPTS) | {"viewer.css"} == static
+
+
+def test_viewer_imports_the_capture_layer_and_never_the_other_way_round():
+    """viewer/ (the page behind export, the notebook and view --web) reads capture/; the
+    engine reaches it only lazily (dyngraph.show, the magic, the CLI), the UI never; its
+    optional dependencies (anywidget, IPython) are imported inside functions only."""
+    offenders = []
+    for path, pkg in _package_files("viewer", "dyngraph.viewer"):
+        for module, top in _imports(path, pkg):
+            if module.startswith(("dyngraph.tui", "dyngraph.exporters", "dyngraph.engine",
+                                  "dyngraph.debug", "textual", "graphviz", "torch")):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+            if top and module.split(".")[0] in ("anywidget", "traitlets", "IPython"):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module} at module level")
+    for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui")):
+        for path, pkg in _package_files(folder, package):
+            for module, top in _imports(path, pkg):
+                if module.startswith("dyngraph.viewer") and (top or folder == "tui"):
+                    offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert offenders == []
 
 
 def test_every_package_folder_is_installed():
@@ -118,11 +146,42 @@ def test_only_the_torch_backend_imports_torch():
             rel = path.relative_to(ROOT)
             if rel.parts[:2] == ("dyngraph", "torch_backend") and path.name != "__init__.py":
                 continue
+            if rel.parts[:2] == ("dyngraph", "ranks") and path.name in _RANKS_TORCH:
+                continue
             if rel == COMPILE_ADAPTER:
                 continue
             if folder == "demos" and path.stem in demos.NEEDS_TORCH:
                 continue  # a demo written for PyTorch is user code
             offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg) if _imports_torch(m)]
+    assert offenders == []
+
+
+# The rank logic's torch side (imported once the script imported torch) and its launcher
+# (imports torch inside the function that starts torchrun).
+_RANKS_TORCH = {"collectives.py", "launch.py"}
+
+
+def test_the_rank_logic_imports_torch_only_where_the_script_did():
+    """dyngraph/ranks/ runs in every rank of a job, and in the CLI that reads a job's
+    traces: only collectives.py imports torch at module level, and only runtime.py imports
+    collectives.py, inside the callback run once the script has imported torch."""
+    for path, pkg in _package_files("dyngraph/ranks", "dyngraph.ranks"):
+        for module, top in _imports(path, pkg):
+            if _imports_torch(module) or module.startswith("dyngraph.torch_backend"):
+                assert path.name == "collectives.py" or not top, f"{path.name} imports {module}"
+            if module == "dyngraph.ranks.collectives":
+                assert path.name == "runtime.py" and not top, f"{path.name} imports {module}"
+
+
+def test_the_capture_layer_never_imports_the_rank_logic():
+    """ranks/ builds on capture/ (events, the tracer's boundaries), never the other way."""
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for folder in ("dyngraph/capture", "dyngraph/torch_backend", "dyngraph/engine")
+        for path, pkg in _package_files(folder, folder.replace("/", "."))
+        for module, _ in _imports(path, pkg)
+        if module.startswith("dyngraph.ranks")
+    ]
     assert offenders == []
 
 
@@ -137,6 +196,8 @@ def test_nothing_outside_the_backend_imports_it_by_name():
             registers = rel == Path("dyngraph/__init__.py")
             if rel.parts[:2] == ("dyngraph", "torch_backend") or registers:
                 continue
+            if rel.parts[:2] == ("dyngraph", "ranks") and path.name in _RANKS_TORCH:
+                continue  # torch-only too: it uses the backend's ids and statistics
             offenders += [f"{rel} imports {m}" for m, _ in _imports(path, pkg)
                           if m.startswith("dyngraph.torch_backend")]
     assert offenders == []

@@ -138,3 +138,19 @@ def test_the_parser_reads_every_form_and_spells_out_nothing() -> None:
         resolve(parse("4"), have)
     assert describe(have) == "1-3, 5, 8-9"
     assert describe(list(range(1, 40, 2))).endswith(", …")
+
+
+def test_summary_of_changed_iterations_keeps_the_first_after_setup(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Setup (iteration 0) is nobody's baseline, so iteration 1 is never 'changed': it is
+    listed as the first iteration is, and an unchanged iteration 2 is not."""
+    path = tmp_path / "run.dgtrace"
+    with dyngraph.record(path, stats="cheap"):
+        data = dyngraph.randn(2, 3) * 2  # setup: preparing the data
+        w = dyngraph.randn(3, 2, requires_grad=True)
+        for _ in range(2):
+            data.matmul(w).relu().sum().backward()
+    assert main(["summary", str(path), "--iterations", "changed"]) == 0
+    rows = [line.split()[:2] for line in capsys.readouterr().out.splitlines()
+            if line.strip()[:1].isdigit() and "ops" not in line]
+    assert [r[0] for r in rows] == ["0", "1"] and rows[0][1] == "setup"

@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from dyngraph.capture.graph import Graph, backward_graph
+from dyngraph.capture.paths import resolve as resolve_path
 from dyngraph.textsafe import shown
 
 from . import messages as msg
@@ -55,6 +56,7 @@ SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
+CTRL_C_AGAIN = 1.0  # seconds: a second ctrl+c this soon quits
 
 
 class GraphList(Static):
@@ -95,8 +97,11 @@ class DebuggerApp(DebuggerActions):
     TITLE = "dyngraph"
     def __init__(self, source: Source, *, export_dir: str | Path | None = None,
                  poll_hz: float = POLL_HZ, title: str = "",
-                 notices: Iterable[str] = ()) -> None:
+                 notices: Iterable[str] = (), files_near: str | None = None) -> None:
+        """``files_near``: the script or trace beside which ``dyngraph-out/`` takes the
+        files the session writes (exports, screenshots)."""
         super().__init__()
+        self.files_near = files_near
         self.notices = list(notices)
         self.source = source
         self.model: Model = source.model
@@ -105,6 +110,7 @@ class DebuggerApp(DebuggerActions):
         self.sub_title = title
         self.graph_mode = "forward"
         self.selected: int | None = None
+        self.selected_unit: str | None = None  # a folded box picked in the graph pane
         # The compile event the inspector shows instead of a node (the compile lane):
         # picked in the timeline, or the one the cursor is on.
         self.compile_event: Any = None
@@ -118,6 +124,7 @@ class DebuggerApp(DebuggerActions):
         self._loading = True
         self._last_full = 0.0
         self._graph_title = ""
+        self._ctrl_c = -10.0  # when ctrl+c was last pressed (a second one quits)
         self._exporter = Exporter(self._export_done)
         self.redraws = 0
         self.frames = FrameFetcher(source, self.post_message)
@@ -145,7 +152,15 @@ class DebuggerApp(DebuggerActions):
         if not self.source.live:
             self.main.query_one(VariablesPane).add_class("replay")
             # A trace names its files: show only Python sources from it, never /etc/shadow.
-            self.main.query_one(SourceView).python_only = True
+            view = self.main.query_one(SourceView)
+            view.python_only = True
+            model, near = self.model, self.files_near
+
+            def resolve(file: str) -> str:  # (relative to the trace's script: see paths)
+                script = model.header.script if model.header is not None else ""
+                return resolve_path(file, script, near)
+
+            view.resolve = resolve
         self._fit_panes(self.size.width, self.size.height)
         self._tick()
         self.refresh_view()
@@ -161,13 +176,16 @@ class DebuggerApp(DebuggerActions):
         self._fit_panes(event.size.width, event.size.height)
 
     def _fit_panes(self, width: int, height: int) -> None:
-        """Small terminals (app.tcss): below SHORT rows the variables pane goes (its keys
-        and the console still work); below TINY the right column narrows, the graph and the
-        source share the left half equally and the output pane shrinks."""
+        """Small terminals (app.tcss): below SHORT rows the variables pane makes way (V
+        shows it in the inspector's place, and the footer says so); below TINY the right
+        column narrows, the graph keeps ten rows and the output pane shrinks."""
         if not self.screen_stack:
             return
         screen = self.main
-        screen.set_class(height < SHORT, "-short")
+        short = height < SHORT
+        if short != screen.has_class("-short"):
+            screen.set_class(short, "-short")
+            self.refresh_bindings()  # V appears in the footer, or goes
         screen.set_class(height < TINY[1] or width < TINY[0], "-tiny")
 
     # -- events in -----------------------------------------------------------------------
@@ -282,7 +300,7 @@ class DebuggerApp(DebuggerActions):
             moved = model.cursor != self._last_cursor
             self._last_cursor = model.cursor
             if moved or self.selected not in graph.nodes:
-                self.selected = current
+                self.selected, self.selected_unit = current, None
             if moved:
                 self.compile_event = model.compile_event_at_cursor()
             canvas = self.main.query_one("#graph")
@@ -336,11 +354,12 @@ class DebuggerApp(DebuggerActions):
         bps = self.source.breakpoints.values()
         self.main.query_one(StatusLine).update_parts(*status_parts(
             status=state.status, reason=reason, description=description,
-            event=model.current_event, iteration=index, iterations=model.iteration_count,
+            event=model.current_event, iteration=index,
+            iterations=model.iterations[-1].index if model.iterations else 0,
             live=self.source.live, behind=behind,
             breakpoints=sum(1 for b in bps if b.kind != "nan"),
             nan_break=any(b.kind == "nan" for b in bps), mode=self.graph_mode,
-            notes=self.source.notes))
+            notes=self.source.notes, warnings=self.source.breakpoint_notes()))
 
     def _show_source(self, graph: Graph, current: int | None) -> None:
         node = graph.nodes.get(current) if current is not None else None
@@ -352,16 +371,23 @@ class DebuggerApp(DebuggerActions):
 
             file, line = focus_line(self.compile_event)
         frame = self._selected_frame()
+        follows = "the current op's line" if file else ""
         if frame is not None:
             file, line = frame.file, frame.line
+            follows = f"frame {frame.index}: {frame.function} (u/D move, as in the variables)"
         view = self.main.query_one(SourceView)
         header = self.model.header
         if not file and header is not None and header.script and self._before_first_op():
             # Like pdb's first screen: the script, its first statement marked.
             file = header.script
             line = first_code_line(view.lines_of(file))
+            follows = "the script's first statement"
         elif not file and view.file:
             file, line = view.file, 0
+            follows = "no line: no op at this event"
+        subtitle = f"follows {follows}" if follows else ""
+        if view.border_subtitle != subtitle:  # (setting it redraws the pane)
+            view.border_subtitle = subtitle
         lines = {b.line for b in self.source.breakpoints.values()
                  if b.kind == "line" and file and _same(b.file, file)}
         view.show(file, line, lines)
@@ -376,6 +402,11 @@ class DebuggerApp(DebuggerActions):
             self.main.query_one(Inspector).show_compile(self.compile_event,
                                                         self._joined_ops(self.compile_event))
             return
+        if self.selected_unit is not None and GraphCanvas is not None:
+            info = self.main.query_one("#graph").unit_info(self.selected_unit)  # type: ignore[attr-defined]
+            if info is not None:
+                self.main.query_one(Inspector).show_unit(info)
+                return
         graph = self.graph
         if graph is not None and self.graph_mode == "backward":
             # autograd's graph: a node of no forward op (TBackward0, a checkpoint's) too
@@ -387,7 +418,10 @@ class DebuggerApp(DebuggerActions):
                    else ())
         inputs: list[str] = []
         if node is not None and graph is not None:
-            for src in graph.inputs_of(node.id):
+            # (the forward graph's inputs are indexed once by the model)
+            srcs = (self.model.inputs_of(node.id) if self.graph_mode == "forward"
+                    else graph.inputs_of(node.id))
+            for src in srcs:
                 other = graph.nodes.get(src)
                 if other is not None:
                     inputs.append(f"{other.label} t{src}")
@@ -484,12 +518,21 @@ class DebuggerApp(DebuggerActions):
             self.console_state, lambda text: source.evaluate(text, index),
             source.interrupt_evaluation, f"console{where}"), lambda _: frames.request())
 
-    def action_interrupt_evaluation(self) -> None:
+    async def action_interrupt_evaluation(self) -> None:
+        """ctrl+c, as in pdb and gdb: interrupt an evaluation; else break into a running
+        script at its next op; a second ctrl+c within a second quits."""
+        now = time.monotonic()
+        again, self._ctrl_c = now - self._ctrl_c < CTRL_C_AGAIN, now
         if self.frames.started_at or self.console_state.busy:
             self.source.interrupt_evaluation()
             self.notify("interrupting the evaluation in the script", timeout=3)
+        elif again:
+            await self.action_quit()
+        elif self.source.break_in():
+            self.notify("breaking in: the script pauses at its next op (ctrl+c again "
+                        "within a second quits)", timeout=3)
         else:
-            self.notify("press q (or ctrl+q) to quit", timeout=3)
+            self.notify("ctrl+c again within a second quits (so does q)", timeout=3)
 
     def _joined_ops(self, event: Any) -> str:
         """The op lane's ops at the line a compile event is about (found once per event)."""
@@ -505,7 +548,7 @@ class DebuggerApp(DebuggerActions):
     def select_node(self, node_id: int | None) -> None:
         """Show ``node_id`` in the inspector (and highlight it in the graph pane)."""
         self.compile_event = None
-        self.selected = node_id
+        self.selected, self.selected_unit = node_id, None
         if GraphCanvas is not None and node_id is not None:
             canvas = self.main.query_one("#graph")
             if canvas.selected != node_id:  # type: ignore[attr-defined]
@@ -534,9 +577,11 @@ class DebuggerApp(DebuggerActions):
         self.jump_to_iteration(message.index)
 
     def on_graph_canvas_node_selected(self, message: Any) -> None:
-        if message.node_id != self.selected or self.compile_event is not None:
+        if (message.node_id != self.selected or message.module != self.selected_unit
+                or self.compile_event is not None):
             self.compile_event = None
             self.selected = message.node_id
+            self.selected_unit = message.module
             self._show_inspector()
 
     def on_timeline_event_chosen(self, message: Timeline.EventChosen) -> None:

@@ -21,8 +21,10 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from dyngraph.capture.graph import Graph
+from dyngraph.capture.paths import shared_graph
 from dyngraph.textsafe import shown
 
+from .afterwards import out_dir, shown_path
 from .breakpoints import Breakpoint
 from .breakpoints_dialog import BreakpointsDialog
 from .export import Exporter
@@ -36,8 +38,6 @@ from .output_pane import OutputPane
 from .source_view import SourceView
 from .sources import Source
 from .timeline import Timeline
-
-EXPORT_DIR = Path("dyngraph-export")
 
 
 class _ValuesFetched(Message):
@@ -148,8 +148,9 @@ class DebuggerActions(App[int]):
 
     def action_goto_iteration(self) -> None:
         info = self.model.cursor_iteration()
-        self.push_screen(GotoScreen(info.index if info else 0, self.model.iteration_count,
-                                    self.source.live), self.jump_to_iteration)
+        last = self.model.iterations[-1].index if self.model.iterations else 0
+        self.push_screen(GotoScreen(info.index if info else 0, last, self.source.live),
+                         self.jump_to_iteration)
 
     def jump_to_iteration(self, index: int | None) -> None:
         """Show iteration ``index``: from history, or (live) run until it begins."""
@@ -158,7 +159,7 @@ class DebuggerActions(App[int]):
         if self.source.goto_iteration(index):
             self.refresh_view()
             return
-        known = self.model.iteration_count
+        known = self.model.iterations[-1].index if self.model.iterations else 0
         if self.source.live and index > known and self._state_status() != "finished":
             self.notify(f"running to iteration {index} …", timeout=3)
             self._command("run_to_iteration", index)
@@ -228,7 +229,11 @@ class DebuggerActions(App[int]):
         except Exception as exc:
             self.notify(f"breakpoint: {exc}", severity="error")
             return
-        self.notify(f"breakpoint {'set' if on else 'removed'}: {bp}", timeout=3)
+        why = self.source.bp_warnings.get(bp) if on else None
+        if why:  # set, but it cannot hit as things stand: say so, with the nearest match
+            self.notify(f"breakpoint set: {bp}, but {why}", severity="warning", timeout=8)
+        else:
+            self.notify(f"breakpoint {'set' if on else 'removed'}: {bp}", timeout=3)
         self.refresh_view()
 
     def action_breakpoints(self) -> None:
@@ -272,6 +277,13 @@ class DebuggerActions(App[int]):
         if node_id is not None:
             self.select_node(node_id)
 
+    def action_focus_source(self) -> None:
+        from .source_view import SourceView
+
+        source = self.main.query_one(SourceView)
+        if source.display:
+            source.focus()
+
     def action_focus_timeline(self) -> None:
         if self.main.maximized is not None:
             self.main.minimize()
@@ -286,6 +298,16 @@ class DebuggerActions(App[int]):
             screen.maximize(screen.focused)
             self.notify("m or esc restores the layout", timeout=2)
 
+    def action_toggle_variables(self) -> None:
+        self.main.toggle_class("-vars")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """V is for short terminals only (where the variables pane has no room): the
+        footer shows it exactly when it does something."""
+        if action == "toggle_variables":
+            return bool(self.screen_stack) and self.main.has_class("-short")
+        return True
+
     def action_toggle_output(self) -> None:
         pane = self.main.query_one(OutputPane)
         pane.display = not pane.display
@@ -299,7 +321,12 @@ class DebuggerActions(App[int]):
         model = self.model
         diff = model.diff(index)
         why_not = ""
-        if model.iteration(index - 1) is None:
+        if index == 0:
+            why_not = "setup (the work before the first differentiable op): nothing to compare"
+        elif index == 1 and model.iteration(0) is not None:
+            why_not = ("the first iteration: setup before it (iteration 0) is no baseline, "
+                       "nothing to compare it with")
+        elif model.iteration(index - 1) is None:
             why_not = "the first iteration recorded: nothing to compare it with"
         elif not info.backward_done(len(model.events)):
             why_not = ("still being built (its backward pass has not finished): "
@@ -353,7 +380,23 @@ class DebuggerActions(App[int]):
             self.bell()
             return
         self.notify(f"exporting iteration {graph.iteration} …", timeout=2)
-        self._exporter.submit(graph, self.export_dir or EXPORT_DIR, self.graph_mode)
+        header = self.model.header
+        if header is not None and header.script and os.path.isabs(header.script):
+            # A picture to share: files named relative to the script, as record does.
+            graph = shared_graph(graph, os.path.dirname(header.script))
+        self._exporter.submit(graph, self.export_dir or self.files_dir(), self.graph_mode)
+
+    def files_dir(self) -> Path:
+        """``dyngraph-out/`` beside the script or the trace: where exports and screenshots
+        go unless told otherwise."""
+        near = getattr(self, "files_near", None)
+        if near is None and self.source.live and self.model.header is not None:
+            near = self.model.header.script  # (a replay's script may be anyone's folder)
+        return out_dir(near)
+
+    def action_screenshot(self) -> None:
+        """S: the screen as an SVG in ``dyngraph-out/``."""
+        self.deliver_screenshot(path=str(self.files_dir()))
 
     def _export_done(self, iteration: int, paths: list[Path], error: BaseException | None
                      ) -> None:
@@ -364,21 +407,24 @@ class DebuggerActions(App[int]):
             self.notify(f"export of iteration {message.iteration} failed: {message.error}",
                         severity="error")
         elif self.export_dir is None or not self.source.live:
-            self.notify("wrote " + ", ".join(str(p) for p in message.paths), timeout=4)
+            self.notify("wrote " + ", ".join(shown_path(p) for p in message.paths),
+                        timeout=6)
 
     def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
                            time_format: str | None = None) -> str | None:
-        """The palette's Screenshot: an SVG in the working directory (or ``path``, created
-        when missing), and a notice saying where it went or why it could not be written."""
+        """Screenshot (S, or the palette's): an SVG in ``dyngraph-out/`` beside the script
+        or trace (or ``path``, created when missing), and a notice saying where it went or
+        why it could not be written."""
         try:
             if path:
                 os.makedirs(os.path.expanduser(path), exist_ok=True)
-            written = self.save_screenshot(filename, path or ".", time_format)
+            written = self.save_screenshot(filename, path or str(self.files_dir()),
+                                           time_format)
         except OSError as exc:
             self.notify(f"could not save the screenshot: {exc.strerror or exc}",
                         title="Screenshot", severity="error", timeout=8)
             return None
-        self.notify(f"saved {os.path.relpath(written)}", title="Screenshot", timeout=6)
+        self.notify(f"saved {shown_path(Path(written))}", title="Screenshot", timeout=6)
         return written
 
     # -- command palette -----------------------------------------------------------------

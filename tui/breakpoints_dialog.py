@@ -70,8 +70,10 @@ class BreakpointsDialog(ModalScreen[bool]):
         items = sorted(self.source.breakpoints.items())
         if not items:
             options.add_option(Option("no breakpoints yet", id="none", disabled=True))
+        warnings = getattr(self.source, "bp_warnings", {})
         for bp_id, spec in items:
-            options.add_option(Option(_describe(bp_id, spec), id=str(bp_id)))
+            options.add_option(Option(_describe(bp_id, spec, warnings.get(spec, "")),
+                                      id=str(bp_id)))
         if items and options.highlighted is None:
             options.highlighted = 0  # r/del act on a row from the start
 
@@ -100,10 +102,11 @@ class BreakpointsDialog(ModalScreen[bool]):
         except Exception as exc:  # the child may refuse it; say why and stay open
             error.update(literal(f"could not add: {exc}"))
             return
-        error.update("")
         field.value = ""
         self.changed = True
         self._refresh_list()
+        why = getattr(self.source, "bp_warnings", {}).get(spec)
+        error.update(literal(f"{spec} cannot hit as things stand: {why}") if why else "")
         self.query_one("#bp-help", Label).update(literal(f"added {spec}"))
 
     def action_remove(self) -> None:
@@ -121,12 +124,15 @@ class BreakpointsDialog(ModalScreen[bool]):
         self.dismiss(self.changed)
 
 
-def _describe(bp_id: int, bp: Any) -> Text:
-    """A list row: the breakpoint in the text form the parser reads, and what it does."""
+def _describe(bp_id: int, bp: Any, why: str = "") -> Text:
+    """A list row: the breakpoint in the text form the parser reads, what it does, and
+    why it cannot hit as things stand (if it cannot)."""
     text = Text.assemble((f"#{bp_id:<3} ", "dim"), (shown(bp), "bold"))
     what = _MEANING.get(bp.kind, "")
     if what:
         text.append(f"  {what}", "dim")
+    if why:
+        text.append(f"  ⚠ {shown(why)}", "yellow")
     return text
 
 

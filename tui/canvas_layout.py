@@ -10,8 +10,8 @@ so layouts are keyed by *structure*, not by object:
 - ``LayoutCache.best()`` finds the cached layout sharing the longest prefix with the graph
   on screen, so stepping through a repeated iteration never lays out again: the canvas
   draws the prefix of the cached scene (see ``raster.render_row(upto=...)``).
-- A parameter, leaf or AccumulateGrad used more than once is drawn beside each user
-  (``COPY_SHARED``): one weight feeding every step of a loop made dot take seconds.
+- What is drawn (module calls folded into boxes, runs of repeated blocks, a parameter
+  used many times copied beside each user) is ``canvas_fold.build_view``.
 - ``LayoutWorker`` lays out in a daemon thread (a blocked ``dot`` never holds up quitting),
   one job at a time, keeping only the newest request and starting at most a few per second.
 
@@ -27,24 +27,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dyngraph.capture.folding import FOLD_ABOVE, ModuleTree
 from dyngraph.capture.graph import Graph
 from dyngraph.errors import UserError
 
 from . import raster
-from .raster import Scene, ViewCluster, ViewEdge, ViewGraph, ViewNode
+from .canvas_fold import (  # noqa: F401 - the canvas's names, re-exported
+    COPY_SHARED,
+    UNIT_KIND,
+    Collapse,
+    Sig,
+    build_view,
+    node_label,
+    node_modules,
+    prepare,
+    shape_text,
+)
+from .raster import Scene, ViewGraph
 
-# (kind, op, name, shape, module, requires_grad, inputs as creation indices, scope): scope
-# is the module calls an op ran in, outermost first, as "path#k" (the k-th call of that
-# module in the iteration); () at top level, for leaves, and for traces without calls.
-Sig = tuple[str, str, str, tuple[int, ...], str, bool, tuple[int, ...], tuple[str, ...]]
-
-LARGE_GRAPH = 300  # past this many nodes, deep modules start collapsed
-# A parameter, leaf or AccumulateGrad with at least this many edges is drawn as one box per
-# edge, beside its consumer: dot's layout time exploded on one weight feeding every step of
-# a loop (60 steps: 8.2 s -> 0.05 s; bench/tui_canvas.py). 0 never copies. Two reads well
-# too: a leaf used twice gets a box beside each consumer, as dot does for parameters.
-COPY_SHARED = 2
-_COPYABLE = ("param", "leaf", "accumulate")
+LARGE_GRAPH = FOLD_ABOVE  # past this many nodes, the pane opens folded by module
 FAST_LAYOUT = 1000  # past this many boxes, trade a little layout quality for speed
 # Seconds Graphviz may take on the pane before dyngraph's layered layout draws it (the
 # first picture of a 2,000-node iteration is due within 3 s of the key press).
@@ -75,8 +76,21 @@ class Canonical:
         if graph is self.graph and len(graph.nodes) == len(self.ids) and (
                 len(graph.edges) == self._edges):
             return False
-        if graph is not self.graph or not self._grow(graph):
+        if graph is not self.graph or not (self._shrink(graph) or self._grow(graph)):
             self._rebuild(graph)
+        return True
+
+    def _shrink(self, graph: Graph) -> bool:
+        """Drop nodes the graph lost from its end (a step back): the rest keep their
+        signatures, which only ever name earlier nodes."""
+        m = len(graph.nodes)
+        if m >= len(self.ids) or list(graph.nodes) != self.ids[:m]:
+            return False
+        for node_id in self.ids[m:]:
+            del self.index[node_id]
+        del self.ids[m:]
+        del self.sigs[m:]
+        self._edges = len(graph.edges)
         return True
 
     def _rebuild(self, graph: Graph) -> None:
@@ -134,7 +148,7 @@ class Canonical:
         if scope is None:
             scope = self._scope(call)
         return (node.kind, node.op, node.name, tuple(node.shape), node.module,
-                bool(node.requires_grad), ins, scope)
+                bool(node.requires_grad), ins, scope, node.dtype)
 
     def _scope(self, call: int) -> tuple[str, ...]:
         """The scope of ``call``, reading the graph's calls made since the last look."""
@@ -148,242 +162,6 @@ class Canonical:
                 self._scopes[cid] = up
             self._calls_seen = len(calls)
         return self._scopes.get(call, ())
-
-
-# -- collapsing modules ---------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Collapse:
-    """Which modules are drawn as one box: deeper than ``depth`` (None: no limit), or named
-    in ``collapsed``; ``expanded`` overrides both for the paths it names."""
-
-    depth: int | None = None
-    collapsed: frozenset[str] = frozenset()
-    expanded: frozenset[str] = frozenset()
-
-    def owner(self, module: str) -> str | None:
-        """The collapsed module a node of ``module`` disappears into, if any."""
-        if not module:
-            return None
-        parts = module.split(".")
-        for k in range(1, len(parts) + 1):
-            path = ".".join(parts[:k])
-            if path in self.expanded:
-                continue
-            if path in self.collapsed or (self.depth is not None and k > self.depth):
-                return path
-        return None
-
-    @property
-    def user(self) -> tuple[frozenset[str], frozenset[str]]:
-        return (self.collapsed, self.expanded)
-
-
-def node_modules(sigs: list[Sig]) -> list[str]:
-    """Each node's module; a parameter named ``enc.0.weight`` joins module ``enc.0``."""
-    known = set()
-    for sig in sigs:
-        parts = sig[4].split(".") if sig[4] else []
-        for k in range(1, len(parts) + 1):
-            known.add(".".join(parts[:k]))
-    out = []
-    for kind, _op, name, _shape, module, *_ in sigs:
-        if not module and kind in ("param", "accumulate") and "." in name:
-            owner = name.rsplit(".", 1)[0]
-            module = owner if owner in known else ""
-        out.append(module)
-    return out
-
-
-def auto_depth(sigs: list[Sig], budget: int = LARGE_GRAPH) -> int | None:
-    """The deepest module depth whose collapsed view stays near ``budget`` boxes.
-
-    None (collapse nothing) for graphs that are small already.
-    """
-    if len(sigs) <= budget:
-        return None
-    modules = Counter(node_modules(sigs))
-    deepest = max((m.count(".") + 1 for m in modules if m), default=0)
-
-    def size(depth: int) -> int:
-        shown = sum(n for m, n in modules.items() if not m or m.count(".") < depth)
-        boxes = {".".join(m.split(".")[:depth + 1]) for m in modules
-                 if m and m.count(".") >= depth}
-        return shown + len(boxes)
-
-    for depth in range(deepest, -1, -1):
-        if size(depth) <= budget:
-            # One box for a whole model says nothing: rather a long row of its blocks.
-            if size(depth) < 30 and depth < deepest:
-                return depth + 1
-            return depth
-    return 0
-
-
-# -- the view and its DOT -------------------------------------------------------------------
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "×".join(str(d) for d in shape) if shape else "scalar"
-
-
-def node_label(sig: Sig, compact: bool) -> str:
-    kind, op, name, shape, _module, requires_grad = sig[:6]
-    if kind in ("op", "backward"):
-        text = op if compact else f"{op} {shape_text(shape)}"
-    elif name:
-        text = name.rsplit(".", 1)[-1] if compact else name
-    else:
-        what = {"param": "param", "accumulate": "AccumulateGrad"}.get(
-            kind, "leaf" if requires_grad else "input")
-        text = what if compact else f"{what} {shape_text(shape)}"
-    return raster.fit(text, raster.COMPACT_LABEL if compact else raster.MAX_LABEL)
-
-
-def build_view(sigs: list[Sig], rule: Collapse, compact: bool,
-               copy_shared: int | None = None) -> tuple[ViewGraph, list[int]]:
-    """The boxes to draw for ``sigs`` under ``rule``; also creation index -> view node.
-
-    Clusters are module *calls* when the trace records them (each call of a shared block
-    is its own frame, so data flows down the page), else modules; a collapsed module is
-    one box per call. A parameter/leaf/AccumulateGrad box with ``copy_shared`` (None:
-    ``COPY_SHARED``; 0: never) or more edges is split into one copy per edge
-    (``ViewNode.copy_of``); creation indices map to the first copy.
-    """
-    view = ViewGraph(compact=compact)
-    clusters: dict[str, int] = {}
-    boxes: dict[str, int] = {}
-    box_owner: dict[int, str] = {}
-    op_count: Counter[str] = Counter()
-    modules = node_modules(sigs)
-    scopes = _leaf_scopes(sigs, modules)
-    calls_per_path = Counter(k.rpartition("#")[0] for scope in scopes for k in set(scope))
-
-    def cluster_of(key: str, birth: int, parent: int | None, depth: int) -> int:
-        ci = clusters.get(key)
-        if ci is None:
-            path, _, k = key.rpartition("#") if "#" in key else (key, "", "")
-            label = f"{path} #{k}" if k and calls_per_path[path] > 1 else path
-            ci = clusters[key] = len(view.clusters)
-            view.clusters.append(ViewCluster(path, label, parent, birth, depth))
-        return ci
-
-    def chain_cluster(chain: tuple[str, ...], birth: int) -> int | None:
-        ci = None
-        for depth, key in enumerate(chain, 1):
-            ci = cluster_of(key, birth, ci, depth)
-        return ci
-
-    def path_chain(path: str) -> tuple[str, ...]:
-        parts = path.split(".") if path else []
-        return tuple(".".join(parts[:k]) for k in range(1, len(parts) + 1))
-
-    owners: dict[str, str | None] = {}
-    to_view: list[int] = []
-    for i, (sig, module) in enumerate(zip(sigs, modules, strict=True)):
-        chain = scopes[i] if scopes[i] or calls_per_path else path_chain(module)
-        if module not in owners:
-            owners[module] = rule.owner(module)
-        owner = owners[module]
-        if owner is None:
-            to_view.append(len(view.nodes))
-            view.nodes.append(ViewNode(f"n{i}", sig[0], node_label(sig, compact), i,
-                                       chain_cluster(chain, i)))
-            continue
-        # One box per call of the collapsed module (per module without calls).
-        at = next((k for k, key in enumerate(chain) if key.rpartition("#")[0] == owner), None)
-        box = chain[at] if at is not None else owner
-        if sig[0] in ("op", "backward"):
-            op_count[box] += 1
-        vi = boxes.get(box)
-        if vi is None:
-            vi = boxes[box] = len(view.nodes)
-            box_owner[vi] = owner
-            outer = chain[:at] if at is not None else path_chain(owner)[:-1]
-            view.nodes.append(ViewNode(f"m{len(boxes) - 1}", "module", owner, i,
-                                       chain_cluster(outer, i), module=owner))
-        to_view.append(vi)
-    for box, vi in boxes.items():
-        owner = box_owner[vi]
-        count = sum(1 for v in box_owner.values() if v == owner)
-        short = ".".join(owner.split(".")[-2:])  # "layers.3", not a bare "3"
-        nth = f" #{box.rpartition('#')[2]}" if "#" in box and count > 1 else ""
-        ops = op_count[box]
-        text = f"{short}{nth} ×{ops}" if compact else f"{owner}{nth} (×{ops} ops)"
-        view.nodes[vi].label = raster.fit(text, raster.COMPACT_LABEL + 4 if compact
-                                          else raster.MAX_LABEL + 12)
-    edges: dict[tuple[int, int], int] = {}
-    for i, sig in enumerate(sigs):
-        dst = to_view[i]
-        for j in sig[6]:
-            if 0 <= j < len(to_view) and to_view[j] != dst:
-                src = to_view[j]
-                if sigs[j][0] in _COPYABLE and src in box_owner and (
-                        box_owner.get(dst) == box_owner[src]):
-                    continue  # a weight inside every call's box: no edge between them
-                key = (src, dst)
-                if key not in edges:
-                    edges[key] = max(i, j)
-    view.edges = [ViewEdge(s, d, b) for (s, d), b in edges.items()]
-    least = COPY_SHARED if copy_shared is None else copy_shared
-    if least > 0:
-        _copy_shared(view, least)
-    return view, to_view
-
-
-def _leaf_scopes(sigs: list[Sig], modules: list[str]) -> list[tuple[str, ...]]:
-    """Each node's scope; a leaf takes its first user's, cut at the call of the leaf's own
-    module (a weight is drawn in the call that uses it), or () if that user is not in it."""
-    scopes = [s[7] if len(s) > 7 else () for s in sigs]
-    if not any(scopes):
-        return scopes
-    first: dict[int, int] = {}
-    for i, sig in enumerate(sigs):
-        for j in sig[6]:
-            if 0 <= j < len(sigs) and j not in first:
-                first[j] = i
-    for i, sig in enumerate(sigs):
-        if sig[0] in _COPYABLE and modules[i] and i in first:
-            user = scopes[first[i]]
-            keys = [k for k, key in enumerate(user) if key.rpartition("#")[0] == modules[i]]
-            scopes[i] = user[:keys[-1] + 1] if keys else ()
-    return scopes
-
-
-def _copy_shared(view: ViewGraph, least: int) -> None:
-    """Give each use of a much-used leaf its own box, born with the edge it draws.
-
-    The first edge keeps the original box (born with the leaf, so ``to_view`` still finds
-    it); copies are appended with keys ``n<i>_<k>`` and are drawn once their consumer is.
-    """
-    uses: dict[int, list[int]] = {}
-    for ei, e in enumerate(view.edges):
-        for vi in (e.src, e.dst):
-            if view.nodes[vi].kind in _COPYABLE:
-                uses.setdefault(vi, []).append(ei)
-    for vi, eis in uses.items():
-        if len(eis) < max(least, 2):  # a box with one edge is its own copy
-            continue
-        node = view.nodes[vi]
-        node.copy_of = vi
-        home = view.clusters[node.cluster].path if node.cluster is not None else None
-        for k, ei in enumerate(eis[1:], 1):
-            e = view.edges[ei]
-            ci = len(view.nodes)
-            other = view.nodes[e.dst if e.src == vi else e.src].cluster
-            view.nodes.append(ViewNode(f"{node.key}_{k}", node.kind, node.label, e.birth,
-                                       _call_of(view, other, home, node.cluster),
-                                       node.module, copy_of=vi))
-            view.edges[ei] = ViewEdge(ci if e.src == vi else e.src,
-                                      ci if e.dst == vi else e.dst, e.birth)
-
-
-def _call_of(view: ViewGraph, cluster: int | None, path: str | None,
-             default: int | None) -> int | None:
-    """The cluster of module ``path`` around ``cluster`` (a copy of a weight goes into the
-    call that uses it), else ``default``."""
-    while path is not None and cluster is not None:
-        if view.clusters[cluster].path == path:
-            return cluster
-        cluster = view.clusters[cluster].parent
-    return default
 
 
 def terminal_dot(view: ViewGraph) -> str:
@@ -444,6 +222,9 @@ class Entry:
     raster_seconds: float = 0.0
     used: float = field(default_factory=time.monotonic)
     note: str = ""  # why dyngraph's layered layout drew it ("": Graphviz did)
+    # The module tree the boxes were folded from (``dyngraph.capture.folding``): a run's
+    # members, for its gradient strip.
+    tree: ModuleTree | None = None
 
 
 def common_prefix(a: list[Sig], b: list[Sig]) -> int:
@@ -509,7 +290,8 @@ def compute_entry(sigs: list[Sig], rule: Collapse, compact: bool,
     t1 = time.perf_counter()
     scene = raster.build_scene(view, lay)
     t2 = time.perf_counter()
-    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1, note=note)
+    return Entry(sigs, rule, compact, scene, to_view, t1 - t0, t2 - t1, note=note,
+                 tree=prepare(sigs).tree)
 
 
 def lay_out(view: ViewGraph, layout_fn: Callable[[str], Any],
@@ -573,6 +355,7 @@ class Job:
     user: tuple[frozenset[str], frozenset[str]]
     auto: bool = True
     token: int = 0
+    urgent: bool = False  # the user asked for it (a module opened): start it at once
 
 
 Done = Callable[[Job, "Entry | None", "str | None"], None]
@@ -628,7 +411,9 @@ class LayoutWorker:
                 if self._closed:
                     return
                 wait = self._last_start + self.min_interval - time.monotonic()
-                if wait > 0:  # throttle: a fast-growing graph lays out a few times a second
+                # Throttle: a fast-growing graph lays out a few times a second.
+                pending = self._pending
+                if wait > 0 and pending is not None and not pending.urgent:
                     self._cond.wait(wait)
                     continue
                 job, self._pending = self._pending, None
@@ -636,8 +421,7 @@ class LayoutWorker:
                 self._last_start = time.monotonic()
             entry, error = None, None
             try:
-                depth = auto_depth(job.sigs) if job.auto else None
-                rule = Collapse(depth, *job.user)
+                rule = Collapse(collapsed=job.user[0], expanded=job.user[1], fold=job.auto)
                 entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
                 self.cache.add(entry)
             except Exception as exc:  # a layout failure must never take the UI down

@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from dyngraph.debug.breakpoints import Breakpoint
 from dyngraph.debug.session import shell_status
 from dyngraph.errors import UserError
+
+from .afterwards import print_output
 
 
 def _script_args(args: argparse.Namespace) -> list[str]:
@@ -49,7 +53,11 @@ def _check_script(script: str) -> Path:
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
               title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
-              compile: str | None = None) -> int:  # noqa: A002 - the CLI's --compile
+               iteration: str = "backward",
+               compile: str | None = None,  # noqa: A002 - the CLI's --compile
+               unfinished_status: int = 0, **options: Any) -> int:
+    """The debugger on ``script``; its exit status (``unfinished_status`` when the user
+    quit before the script ended)."""
     from .app import DebuggerApp
     from .model import Model
     from .sources import LiveSource
@@ -61,17 +69,26 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
             raise UserError(f"cannot create export directory {export_dir}: {exc}") from None
     try:
         source = LiveSource.start(Model(), str(script), script_args, stats=stats,
-                                  backend=backend, compile=compile)
+                                  backend=backend, iteration=iteration, compile=compile,
+                                  **options)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
     try:
         for bp in breakpoints:
             source.add_breakpoint(bp)
-        app = DebuggerApp(source, export_dir=export_dir, title=title)
+        app = DebuggerApp(source, export_dir=export_dir, title=title, files_near=str(script))
         status = app.run()
     finally:
         source.close()
         end_children()
+    # As if it had run without the debugger: what the script printed, and its traceback.
+    print_output(source.model.output, source.model.exception, near=str(script))
+    for bp in source.breakpoints.values():  # the ones that waited for a file in vain
+        why = source.check_reach(bp) if bp.kind == "line" else ""
+        if why:
+            print(f"dyngraph: breakpoint {bp} never hit: {why}", file=sys.stderr)
+    if unfinished_status and not app.return_code and app.model.run_end is None:
+        return unfinished_status
     return exit_status(app.return_code, status)
 
 
@@ -90,9 +107,39 @@ def run_debug(args: argparse.Namespace) -> int:
     """``dyngraph debug [--export-dir DIR] [--stats S] SCRIPT [ARGS...]``."""
     script = _check_script(args.script)
     bps = breakpoints_of(args)
+    from dyngraph.ranks.job import from_env
+
+    job = from_env()
+    if job is None:
+        return _run_live(script, _script_args(args), stats=args.stats,
+                         export_dir=args.export_dir, title=str(script), breakpoints=bps,
+                         backend=args.backend, iteration=getattr(args, "iteration", "backward"),
+                         compile=args.compile)
+    # A rank of a torchrun job: the one --rank names gets the debugger, every other one runs
+    # headless; all of them wait for each other at every checkpoint (``ranks_strict``), so
+    # while the debugged rank is paused the others wait in the job's store, not inside a
+    # collective that would time out.
+    chosen = getattr(args, "rank", 0)
+    if not 0 <= chosen < job.world_size:
+        raise UserError(f"--rank {chosen}: the job has ranks 0 to {job.world_size - 1}")
+    compare = getattr(args, "ranks_compare", True)
+    if job.rank != chosen:
+        from dyngraph.debug.commands import run_headless_rank
+
+        return run_headless_rank(args, job)
+    # Not paused before the first line: the others would wait for it inside
+    # init_process_group (or DDP's constructor), whose timeout is the job's. Paused at its
+    # first checkpoint instead, before it says it is there: the others wait for it there.
     return _run_live(script, _script_args(args), stats=args.stats,
-                     export_dir=args.export_dir, title=str(script), breakpoints=bps,
-                     backend=args.backend, compile=args.compile)
+                     export_dir=args.export_dir, breakpoints=bps,
+                     backend=args.backend, iteration=getattr(args, "iteration", "backward"),
+                     compile=args.compile, pause_at_start=False,
+                     title=f"{script} (rank {job.rank} of {job.world_size})",
+                     ranks_strict=True, ranks_compare=compare, ranks_hold=True,
+                     # quitting before the script ended fails the rank, so that torchrun
+                     # stops the others: they would wait for it at their next checkpoint
+                     # (or, at a divergence, stay paused) as long as the job lives
+                     unfinished_status=1)
 
 
 def run_view(args: argparse.Namespace) -> int:
@@ -104,6 +151,11 @@ def run_view(args: argparse.Namespace) -> int:
     from .sources import ReplaySource
 
     bps = breakpoints_of(args)
+    from dyngraph.ranks import jobtrace
+
+    job = jobtrace.read(args.trace)  # the rank files of a torchrun job: the grid first
+    if job is not None:
+        return _view_job(job, bps)
     path = Path(args.trace)
     if not path.exists():
         raise UserError(f"no such trace file: {args.trace}")
@@ -120,12 +172,67 @@ def run_view(args: argparse.Namespace) -> int:
     source = ReplaySource(Model(), trace)
     for bp in bps:
         source.add_breakpoint(bp)
-    app = DebuggerApp(source, title=str(path), notices=[str(w.message) for w in caught])
+    app = DebuggerApp(source, title=str(path), notices=[str(w.message) for w in caught],
+                      files_near=str(path))
     try:
         app.run()
     finally:
         end_children()
     return exit_status(app.return_code)
+
+
+def _view_job(job, bps: Sequence[Breakpoint]) -> int:  # type: ignore[no-untyped-def]
+    """The rank x iteration grid; a cell chosen opens that rank's trace at that iteration,
+    and quitting it comes back to the grid."""
+    import dyngraph
+
+    from .app import DebuggerApp
+    from .model import Model
+    from .rank_grid import RankGridApp
+    from .sources import ReplaySource
+
+    class RankDebugger(DebuggerApp):
+        """The debugger on one rank's trace, opened at the iteration chosen in the grid."""
+
+        def __init__(self, *args, iteration: int, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            self._start_at = iteration
+            self._tries = 0
+
+        def on_mount(self) -> None:  # (Textual calls DebuggerApp's own on_mount as well)
+            self._go_to_start()
+
+        def _go_to_start(self) -> None:
+            # The replay decodes the trace in the background: wait for the iteration.
+            if self.source.goto_iteration(self._start_at):
+                self.refresh_view()
+            elif self._tries < 100:
+                self._tries += 1
+                self.set_timer(0.05, self._go_to_start)
+
+    status = 0
+    try:
+        while True:
+            grid = RankGridApp(job, title=f"{job.files.paths[0] or ''}")
+            chosen = grid.run()
+            if chosen is None:
+                return exit_status(grid.return_code)
+            rank, iteration = chosen
+            path = job.files.paths[rank]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                trace = dyngraph.read_trace(path)
+            source = ReplaySource(Model(), trace)
+            for bp in bps:
+                source.add_breakpoint(bp)
+            app = RankDebugger(source, title=f"{path} (rank {rank} of {job.world_size})",
+                               notices=[str(w.message) for w in caught], iteration=iteration)
+            app.run()
+            status = exit_status(app.return_code)
+            if status:
+                return status
+    finally:
+        end_children()
 
 
 def run_demo(args: argparse.Namespace) -> int:

@@ -11,7 +11,6 @@ new iteration shaped like an earlier one, only moves a highlight.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -25,11 +24,13 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dyngraph.capture.folding import RUN_PREFIX
 from dyngraph.capture.graph import Graph, backward_graph
 
 from . import canvas_layout as cl
 from . import overview as ov
 from . import raster
+from .box_stats import BoxStats
 
 _KINDS = ("op", "param", "leaf", "module", "backward", "accumulate")
 
@@ -52,8 +53,10 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("pagedown", "page_down", "Page down", show=False, id="graph_canvas.page_down"),
         Binding("home", "scroll_home", "Top", show=False, id="graph_canvas.top"),
         Binding("end", "scroll_end", "Bottom", show=False, id="graph_canvas.bottom"),
-        Binding("tab", "select_step(1)", "Next node", show=False, id="graph_canvas.next_node"),
-        Binding("shift+tab", "select_step(-1)", "Previous node", show=False,
+        # Tab and shift+tab leave the pane, as everywhere: nodes are < and >.
+        Binding("greater_than_sign", "select_step(1)", "Next node", key_display=">",
+                id="graph_canvas.next_node"),
+        Binding("less_than_sign", "select_step(-1)", "Previous node", key_display="<",
                 id="graph_canvas.previous_node"),
         Binding("J", "follow_edge('input')", "To input", id="graph_canvas.to_input"),
         Binding("K", "follow_edge('consumer')", "To consumer", id="graph_canvas.to_consumer"),
@@ -142,19 +145,19 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._status: tuple[object, str] = (None, "")
         self._token = 0
         self._styles: dict[object, Style] = {}
-        self._flags: dict[int, bool] = {}
         self._adjacency: tuple[cl.Entry, list[list[int]], list[list[int]]] | None = None
         # Which copy of a shared leaf the user moved to (entry, box): the selection is a
         # graph node, but following edges and scrolling should stay at that copy.
         self._picked: tuple[cl.Entry, int] | None = None
-        # Gradient colours: the scale of the graph shown (same log scale as the SVG export)
-        # and each primary box's fill, worked out as boxes are drawn.
+        # Gradient colours: the scale of the graph shown (same log scale as the SVG export).
         self._scale: tuple[object, Any] = (None, None)
-        self._fills: dict[int, str | None] = {}
         self.overview = False
         """True while the whole graph is shown shrunk to the pane (key ``W``)."""
         self._overview_rows: tuple[object, list[list[ov.Cell]]] | None = None
         self._centre_on: int | None = None  # a node to centre once its box is laid out
+        self._urgent = False  # the next layout answers a key: skip the worker's throttle
+        self._strips: dict[tuple[object, ...], list[str | None]] = {}  # run strips drawn
+        self._stats = BoxStats()  # per box: NaN/Inf, largest gradient norm
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -176,14 +179,13 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self._inflight = None
         self._error = message.error
         self._match()
-        self._flags.clear()
         if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
             self._request_layout()
         if self._centre_on is not None and self.box_of(self._centre_on) is not None:
             self._follow(self._centre_on, centre=True)
             self._centre_on = None
         else:
-            self._follow(self._current)
+            self._follow(self.selected if self.selected is not None else self._current)
         self.refresh()
 
     def notify_style_update(self) -> None:
@@ -204,8 +206,6 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._mode = mode
         shown = self._backward_of(graph) if mode == "backward" else graph
         changed = self._canon.update(shown)
-        self._flags.clear()
-        self._fills.clear()
         if changed or self._entry is None:
             self._match()
             if self._upto < len(self._canon.sigs):
@@ -250,36 +250,66 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     def _grad_scale(self) -> Any:
         """The colour scale over the shown graph's gradient norms (None before backward)."""
         graph = self._canon.graph
-        key = (id(graph), len(graph.backward_order) if graph is not None else 0,
-               len(self._canon.ids))
+        # Only gradients move the scale: a forward step (a node more) keeps it.
+        key = (id(graph), graph.iteration if graph is not None else 0,
+               len(graph.backward_order) if graph is not None else 0)
         if self._scale[0] != key:
             from dyngraph.exporters.colors import GradScale  # lazy: an optional edge
 
             scale = GradScale.from_graphs([graph]) if graph is not None else None
             self._scale = (key, scale)
-            self._fills.clear()
         return self._scale[1]
 
+    def unit_info(self, key: str) -> dict[str, object] | None:
+        """What the folded box ``key`` (a call, run or index key) stands for, for the
+        inspector (``BoxStats.unit_info``); None when no such box is drawn."""
+        entry, graph = self._entry, self._canon.graph
+        if entry is None or graph is None:
+            return None
+        box = next((b for b, n in enumerate(entry.scene.view.nodes)
+                    if n.kind == cl.UNIT_KIND and n.module == key), None)
+        if box is None:
+            return None
+        self._sync_stats()
+        return self._stats.unit_info(entry, graph, self._canon.ids, self._upto, box)
+
+    def _sync_stats(self) -> None:
+        self._stats.sync(self._entry, self._canon.graph, self._canon.ids, self._upto,
+                         self._canon.index)
+
+    def _strip(self, box: int) -> list[str | None]:
+        """The colours of run box ``box``'s gradient strip (``BoxStats.strip``)."""
+        key = (box, self._stats_key())
+        strip = self._strips.get(key)
+        if strip is None:
+            entry, graph = self._entry, self._canon.graph
+            assert entry is not None and graph is not None
+            scale = self._grad_scale()
+            strip = self._stats.strip(entry, graph, self._canon.ids, self._upto, box,
+                                      scale.fill if scale is not None else lambda _: None)
+            if len(self._strips) > 64:
+                self._strips.clear()
+            self._strips[key] = strip
+        return strip
+
+    def _stats_key(self) -> tuple[object, ...]:
+        graph = self._canon.graph
+        reached = len(graph.backward_order) if graph else 0
+        # Before backward, a step adds a node without a gradient: the strips stay.
+        return (id(self._entry), id(graph), reached, self._upto if reached else 0)
+
     def _fill(self, box: int) -> str | None:
-        """The gradient-norm colour of a primary box (a module: its largest norm)."""
-        if box in self._fills:
-            return self._fills[box]
-        fill = None
-        scale, graph, entry = self._grad_scale(), self._canon.graph, self._entry
-        if scale is not None and graph is not None and entry is not None:
-            ids, upto = self._canon.ids, min(self._upto, len(entry.to_box))
-            norm = None
-            for i in range(entry.scene.boxes[box].birth, upto):
-                if entry.to_box[i] == box:
-                    g = graph.nodes[ids[i]].grad
-                    if g is not None and g.norm is not None and math.isfinite(g.norm) and (
-                            norm is None or g.norm > norm):
-                        norm = g.norm
-                elif entry.scene.boxes[box].kind != "module":
-                    break
-            fill = scale.fill(norm) if norm is not None else None
-        self._fills[box] = fill
-        return fill
+        """The gradient-norm colour of a primary box (a module: its largest norm; a run:
+        none, its strip says it)."""
+        entry = self._entry
+        if entry is None or entry.scene.view.nodes[box].members:
+            return None
+        scale = self._grad_scale()
+        if scale is None:
+            return None
+        self._sync_stats()
+        norm = self._stats.norm(box)
+        return scale.fill(norm) if norm is not None else None
 
     @property
     def scene(self) -> raster.Scene | None:
@@ -381,7 +411,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._token += 1
         self._inflight = (sigs, self._compact, self._user)
         self._worker.submit(cl.Job(sigs, self._compact, self._user, auto=self.auto_collapse,
-                                   token=self._token))
+                                   token=self._token, urgent=self._urgent))
+        self._urgent = False
 
     def prefetch(self, graph: Graph, *, mode: str = "forward") -> None:
         """Lay out ``graph`` in the background, so that showing it or any graph it grows
@@ -407,7 +438,13 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
     def _style(self, key: object) -> Style:
         style = self._styles.get(key)
         if style is None:
-            if isinstance(key, tuple):
+            if isinstance(key, tuple) and key[0] == "strip":
+                style = (self.get_component_rich_style("graph-canvas--nonfinite")
+                         if key[1] == "!" else Style(color=key[1]))
+            elif isinstance(key, tuple) and key[0] == "label":
+                inner = self._style(key[1])
+                style = inner if inner.bgcolor is not None else inner + Style(reverse=True)
+            elif isinstance(key, tuple):
                 # Overlays add their attributes (reverse, underline...); the colour comes
                 # from the most telling one: NaN/Inf red beats selection beats the kind.
                 kind, current, selected, nonfinite, *fill = key
@@ -433,22 +470,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def _nonfinite(self, box: int) -> bool:
         """Whether the node(s) a box draws hold NaN/Inf (``box`` is a primary box)."""
-        flag = self._flags.get(box)
-        if flag is None:
-            flag = False
-            graph, entry = self._canon.graph, self._entry
-            if graph is not None and entry is not None:
-                ids = self._canon.ids
-                upto = min(self._upto, len(entry.to_box))
-                start = entry.scene.boxes[box].birth
-                for i in range(start, upto):
-                    if entry.to_box[i] == box and graph.nodes[ids[i]].has_nonfinite:
-                        flag = True
-                        break
-                    if entry.scene.boxes[box].kind != "module":
-                        break
-            self._flags[box] = flag
-        return flag
+        self._sync_stats()
+        return self._stats.nonfinite(box)
 
     def _box_style(self, box: int) -> object:
         if self._entry is None:
@@ -487,10 +510,33 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             return (boxes[b].kind, first == current, first == selected, flags(first),
                     self._fill(first))
 
-        runs = raster.row_runs(entry.scene, y + scroll_y, scroll_x, width, self._upto, box_style)
-        segments = [Segment(text, self._style(style) if style is not None else None)
-                    for text, style in runs]
+        chars, styles = raster.compose_row(entry.scene, y + scroll_y, scroll_x, width,
+                                           self._upto, box_style)
+        self._paint_strips(y + scroll_y, scroll_x, chars, styles)
+        segments, start = [], 0
+        for i in range(1, width + 1):
+            if i == width or styles[i] != styles[start]:
+                style = styles[start]
+                segments.append(Segment("".join(chars[start:i]),
+                                        self._style(style) if style is not None else None))
+                start = i
         return Strip(segments, width)
+
+    def _paint_strips(self, row: int, x0: int, chars: list[str],
+                      styles: list[object]) -> None:
+        """A run box's bottom border is its gradient strip: ▀ in each member's colour."""
+        entry = self._entry
+        if entry is None or entry.scene.view.compact or not 0 <= row < entry.scene.height:
+            return
+        nodes, boxes = entry.scene.view.nodes, entry.scene.boxes
+        for c0, _c1, part, bi in entry.scene.row_boxes[row]:
+            if part != 2 or not nodes[bi].members or boxes[bi].birth >= self._upto:
+                continue
+            for k, fill in enumerate(self._strip(bi)):
+                col = c0 + 1 + k - x0
+                if fill is not None and 0 <= col < len(chars):
+                    chars[col] = "▀"
+                    styles[col] = ("strip", fill)
 
     def _info_line(self, width: int) -> Strip | None:
         """The layout note, or the gradient legend as coloured swatches, or None."""
@@ -518,7 +564,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         assert self._entry is not None
         height = self.scrollable_content_region.height - 1  # the last is the info line
         key = (id(self._entry), self._upto, width, height, self.scroll_offset,
-               self.box_of(self._current), self.box_of(self.selected), len(self._fills),
+               self.box_of(self._current), self.box_of(self.selected), self._stats_key(),
                self._scale[0])
         if self._overview_rows is None or self._overview_rows[0] != key:
             entry = self._entry
@@ -536,8 +582,14 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             def filled(b: int) -> bool:
                 return self._fill(nodes[b].primary(b)) is not None
 
+            def label(b: int) -> str:  # a folded box by its module's name, a node by op
+                node = nodes[b]
+                if node.kind == cl.UNIT_KIND:
+                    return node.label.split(" (×")[0].rstrip()
+                return node.label.split(" ")[0]
+
             rows = ov.overview(entry.scene, width, max(height, 1), self._upto, style_of,
-                               on_top, filled, port)
+                               on_top, filled, port, label)
             self._overview_rows = (key, rows)
         rows = self._overview_rows[1]
         if y >= len(rows):
@@ -658,27 +710,59 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self.refresh()
 
     def action_choose(self) -> None:
+        """Enter: open a folded module (call, run or index group) in place; on a node,
+        select it."""
         box = self._selected_box()
-        if box is not None:
-            self._select_box(box)
+        if box is None or self._entry is None:
+            return
+        node = self._entry.scene.view.nodes[box]
+        if node.kind == cl.UNIT_KIND and node.module:
+            self._open(node.module)
+            return
+        self._select_box(box)
 
     def action_toggle_module(self) -> None:
+        """z: open a folded box; on a node, fold the module call around it; on a folded
+        member of an opened run, fold the run again."""
         box = self._focus_box()
         if box is None or self._entry is None:
             return
         view = self._entry.scene.view
         node = view.nodes[box]
+        frame = view.clusters[node.cluster] if node.cluster is not None else None
+        if node.kind == cl.UNIT_KIND and node.module:
+            if frame is not None and frame.key.startswith(RUN_PREFIX):
+                self._close(frame.key)
+            else:
+                self._open(node.module)
+        elif frame is not None:
+            self._close(frame.key or frame.path)
+
+    def _open(self, key: str) -> None:
         collapsed, expanded = set(self._user[0]), set(self._user[1])
-        if node.kind == "module":
-            collapsed.discard(node.module)
-            expanded.add(node.module)
-        elif node.cluster is not None:
-            path = view.clusters[node.cluster].path
-            expanded.discard(path)
-            collapsed.add(path)
-        else:
-            return
+        collapsed.discard(key)
+        expanded.add(key)
+        self._set_user(collapsed, expanded)
+
+    def _close(self, key: str) -> None:
+        """Fold ``key`` and forget what was opened inside it (opening a call opens what
+        is around it, so a member left open would open its run again)."""
+        collapsed, expanded = set(self._user[0]), set(self._user[1])
+        expanded.discard(key)
+        collapsed.add(key)
+        tree = self._entry.tree if self._entry is not None else None
+        if tree is not None:
+            around = set(tree.runs[key].members) if key in tree.runs else {key}
+            for k in list(expanded):
+                call = k if k in tree.calls else (
+                    tree.runs[k].members[0] if k in tree.runs else None)
+                if call is not None and around & set(tree.chain(call)):
+                    expanded.discard(k)
+        self._set_user(collapsed, expanded)
+
+    def _set_user(self, collapsed: set[str], expanded: set[str]) -> None:
         self._user = (frozenset(collapsed), frozenset(expanded))
+        self._urgent = True  # the user waits for it: no throttle
         self._relayout()
 
     def action_zoom(self, step: int) -> None:
@@ -688,7 +772,6 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self._relayout()
 
     def _relayout(self) -> None:
-        self._flags.clear()
         self._match()
         if self._upto < len(self._canon.sigs):
             self._request_layout()

@@ -38,10 +38,13 @@ NOTES: tuple[tuple[str, str], ...] = (
      "bar marks an iteration whose graph changed structure (ops, wiring, shapes, not values "
      "or slice offsets); d lists what changed."),
     ("Panes",
-     "Tab or a click moves the focus; m maximizes the focused pane (m or esc restores "
-     "it). The graph pane keeps the arrows, hjkl and tab for itself: pan, next node, J/K "
-     "follow edges, . centres, z folds a module, +/- zoom; esc leaves it for the timeline. "
-     "Enter on a timeline row selects its node; enter on a source line runs to it."),
+     "Tab and shift+tab go round the panes (the focused one has its title inverted), s "
+     "jumps to the source; m maximizes the focused pane (m or esc restores it). In the "
+     "graph pane the arrows and hjkl pan, < and > go to the previous and next node, J/K "
+     "follow edges, . centres, +/- zoom; a big model opens folded by module: enter opens "
+     "the folded box under the selection in place, z folds the module around it again, W "
+     "shows the whole module-level picture with names. Enter on a timeline row selects "
+     "its node; enter on a source line runs to it."),
     ("More",
      "Ctrl+P opens the command palette with every action, and Screenshot (saved to the "
      "working directory). R restarts the script with the same breakpoints. A live run keeps "

@@ -172,6 +172,33 @@ def node_view(node: GraphNode | None, history: Sequence[float | None] = (),
     return Group(title, table)
 
 
+def unit_view(info: dict[str, object], width: int = 60) -> Group:
+    """The inspector's renderable for a folded box (``GraphCanvas.unit_info``): what it
+    stands for, its largest gradient norm and, for a run, each member's along a
+    sparkline (``h.0`` on the left)."""
+    title = literal(str(info["label"]), "bold")
+    title.append(f"  folded {info['kind']}", "dim")
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column()
+    table.add_row("holds", Text(f"{plural(int(info['nodes']), 'node')}, "  # type: ignore[call-overload]
+                                f"{plural(int(info['ops']), 'op')}"))  # type: ignore[call-overload]
+    norm = info.get("norm")
+    table.add_row("grad", Text(f"largest norm {fmt(norm)}" if norm is not None else  # type: ignore[arg-type]
+                               "no gradient (yet)", "" if norm is not None else "dim"))
+    if info.get("nonfinite"):
+        table.add_row("", Text(f"{info['nonfinite']} nodes with NaN/Inf", "bold red"))
+    members = info.get("members")
+    if isinstance(members, list) and members:
+        line = sparkline(members, max(8, min(60, width - LABEL_ROOM)))
+        table.add_row("members", Text(plural(len(members), "call")))
+        table.add_row("‖grad‖", line)
+        table.add_row("", Text(f"{info['first']} … {info['last']}, largest norm each",
+                               "dim"))
+    table.add_row("", Text("enter: open it in place · z: fold its frame", "dim"))
+    return Group(title, table)
+
+
 class Inspector(VerticalScroll):
     """The selected node's details; ``show`` replaces them."""
 
@@ -215,6 +242,17 @@ class Inspector(VerticalScroll):
             self._body.styles.height = lines
         self._body.update(view, layout=False)
         self.border_title = f"inspector · t{node.id}" if node is not None else "inspector"
+
+    def show_unit(self, info: dict[str, object]) -> None:
+        """Show a folded box (a module call, a run of calls, a group of index ops)."""
+        key = ("unit", tuple(sorted((k, repr(v)) for k, v in info.items())))
+        if key == self._shown:
+            return
+        self._shown = key  # type: ignore[assignment]
+        self.node = None
+        width = self.content_region.width - 1
+        self._body.update(unit_view(info, width if width >= 20 else 60), layout=False)
+        self.border_title = "inspector · module"
 
     def show_compile(self, event: ev.CompileEvent, joined: str = "") -> None:
         """A compile event instead of a node (``compile_view``)."""

@@ -21,10 +21,12 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from dyngraph.capture.graph import Graph, GraphDiff
+from dyngraph.capture.graph import Graph, GraphDiff, roll_up
 from dyngraph.textsafe import shown
 
 from .model import IterationInfo
+
+ROLL_UP = 20  # past this many added or removed nodes, the diff says them in one line first
 
 
 def bar_text(iterations: Sequence[IterationInfo], current: int, width: int,
@@ -39,8 +41,11 @@ def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
     n = len(iterations)
     text = Text()
     text.append(" iteration ", "dim")
-    text.append(f"{current}", "bold")
-    text.append(f"/{n}  ", "dim")
+    if not iterations:  # nothing has run yet
+        text.append("–  ", "bold")
+    else:
+        text.append(f"{current}" if current else "0 setup", "bold")
+        text.append(f"/{iterations[-1].index}  ", "dim")
     changed = sum(1 for info in iterations if info.changed)
     recompiled = sum(1 for info in iterations if info.recompiles)
     if diff is not None and not diff.unchanged:
@@ -60,7 +65,8 @@ def bar_layout(iterations: Sequence[IterationInfo], current: int, width: int,
         # would otherwise render hundreds of spans on every redraw.
         run, run_style = "", ""
         for info in iterations[lo:hi]:
-            cell = "…" if not info.complete else ("◆" if info.changed else "·")
+            cell = "…" if not info.complete else (
+                "◆" if info.changed else "○" if info.index == 0 else "·")
             style = "yellow" if info.changed else "dim"
             if info.recompiles:
                 cell, style = "↻", "bold red"
@@ -138,11 +144,11 @@ class GotoScreen(ModalScreen[int | None]):
     DEFAULT_CSS = """
     GotoScreen { align: center top; }
     GotoScreen > Vertical {
-        width: 60; height: auto; margin-top: 3; border: thick $accent; background: $surface;
-        padding: 0 1;
+        width: 60; max-width: 100%; height: auto; margin-top: 3; border: thick $accent;
+        background: $surface; padding: 0 1;
     }
-    GotoScreen #goto-error { color: $error; height: auto; }
-    GotoScreen #goto-help { color: $text-muted; height: auto; }
+    GotoScreen #goto-error { color: $error; width: 1fr; height: auto; }
+    GotoScreen #goto-help { color: $text-muted; width: 1fr; height: auto; }
     """
 
     def __init__(self, current: int, known: int, live: bool) -> None:
@@ -152,11 +158,11 @@ class GotoScreen(ModalScreen[int | None]):
     def compose(self) -> ComposeResult:
         with Vertical() as box:
             box.border_title = "go to iteration"
-            yield Input(placeholder=f"1 … {self.known}" if self.known else "1",
+            yield Input(placeholder=f"0 … {self.known}" if self.known else "1",
                         id="goto-value", restrict=r"[0-9]*")
-            later = " (a later one: run until it begins)" if self.live else ""
-            yield Label(f"now at {self.current} of {self.known}; enter a number{later}",
-                        id="goto-help")
+            later = "; a later one runs until it begins" if self.live else ""
+            now = f"{self.current}" if self.current else "0 (setup)"
+            yield Label(f"at {now} of {self.known}: enter a number{later}", id="goto-help")
             yield Label("", id="goto-error")
 
     def on_mount(self) -> None:
@@ -165,8 +171,9 @@ class GotoScreen(ModalScreen[int | None]):
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
-        if not text.isdigit() or int(text) < 1:
-            self.query_one("#goto-error", Label).update("give an iteration number: 1, 2, …")
+        if not text.isdigit():
+            self.query_one("#goto-error", Label).update(
+                "give an iteration number: 0 (setup), 1, 2, …")
             return
         self.dismiss(int(text))
 
@@ -191,10 +198,15 @@ def diff_text(index: int, diff: GraphDiff | None, old: Graph | None, new: Graph 
     for title, ids, graph, style in (("added", diff.added, new, "green"),
                                      ("removed", diff.removed, old, "red")):
         text.append(f"{title} ({len(ids)})\n", f"bold {style}")
-        for node_id in ids[:500]:
-            text.append(f"  {'+' if title == 'added' else '−'} {label(graph, node_id)}\n", style)
-        if len(ids) > 500:
-            text.append(f"  … {len(ids) - 500} more\n", "dim")
+        sign = "+" if title == "added" else "−"
+        listed = ids
+        if len(ids) > ROLL_UP:  # many: said in one line first, as the exports' ghosts are
+            text.append(f"  {sign} {shown(roll_up(graph, ids))}\n", f"bold {style}")
+            listed = ids[:ROLL_UP]
+        for node_id in listed:
+            text.append(f"  {sign} {label(graph, node_id)}\n", style)
+        if len(ids) > len(listed):
+            text.append(f"  … {len(ids) - len(listed)} more\n", "dim")
     text.append(f"reshaped ({len(diff.reshaped)})\n", "bold yellow")
     for old_id, new_id in diff.reshaped[:500]:
         text.append(f"  ~ {shown(old.nodes[old_id].label)} {tuple(old.nodes[old_id].shape)} → "

@@ -84,26 +84,38 @@ KEYS: tuple[Key, ...] = (
         "switch the graph pane between the forward graph and the backward (gradient) graph",
         footer=False, group="look"),
     Key("z", "collapse", "Collapse", "collapse_module",
-        "fold or unfold the selected node's module in the graph pane", footer=False,
-        group="look"),
-    Key("W", "overview", "Whole graph", "graph_overview",
-        "show the whole graph shrunk to the graph pane (W again: back; a click jumps there)",
+        "fold the module around the selected node into one box, or open a folded box (enter "
+        "on a folded box opens it in place too); on a member of an opened run, fold the run",
         footer=False, group="look"),
+    Key("W", "overview", "Whole graph", "graph_overview",
+        "the fit view: the whole picture (a big model's module level) shrunk to the graph "
+        "pane, each box named where a name fits, the selection marked ▸ (W again: back; a "
+        "click jumps there)", footer=False, group="look"),
     Key("full_stop", "centre_graph", "Centre", "graph_centre",
         "centre the graph pane on the selected node (or the current op)", display=".",
         footer=False, group="look"),
     Key("slash", "find", "Find", "find_node",
         "find a node by op, parameter name, module or t<id>", display="/", footer=False,
         group="look"),
+    Key("s", "focus_source", "Source", "focus_source",
+        "to the source pane (pudb's s); tab and shift+tab go round every pane", footer=False,
+        group="look"),
     Key("m", "maximize", "Maximize", "maximize_pane",
         "fill the screen with the focused pane; m or esc again restores the layout",
         footer=False, group="look"),
+    Key("V", "toggle_variables", "Variables", "toggle_variables",
+        "a short terminal has no room for the variables pane beside the inspector: V shows "
+        "it in the inspector's place, V again goes back (in the footer only then)",
+        group="python"),
     Key("o", "toggle_output", "Output", "toggle_output",
         "show or hide what the script printed (stdout and stderr)", footer=False,
         group="look"),
     Key("e", "export", "Export", "export_iteration",
-        "write this iteration's graph as DOT and SVG to ./dyngraph-export", footer=False,
-        group="look"),
+        "write this iteration's graph as DOT and SVG to dyngraph-out/ beside the script or "
+        "trace", footer=False, group="look"),
+    Key("S", "screenshot", "Screenshot", "screenshot",
+        "save the screen as an SVG in dyngraph-out/ beside the script or trace",
+        footer=False, group="look"),
     # -- Python at the pause (live runs) -------------------------------------------------
     Key("exclamation_mark", "console", "Console", "console",
         "a Python prompt in the paused frame (live runs; ctrl+c interrupts what it runs)",
@@ -117,9 +129,10 @@ KEYS: tuple[Key, ...] = (
     Key("D", "frame_down", "Down frame", "frame_down",
         "select the callee's frame in the variables pane (down the stack)", footer=False,
         group="python"),
-    Key("ctrl+c", "interrupt_evaluation", "Interrupt evaluation", "interrupt_evaluation",
-        "stop a watch or console evaluation running in the script", display="^c",
-        footer=False, group="python"),
+    Key("ctrl+c", "interrupt_evaluation", "Break in", "interrupt_evaluation",
+        "as in pdb: pause a running script at its next op (or stop a watch or console "
+        "evaluation); ctrl+c twice within a second quits", display="^c", footer=False,
+        group="run"),
     # -- the session ---------------------------------------------------------------------
     Key("question_mark", "help", "Help", "help", "this screen", display="?", group="session"),
     Key("q", "quit", "Quit", "quit", "end the script and leave", group="session"),
@@ -135,12 +148,20 @@ GROUPS = {
 }
 
 
+# The footer's first keys: an 80-column terminal cuts its tail, and help and quit must
+# never be what is cut.
+FOOTER_FIRST = ("next_op", "next_iteration", "continue", "breakpoint", "toggle_variables",
+                "help", "quit")
+
+
 def bindings() -> list[Binding]:
     """The app's bindings, footer keys first (the footer shows them in this order)."""
-    ordered = [k for k in KEYS if k.footer] + [k for k in KEYS if not k.footer]
+    first = [k for i in FOOTER_FIRST for k in KEYS if k.id == i]
+    ordered = first + [k for k in KEYS if k.footer and k not in first] + [
+        k for k in KEYS if not k.footer and k not in first]
     out = [Binding(k.key, k.action, k.label, id=k.id, show=k.footer,
                    key_display=k.display or None) for k in ordered]
-    # The graph pane keeps arrows and tab for itself (pan, next node): esc leaves it.
+    # The graph pane keeps the arrows for itself (pan): esc leaves it, as tab does.
     out.append(Binding("escape", "focus_timeline", "To timeline", id="focus_timeline",
                        show=False))
     return out

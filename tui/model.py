@@ -84,6 +84,9 @@ class Model:
         self._dropped_upto = 0  # iterations[:n] were considered for dropping
         self.events: list[ev.Event] = []
         self._seqs: list[int] = []
+        # History indices of step events, in order: a step back across 15,000 gradient
+        # accumulations (one per parameter) is a bisection, not a scan.
+        self._steps: list[int] = []
         self.iterations: list[IterationInfo] = []
         self._by_index: dict[int, IterationInfo] = {}
         self.cursor = -1
@@ -97,6 +100,9 @@ class Model:
         # Copies of the cursor graph's nodes without their gradients, made once per node.
         self._stripped: tuple[Graph | None, dict[int, GraphNode]] = (None, {})
         self._view: Graph | None = None  # the cursor's graph, refilled as the cursor moves
+        self._as_of: AsOf | None = None  # how to refill it by what changed since last time
+        self._inputs: tuple[object, dict[int, list[int]]] = (None, {})
+        self._diffs: dict[int, GraphDiff] = {}  # of complete iterations (they stay so)
 
     # -- ingest --------------------------------------------------------------------------
     def ingest(self, events: Iterable[ev.Event]) -> int:
@@ -117,10 +123,17 @@ class Model:
         current = info.index if info is not None else None
         rows = info.rows if info is not None else None
         held = 0
+        steps = self._steps
+        step_kinds = STEP_KINDS
         for i, event in enumerate(events, n0):
             kind = event.kind
             if kind in graph_kinds:
+                if (event.iteration == 0 and current is None and kind == "breakpoint"
+                        and event.reason in QUIET_PAUSES):  # type: ignore[attr-defined]
+                    continue  # the pause before the first op: no setup iteration of its own
                 held += 1
+                if kind in step_kinds:
+                    steps.append(i)
                 if event.iteration != current:
                     info = IterationInfo(event.iteration, i, rows=[])
                     iterations.append(info)
@@ -133,7 +146,8 @@ class Model:
                 if kind == "iteration_end":
                     info.end = i  # type: ignore[union-attr]
                     info.structure_key = event.structure_key  # type: ignore[attr-defined,union-attr]
-                    prev = by_index.get(current - 1)  # type: ignore[operator]
+                    # Setup (iteration 0) is no baseline: iteration 1 is not "changed".
+                    prev = by_index.get(current - 1) if current != 1 else None  # type: ignore[operator]
                     info.changed = (prev is not None  # type: ignore[union-attr]
                                     and prev.structure_key != info.structure_key)  # type: ignore[union-attr]
                 elif kind == "backward_end":
@@ -207,9 +221,15 @@ class Model:
 
     def next_step(self, start: int | None = None) -> int | None:
         start = self.cursor + 1 if start is None else start
-        return self.find(start, lambda e: e.kind in STEP_KINDS)
+        k = bisect.bisect_left(self._steps, start)
+        if k < len(self._steps) and self.events[self._steps[k]].kind in STEP_KINDS:
+            return self._steps[k]
+        return self.find(start, lambda e: e.kind in STEP_KINDS)  # history let go of
 
     def prev_step(self) -> int | None:
+        k = bisect.bisect_left(self._steps, self.cursor) - 1
+        if k >= 0 and self.events[self._steps[k]].kind in STEP_KINDS:
+            return self._steps[k]
         return self.find(self.cursor - 1, lambda e: e.kind in STEP_KINDS, step=-1)
 
     def last_step(self) -> int:
@@ -312,7 +332,26 @@ class Model:
         view = self._view
         if view is None or view.iteration != info.index:
             view = self._view = Graph(iteration=info.index)
+        if self._as_of is None or self._as_of.graph is not graph or self._as_of.stale():
+            self._as_of = AsOf.of(graph)
+        if self._as_of is not None:
+            return self._as_of.fill(seq, view, self._stripped[1])
         return graph_as_of(graph, seq, self._stripped[1], into=view)
+
+    def inputs_of(self, node_id: int) -> list[int]:
+        """The inputs of a node of the cursor's iteration (its full graph, indexed once:
+        a scan of 100,000 edges per redraw was most of a step's time)."""
+        info = self.cursor_iteration()
+        graph = self.graph(info.index) if info is not None else None
+        if graph is None:
+            return []
+        key = (id(graph), len(graph.edges))
+        if self._inputs[0] != key:
+            index: dict[int, list[int]] = {}
+            for e in graph.edges:
+                index.setdefault(e.dst, []).append(e.src)
+            self._inputs = (key, index)
+        return self._inputs[1].get(node_id, [])
 
     def compile_event_at_cursor(self) -> ev.CompileEvent | None:
         """The compile event the cursor is on, or that the pause at the cursor is about
@@ -342,13 +381,21 @@ class Model:
         """What iteration ``index`` added/removed against the previous one, once both are
         whole (complete, or past the end of their backward pass)."""
         info, prev = self._by_index.get(index), self._by_index.get(index - 1)
+        if index - 1 == 0:  # setup is no baseline
+            return None
         if info is None or prev is None or not (
                 info.backward_done(len(self.events)) and prev.backward_done(len(self.events))):
             return None
+        done = info.complete and prev.complete  # then it can no longer change: keep it
+        if done and index in self._diffs:
+            return self._diffs[index]
         old, new = self.graph(index - 1), self.graph(index)
         if old is None or new is None:
             return None
-        return diff_graphs(old, new)
+        diff = diff_graphs(old, new)
+        if done:
+            self._diffs[index] = diff
+        return diff
 
     # -- gradient norms across iterations ------------------------------------------------
     def iteration_norms(self, index: int) -> dict[tuple, float]:
@@ -425,3 +472,103 @@ def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = 
     out.complete = False
     out._structure_key = None
     return out
+
+
+class AsOf:
+    """``graph_as_of`` for one graph, paid by what changed since the last call.
+
+    A graph's nodes are created in seq order, its edges appended as their consumer is
+    created and its backward order as backward reaches nodes: the graph at any seq keeps
+    a prefix of each. A step moves the cursor by one event, so refilling the view costs
+    the few nodes that came or went (and the gradients that did), not a pass over a
+    50,000-node iteration. ``of`` returns None for a graph not built that way.
+    """
+
+    def __init__(self, graph: Graph, nodes: list[GraphNode], edge_end: list[int],
+                 back_seqs: list[int]) -> None:
+        self.graph = graph
+        self.nodes = nodes
+        self.seqs = [n.seq for n in nodes]
+        self.edge_end = edge_end  # edges kept with the first k+1 nodes
+        self.back_seqs = back_seqs  # the seq at which backward reached backward_order[k]
+        self._view: Graph | None = None
+        self._kept = 0  # nodes[:kept] are in the view
+        self._reached = 0  # backward_order[:reached] counts as reached
+
+    @classmethod
+    def of(cls, graph: Graph) -> AsOf | None:
+        nodes = list(graph.nodes.values())
+        seqs = [n.seq for n in nodes]
+        if any(a > b for a, b in zip(seqs, seqs[1:], strict=False)):
+            return None
+        position = {n.id: k for k, n in enumerate(nodes)}
+        edge_end = [0] * len(nodes)
+        last = -1
+        for e, edge in enumerate(graph.edges):
+            k = position.get(edge.dst, -1)
+            if k < last or k < 0:
+                return None
+            for j in range(last + 1, k):
+                edge_end[j] = e
+            last = k
+            edge_end[k] = e + 1
+        for j in range(last + 1, len(nodes)):
+            edge_end[j] = len(graph.edges)
+        back: list[int] = []
+        for node_id in graph.backward_order:
+            node = graph.nodes.get(node_id)
+            back.append(node.backward_seq if node is not None else 0)
+        # A leaf accumulated twice is listed twice but keeps its last seq: order by the
+        # seq of each listing is what matters, and a repeat breaks it; then no shortcut.
+        if any(a > b for a, b in zip(back, back[1:], strict=False)):
+            return None
+        return cls(graph, nodes, edge_end, back)
+
+    def stale(self) -> bool:
+        """Has the graph grown since (a live run's open iteration)?"""
+        graph = self.graph
+        return (len(graph.nodes) != len(self.nodes) or len(graph.backward_order) != len(
+            self.back_seqs) or (self.edge_end and len(graph.edges) != self.edge_end[-1])
+            or (not self.edge_end and bool(graph.edges)))
+
+    def fill(self, seq: int, into: Graph, stripped: dict[int, GraphNode]) -> Graph:
+        """``graph_as_of(self.graph, seq, stripped, into)``, by difference when ``into``
+        was filled by this object last time."""
+        graph = self.graph
+        kept = bisect.bisect_right(self.seqs, seq)
+        reached = bisect.bisect_right(self.back_seqs, seq)
+        if self._view is not into:
+            into.nodes = {}
+            self._kept = self._reached = 0
+        self._view = into
+        nodes = into.nodes
+        order = graph.backward_order
+
+        def shown(node: GraphNode) -> GraphNode:
+            if node.backward_seq <= seq:
+                return node
+            bare = stripped.get(node.id)
+            if bare is None or bare.seq != node.seq:
+                bare = stripped[node.id] = replace(node, grad=None, grad_fn="",
+                                                   backward_seq=0)
+            return bare
+
+        if kept < self._kept:
+            for node in self.nodes[kept:self._kept]:
+                nodes.pop(node.id, None)
+        # Gradients that came or went since last time, on nodes that stay.
+        lo, hi = sorted((reached, self._reached))
+        for node_id in order[lo:hi]:
+            if node_id in nodes:
+                nodes[node_id] = shown(graph.nodes[node_id])
+        for node in self.nodes[self._kept:kept]:
+            nodes[node.id] = shown(node)
+        self._kept, self._reached = kept, reached
+        into.iteration = graph.iteration
+        into.calls = graph.calls
+        into.edges = graph.edges[:self.edge_end[kept - 1]] if kept else []
+        into.backward_order = [i for i in order[:reached] if i in nodes]
+        whole = kept == len(self.nodes) and reached == len(order)
+        into.complete = graph.complete if whole else False
+        into._structure_key = graph._structure_key if whole else None
+        return into

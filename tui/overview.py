@@ -29,13 +29,16 @@ def overview(scene: Scene, width: int, height: int, upto: float = math.inf,
              box_style: Callable[[int], Hashable] | None = None,
              first: Callable[[int], bool] | None = None,
              filled: Callable[[int], bool] | None = None,
-             viewport: tuple[int, int, int, int] | None = None) -> list[list[Cell]]:
+             viewport: tuple[int, int, int, int] | None = None,
+             labels: Callable[[int], str] | None = None) -> list[list[Cell]]:
     """``height`` rows of ``width`` (char, style) cells.
 
     ``box_style(b)`` styles box ``b``: a box is a block of its style's colour, or of its
     background where ``filled(b)`` (a gradient colour); boxes for which ``first(b)`` is
     true are drawn last, on top (the current and selected nodes). ``viewport`` is (left, top, width,
-    height) of the normal view, in scene cells.
+    height) of the normal view, in scene cells. ``labels(b)`` names box ``b``: the name is
+    written over its block where one fits (module boxes first: the picture is for finding
+    your way), the selected and current boxes marked ``▸``.
     """
     sx, sy = scale(scene, width, height)
     grid: list[list[Cell]] = [[(" ", None)] * width for _ in range(height)]
@@ -54,7 +57,43 @@ def overview(scene: Scene, width: int, height: int, upto: float = math.inf,
                 row[x] = (char, style)
     if viewport is not None:
         _outline(grid, viewport, sx, sy)
+    if labels is not None:
+        _label(grid, scene, drawn, sx, sy, labels, box_style, first)
     return grid
+
+
+def _label(grid: list[list[Cell]], scene: Scene, drawn: list[int], sx: float, sy: float,
+           labels: Callable[[int], str], box_style: Callable[[int], Hashable] | None,
+           first: Callable[[int], bool] | None) -> None:
+    """Write names over the blocks: marked boxes first, then folded modules, then the
+    rest, each only on cells no earlier name took."""
+    from .raster import cells, fit
+
+    height, width = len(grid), len(grid[0]) if grid else 0
+    taken = [[False] * width for _ in range(height)]
+
+    def rank(b: int) -> tuple[bool, bool]:
+        return (not (first is not None and first(b)), scene.boxes[b].kind != "module")
+
+    for b in sorted(drawn, key=rank):
+        box = scene.boxes[b]
+        marked = first is not None and first(b)
+        x0, x1 = int(box.left / sx), min(int(box.right / sx), width - 1)
+        y = min(int((box.top + box.height // 2) / sy), height - 1)
+        room = x1 - x0 + 1 + (1 if marked else 0)
+        text = labels(b)
+        if not text or room < 3 or y < 0:
+            continue
+        text = ("▸" if marked else "") + text
+        chars = cells(fit(text, room))
+        start = max(x0 - (1 if marked else 0), 0)
+        span = range(start, min(start + len(chars), width))
+        if any(taken[y][x] for x in span):
+            continue
+        style = box_style(b) if box_style is not None else None
+        for k, x in enumerate(span):
+            grid[y][x] = (chars[k], ("label", style))
+            taken[y][x] = True
 
 
 def _outline(grid: list[list[Cell]], viewport: tuple[int, int, int, int], sx: float,

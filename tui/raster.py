@@ -67,6 +67,8 @@ class ViewNode:
     # A shared leaf is drawn once per use (see canvas_layout.build_view): every copy, the
     # first included, names the first copy's index here; None for a node drawn once.
     copy_of: int | None = None
+    # For a folded run of repeated module calls: how many members its gradient strip shows.
+    members: int = 0
 
     def primary(self, index: int) -> int:
         """The box standing for this one's graph node: the first copy, or itself."""
@@ -87,6 +89,7 @@ class ViewCluster:
     parent: int | None
     birth: int
     depth: int = 1
+    key: str = ""  # the open call (or run) it frames: what closing it names
 
 
 @dataclass(slots=True)

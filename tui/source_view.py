@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import os
 import stat
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.message import Message
@@ -105,6 +106,8 @@ class SourceView(LineList):
         self.line = 0
         # A replay shows only *.py files: its file names come from the trace, not the user.
         self.python_only = False
+        # A shared trace names files relative to its script's folder: where they are here.
+        self.resolve: Callable[[str], str] | None = None
         self._lines: list[str] = []
         self._cache: dict[str, list[str]] = {}
         self._not_shown: dict[str, str] = {}  # file -> why it is not shown
@@ -115,8 +118,9 @@ class SourceView(LineList):
         """``file``'s lines, read once (none when it is not shown)."""
         lines = self._cache.get(file)
         if lines is None:
+            path = self.resolve(file) if self.resolve is not None and file else file
             try:
-                lines = read_source(file, python_only=self.python_only) if file else []
+                lines = read_source(path, python_only=self.python_only) if path else []
             except SourceNotShown as exc:
                 lines, self._not_shown[file] = [], str(exc)
             self._cache[file] = lines

@@ -24,6 +24,7 @@ import numpy as np
 from dyngraph.capture import events as ev
 from dyngraph.debug.breakpoints import same_file
 from dyngraph.debug.inspection import EvalResult, FrameView, InspectError
+from dyngraph.debug.reach import Seen, check, engine_ops
 
 from .breakpoints import Breakpoint, history_hit
 from .model import STEP_KINDS, Model
@@ -62,11 +63,40 @@ class Source:
         self._next_bp = 1
         self._reason = ("start", "before the first op")
         self._last_run: tuple[Predicate, bool] = (_is_step, False)
+        # Breakpoints that cannot hit as things stand, and why ("did you mean ...?").
+        self.bp_warnings: dict[Breakpoint, str] = {}
+        self._seen = Seen()
+        self._seen_upto = 0
 
     @property
     def notes(self) -> list[str]:
-        """What the capture said about the run ("torch.compile runs eagerly while captured")."""
+        """What the capture said about the run ("torch.compile runs eagerly while
+        captured")."""
         return []
+
+    def breakpoint_notes(self) -> list[str]:
+        return [f"breakpoint {bp}: {why}" for bp, why in self.bp_warnings.items()
+                if bp in self.breakpoints.values()]
+
+    def check_reach(self, spec: Breakpoint) -> str:
+        """Why ``spec`` cannot hit as things stand ("" if it can; ``debug.reach``),
+        from what the run has shown so far; remembered for the status line and ``B``."""
+        events = self.model.events
+        seen = self._seen
+        for event in events[self._seen_upto:]:
+            seen.add_event(event)
+        self._seen_upto = len(events)
+        header = self.model.header
+        script = header.script if header is not None else ""
+        try:
+            why = check(spec, seen, script, torch=not seen.ops <= engine_ops())
+        except Exception:  # a check must never stop a breakpoint being set
+            why = ""
+        if why:
+            self.bp_warnings[spec] = why
+        else:
+            self.bp_warnings.pop(spec, None)
+        return why
 
     @property
     def last_move(self) -> tuple[str, str]:
@@ -99,6 +129,10 @@ class Source:
         """The current pause (the seq of its BreakpointHit), 0 unless a live run is paused."""
         return 0
 
+    def break_in(self) -> bool:
+        """Pause a running script at its next op (ctrl+c); False if there is none."""
+        return False
+
     def inspect(self, frame: int = 0) -> FrameView:
         """The paused frame's stack, variables and watches (blocks: call off the UI thread)."""
         raise InspectError(LIVE_ONLY)
@@ -128,6 +162,7 @@ class Source:
         bp_id = self._next_bp
         self._next_bp += 1
         self.breakpoints[bp_id] = spec
+        self.check_reach(spec)
         return bp_id
 
     def remove_breakpoint(self, bp_id: int) -> None:
@@ -380,21 +415,25 @@ class LiveSource(Source):
         self.error: BaseException | None = None
         self.pause_index: int | None = None
         self._closed = False
-        self._start_args: tuple[str, tuple[str, ...], str, str | None, str, str | None
-                                ] | None = None
+        self._start_args: tuple[str, tuple[str, ...], str, str | None, str, str,
+                                str | None] | None = None
         # (runtime id, iteration) of the one-off breakpoints that jumps set in the child
         self._temporary: list[tuple[int, int]] = []
 
     @classmethod
     def start(cls, model: Model, script: str, args: Sequence[str] = (), *, stats: str = "full",
               cwd: str | None = None, backend: str = "auto",
-              compile: str | None = None) -> LiveSource:  # noqa: A002 - the CLI's --compile
+               iteration: str = "backward",
+               compile: str | None = None,  # noqa: A002 - the CLI's --compile
+               pause_at_start: bool = True, **options: Any) -> LiveSource:
+        """``options`` go to ``Session.start`` (a rank of a job: ``ranks_strict``, ...)."""
         from dyngraph.debug import Session
 
-        session = Session.start(script, tuple(args), stats=stats, pause_at_start=True, cwd=cwd,
-                                backend=backend, compile=compile)
+        session = Session.start(script, tuple(args), stats=stats, pause_at_start=pause_at_start,
+                                cwd=cwd, backend=backend, iteration=iteration, compile=compile,
+                                **options)
         source = cls(model, session)
-        source._start_args = (script, tuple(args), stats, cwd, backend, compile)
+        source._start_args = (script, tuple(args), stats, cwd, backend, iteration, compile)
         return source
 
     def restarted(self) -> LiveSource:
@@ -402,9 +441,10 @@ class LiveSource(Source):
         before its first line (this one is left as it is: close it)."""
         if self._start_args is None:
             raise RuntimeError("this session was not started by LiveSource.start")
-        script, args, stats, cwd, backend, compile = self._start_args
+        script, args, stats, cwd, backend, iteration, compile = self._start_args
         new = LiveSource.start(Model(max_events=self.model.max_events), script, args,
-                               stats=stats, cwd=cwd, backend=backend, compile=compile)
+                               stats=stats, cwd=cwd, backend=backend, iteration=iteration,
+                               compile=compile)
         for spec in self.breakpoints.values():
             new.add_breakpoint(spec)
         return new
@@ -496,6 +536,12 @@ class LiveSource(Source):
     def pause_id(self) -> int:
         state = self.session.state
         return state.pause if state.status == "paused" else 0
+
+    def break_in(self) -> bool:
+        if self.session.state.status != "running":
+            return False
+        self.session.pause()
+        return True
 
     def inspect(self, frame: int = 0) -> FrameView:
         return self.session.inspect(frame)  # type: ignore[no-any-return]

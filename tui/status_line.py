@@ -31,9 +31,11 @@ def status_text(**facts: Any) -> Text:
 def status_parts(*, status: str, reason: str, description: str, event: ev.Event | None,
                  iteration: int, iterations: int, live: bool, behind: int = 0,
                  breakpoints: int = 0, nan_break: bool = False, mode: str = "forward",
-                 notes: Sequence[str] = ()) -> tuple[Text, Text]:
+                 notes: Sequence[str] = (), warnings: Sequence[str] = ()
+                 ) -> tuple[Text, Text]:
     """(the short facts, the description): the line shows both when they fit, else the
-    description goes on the lines below."""
+    description goes on the lines below, wrapped. ``warnings`` (breakpoints that cannot
+    hit) go with the description, so a narrow terminal wraps them rather than cuts."""
     text = Text()
     label = status.upper()
     text.append(f" {label} ", STATUS_STYLE.get(status, "reverse"))
@@ -51,7 +53,9 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
         module = getattr(event, "module", "")
         if module:
             text.append(f" in {shown(module)}", "cyan")
-        text.append("  │ ", "dim").append(f"iter {iteration}/{iterations}")
+        if iteration or iterations:  # (before anything ran: no iteration to name)
+            where = f"iter {iteration}/{iterations}" if iteration else "setup (iteration 0)"
+            text.append("  │ ", "dim").append(where)
     if behind:
         text.append("  │ ", "dim").append(
             f"history: {behind} event{'s' * (behind != 1)} before the script's position",
@@ -76,6 +80,10 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
         tail = Text("running until a breakpoint · n: stop at the next op", "dim")
     else:
         tail = Text()
+    for warning in warnings:
+        if tail:
+            tail.append(" · ")
+        tail.append(f"⚠ {shown(warning)}", "bold yellow")
     return text, tail
 
 

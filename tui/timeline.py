@@ -82,6 +82,10 @@ def describe_event(event: ev.Event, narrow: bool = False) -> Text:
                              (shown(event.name or f"t{event.tensor}"),
                               "bold red" if bad else "magenta"),
                              f" {_norm(event.summary)}")
+    if isinstance(event, ev.ModuleCall):
+        # A module call begins: named, so the ops below it read as its.
+        return Text.assemble((seq, "dim"), ("▸ ", "cyan"),
+                             (shown(event.module or "(the model)"), "bold cyan"))
     if isinstance(event, ev.BackwardStart):
         return Text.assemble((seq, "dim"), ("── backward ──", "magenta"))
     if isinstance(event, ev.BackwardEnd):

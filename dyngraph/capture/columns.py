@@ -56,6 +56,9 @@ VERSION = 3  # the frame format written: 2 before schema 3's backward-step field
 # (format, kind): the values those fields read as (see ``decoding._ADDED_FIELDS``).
 _PADDED: dict[tuple[int, str], tuple[Any, ...]] = {(2, "backward_step"): (-1, (), (), ())}
 CODES = {kind: code for code, kind in enumerate(KINDS)}
+# The kinds whose events have attributes (ops, collectives): a frame holds at most one
+# attribute object for each of its events of these kinds.
+_ATTRS_CODES = bytes(CODES[k] for k in KINDS if "attrs" in ev.FIELD_NAMES[k])
 _BLOCK = struct.Struct("<I")
 _BIG = sys.byteorder == "big"
 _NONE = -1  # a summary index meaning "no summary"
@@ -69,7 +72,7 @@ _STORED = {"count": "count", "index": "count", "int": "int", "bool": "bool", "st
 _CONVERTED = {"shape": "shape", "argv": "strs", "summary": "summary",
               "grad_output": "summary", "grad_inputs": "summaries", "grad_outputs": "summaries",
               "updates": "updates",
-              "attrs": "attrs", "array": "array"}
+              "attrs": "attrs", "array": "array", "result": "summary"}
 
 
 def _field_type(name: str) -> str:
@@ -252,7 +255,9 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes:
         group.append(r)
     for kind in sorted(by_kind, key=CODES.__getitem__):
         cols = list(zip(*by_kind[kind], strict=True))
-        for ftype, col in zip(FIELD_TYPES[kind], cols[3:], strict=True):
+        if kind == "header":
+            cols = cols[:3 + _header_width(cols[3])]
+        for ftype, col in zip(FIELD_TYPES[kind], cols[3:], strict=False):
             _encode_column(ftype, col, t, columns, arrays)
     blocks = [
         codes,
@@ -431,7 +436,8 @@ class _Frame:
             raise TraceFileError("events frame's attributes are not a list")
         if len(table) > max(self.ops, 1):  # (an empty frame's writer leaves one: "[{}]")
             raise TraceFileError(f"events frame holds {len(table):,} attribute objects for "
-                                 f"{self.ops:,} ops (each stored once, for an op that has it)")
+                                 f"{self.ops:,} ops and collectives (each stored once, for "
+                                 "an event that has it)")
         out: list[tuple[Any, ...]] = []
         inner = self.inner
         for d in table:
@@ -645,8 +651,10 @@ def _grouped(flat: list[Any], lengths: list[int]) -> list[tuple[Any, ...]]:
 
 
 # Fields added to an event's columns since format 2 was first written, at the end of its
-# row, with the value an older frame means (a header written before the numpy version was
-# recorded names none). A frame that does not decode is read again without them.
+# row in the order added, with the value an older frame means (a header written before
+# the numpy version was recorded names none; the header's later columns follow from its
+# schema version: ``_header_columns``). A frame that does not decode is read again without
+# the last one, then the last two, ...
 _ADDED_COLUMNS: dict[str, tuple[tuple[str, Any], ...]] = {"header": (("numpy_version", ""),)}
 
 
@@ -662,10 +670,12 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     except TraceFileError as exc:
         if not _holds_added(payload):
             raise
-        try:
-            return _decode_payload(payload, lo, hi, position, settle, version, older=True)
-        except TraceFileError:
-            raise exc from None
+        for older in range(1, max(map(len, _ADDED_COLUMNS.values())) + 1):
+            try:
+                return _decode_payload(payload, lo, hi, position, settle, version, older)
+            except TraceFileError:
+                pass
+        raise exc from None
 
 
 def _holds_added(payload: bytes | memoryview) -> bool:
@@ -680,9 +690,9 @@ def _holds_added(payload: bytes | memoryview) -> bool:
 
 def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
                     position: int | None = STREAM, settle: bool = False,
-                    version: int = VERSION, older: bool = False) -> list[Row]:
-    """``decode_payload``; ``older``: without the ``_ADDED_COLUMNS``, whose values each
-    row then takes.
+                    version: int = VERSION, older: int = 0) -> list[Row]:
+    """``decode_payload``; ``older``: without the last ``older`` of each kind's
+    ``_ADDED_COLUMNS``, whose values each row then takes.
 
     ``settle`` (for rows that will be kept, decoded with the collector paused): runs the
     young generation's collection before returning, so that every row of plain values is
@@ -713,7 +723,7 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     _check_headers(codes, position)
     allowance = framecost.Allowance(count, len(payload))
     allowance.charge(2 * ITEM * count, "seqs and iterations")
-    frame = _Frame(r, lo, hi, allowance, codes.count(CODES["op"]))
+    frame = _Frame(r, lo, hi, allowance, sum(map(codes.count, _ATTRS_CODES)))
     present = sorted(set(codes))
     per_kind: list[list[Row] | None] = [None] * len(KINDS)
     array_rows: list[Row] | None = None
@@ -739,15 +749,21 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
         names, ftypes = ev.FIELD_NAMES[kind][2:], FIELD_TYPES[kind]
         # An older format stores fewer columns of some kinds (``_PADDED``), and a format-2
         # frame may be of before ``_ADDED_COLUMNS``: the rest is what an older stream means.
+        # A header's schema version says which of its columns follow (``_header_columns``).
         pad = _PADDED.get((version, kind), ())
         if pad:
             names, ftypes = names[:-len(pad)], ftypes[:-len(pad)]
-        added = _ADDED_COLUMNS.get(kind, ()) if older else ()
+        later = _ADDED_COLUMNS.get(kind, ()) if kind != "header" else ()
+        added = later[max(0, len(later) - older):] if older else ()
         if added:
             names, ftypes = names[:-len(added)], ftypes[:-len(added)]
         allowance.charge(n * (TUPLE + 2 * ITEM * (len(names) + len(pad))), f"{kind} events")
-        cols: list[Any] = [frame.column(kind, name, ftype, n, where)
-                           for name, ftype in zip(names, ftypes, strict=True)]
+        cols: list[Any]
+        if kind == "header":
+            cols = _header_columns(frame, n, where, older)
+        else:
+            cols = [frame.column(kind, name, ftype, n, where)
+                    for name, ftype in zip(names, ftypes, strict=True)]
         cols += [repeat(value, n) for value in pad]
         frame.inner.append(cols)
         per_kind[code] = list(zip(repeat(kind), ks, kit, *cols,
@@ -778,6 +794,35 @@ def _decode_payload(payload: bytes | memoryview, lo: int, hi: int,
 
 
 _RANGE = np.arange(1 << 12)
+
+# The header's last fields, with what a header written without them means: no numpy
+# version (a frame of before it was recorded: ``_ADDED_COLUMNS``) and, before schema 4
+# (iteration mode, rank, world size, run id), iterations that end at backward in a
+# process of no job.
+_HEADER_TAIL = ("", "backward", 0, 0, "")
+_SCHEMA_4_COLUMNS = 4
+
+
+def _header_width(versions: Sequence[Any]) -> int:
+    """How many columns headers of these schema versions have."""
+    width = len(ev.FIELD_NAMES["header"]) - 2
+    old = all(type(v) is int and v < ev.RANKS_SCHEMA for v in versions)
+    return width - _SCHEMA_4_COLUMNS if old else width
+
+
+def _header_columns(frame: _Frame, n: int, where: Callable[[int], int],
+                    older: int) -> list[Any]:
+    """The columns of ``n`` headers, their schema version (the first) read first: it says
+    which columns follow; ``older`` (1): a frame of before the numpy version was recorded."""
+    names, types = ev.FIELD_NAMES["header"][2:], FIELD_TYPES["header"]
+    cols: list[Any] = [frame.column("header", names[0], types[0], n, where)]
+    width = _header_width(cols[0]) - older
+    cols += [frame.column("header", name, ftype, n, where)
+             for name, ftype in zip(names[1:width], types[1:width], strict=True)]
+    missing = len(names) - width
+    if missing:
+        cols += [[value] * n for value in _HEADER_TAIL[-missing:]]
+    return cols
 
 
 def _by_kind(codes: bytes) -> tuple[np.ndarray, list[int]]:

@@ -275,18 +275,20 @@ _TESTS: dict[str, tuple[str, str]] = {
 _FIELD_TESTS = {
     "seq": "count", "duration_ns": "count", "iteration": "iteration",
     "at_seq": "index", "line": "index", "node_count": "index", "call": "index",
-    "parent": "index",
+    "parent": "index", "group_seq": "index",
     "tensor": "int", "output": "int", "node": "int", "root": "int", "status": "int",
     "schema_version": "int", "inputs": "ids", "grad_node": "int", "outputs": "ids",
-    "next_nodes": "ids",
+    "next_nodes": "ids", "rank": "int", "world_size": "int",
     "requires_grad": "bool", "is_param": "bool", "is_leaf": "bool", "grad_enabled": "bool",
     "retain_graph": "bool",
-    "created": "number", "lr": "number",
+    "created": "number", "lr": "number", "time": "number",
 }
-_STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "name", "dtype", "grad_fn",
+_STRING_FIELDS = ("dyngraph_version", "script", "stats", "values", "iteration_mode", "name",
+                  "dtype", "grad_fn",
                   "op", "module", "file", "function", "optimizer", "structure_key", "reason",
                   "description", "stream", "text", "type", "message", "traceback",
-                  "numpy_version", "what", "compile_id", "frame", "detail", "stack", "input")
+                  "numpy_version", "what", "compile_id", "frame", "detail", "stack", "input",
+                  "run_id", "group")
 _FIELD_TESTS.update(dict.fromkeys(_STRING_FIELDS, "str"))
 # Fields converted (and checked) by a function instead; "{}" is the value, S the frame's
 # summary decoder.
@@ -296,6 +298,7 @@ _CONVERT: dict[str, str] = {
     "argv": "_strings({})",
     "summary": "S({})",
     "grad_output": "S({})",
+    "result": "S({})",
     "grad_inputs": "tuple(map(S, {}))",  # (the test makes it a list)
     "grad_outputs": "tuple(map(S, {}))",  # (likewise)
     "outputs": "tuple({})",  # (checked by its test, as inputs)
@@ -395,12 +398,17 @@ def decode_rows(rows: Any, lo: int = 0, hi: int = _MAX_ITERATION,
         raise _malformed(rows, lo, hi, position, exc) from None
 
 
-# Fields added since schema 1, at the end of their event's row, with the value an older
-# stream means: its rows are padded with them (a schema-1 op ran in no known call; a
-# header written before the numpy version was recorded names none; a schema-2 backward
-# step is one node per op output).
-_ADDED_FIELDS: dict[str, tuple[object, ...]] = {"op": (0,), "header": ("",),
-                                                "backward_step": (-1, [], [], [])}
+# Fields added since schema 1, at the end of their event's row, by kind: the groups added
+# together, in the order added, each with the values an older stream means. A row written
+# before the last k groups is padded with them (a schema-1 op ran in no known call; a
+# header written before the numpy version was recorded names none, one before schema 4
+# ended iterations at backward and is rank 0 of no job; a schema-2 backward step is one
+# node per op output).
+_ADDED_FIELDS: dict[str, tuple[tuple[object, ...], ...]] = {
+    "op": ((0,),),
+    "header": (("",), ("backward", 0, 0, "")),
+    "backward_step": ((-1, [], [], []),),
+}
 
 
 def _upgrade(rows: list[Any]) -> bool:
@@ -408,11 +416,15 @@ def _upgrade(rows: list[Any]) -> bool:
     padded = False
     for r in rows:
         if type(r) is list and r and type(r[0]) is str:
-            added = _ADDED_FIELDS.get(r[0])
+            groups = _ADDED_FIELDS.get(r[0], ())
             dec = _DECODERS.get(r[0])
-            if added and dec is not None and len(r) == dec.width - len(added):
-                r.extend(added)
-                padded = True
+            missing = dec.width - len(r) if dec is not None else 0
+            for k in range(1, len(groups) + 1):
+                added = [v for group in groups[-k:] for v in group]
+                if missing == len(added):
+                    r.extend(added)
+                    padded = True
+                    break
     return padded
 
 
@@ -469,7 +481,7 @@ def _what_field(row: list[Any], lo: int, hi: int, count: int, exc: Exception) ->
     return f"{type(exc).__name__}: {exc}"[:160]
 
 
-_SUMMARY_FIELDS = ("summary", "grad_output", "grad_inputs", "grad_outputs")
+_SUMMARY_FIELDS = ("summary", "grad_output", "result", "grad_inputs", "grad_outputs")
 
 
 def _bad_summary_field(names: list[str], row: list[Any], count: int) -> tuple[str, Any] | None:

@@ -15,11 +15,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Schema 2 added ``Op.call`` and ``ModuleCall``; a schema-1 stream reads as calls all 0.
 # Schema 3 added ``CompileEvent`` (torch.compile's lane; older streams simply have none)
 # and ``BackwardStep.grad_node``, ``outputs``, ``grad_outputs`` and ``next_nodes`` (an
 # older stream reads as one backward node per op output: (-1, (), (), ())).
+# Schema 4 added the header's ``iteration_mode`` (an older header reads as "backward";
+# iterations may start at 0, setup: see ``dyngraph.capture.tracing``), its ``rank``,
+# ``world_size`` and ``run_id`` and the ``Collective`` event (many ranks); an older header
+# reads as rank 0 of no job (world size 0).
+RANKS_SCHEMA = 4
 
 
 SUMMARY_FIELDS = ("shape", "dtype", "min", "max", "mean", "std", "norm", "nan", "inf",
@@ -142,8 +147,13 @@ class Header(Event):
     sets them, see ``tracing.make_header``); ``stats`` and ``values`` the recording's modes;
     ``created`` the wall-clock start (seconds since the epoch); ``numpy_version`` the numpy
     the recording ran on (its engine's arithmetic is numpy's; "" in traces written before
-    it was recorded). A header has seq 0 and iteration 0: it precedes every numbered event
+    it was recorded); ``iteration_mode`` where iterations end: ``"backward"`` (after each
+    ``backward()``) or ``"step"`` (after each optimizer step). A header has seq 0 and
+    iteration 0: it precedes every numbered event
     of its stream.
+
+    A rank of a ``torchrun`` job says which: ``rank`` of ``world_size`` in the job
+    ``run_id`` (torchrun's ``TORCHELASTIC_RUN_ID``); a single process has world size 0.
     """
 
     kind: ClassVar[str] = "header"
@@ -155,6 +165,10 @@ class Header(Event):
     values: str = "none"
     created: float = 0.0
     numpy_version: str = ""
+    iteration_mode: str = "backward"
+    rank: int = 0
+    world_size: int = 0
+    run_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +361,41 @@ class IterationEnd(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class Collective(Event):
+    """A ``torch.distributed`` collective on this rank (schema 4).
+
+    ``op`` is PyTorch's name (``all_reduce``, ``broadcast``, ``all_gather``,
+    ``reduce_scatter``, ``barrier`` ...); ``group`` the process group's name and
+    ``group_seq`` the group's own count of its collectives, the same on every member for
+    the same collective; ``rank`` this process's global rank. ``inputs`` are the ids of the
+    tensors that went in (none when PyTorch made the call itself: DDP's bucketed all-reduce
+    in backward, ``attrs["by"]`` says who); ``shape`` and ``dtype`` are the first tensor's,
+    ``attrs["shapes"]`` lists them all when there are several (with the reduce op, ``src``
+    or ``dst``, ``async``). ``file``/``line``/``function`` is the call in the script,
+    ``time`` the wall-clock start (seconds since the epoch), ``summary`` and ``result``
+    what went in and what came out (the statistics of the first tensor, in the recording's
+    stats mode; None when not captured).
+    """
+
+    kind: ClassVar[str] = "collective"
+    op: str = ""
+    group: str = ""
+    group_seq: int = 0
+    rank: int = 0
+    inputs: tuple[int, ...] = ()
+    shape: tuple[int, ...] = ()
+    dtype: str = ""
+    attrs: dict[str, Any] = field(default_factory=dict)
+    file: str = ""
+    line: int = 0
+    function: str = ""
+    time: float = 0.0
+    duration_ns: int = 0
+    summary: Summary | None = None
+    result: Summary | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class BreakpointHit(Event):
     """The debug runtime stopped; ``reason`` is the breakpoint kind (``op``, ``nan``, ``step``)."""
 
@@ -476,6 +525,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         ExceptionRaised,
         RunEnd,
         CompileEvent,  # (schema 3; a kind's code in a trace file is its place here)
+        Collective,  # (schema 4)
     )
 }
 

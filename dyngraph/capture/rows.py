@@ -46,7 +46,7 @@ _FullSummary = ev._FullSummary
 _Summary = ev.Summary
 
 # Event fields that hold a summary, and the one that holds a tuple of them.
-SUMMARY_FIELDS = frozenset({"summary", "grad_output"})
+SUMMARY_FIELDS = frozenset({"summary", "grad_output", "result"})
 SUMMARY_TUPLE_FIELDS = frozenset({"grad_inputs", "grad_outputs"})
 NO_ATTRS: dict[str, Any] = {}  # every attr-less Op event's attrs: treat as read-only
 _attr_dicts: dict[tuple[Any, ...], dict[str, Any]] = {}

@@ -173,9 +173,8 @@ class FrameRef:
                                f"{self.last_iteration} {at}")
         if previous is None:
             return
-        if self.first_iteration == 0:  # iterations count from 1: 0 is the header's
-            raise _error(name, f"events frame of iteration 0 after the header (a second "
-                               f"header frame?) {at}")
+        # (Iteration 0 is setup's, and the header's: a second header is refused where
+        # the frame is decoded, ``columns._check_headers``.)
         if self.first_iteration < previous.last_iteration:
             raise _error(name, f"events frame goes back from iteration "
                                f"{previous.last_iteration} to {self.first_iteration} {at}")

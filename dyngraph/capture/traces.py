@@ -242,6 +242,8 @@ class Trace:
         self._spans: dict[int, list[int]] = {}
         self._scanned = 0
         self._iterations: dict[int, Iteration] = {}
+        self._setup: bool | None = None  # does iteration 0 hold graph work? (_has_setup)
+        self._setup_stamp = -1
         self._values: dict[int, np.ndarray] | None = None
         self._values_scanned = 0
         # iteration number -> frame indexes (file traces)
@@ -296,9 +298,22 @@ class Trace:
 
     def _iteration_numbers(self) -> list[int]:
         if self._frame_spans is not None:
-            return sorted(self._frame_spans)
-        self._scan()
-        return sorted(self._spans)
+            numbers = sorted(self._frame_spans)
+        else:
+            self._scan()
+            numbers = sorted(self._spans)
+        if numbers and numbers[0] == 0 and not self._has_setup():
+            return numbers[1:]
+        return numbers
+
+    def _has_setup(self) -> bool:
+        """Did iteration 0 record graph work? The script's output before its first op, or
+        a pause at its start, carry iteration 0 too, and make no setup iteration."""
+        if self._setup is None or (self._frame_spans is None and self._setup_stamp !=
+                                   self._iteration_stamp(0)):
+            self._setup_stamp = self._iteration_stamp(0)
+            self._setup = any(e.kind in _GRAPH_KINDS for e in self._iteration_events(0))
+        return self._setup
 
     def _iteration_events(self, index: int) -> list[ev.Event]:
         if self._frame_spans is not None:
@@ -443,7 +458,9 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     return Trace.from_frames(header, frames, path=os.fspath(path))
 
 
-def _check_modes(stats: str, values: str) -> None:
+def _check_modes(stats: str, values: str, iteration: str = "backward") -> None:
+    if iteration not in ("backward", "step"):
+        raise ValueError(f"iteration must be 'backward' or 'step', got {iteration!r}")
     if stats not in ("full", "cheap", "none"):
         raise ValueError(f"stats must be 'full', 'cheap' or 'none', got {stats!r}")
     if values not in ("none", "small"):
@@ -458,12 +475,15 @@ def _finish(sole: bool) -> None:
 
 
 @contextmanager
-def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> Iterator[Trace]:
+def trace(stats: str = "full", values: str = "none", backend: str = "auto",
+          iteration: str = "backward") -> Iterator[Trace]:
     """Record every event in memory while the block runs.
 
     ``backend`` says whose ops are seen: ``"auto"`` (the numpy engine, and PyTorch once
     imported), ``"torch"`` (PyTorch now; an error if it is not installed) or ``"dyngraph"``
-    (the numpy engine only).
+    (the numpy engine only). ``iteration``: where an iteration ends, ``"backward"`` (each
+    ``backward()``) or ``"step"`` (each optimizer step); work before the first
+    differentiable op is iteration 0, setup.
 
     >>> import dyngraph
     >>> with dyngraph.trace(stats="cheap") as t:
@@ -474,8 +494,10 @@ def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> I
     >>> len(t.iterations[0].graph.nodes)
     3
     """
-    _check_modes(stats, values)
+    _check_modes(stats, values, iteration)
     capture = backends.activate(backend)
+    if not tracer.listening:  # the first listener says where iterations end
+        tracer.mode = iteration
     log = RowEvents(tracer.make_header(stats, values))
     handle = tracer.attach(sink=log.take, stats=stats, values=values)
     thread = threading.get_ident()
@@ -497,9 +519,9 @@ def trace(stats: str = "full", values: str = "none", backend: str = "auto") -> I
 
 @contextmanager
 def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "none",
-           backend: str = "auto") -> Iterator[TraceWriter]:
-    """Write every event to the trace file ``path`` as it happens (``backend`` as for
-    ``trace``).
+           backend: str = "auto", iteration: str = "backward") -> Iterator[TraceWriter]:
+    """Write every event to the trace file ``path`` as it happens (``backend`` and
+    ``iteration`` as for ``trace``).
 
     Frames are written at every iteration end (and every ``BATCH_EVENTS`` events), so a run
     killed midway leaves a file that loads up to its last whole frame. The file starts beside
@@ -512,8 +534,10 @@ def record(path: str | os.PathLike[str], stats: str = "cheap", values: str = "no
     ...     train()
     >>> dyngraph.read_trace("run.dgtrace")          # doctest: +SKIP
     """
-    _check_modes(stats, values)
+    _check_modes(stats, values, iteration)
     capture = backends.activate(backend)
+    if not tracer.listening:
+        tracer.mode = iteration
     try:
         writer = TraceWriter(path, tracer.make_header(stats, values))
     except BaseException:
@@ -537,5 +561,9 @@ def encode_trace(t: Trace) -> bytes:
     """The bytes of ``t`` as a trace file (one frame), for tests and the wire."""
     return encode_events(list(t.events))
 
+
+# Events that make an iteration (output, a pause, an exception alone do not).
+_GRAPH_KINDS = frozenset({"tensor", "op", "module_call", "backward_start", "backward_step",
+                          "grad", "backward_end", "optimizer_step", "iteration_end"})
 
 __all__ = ["Iteration", "LazyEvents", "Trace", "read_trace", "record", "trace"]

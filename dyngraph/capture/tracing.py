@@ -8,9 +8,20 @@ This module knows no Tensor class. A backend hands it tensor ids (from ``tensor_
 one counter for the whole process), shapes, dtype names, summaries, and raw values that
 are only passed on (see ``Tracer``).
 
-Numbering: ``seq`` and ``iteration`` restart (at 1) whenever listening starts from nobody,
-so every recording is numbered from its own beginning; a second subscriber joining later
-shares the running numbers.
+Numbering: ``seq`` and ``iteration`` restart whenever listening starts from nobody, so
+every recording is numbered from its own beginning; a second subscriber joining later
+shares the running numbers. Iteration 0 is *setup*: the work before the first
+differentiable op (loading and tokenising data, building inputs, an evaluation under
+``no_grad``). It ends, with its own IterationEnd, where the first op whose output requires
+gradients runs with gradients enabled (``end_setup``, which backends call before they
+announce that op's inputs), or at the first ``compile`` event (``record``); a run with no
+such work before it has no iteration 0, and a
+run that never computes a gradient nor marks an iteration is all iteration 0.
+
+Where an iteration ends (``mode``): ``"backward"`` (the default) when a ``backward()``
+completes, the optimizer step that follows belonging to it; ``"step"`` when an optimizer
+step completes (gradient accumulation, LBFGS' closure and REINFORCE's per-step backward
+passes stay in one iteration). ``dyngraph.iteration()`` marks one explicitly in both.
 
 Threads: a recording captures one thread, the one that started it (the first subscriber's;
 under ``dyngraph record``/``check``/``debug`` the script's main thread). Ops, module calls,
@@ -38,6 +49,7 @@ from . import summaries
 from .arrays import to_numpy
 from .keys import StructureKeys
 from .pacing import CollectorPacing, keep
+from .pending import Pending, resolved
 from .rows import MAKERS as _MAKERS
 from .rows import Row, summary_builder, summary_row
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
@@ -128,18 +140,39 @@ class _EventHook:
     rows shared between rows (a gradient handed on in backward) become shared Summary
     objects, within a bounded memo."""
 
-    __slots__ = ("callback", "_build", "_built")
+    __slots__ = ("callback", "_build", "_built", "_held")
 
     def __init__(self, callback: Subscriber) -> None:
         self.callback = callback
         self._build = summary_builder()
         self._built = 0
+        self._held: list[Row] = []  # rows waiting for their statistics (``pending``)
 
     def __call__(self, row: Row) -> None:
+        if self._held:
+            self._held.append(row)
+            self.drain()
+            return
+        done = resolved(row)
+        if done is None:
+            self._held.append(row)
+            return
         self._built += 1
         if self._built > 4096:  # the memo holds its rows: start a new one now and then
             self._build, self._built = summary_builder(), 0
-        self.callback(_MAKERS[row[0]](row, self._build))
+        self.callback(_MAKERS[done[0]](done, self._build))
+
+    def drain(self) -> None:
+        """Hand on the held rows whose statistics were read since, in order."""
+        held = self._held
+        i = 0
+        while i < len(held):
+            done = resolved(held[i])
+            if done is None:
+                break
+            self.callback(_MAKERS[done[0]](done, self._build))
+            i += 1
+        del held[:i]
 
 
 class Tracer:
@@ -172,6 +205,12 @@ class Tracer:
         self.thread = 0  # the ident of the one thread a recording captures (see above)
         self._foreign_noted = False
         self.stats = "none"
+        # Read each op's statistics as it runs, not once per iteration (``pending``): set
+        # while a value breakpoint of the debugger must judge every op at once.
+        self.eager_stats = False
+        # Summarise tensors entering an iteration (leaves, parameters) at ``cheap`` too:
+        # ``check`` names a parameter that holds NaN.
+        self.leaf_stats = False
         self.values = "none"
         # (sink, row hook, stats, values) of each listener
         self._listeners: list[tuple[Sink | None, RowHook | None, str, str]] = []
@@ -179,7 +218,8 @@ class Tracer:
         self.hooks: tuple[RowHook, ...] = ()
         self.rows: list[Row] = []  # the batch being gathered for the sinks
         self.seq = 0
-        self.iteration = 1
+        self.iteration = 0  # setup, until the first differentiable op (see end_setup)
+        self.mode = "backward"  # where iterations end: "backward" or "step"
         self.module_stack: list[str] = [""]
         # The id of each module call on ``module_stack`` (0: top level); ids are unique in
         # a run. The first ``_announced`` entries had their ModuleCall event this
@@ -188,6 +228,8 @@ class Tracer:
         self._calls = 0
         self._announced = 1
         self.run_info: tuple[str, tuple[str, ...]] | None = None
+        # (rank, world size, run id) of a rank of a torchrun job, for headers (see ranks/)
+        self.job: tuple[int, int, str] = (0, 0, "")
         self._pending_end = False
         self._ended_count = 0  # the node count of an iteration whose backward ended
         # This iteration's op and tensor rows (for its structure key), and the ids of
@@ -198,12 +240,21 @@ class Tracer:
         self.known: set[int] = set()
         # file name -> is it library code (dyngraph's own, or a backend's library)?
         self._internal_files: dict[str, bool] = {}
+        # file name -> as events name it (relative to the script's folder), for a trace to
+        # share; None: absolute, as the live debugger needs them (show_paths_relative).
+        self.display: dict[str, str] | None = None
+        self._path_base = ""
         self._internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
         # id(code) -> (code, {instruction offset: line}): see ``line_of``
         self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
+        # Called at an iteration's boundaries of the capturing thread, with the boundary
+        # ("backward_start", before its event, with the root's id; "backward_end" and
+        # "iteration_end", after theirs, with "" and the structure key): the rank logic of
+        # a torchrun job compares ranks there (``dyngraph.ranks``). A few calls an iteration.
+        self.boundary_hooks: tuple[Callable[[str, Any], None], ...] = ()
         self._shared_attrs: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
         self._keys = StructureKeys()
@@ -215,12 +266,28 @@ class Tracer:
         # Hand every tuple a row holds but the row alone refers to (its ids, summary ...)
         # to ``keep``: the collector then untracks row and items in one pass (``pacing``).
         self.keep = keep
+        # A backend that keeps statistics on the device (PyTorch's) reads them all at once
+        # through this (see ``read_stats``; True: it read something); ``after_read`` is
+        # called after every such read (the debug agent judges NaN there in ``check``).
+        self.read_pending: Callable[[], bool] | None = None
+        self.after_read: list[Callable[[], None]] = []
 
     # -- listeners -----------------------------------------------------------------------
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
                   values: str = "none") -> Handle:
         """Send every event to ``callback`` until the returned handle is removed."""
-        return self.attach(hook=_EventHook(callback), stats=stats, values=values)
+        hook = _EventHook(callback)
+        self.after_read.append(hook.drain)
+        handle = self.attach(hook=hook, stats=stats, values=values)
+
+        def remove() -> None:
+            self.read_stats()  # (what it has not been given yet is its too)
+            handle.remove()
+            hook.drain()
+            if hook.drain in self.after_read:
+                self.after_read.remove(hook.drain)
+
+        return Handle(remove)
 
     def attach(self, sink: Sink | None = None, hook: RowHook | None = None,
                stats: str = "cheap", values: str = "none") -> Handle:
@@ -271,7 +338,7 @@ class Tracer:
     def restart(self) -> None:
         """Number seq and iterations afresh (a new recording in the same process)."""
         self.seq = 0
-        self.iteration = 1
+        self.iteration = 0
         self._pending_end = False
         self.iteration_ops = []
         self.iteration_tensors = []
@@ -304,17 +371,42 @@ class Tracer:
         for hook in self.hooks:
             hook(row)
         if len(rows) >= BATCH_ROWS:
-            self.flush_rows()
+            self.flush_rows(final=False)
 
-    def flush_rows(self) -> None:
-        """Hand the rows gathered so far to the sinks, as one batch."""
+    def read_stats(self) -> None:
+        """Read the backend's pending statistics now (one host read, on a device: see
+        ``dyngraph.capture.pending``): at an iteration's end, at a pause, when the run or
+        a listener ends, or when the backend's buffer is full."""
+        read = self.read_pending
+        if read is not None and read():
+            for after in tuple(self.after_read):
+                after()
+
+    def flush_rows(self, final: bool = True) -> None:
+        """Hand the rows gathered so far to the sinks, as one batch. ``final``: every
+        pending statistic is read first; otherwise the rows up to the first one still
+        waiting for its statistics go, and the rest waits."""
         rows = self.rows
+        if rows and self.read_pending is not None and self._sinks:
+            if final:
+                self.read_stats()
+            rows = self._resolved_rows(rows)
         if rows:
-            self.rows = []
+            self.rows = self.rows[len(rows):]
             self.keep(rows)  # (the sinks may keep the rows in a tuple made after them)
             for sink in self._sinks:
                 sink(rows)
             self._pacing.rows_recorded(self.seq)
+
+    def _resolved_rows(self, rows: list[Row]) -> list[Row]:
+        """The rows up to the first one whose statistics are not read yet, filled in."""
+        out: list[Row] = []
+        for r in rows:
+            done = resolved(r)
+            if done is None:
+                break
+            out.append(done)
+        return out
 
     def emit(self, event: ev.Event) -> None:
         """Record an event object (its row, that is)."""
@@ -348,9 +440,26 @@ class Tracer:
             if inside is None:
                 inside = internal[name] = self._is_internal(name)
             if not inside:
+                if self.display is not None:
+                    name = self.shown_file(name)
                 return name, self.line_of(frame), code.co_name
             frame = frame.f_back  # type: ignore[assignment]
         return "", 0, ""
+
+    def show_paths_relative(self, base: str | None) -> None:
+        """From now on name files as a shared trace does (``paths.display_path``, relative
+        to ``base``, the script's folder); None: as they are (absolute)."""
+        self.display = {} if base else None
+        self._path_base = base or ""
+
+    def shown_file(self, name: str) -> str:
+        """``name`` as events carry it (see ``show_paths_relative``), remembered."""
+        shown = self.display.get(name) if self.display is not None else name
+        if shown is None:
+            from .paths import display_path
+
+            shown = self.display[name] = display_path(name, self._path_base)  # type: ignore[index]
+        return shown
 
     def line_of(self, frame: Any) -> int:
         """``frame.f_lineno``, remembered per code object and instruction offset: Python
@@ -425,17 +534,36 @@ class Tracer:
 
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
+        self.read_stats()  # (the iteration's statistics, before its end is told)
         count = self._ended_count if self._pending_end else len(self.known)
         self._pending_end = False
         self.seq += 1
-        self.deliver(("iteration_end", self.seq, self.iteration, count,
-                      self._keys.key(self.iteration_ops, self.iteration_tensors)))
+        key = self._keys.key(self.iteration_ops, self.iteration_tensors)
+        self.deliver(("iteration_end", self.seq, self.iteration, count, key))
+        for hook in self.boundary_hooks:
+            hook("iteration_end", key)
         self.flush_rows()
         self.iteration += 1
         self.iteration_ops = []
         self.iteration_tensors = []
         self.known.clear()
         self._announced = 1  # calls still running are introduced again in the next one
+
+    def end_setup(self) -> None:
+        """The first differentiable op is about to be recorded: setup (iteration 0) ends
+        here. Backends call it before announcing that op's inputs, so they enter
+        iteration 1 (a tensor made during setup enters it as a carried input). Setup that
+        recorded nothing leaves no trace: numbering simply goes on at 1."""
+        if self.iteration != 0:
+            return
+        if self._pending_end:  # (a setup ending with an explicit iteration mark)
+            self.end_iteration()
+            return
+        if self.iteration_ops or self.iteration_tensors:
+            self.end_iteration()
+        else:
+            self.iteration = 1
+            self.known.clear()
 
     def flush_iteration(self) -> None:
         """End a pending iteration now (used at the end of a run or a trace)."""
@@ -466,6 +594,8 @@ class Tracer:
             return
         if self._pending_end:
             self.end_iteration()
+        if self.iteration == 0 and requires_grad and grad_enabled:
+            self.end_setup()  # (a backend that did not say so before its inputs)
         calls = self.call_stack
         if self._announced < len(calls):
             self.announce_calls()
@@ -549,6 +679,10 @@ class Tracer:
     def backward_start(self, root: int, retain_graph: bool) -> None:
         if _get_ident() != self.thread and self.other_thread():
             return
+        if self.iteration == 0:
+            self.end_setup()
+        for hook in self.boundary_hooks:
+            hook("backward_start", root)
         self.seq += 1
         self.deliver(("backward_start", self.seq, self.iteration, root, retain_graph))
 
@@ -612,32 +746,49 @@ class Tracer:
             return
         self.seq += 1
         self.deliver(("backward_end", self.seq, self.iteration, root, duration_ns))
-        # The optimizer step that follows still belongs to this iteration, so the
-        # iteration closes lazily, when the next op (or the end of the run) arrives. Any
-        # op from now on is the next iteration's: it knows no tensor yet.
+        if self.mode == "backward":
+            self._close_lazily()
+
+    def _close_lazily(self) -> None:
+        # What follows (the optimizer step after a backward) still belongs to this
+        # iteration, so it closes when the next op (or the end of the run) arrives. Any op
+        # from now on is the next iteration's: it knows no tensor yet.
         self._pending_end = True
         self._ended_count = len(self.known)
         self.known.clear()
+        for hook in self.boundary_hooks:
+            hook("backward_end", "")
 
     def optimizer_step(self, optimizer: str, lr: float,
-                       updates: tuple[tuple[int, float], ...]) -> None:
-        """``updates`` pairs each parameter's tensor id with the L2 norm of its update."""
+                       updates: tuple[tuple[int, float], ...] | Pending) -> None:
+        """``updates`` pairs each parameter's tensor id with the L2 norm of its update
+        (or is a ``Pending`` that will)."""
         if _get_ident() != self.thread and self.other_thread():
             return
         self.seq += 1
-        pairs = [(int(t), float(n)) for t, n in updates]
+        if type(updates) is Pending:  # (read later: ``dyngraph.capture.pending``)
+            self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
+                          updates))
+            return
+        pairs = [(int(t), float(n)) for t, n in updates]  # type: ignore[union-attr]
         self.keep(pairs)  # (a list, made before its pairs: they stay in order behind it)
         self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
                       tuple(pairs)))
+        if self.mode == "step" and self.iteration > 0:
+            self._close_lazily()
 
     def record(self, kind: str, *fields: Any) -> None:
         """Record a row of ``kind`` (one with no method of its own here: the compile lane's
         ``compile``) in the current iteration; like an op, it closes an iteration whose
-        backward ended."""
+        backward ended. It also ends setup: torch.compile compiles a call as it begins, so
+        the first compile belongs with the ops of that call, the model's first iteration,
+        not with the data loading before it."""
         if _get_ident() != self.thread and self.other_thread():
             return
         if self._pending_end:
             self.end_iteration()
+        if self.iteration == 0:
+            self.end_setup()
         self.seq += 1
         self.deliver((kind, self.seq, self.iteration, *fields))
 
@@ -657,11 +808,13 @@ class Tracer:
             script = default_script if script is None else script
             argv = default_argv if argv is None else argv
         # seq 0 and iteration 0: the header precedes every numbered event of its stream.
+        rank, world_size, run_id = self.job
         return ev.Header(
             seq=0, iteration=0, dyngraph_version=__version__,
             script=str(script), argv=tuple(str(a) for a in argv),
             stats=stats or self.stats, values=values or self.values, created=time.time(),
-            numpy_version=np.__version__,
+            numpy_version=np.__version__, iteration_mode=self.mode,
+            rank=rank, world_size=world_size, run_id=run_id,
         )
 
 
@@ -710,6 +863,7 @@ def iteration() -> Iterator[None]:
     mine = tracer.listening and not tracer.other_thread()  # another thread's: not captured
     if mine:
         tracer.flush_iteration()
+        tracer.end_setup()  # what came before the first marked iteration was setup
     try:
         yield
     finally:

@@ -30,6 +30,7 @@ import numpy as np
 from ..capture import backends, tracefile
 from ..capture import events as ev
 from ..capture.arrays import to_numpy
+from ..capture.pending import resolved
 from ..capture.rows import Row, event_of, row_of, summary_of
 from ..capture.tracing import set_run_info, tracer
 from ..compile_lane import set_mode as set_compile_mode
@@ -45,6 +46,7 @@ from .describe import ModuleStack, counts, describe_op, first_line, locate_excep
 from .evaluation import FrameEvaluator
 from .inspection import InspectError, result_to_wire, view_to_wire
 from .nonfinite import ForwardChecks
+from .readchecks import ReadChecks
 from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
 from .watchdog import Busy, pong
@@ -66,7 +68,7 @@ _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
 _SEQ = operator.itemgetter(1)
 
 
-class Agent(ForwardChecks):
+class Agent(ForwardChecks, ReadChecks):
     """Runs in the child. ``start()`` before the script, ``finish()`` after it."""
 
     def __init__(self, channel: Channel, *, stats: str = "full", values: str = "none",
@@ -75,9 +77,23 @@ class Agent(ForwardChecks):
                  max_bytes: int = 256 * 1024 * 1024, batch: int = BATCH,
                  decoder: tracefile.FrameDecoder | None = None,
                  early_commands: list[dict[str, Any]] | tuple[()] = (),
-                 backend: str = "auto", compile: str | None = None) -> None:  # noqa: A002
+                 backend: str = "auto", iteration: str = "backward",
+                 relative_paths: bool = False,
+                 compile: str | None = None,  # noqa: A002
+                 judge_at_read: bool = False) -> None:
         self.channel = channel
+        # A recording to share names files relative to the script's folder, not by
+        # this machine's absolute paths (``capture.paths``); the live debugger keeps them.
+        self.relative_paths = relative_paths
+        # NaN / gradient-norm breakpoints judged when statistics are read (``check``),
+        # not per op: see ``readchecks``
+        self.judge_at_read = judge_at_read
+        self._unjudged: list[Row] = []
+        self._const_inf: set[int] = set()
+        self._judged_handed: set[int] = set()
+        self._judged_sq: dict[int, float] = {}
         self.backend = backend
+        self.iteration_mode = iteration  # where iterations end (tracing.Tracer.mode)
         self.compile = compile
         self._backends: Any = None
         self.notes: list[str] = []
@@ -114,6 +130,9 @@ class Agent(ForwardChecks):
         self._stop: tuple[Any, ...] | None = None
         self._cond = threading.Condition()
         self._paused = False
+        # told True when the script is paused, False when it goes on (a rank of a job
+        # tells the others: see dyngraph.ranks)
+        self.pause_listeners: list[Any] = []
         self._resume: dict[str, Any] | None = None
         self._requests: deque[dict[str, Any]] = deque()
         self.evaluator = FrameEvaluator(self._main_ident)
@@ -174,6 +193,14 @@ class Agent(ForwardChecks):
         self._capture = capture
         set_run_info(script, argv)
         self._handle = tracer.attach(hook=self.on_row, stats=self.stats, values=self.values)
+        if self.judge_at_read:
+            tracer.after_read.append(self._judge_ready)
+        tracer.mode = self.iteration_mode
+        tracer.show_paths_relative(os.path.dirname(os.path.abspath(script))
+                                   if self.relative_paths else None)
+        if self.relative_paths:
+            script = os.path.relpath(script) if not os.path.relpath(script).startswith(
+                "..") else tracer.shown_file(os.path.abspath(script))
         self._note_handle = backends.on_note(self._on_note)
         self._safe_handle = backends.on_safe_point(self._at_safe_point)
         set_compile_mode(self.compile)
@@ -197,9 +224,18 @@ class Agent(ForwardChecks):
         m = self._matcher
         checks = (m.nan is not None or bool(m.conditions) or bool(m.node_norm)
                   or bool(m.global_norm))
-        if self._handle is not None:
-            tracer.array_hook = (self.on_array if self.store is not None
-                                 else self._see_array if checks else None)
+        if self._handle is None:
+            return
+        if self.judge_at_read:
+            # (leaves entering an iteration get statistics too: a NaN parameter is named)
+            tracer.array_hook = self._note_arrays if checks else None
+            tracer.leaf_stats = m.nan is not None
+            return
+        tracer.array_hook = (self.on_array if self.store is not None
+                             else self._see_array if checks else None)
+        # A value breakpoint judges each op as it runs: statistics are read per op then
+        # (a host read per op on a GPU; the status line says so).
+        tracer.eager_stats = checks
 
     def finish(self, status: int, reason: str) -> None:
         """Close the last iteration, send RunEnd and everything still queued."""
@@ -212,6 +248,7 @@ class Agent(ForwardChecks):
         # The script is over: no row is being made (one Ctrl-C'd in the making never will).
         # In the last iteration, before its end: what comes after it belongs to none.
         self._number_parked(force=True)
+        tracer.read_stats()  # (what an iteration cut short by a crash or an exit computed)
         tracer.flush_iteration()
         # After the last IterationEnd the tracer already counts the next iteration; the end
         # of the run belongs to the last one that had ops.
@@ -222,6 +259,9 @@ class Agent(ForwardChecks):
             iteration = max(1, iteration - 1, self._newest_iteration())
         self._queue.append(("run_end", tracer.next_seq(), iteration, status, reason))
         tracer.array_hook = None
+        tracer.eager_stats = tracer.leaf_stats = False
+        if self._judge_ready in tracer.after_read:
+            tracer.after_read.remove(self._judge_ready)
         self._handle.remove()
         self._handle = None
         self._note_handle.remove()
@@ -289,6 +329,11 @@ class Agent(ForwardChecks):
         queue = self._queue
         queue.append(row)
         kind = row[0]
+        if self.judge_at_read and self._queue_judging(row):
+            # (judged when its statistics are read: the checks below see no value for it)
+            self._value_id = -1
+            self._grads = None
+            self._leaf_grad = None
         if kind == "op":
             self._on_op(row)
         elif kind == "backward_step":
@@ -523,6 +568,7 @@ class Agent(ForwardChecks):
         self._unwritten = set()
         self._needs_grad = set()
         self._leaf_names = {}
+        self._const_inf = set()
 
     # -- descriptions ----------------------------------------------------------------------
     def _describe_node(self, node: int, op: str) -> str:
@@ -544,6 +590,7 @@ class Agent(ForwardChecks):
         """Emit BreakpointHit, flush, and block the script until a resume command. Meanwhile
         answer questions about its frames (on this thread: user code runs where it was)."""
         self._stop = None
+        tracer.read_stats()  # (the program is stopped anyway: the statistics go with it)
         self._number_parked()  # (what the script printed before it stopped goes first)
         seq = tracer.next_seq()
         self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
@@ -552,10 +599,14 @@ class Agent(ForwardChecks):
             # Paused before the hit goes out: a resume command may come back at once.
             self._paused = True
         self.flush()
+        for listener in self.pause_listeners:
+            listener(True)
         try:
             command = self._wait_for_resume()
         finally:
             self.evaluator.end_pause()
+            for listener in self.pause_listeners:
+                listener(False)
         self._apply_resume(command)
 
     def _wait_for_resume(self) -> dict[str, Any]:
@@ -614,6 +665,21 @@ class Agent(ForwardChecks):
         text = f"{call} at {at}" + (f": {description}" if description else "")
         self._pause("breakpoint", text, self._last_op[1] if self._last_op is not None else 0)
 
+    def divergence(self, description: str) -> None:
+        """The ranks of the job went different ways (``dyngraph.ranks``): stop here."""
+        last = self._last_step
+        self._pause("divergence", description, last[1] if last is not None else 0)
+
+    def hold(self, description: str) -> None:
+        """Pause where the script is (a rank of a job held at its first checkpoint)."""
+        last = self._last_step
+        self._pause("start", description, last[1] if last is not None else 0)
+
+    def remote_divergence(self, description: str) -> None:
+        """Another rank found the ranks diverged while this one was busy (from a thread of
+        the rank logic: the script's thread may be inside a collective)."""
+        self.send_message({"note": "divergence", "description": description})
+
     def exception(self, exc: BaseException, tb: TracebackType | None = None
                   ) -> ev.ExceptionRaised:
         """Report an exception that ended the script; post-mortem pause if asked to."""
@@ -622,6 +688,8 @@ class Agent(ForwardChecks):
         module = self.modules.module_of(exc)
         if isinstance(exc, SyntaxError) and exc.filename:
             file, line = exc.filename, exc.lineno or 0
+        if tracer.display is not None and file:
+            file = tracer.shown_file(file)
         last = self.last_op
         text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
         at_seq = last.seq if last is not None else 0
@@ -758,24 +826,30 @@ class Agent(ForwardChecks):
                 try:
                     for _ in range(FLUSH_ROUNDS):
                         self._number_parked()
-                        if not self._queue:
+                        if not self._queue or not self._send_batch():
                             break
-                        self._send_batch()
                 finally:
                     self._flusher = 0
         finally:
             self.busy.end(token)
 
-    def _send_batch(self) -> None:
-        """Send what is queued now, as one frame."""
+    def _send_batch(self) -> bool:
+        """Send what is queued now, as one frame, up to the first row whose statistics
+        are not read yet (``dyngraph.capture.pending``); False if nothing could go."""
         queue = self._queue
         n = len(queue)
         batch: list[Row] = []
         try:
             while len(batch) < n:
-                batch.append(queue.popleft())
+                row = resolved(queue[0])
+                if row is None:
+                    break  # (its statistics are not read yet: it waits, and so do later rows)
+                queue.popleft()
+                batch.append(row)
+            if not batch:
+                return False
             if self._outputs:
-                self._outputs = False
+                self._outputs = len(batch) < n  # (output still queued: sort next time too)
                 batch.sort(key=_SEQ)  # (rows queued by two threads: see _number_parked)
                 self._taken = max(self._taken, batch[-1][1])  # (before joining: seqs go)
                 batch = _joined(batch)
@@ -793,6 +867,7 @@ class Agent(ForwardChecks):
             self.channel.send(data)
         except ChannelClosed:
             _hard_exit(1)  # the session is gone; a run nobody watches must not go on
+        return True
 
     def send_message(self, message: dict[str, Any]) -> None:
         try:

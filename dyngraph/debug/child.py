@@ -55,9 +55,13 @@ def main(argv: list[str] | None = None) -> NoReturn:
         decoder=decoder,
         early_commands=early,
         backend=config.get("backend", "auto"),
+        iteration=config.get("iteration", "backward"),
+        relative_paths=config.get("relative_paths", False),
         compile=config.get("compile"),
+        judge_at_read=config.get("judge_at_read", False),
     )
     path = os.path.abspath(ns.script)
+    _start_ranks(agent, config)
     # `kill -USR1 <pid>` dumps every thread's stack to the child's original stderr (which
     # the session keeps): the way to see where a stuck run is.
     faulthandler.register(signal.SIGUSR1, file=os.fdopen(os.dup(2), "w"), all_threads=True)
@@ -69,10 +73,48 @@ def main(argv: list[str] | None = None) -> NoReturn:
         hooks.headless = True
     hooks.route_builtin_breakpoint(os.environ)
     _patch_exit(agent, capture)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        # SIGTERM ends the script as Ctrl-C does: through its finally blocks and ours, so
+        # what it recorded (and the statistics still on the device) is delivered first.
+        signal.signal(signal.SIGTERM, _terminated)
     os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent, capture))
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)
     status, reason = run_script(path, list(ns.args), agent)
     _end(agent, capture, status, reason)
+
+
+_ranks: Any = None  # the rank logic, in a rank of a torchrun job (dyngraph.ranks)
+
+
+def _start_ranks(agent: Agent, config: dict[str, Any]) -> None:
+    """A rank of a torchrun job takes part in the job's checkpoints (before the header is
+    made: it names the rank)."""
+    global _ranks
+    from ..errors import UserError
+    from ..ranks.job import from_env
+
+    try:
+        job = from_env()
+    except UserError:
+        return  # (the command that started us said so already)
+    if job is None:
+        return
+    from ..ranks.runtime import RankRuntime
+
+    _ranks = RankRuntime(job, strict=bool(config.get("ranks_strict", False)),
+                         compare=bool(config.get("ranks_compare", True)),
+                         on_divergence=agent.divergence, on_remote=agent.remote_divergence,
+                         hold=agent.hold if config.get("ranks_hold") else None)
+    agent.pause_listeners.append(_ranks.paused)
+    _ranks.start()
+
+
+def _finish_ranks() -> None:
+    if _ranks is not None and not _ranks._finished:
+        try:
+            _ranks.finish()
+        except Exception:  # noqa: BLE001 - the run's end must be reported whatever happens
+            traceback.print_exc()
 
 
 def _receive_config(channel: Channel) -> tuple[dict[str, Any], tracefile.FrameDecoder,
@@ -109,6 +151,8 @@ def run_script(path: str, args: list[str], agent: Agent) -> tuple[int, str]:
     except KeyboardInterrupt as exc:
         traceback.print_exception(type(exc), exc, _user_traceback(exc))
         return -signal.SIGINT, "KeyboardInterrupt"
+    except Terminated:
+        return -signal.SIGTERM, "SIGTERM"
     except BaseException as exc:  # noqa: BLE001 - everything the script raises is reported
         tb = _user_traceback(exc)
         agent.exception(exc, tb)
@@ -116,6 +160,14 @@ def run_script(path: str, args: list[str], agent: Agent) -> tuple[int, str]:
         agent.post_mortem_pause(tb)
         return 1, "exception"
     return 0, "finished"
+
+
+class Terminated(BaseException):
+    """Raised in the script's thread by SIGTERM (see ``main``)."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise Terminated
 
 
 def _user_traceback(exc: BaseException) -> Any:
@@ -147,11 +199,12 @@ def _end(agent: Agent, capture: OutputCapture, status: int, reason: str) -> NoRe
         traceback.print_exc()
     sys.stdout.flush()
     _flush_c_stdio()
+    _finish_ranks()
     agent.finish(status, reason)
     capture.stop()
-    if status == -signal.SIGINT:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
+    if status in (-signal.SIGINT, -signal.SIGTERM):  # (ended by the signal, as it would be)
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
     _hard_exit(status & 0xFF)
 
 
@@ -174,6 +227,7 @@ def _patch_exit(agent: Agent, capture: OutputCapture) -> None:
         try:
             _flush_c_stdio()
             capture.drain()
+            _finish_ranks()
             agent.finish(int(status) & 0xFF, "os._exit")
         finally:
             _hard_exit(status)

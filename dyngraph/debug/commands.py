@@ -29,10 +29,12 @@ from ..capture import events as ev
 from ..errors import UserError
 from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
+from .describe import iteration_name
 from .session import Session, shell_status
 
 if TYPE_CHECKING:
     from ..capture.tracefile import TraceWriter
+    from ..ranks.job import Job
 
 CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
 
@@ -89,14 +91,20 @@ def _stop_showing(stream: TextIO) -> None:
 def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
            status: Callable[[], None] | None = None) -> None:
     """Poll until the run ends or ``on_events`` returns True (inside
-    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop)."""
+    ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop). When the ranks of
+    a job diverged (this rank paused there, or another rank said so), the script is
+    stopped, and its last events drained."""
     while True:
         events = session.poll(0.1)
         if events and on_events(events):
             return
         if status is not None:
             status()
-        if session.state.paused and session.state.reason not in ("nan", "grad_norm"):
+        if session.divergence or (session.state.paused
+                                  and session.state.reason == "divergence"):
+            session.abort()  # (the run would hang at its next collective) then drain it
+        elif session.state.paused and session.state.reason not in ("nan", "grad_norm",
+                                                                 "divergence"):
             session.continue_()  # headless: nobody else would ever resume it
         if session.state.finished:
             rest = session.poll()
@@ -146,6 +154,26 @@ def _exception_paragraph(command: str, session: Session) -> str | None:
         return None
     text = session.exception_description or f"{exc.type}: {exc.message}"
     return f"dyngraph {command}: the script raised {shown(text)}."
+
+
+def _job() -> Job | None:
+    """The torchrun job this command runs in, if any (see dyngraph.ranks)."""
+    from ..ranks.job import from_env
+
+    return from_env()
+
+
+def _who(command: str, job: Job | None) -> str:
+    """``record``, or ``record (rank 1 of 2)`` in a job: how this rank's lines begin."""
+    return command if job is None else f"{command} ({job.describe()})"
+
+
+def _diverged(session: Session, found: list[ev.BreakpointHit]) -> str:
+    """The divergence of the ranks this run stopped at, if it did."""
+    for hit in found:
+        if hit.reason == "divergence":
+            return hit.description
+    return session.divergence
 
 
 # -- record ------------------------------------------------------------------------------
@@ -219,18 +247,25 @@ def _terminate_on_signals(session: Session) -> Iterator[list[int]]:
 def run_record(args: argparse.Namespace) -> int:
     """Run the script headless and write its trace; exit status is the script's."""
     from ..capture.tracefile import TraceWriter
+    from ..ranks.job import rank_path
 
-    output = args.output
+    job = _job()
+    output = args.output if job is None else rank_path(args.output, job.rank)
     # Before the script runs: a bad -o costs nothing and never touches an unrelated file.
     TraceWriter.check_target(output, script=args.script)
     session = Session.start(args.script, args.args, stats=args.stats, values=args.values,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            compile=args.compile, watchdog=args.watchdog)
+                             iteration=getattr(args, "iteration", "backward"),
+                             relative_paths=not getattr(args, "absolute_paths", False),
+                             compile=args.compile, watchdog=args.watchdog,
+                             ranks_compare=getattr(args, "ranks_compare", True))
     out, err = sys.stdout, sys.stderr
-    live_wanted = out.isatty() and err.isatty()
+    # (the ranks of a job share one terminal: a status line each would overwrite the others)
+    live_wanted = out.isatty() and err.isatty() and job is None
     recording = _Recording(output)
     counts = {"ops": 0, "compile": 0}
+    found: list[ev.BreakpointHit] = []
     started = time.monotonic()
     name = os.path.basename(session.script)
 
@@ -243,6 +278,8 @@ def run_record(args: argparse.Namespace) -> int:
                 ops += 1
             elif t is ev.ScriptOutput:
                 passthrough.add(e)  # type: ignore[arg-type]
+            elif t is ev.BreakpointHit and e.reason == "divergence":  # type: ignore[attr-defined]
+                found.append(e)  # type: ignore[arg-type]
             elif t is ev.CompileEvent:
                 counts["compile"] += 1
         passthrough.flush()
@@ -274,18 +311,27 @@ def run_record(args: argparse.Namespace) -> int:
                 recording.close(session)
     if terminated:
         return 128 + terminated[0]  # as a shell reports a tool ended by that signal
+    who = _who("record", job)
+    divergence = _diverged(session, found)
+    if divergence and not recording.failure:
+        _stderr().print(f"dyngraph {who}: {shown(divergence)}. The run was stopped there "
+                        f"(it would hang at the next collective); {shown(output)} keeps "
+                        "what was recorded.")
+        return CHECK_FAILED
     # (compile events are what a fully compiled script records: it did capture something)
-    return _report_record(session, recording, counts["ops"] or counts["compile"], live_wanted)
+    return _report_record(session, recording, counts["ops"] or counts["compile"], live_wanted,
+                          who)
 
 
-def _report_record(session: Session, recording: _Recording, ops: int, live: bool) -> int:
+def _report_record(session: Session, recording: _Recording, ops: int, live: bool,
+                   who: str = "record") -> int:
     state = session.state
     writer, output = recording.writer, recording.output
     if recording.failure:
         raise UserError(recording.failure)
     console = _stderr()
-    _print_notes("record", session, console, ops)
-    paragraph = _exception_paragraph("record", session)
+    _print_notes(who, session, console, ops)
+    paragraph = _exception_paragraph(who, session)
     if paragraph:
         console.print(paragraph)
     if writer is None:
@@ -300,7 +346,7 @@ def _report_record(session: Session, recording: _Recording, ops: int, live: bool
             f"{session.iteration} iteration(s) -> ", (shown(output), "cyan"),
             f" ({shown(state.description)})"))
     elif state.exit_status is not None and state.exit_status < 0:
-        console.print(f"dyngraph record: the script was {shown(state.description)}.")
+        console.print(f"dyngraph {who}: the script was {shown(state.description)}.")
     return shell_status(state.exit_status)
 
 
@@ -322,10 +368,17 @@ def run_check(args: argparse.Namespace) -> int:
     if max_recompiles is not None and max_recompiles < 0:
         raise UserError(f"--max-recompiles must be 0 or more, not {max_recompiles}")
     recompiles = RecompileCounter(max_recompiles if max_recompiles is not None else -1)
-    session = Session.start(args.script, args.args, stats="none", breakpoints=bps,
+    # Cheap statistics, judged once per iteration when they are read (no host read per op:
+    # see dyngraph.debug.readchecks); the first op that made a NaN is still the one named.
+    job = _job()
+    who = _who("check", job)
+    session = Session.start(args.script, args.args, stats="cheap", breakpoints=bps,
                             pause_at_start=False, post_mortem=False, keep_values=False,
                             script_breakpoints=False, backend=args.backend,
-                            compile=args.compile, watchdog=args.watchdog)
+                            iteration=getattr(args, "iteration", "backward"),
+                            compile=args.compile, watchdog=args.watchdog,
+                            ranks_compare=getattr(args, "ranks_compare", True),
+                            judge_at_read=True)
     found: list[ev.BreakpointHit] = []
     counts = {"ops": 0, "compile": 0}
 
@@ -349,30 +402,37 @@ def run_check(args: argparse.Namespace) -> int:
         finally:
             output.flush()
 
-    with _ctrl_c_forwarded(session):
+    with _ctrl_c_forwarded(session), _terminate_on_signals(session) as terminated:
         try:
             _drive(session, on_events)
         finally:
             session.close()
+    if terminated:
+        return 128 + terminated[0]
     console = _stderr()
-    _print_notes("check", session, console, counts["ops"] or counts["compile"] or len(found))
+    _print_notes(who, session, console, counts["ops"] or counts["compile"] or len(found))
+    divergence = _diverged(session, found)
+    if divergence:
+        console.print(f"dyngraph {who}: FAILED, {shown(divergence)}. The run was stopped "
+                      "there.")
+        return CHECK_FAILED
     if recompiles.over is not None:
-        console.print(f"dyngraph check: FAILED, recompile storm: {shown(recompiles.failure())}. "
+        console.print(f"dyngraph {who}: FAILED, recompile storm: {shown(recompiles.failure())}. "
                       "The run was stopped there.")
         return CHECK_FAILED
     if found:
         hit = found[0]
         what = "NaN/Inf found" if hit.reason == "nan" else "gradient norm too large"
-        console.print(f"dyngraph check: FAILED, {what} in iteration {hit.iteration}: "
+        console.print(f"dyngraph {who}: FAILED, {what} in {iteration_name(hit.iteration)}: "
                       f"{shown(hit.description)}. The run was stopped there.")
         return CHECK_FAILED
     state = session.state
-    paragraph = _exception_paragraph("check", session)
+    paragraph = _exception_paragraph(who, session)
     if paragraph:
         console.print(paragraph)
     elif state.exit_status:
         verb = "was " if state.exit_status is not None and state.exit_status < 0 else ""
-        console.print(f"dyngraph check: the script {verb}{shown(state.description)}.")
+        console.print(f"dyngraph {who}: the script {verb}{shown(state.description)}.")
     if state.exit_status == 0:
         checked = " and ".join(
             (["no NaN/Inf"] if args.nan else [])
@@ -380,9 +440,40 @@ def run_check(args: argparse.Namespace) -> int:
             + ([f"at most {max_recompiles} recompile(s) per compiled function "
                 f"({recompiles.total} in all)"] if max_recompiles is not None else [])
         ) or "the script ran"
-        console.print(f"dyngraph check: ok, {checked} ({counts['ops']:,} ops, "
+        if job is not None and getattr(args, "ranks_compare", True):
+            checked += ", and every rank in step with the others"
+        console.print(f"dyngraph {who}: ok, {checked} ({counts['ops']:,} ops, "
                       f"{session.iteration} iteration(s))")
     return shell_status(state.exit_status)
+
+
+# -- debug, on the ranks the debugger is not on ----------------------------------------------
+def run_headless_rank(args: argparse.Namespace, job: Job) -> int:
+    """``dyngraph debug --rank N`` on every other rank of the job: the script runs without
+    a screen (its output is not shown: the terminal is the debugger's) and waits for the
+    other ranks at every checkpoint, so a pause of the debugged rank holds it there. A
+    divergence stops it where it is, until the job ends."""
+    session = Session.start(args.script, _script_arguments(args), stats="none",
+                            breakpoints=(), pause_at_start=False, post_mortem=False,
+                            keep_values=False, script_breakpoints=False, backend=args.backend,
+                            ranks_strict=True, ranks_compare=getattr(args, "ranks_compare", True))
+    with _terminate_on_signals(session) as terminated:
+        try:
+            while not session.state.finished:
+                session.poll(0.2)  # (events and output: dropped)
+                state = session.state
+                if state.paused and state.reason != "divergence":
+                    session.continue_()
+        finally:
+            session.close()
+    if terminated:
+        return 128 + terminated[0]
+    return shell_status(session.state.exit_status)
+
+
+def _script_arguments(args: argparse.Namespace) -> list[str]:
+    rest = list(getattr(args, "args", None) or [])
+    return rest[1:] if rest[:1] == ["--"] else rest
 
 
 # -- summary -----------------------------------------------------------------------------
@@ -396,6 +487,14 @@ def run_summary(args: argparse.Namespace) -> int:
     path = args.trace
     spec = getattr(args, "iterations", "all") or "all"
     parts = iterspec.parse(spec) if spec not in ("all", "changed") else ()
+    from ..ranks import jobtrace
+
+    job = jobtrace.read(path)  # the rank files of a torchrun job: all of them
+    if job is not None:
+        from ..ranks.summary import print_job
+
+        print_job(job, _console())
+        return 0
     if not os.path.exists(path):
         raise UserError(f"no such trace file: {path}")
     if os.path.isdir(path):
@@ -403,14 +502,21 @@ def run_summary(args: argparse.Namespace) -> int:
     trace = read_trace(path)
     rows, totals = summarize_trace(trace.events)
     if spec == "changed":
-        rows = [r for i, r in enumerate(rows) if i == 0 or r["changed"]]
+        # (the first iteration, and the first after setup: setup is nobody's baseline)
+        rows = [r for i, r in enumerate(rows)
+                if i == 0 or r["changed"] or rows[i - 1]["iteration"] == 0]
     elif parts:
         wanted, notes = iterspec.resolve(parts, [r["iteration"] for r in rows])
         for note in notes:
             _stderr().print(f"dyngraph summary: note: {shown(note)}")
         chosen = set(wanted)
         rows = [r for r in rows if r["iteration"] in chosen]
-    console = _console()
+    table = _table(rows)
+    width = getattr(args, "width", None)
+    if width is None and not sys.stdout.isatty():
+        # Piped or in CI: as wide as the table needs, never a parameter name cut short.
+        width = max(_table_width(table), 80)
+    console = _console(width=width) if width else _console()
     header = trace.header
     if header is not None:
         argv = " ".join(header.argv)
@@ -418,7 +524,8 @@ def run_summary(args: argparse.Namespace) -> int:
             (shown(os.path.basename(header.script) or path), "bold"), f" {shown(argv)}  ",
             (shown(f"stats={header.stats} values={header.values} "
                    f"dyngraph {header.dyngraph_version}"), "dim")))
-    console.print(_table(rows))
+        console.print(Text(_MODES.get(header.iteration_mode, header.iteration_mode), "dim"))
+    console.print(table)
     console.print(_totals_text(totals))
     from ..compile_lane.report import compile_table, render
 
@@ -426,6 +533,18 @@ def run_summary(args: argparse.Namespace) -> int:
         console.print()
         console.print(part)
     return 0
+
+
+_MODES = {
+    "backward": "iterations end at each backward() (--iteration step: at each "
+                "optimizer.step())",
+    "step": "iterations end at each optimizer.step() (--iteration step)",
+}
+
+
+def _table_width(table: Table) -> int:
+    """The width ``table`` takes with nothing cut."""
+    return _console(width=10_000).measure(table).maximum
 
 
 def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -443,10 +562,12 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         if row is None:
             row = rows[e.iteration] = {"iteration": e.iteration, "ops": 0, "nodes": 0,
                                        "key": "", "ns": 0, "nan": 0, "inf": 0,
-                                       "grad": None, "complete": False, "loss": None}
+                                       "grad": None, "complete": False, "loss": None,
+                                       "seen": 0}
             scalars.clear()
         if t is ev.Op:
             row["ops"] += 1
+            row["seen"] += 1
             row["ns"] += e.duration_ns
             _count_nonfinite(row, (e.summary,))
             if e.summary is not None and _numel(e.shape) == 1:
@@ -463,6 +584,7 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 row["grad"] = (norm, e.name or f"#{e.tensor}")
             totals["grads"].append((norm, e.name or f"#{e.tensor}", e.iteration))
         elif t is ev.TensorCreated:
+            row["seen"] += 1
             _count_nonfinite(row, (e.summary,))
         elif t is ev.IterationEnd:
             row["nodes"] = e.node_count
@@ -476,8 +598,11 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
            if r["ops"] or r["complete"]]
     previous = None
     for r in out:
+        if not r["complete"]:  # an iteration the run ended in (an evaluation under
+            r["nodes"] = r["seen"]  # no_grad): its nodes, as its graph and export have
+        # Setup (iteration 0) is no baseline: iteration 1 is not "changed" against it.
         r["changed"] = previous is not None and bool(r["key"]) and r["key"] != previous
-        if r["key"]:
+        if r["key"] and r["iteration"] > 0:
             previous = r["key"]
         totals["ops"] += r["ops"]
         totals["nan"] += r["nan"]
@@ -548,7 +673,8 @@ def _cells(r: dict[str, Any]) -> list[Text]:
     nonfinite = Text.assemble((str(r["nan"]), "red" if r["nan"] else ""), " / ",
                               (str(r["inf"]), "yellow" if r["inf"] else ""))
     grad = Text(f"{r['grad'][0]:.4g} {shown(r['grad'][1])}" if r["grad"] else "-")
-    return [Text(str(r["iteration"])), _loss(r["loss"]), Text(f"{r['ops']:,}"),
+    iteration = Text(str(r["iteration"]) if r["iteration"] else "0 setup")
+    return [iteration, _loss(r["loss"]), Text(f"{r['ops']:,}"),
             Text(f"{r['nodes']:,}"), structure, Text(_ms(r["ns"])), nonfinite, grad]
 
 

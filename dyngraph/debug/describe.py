@@ -1,7 +1,8 @@
 """Where things happened: the words of pause descriptions and post-mortem reports.
 
 Every description names the op, its module, the iteration and ``file:line`` (relative to
-the working directory when below it), so a one-paragraph report is enough to find the spot.
+the working directory when below it, else to the script's folder), so a one-paragraph
+report is enough to find the spot.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from types import TracebackType
 from typing import Any
 
 from ..capture import events as ev
+from ..capture.paths import display_path
+from ..capture.tracing import tracer
 from .frames import is_user_file
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -44,15 +47,25 @@ def describe_op(e: ev.Op) -> str:
     """``matmul -> (64, 10) in module fc2 at train.py:12 (iteration 3)``."""
     module = f"in module {e.module}" if e.module else "at top level"
     at = where(e.file, e.line)
-    return f"{e.op} -> {tuple(e.shape)} {module} at {at} (iteration {e.iteration})"
+    return f"{e.op} -> {tuple(e.shape)} {module} at {at} ({iteration_name(e.iteration)})"
+
+
+def iteration_name(index: int) -> str:
+    """``iteration 3``; iteration 0 is the run's setup (``dyngraph.capture.tracing``)."""
+    return f"iteration {index}" if index else "iteration 0, setup"
 
 
 def where(file: str, line: int) -> str:
-    """``file:line`` with the file relative to the working directory when it is below it."""
+    """``file:line`` with the file relative to the working directory when it is below it,
+    else as a shared trace names it (relative to the recorded script's folder,
+    ``<site-packages>/…``: ``capture.paths``), else as it is."""
     if not file:
         return "?"
     rel = os.path.relpath(file) if os.path.isabs(file) else file
-    return f"{file if rel.startswith('..') else rel}:{line}"
+    if rel.startswith(".."):
+        script = tracer.run_info[0] if tracer.run_info is not None else ""
+        rel = display_path(file, os.path.dirname(os.path.abspath(script))) if script else file
+    return f"{rel}:{line}"
 
 
 def first_line(message: str, limit: int = 300) -> str:

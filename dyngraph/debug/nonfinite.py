@@ -52,17 +52,25 @@ class ForwardChecks:
     _bad_leaves: dict[int, str]
     _unwritten: set[int]
     _needs_grad: set[int]
+    _const_inf: set[int]
 
     def _value_of(self, tensor_id: int) -> np.ndarray | None:
         return self._value if self._value_id == tensor_id else None  # type: ignore[no-any-return]
 
-    def _check_nan_op(self, e: ev.Op, value: np.ndarray) -> tuple[str, str] | None:
+    def _check_nan_op(self, e: ev.Op, value: np.ndarray | None) -> tuple[str, str] | None:
         """Report the op that *produces* a NaN, or an Inf, from inputs without one (see
-        the module's docstring for what is meant and not blamed)."""
-        if all_finite(value, e.summary):
+        the module's docstring for what is meant and not blamed). ``value`` None: judge
+        by the exact summary alone (``readchecks``)."""
+        if value is None:
+            s = e.summary
+            if s is None or not (s.nan or s.inf):
+                return None
+            nan, inf = s.nan, s.inf
+        elif all_finite(value, e.summary):
             return None
+        else:
+            nan, inf = nonfinite_counts(value)
         inputs = e.inputs
-        nan, inf = nonfinite_counts(value)
         nans, infs = self._nan, self._inf
         nan_in = any(i in nans for i in inputs)
         inf_in = any(i in infs for i in inputs) or self._constant_inf(e)
@@ -97,6 +105,8 @@ class ForwardChecks:
         return False
 
     def _constant_inf(self, e: ev.Op) -> bool:
+        if e.output in self._const_inf:  # (noted as the op ran: ``readchecks``)
+            return True
         args = self._args if self._value_id == e.output else ()
         for tid, arg in zip(e.inputs, args, strict=False):
             if tid < 0 and isinstance(arg, (float, np.ndarray, np.floating)):

@@ -135,6 +135,8 @@ class Session:
         # What the capture said about the run ("torch.compile runs eagerly while captured")
         self.notes: list[str] = []
         self.run_end: ev.RunEnd | None = None
+        # Set when another rank of the job found that the ranks diverged (dyngraph.ranks)
+        self.divergence = ""
         # Why the child was ended as stuck (watchdog.py), and the stacks of its threads then
         self.stuck = ""
         self.stacks = ""
@@ -154,8 +156,11 @@ class Session:
               keep_iterations: int = 2, max_bytes: int = 256 * 1024 * 1024,
               script_breakpoints: bool = True, python: str | None = None,
               env: dict[str, str] | None = None, backend: str = "auto",
+              iteration: str = "backward", relative_paths: bool = False,
               compile: str | None = None,  # noqa: A002 - the CLI's --compile
-              watchdog: float | None = None) -> Session:
+              watchdog: float | None = None, ranks_strict: bool = False,
+              ranks_compare: bool = True, ranks_hold: bool = False,
+              judge_at_read: bool = False) -> Session:
         """Start ``script`` with ``args`` in a child process.
 
         ``pause_at_start`` stops before the script's first line; ``post_mortem`` pauses at
@@ -168,14 +173,25 @@ class Session:
         ``"dyngraph"`` (see ``dyngraph.capture.backends``); ``compile`` is ``"observe"``
         (the default) or ``"eager"`` (see ``dyngraph.compile_lane``). A child that stops
         answering for ``watchdog`` seconds (``dyngraph.debug.watchdog``; 0: never; default:
-        ``$DYNGRAPH_WATCHDOG`` or 60) is ended, its threads' stacks in ``stacks``. Raises
-        UserError for a missing script, a directory, a syntax error, a negative watchdog,
-        or ``backend="torch"`` without PyTorch.
+        ``$DYNGRAPH_WATCHDOG`` or 60) is ended, its threads' stacks in ``stacks``. In a rank
+        of a torchrun job, ``ranks_strict`` makes every checkpoint wait for every rank (a
+        debugger's pause holds the others), ``ranks_hold`` pauses at the first checkpoint
+        (where the others wait for it) and ``ranks_compare=False`` compares nothing across
+        ranks (see ``dyngraph.ranks``). Raises UserError for a missing script, a directory,
+        a syntax error, a negative watchdog, or ``backend="torch"`` without PyTorch.
+        ``iteration``: where iterations end, ``"backward"`` or ``"step"`` (an optimizer
+        step; see ``dyngraph.capture.tracing``). ``relative_paths``: events name files
+        relative to the script's folder (a trace to share; ``dyngraph.capture.paths``).
+        ``judge_at_read``: NaN and gradient-norm breakpoints judge each iteration when its
+        statistics are read, not each op as it runs (``dyngraph check``: see
+        ``dyngraph.debug.readchecks``).
         """
         watchdog = watchdog_limit(watchdog)
         backends.check(backend)
         if stats not in ("full", "cheap", "none"):
             raise UserError(f"stats must be full, cheap or none, not {stats!r}")
+        if iteration not in ("backward", "step"):
+            raise UserError(f"--iteration must be backward or step, not {iteration!r}")
         if values not in ("none", "small"):
             raise UserError(f"values must be none or small, not {values!r}")
         path = check_script(script)
@@ -206,8 +222,11 @@ class Session:
             "breakpoints": [bp.to_dict() for bp in bps.values()],
             "pause_at_start": pause_at_start, "post_mortem": post_mortem,
             "keep_values": keep_values, "keep_iterations": keep_iterations,
+            "judge_at_read": judge_at_read,
             "max_bytes": max_bytes, "script_breakpoints": script_breakpoints,
-            "backend": backend, "compile": compile,
+            "backend": backend, "iteration": iteration, "relative_paths": relative_paths,
+            "compile": compile, "ranks_strict": ranks_strict,
+            "ranks_compare": ranks_compare, "ranks_hold": ranks_hold,
         })
         return session
 
@@ -491,6 +510,8 @@ class Session:
     def _on_message(self, msg: dict[str, Any]) -> None:
         if msg.get("note") == "exception":
             self.exception_description = str(msg.get("description", ""))
+        elif msg.get("note") == "divergence":
+            self.divergence = str(msg.get("description", ""))
         elif msg.get("note") == "backend":
             text = str(msg.get("text", ""))
             if text and text not in self.notes:

@@ -56,6 +56,8 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
         return
     if t._pending_end:
         t.end_iteration()
+    if t.iteration == 0 and grad_enabled and out.requires_grad:
+        t.end_setup()  # before the inputs are announced: they enter iteration 1
     known = t.known
     if len(inputs) == 2:  # most ops: unrolled, no list
         x, y = inputs
@@ -107,6 +109,8 @@ def op(name: str, inputs: tuple[Any, ...], out: Any, attrs: dict[str, Any],
             if line is None:
                 line = lines[1][frame.f_lasti] = frame.f_lineno
             function = code.co_name
+            if t.display is not None:  # (a shared trace's names: see Tracer.shown_file)
+                file = t.shown_file(file)
             break
         frame = frame.f_back  # type: ignore[assignment]
     else:

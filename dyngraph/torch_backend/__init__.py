@@ -11,43 +11,13 @@ for it. The capture itself is in ``capture.py``.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.util
 import sys
 from typing import Any
 
 from ..capture import backends
+from ..capture.imports import after_import
 from ..capture.tracing import Handle
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Calls ``callback`` right after ``torch`` has been imported, once."""
-
-    def __init__(self, callback: Any) -> None:
-        self.callback = callback
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != "torch":
-            return None
-        self.remove()  # one shot; and the real finders below find the real spec
-        spec = importlib.util.find_spec("torch")
-        loader = getattr(spec, "loader", None)
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        run = loader.exec_module
-        callback = self.callback
-
-        def exec_module(module: Any) -> None:
-            run(module)
-            del loader.exec_module  # back to the class's own method
-            callback()
-
-        loader.exec_module = exec_module
-        return spec
-
-    def remove(self) -> None:
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
 
 
 class TorchBackend:
@@ -58,7 +28,7 @@ class TorchBackend:
     def __init__(self) -> None:
         self._users = 0
         self._capture: Any = None
-        self._waiting: _AfterImport | None = None
+        self._waiting: Handle | None = None
 
     def available(self) -> bool:
         if sys.modules.get("torch") is not None:
@@ -81,8 +51,7 @@ class TorchBackend:
                 importlib.import_module("torch")
                 self._start()
             elif self._waiting is None:
-                self._waiting = _AfterImport(self._start)
-                sys.meta_path.insert(0, self._waiting)
+                self._waiting = after_import("torch", self._start)
         released = False
 
         def release() -> None:

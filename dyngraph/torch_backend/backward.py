@@ -113,12 +113,13 @@ _OUT, _OP, _INPUTS, _GID, _NEXT, _SEQ, _OUTPUTS = range(7)
 class BackwardCapture:
     def __init__(self, windows: Windows, names: dict[int, tuple[str, bool]],
                  set_quiet: Callable[[int], None]) -> None:
+        self.buffer: Any = None  # the capture's ``deferred.StatsBuffer``
         self.windows = windows
         self.names = names
         self._set_quiet = set_quiet
         self._leaf_hooks: dict[int, Any] = {}
         self._ran: set[int] = set()  # the nodes run in the pass going on (their ids)
-        self.summaries: Callable[[Sequence[_Tensor | None]], list[Summary | None]] = stats.none
+        self.summaries: Callable[[Sequence[_Tensor | None]], list[Any]] = stats.none
 
     def remove(self) -> None:
         for handle in self._leaf_hooks.values():
@@ -154,7 +155,11 @@ class BackwardCapture:
         roots = _roots(name, args, kwargs)
         if not roots:
             return roots
-        self.summaries = stats.SUMMARIZERS[tracer.stats]
+        mode, buf = tracer.stats, self.buffer
+        if mode == "none" or tracer.eager_stats or buf is None:
+            self.summaries = stats.SUMMARIZERS[mode]
+        else:  # on the device, read at the iteration's end (``deferred``)
+            self.summaries = buf.cheap if mode == "cheap" else buf.full
         self._hook_graph(roots)
         retain = kwargs.get("retain_graph")
         if retain is None:

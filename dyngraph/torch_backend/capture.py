@@ -36,6 +36,7 @@ from ..compile_lane import mode as compile_mode
 from . import guard, layouts
 from .backward import BackwardCapture, Windows
 from .calls import OP
+from .deferred import StatsBuffer
 from .forward import ForwardCapture, _version_of
 from .guard import failed
 from .layouts import to_numpy
@@ -61,6 +62,8 @@ class TorchCapture:
         self.hidden = HiddenMode(self.mode)
         self.warning_places = WarningPlaces(ForwardCapture.__torch_function__)
         self.steps = OptimizerSteps(self.mode, self.owner)
+        self.buffer = StatsBuffer(self._quiet, tracer.read_stats)
+        self.mode.buffer = self.backward.buffer = self.steps.buffer = self.buffer
         self._saved_apply: Any = None
         self._saved_compile: Any = None
         self._saved_utilities: list[tuple[Any, str, Any]] = []
@@ -77,6 +80,7 @@ class TorchCapture:
         layouts.reset()
         tracer.add_library(os.path.dirname(torch.__file__))
         arrays.register(torch.Tensor, to_numpy)
+        tracer.read_pending = self.buffer.read
         self.mode.__enter__()  # type: ignore[no-untyped-call]
         self.hidden.install()
         self.warning_places.install()
@@ -96,6 +100,9 @@ class TorchCapture:
                 self._compile_lane(early=True)
 
     def stop(self) -> None:
+        tracer.read_stats()  # (nothing pending is lost)
+        if tracer.read_pending == self.buffer.read:
+            tracer.read_pending = None
         self.hidden.remove()
         self.warning_places.remove()
         if real.stack_len() and real.stack_at(real.stack_len() - 1) is self.mode:

@@ -67,8 +67,11 @@ class ForwardCapture(TorchFunctionMode):
         self._on_backward = on_backward
         self._on_owner = on_owner
         self.stats = ""
-        self._summaries: Callable[[Sequence[_Tensor | None]], list[Summary | None]] = stats.none
-        self._one: Callable[[_Tensor], Summary | None] = lambda t: None
+        self.eager = False  # statistics read per op (see ``set_stats``)
+        self.buffer: Any = None  # the capture's ``deferred.StatsBuffer``
+        self._summaries: Callable[[Sequence[_Tensor | None]], list[Any]] = stats.none
+        self._one: Callable[[_Tensor], Any] = lambda t: None
+        self._full_one: Callable[[_Tensor], Any] = _full_now
 
     def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
@@ -117,15 +120,25 @@ class ForwardCapture(TorchFunctionMode):
         return iter(out) if kind == ITER else out
 
     def set_stats(self, mode: str) -> None:
-        if mode != self.stats:
-            self.stats = mode
+        """Summarise at ``mode``: on the device, read once per iteration (``deferred``),
+        or read per op while ``tracer.eager_stats`` (a value breakpoint of the debugger
+        wants each op's numbers as it runs)."""
+        eager = tracer.eager_stats or self.buffer is None
+        if mode == self.stats and eager == self.eager:
+            return
+        self.stats, self.eager = mode, eager
+        buf = self.buffer
+        if eager:
             self._summaries = stats.SUMMARIZERS[mode]
-            if mode == "cheap":
-                self._one = stats.cheap_one
-            elif mode == "full":
-                self._one = lambda t: stats.full([t])[0]
-            else:
-                self._one = lambda t: None
+            self._one = (stats.cheap_one if mode == "cheap" else _full_now if mode == "full"
+                         else _no_summary)
+            self._full_one = _full_now
+        else:
+            self._summaries = (buf.cheap if mode == "cheap" else buf.full if mode == "full"
+                               else stats.none)
+            self._one = (buf.cheap_one if mode == "cheap" else buf.full_one if mode == "full"
+                         else _no_summary)
+            self._full_one = buf.full_one
 
     # -- recording ---------------------------------------------------------------------
     def record(self, name: str, kind: int, args: Sequence[Any], kwargs: dict[str, Any],
@@ -150,10 +163,12 @@ class ForwardCapture(TorchFunctionMode):
             if not _made_in(outs[0], s0, s1):
                 return  # handed its input back unchanged (x.float() on a float tensor)
             kind = INPLACE  # changed in place in the graph (a Function's ctx.mark_dirty)
+        if tracer.iteration == 0 and _grad_enabled() and any(o.requires_grad for o in outs):
+            tracer.end_setup()  # before its inputs are announced: they enter iteration 1
         ids, flat, attrs = self._inputs(args, kwargs, before)
         if ids is None:
             return  # no tensor went in: a creation op; its result enters as a leaf
-        if tracer.stats != self.stats:
+        if tracer.stats != self.stats or tracer.eager_stats is not self.eager:
             self.set_stats(tracer.stats)
         grad_enabled = _grad_enabled()
         if len(outs) == 1:  # the usual case, without the lists
@@ -286,7 +301,7 @@ class ForwardCapture(TorchFunctionMode):
             self._on_leaf(t, tid)
         elif grad_fn is not None and own:  # computed before: its node's slot's gradient
             self._own(t, tid)
-        if tracer.stats != self.stats:
+        if tracer.stats != self.stats or tracer.eager_stats is not self.eager:
             self.set_stats(tracer.stats)
         # A tensor of the ``empty`` family not written since (its version unchanged but by
         # writes to a part of it) holds memory nobody wrote: no data, no statistics.
@@ -295,10 +310,19 @@ class ForwardCapture(TorchFunctionMode):
         tracer.tensor(
             tid, name, shape_of(t), dtype_of(t), t.requires_grad,
             is_param or isinstance(t, _Parameter),
-            stats.full([t])[0] if self.stats == "full" and not unwritten else None,
+            None if unwritten else self._full_one(t) if self.stats == "full"
+            else self._one(t) if tracer.leaf_stats and self.stats == "cheap" else None,
             grad_fn is None, "" if grad_fn is None else type(grad_fn).__name__,
             UNWRITTEN if unwritten else t,
         )
+
+
+def _full_now(t: _Tensor) -> Summary | None:
+    return stats.full([t])[0]
+
+
+def _no_summary(t: _Tensor) -> None:
+    return None
 
 
 def _flat(out: Sequence[Any]) -> tuple[_Tensor, ...]:

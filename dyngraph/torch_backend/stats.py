@@ -1,4 +1,4 @@
-"""Summaries of PyTorch tensors, computed by torch itself: one batched read per op.
+"""Summaries of PyTorch tensors, computed by torch itself: one batched read per call.
 
 All numbers a summary needs for a list of tensors (an op's outputs, a backward node's
 gradients) are computed as 0-d tensors on the tensors' device, stacked, and read with one
@@ -13,8 +13,11 @@ are exact over the whole tensor (``sampled`` is always False):
   with a two-pass fallback where the one-pass formula cancels.
 - ``"none"``: no summaries.
 
-Integer and bool tensors are summarised in float64; complex ones get a norm only; float8
-ones in float32. Tensors whose values cannot be read (sparse, nested, meta, fake, quantized,
+At ``cheap``, integer and bool tensors get no statistics (``no_stats``: none can hold NaN
+or Inf); at ``full`` they are summarised in float64. Complex ones get a norm only; float8
+ones are read in float32. This module reads at once (the debugger's per-op value
+breakpoints); ``deferred`` computes the same numbers on the device and reads them once per
+iteration. Tensors whose values cannot be read (sparse, nested, meta, fake, quantized,
 inside ``vmap`` ...: see ``layouts``) get None, and one note says why; so does any tensor
 that makes a statistic raise. While the script has a ``TorchDispatchMode`` on (a
 ``FlopCounterMode``, ``FakeTensorMode``), statistics are computed with it set aside: the
@@ -45,6 +48,7 @@ _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _dtype_names: dict[torch.dtype, str] = {}
+_NO_STATS: dict[tuple[tuple[int, ...], str], Summary] = {}
 _shapes: dict[Any, tuple[int, ...]] = {}
 
 
@@ -78,6 +82,26 @@ def shape_of(t: torch.Tensor) -> tuple[int, ...]:
     except (TypeError, RuntimeError):  # SymInt sizes (jagged), none at all (strided nested)
         pass
     return layouts.shape_of_unusual(t)
+
+
+def no_stats(t: torch.Tensor) -> Summary:
+    """The cheap summary of an integer or bool tensor: shape and dtype, no NaN and no Inf
+    (none can be there), and no norm (it would cost a conversion and a reduction per op of
+    index arithmetic, and says nothing). One shared object per shape and dtype."""
+    shape, dtype = shape_of(t), dtype_name(t.dtype)
+    key = (shape, dtype)
+    s = _NO_STATS.get(key)
+    if s is None:
+        if len(_NO_STATS) > 10_000:
+            _NO_STATS.clear()
+        s = _NO_STATS[key] = Summary(shape, dtype)
+    return s
+
+
+def _numeric(t: torch.Tensor) -> bool:
+    """Floating point or complex: a tensor that can hold NaN or Inf."""
+    dtype = t.dtype
+    return dtype.is_floating_point or dtype.is_complex
 
 
 def _as_float(t: torch.Tensor) -> torch.Tensor:
@@ -133,9 +157,10 @@ def _one_by_one(summarize: Callable[[Any], list[Summary | None]],
 
 
 def _cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
-    present = [t for t in tensors if t is not None and t.numel()]
+    present = [t for t in tensors if t is not None and t.numel() and _numeric(t)]
     if not present:
-        return [None if t is None else _empty(t) for t in tensors]
+        return [None if t is None else _empty(t) if _numeric(t) else no_stats(t)
+                for t in tensors]
     if len(present) == 1:
         norms = [_vector_norm(_as_float(present[0])).item()]
     else:
@@ -145,6 +170,8 @@ def _cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
     for t in tensors:
         if t is None:
             out.append(None)
+        elif not _numeric(t):
+            out.append(no_stats(t))
         elif not t.numel():
             out.append(_empty(t))
         else:
@@ -204,18 +231,32 @@ def _full_summary(t: torch.Tensor, numbers: list[float]) -> Summary:
             return _nonfinite(t, full=False)
         return Summary(shape, dtype, norm=norm)
     low, high, total, norm = numbers[:4]
-    preview = tuple(numbers[4:])
     if not (_isfinite(total) and _isfinite(norm) and _isfinite(low) and _isfinite(high)):
         return _nonfinite(t, full=True)
     n = t.numel()
     mean = total / n
     var = (norm * norm - n * mean * mean) / (n - 1) if n > 1 else 0.0
-    if n > 1 and var < 1e-4 * mean * mean:
-        # |mean| >> std: the one-pass formula cancels; redo it in two passes.
-        f = _as_float(t).reshape(-1).to(_F64)
-        var = float(((f - mean) ** 2).sum()) / (n - 1)
-    return Summary(shape, dtype, low, high, mean, math.sqrt(max(var, 0.0)), norm, 0, 0,
-                   preview, False)
+    if cancels(n, mean, var):
+        var = squares_about(t, mean).item() / (n - 1)
+    return with_variance(t, numbers, var)
+
+
+def cancels(n: int, mean: float, var: float) -> bool:
+    """|mean| >> std: the one-pass variance cancels; it must be redone in two passes."""
+    return n > 1 and var < 1e-4 * mean * mean
+
+
+def squares_about(t: torch.Tensor, mean: float) -> torch.Tensor:
+    """The sum of squares of ``t``'s elements about ``mean`` (the two-pass variance's
+    numerator), a float64 device scalar."""
+    return ((_as_float(t).reshape(-1).to(_F64) - mean) ** 2).sum()
+
+
+def with_variance(t: torch.Tensor, numbers: list[float], var: float) -> Summary:
+    """The full summary of a finite real tensor from its numbers and its variance."""
+    low, high, total, norm = numbers[:4]
+    return Summary(shape_of(t), dtype_name(t.dtype), low, high, total / t.numel(),
+                   math.sqrt(max(var, 0.0)), norm, 0, 0, tuple(numbers[4:]), False)
 
 
 def _empty(t: torch.Tensor) -> Summary:
@@ -224,23 +265,42 @@ def _empty(t: torch.Tensor) -> Summary:
 
 def _nonfinite(t: torch.Tensor, full: bool) -> Summary:
     """The rare path: exact NaN/Inf counts; statistics of the finite elements."""
+    return nonfinite_summary(t, nonfinite_parts(t, full).tolist(), full)
+
+
+def nonfinite_parts(t: torch.Tensor, full: bool) -> torch.Tensor:
+    """What ``nonfinite_summary`` needs, as one float64 device vector (no host read, no
+    boolean indexing, which would read a count on a GPU): NaN count, Inf count, finite
+    count, the finite elements' norm, and at ``full`` their min, max, mean, std (unbiased,
+    two passes) and the preview."""
     f = _as_float(t).reshape(-1)
     if f.is_complex():
         f = torch.view_as_real(f).reshape(-1)
-    nan = int(torch.isnan(f).sum())
-    inf = int(torch.isinf(f).sum())
-    finite = f[torch.isfinite(f)].to(_F64)
+    f = f.to(_F64)
+    finite = torch.isfinite(f)
+    count = finite.sum()
+    zeroed = torch.where(finite, f, 0.0)
+    parts = [torch.isnan(f).sum(), torch.isinf(f).sum(), count, _vector_norm(zeroed)]
+    if full:
+        mean = zeroed.sum() / count.clamp(min=1)
+        spread = torch.where(finite, f - mean, 0.0)
+        parts += [torch.where(finite, f, math.inf).min(), torch.where(finite, f, -math.inf).max(),
+                  mean, (spread * spread).sum() / (count - 1).clamp(min=1)]
+    head = _stack([p.to(_F64) for p in parts])
+    return torch.cat([head, f[:PREVIEW]]) if full else head
+
+
+def nonfinite_summary(t: torch.Tensor, numbers: list[float], full: bool) -> Summary:
+    """The summary of a tensor holding NaN or Inf, from ``nonfinite_parts``'s numbers."""
+    nan, inf, n, norm = int(numbers[0]), int(numbers[1]), int(numbers[2]), numbers[3]
     shape, dtype = shape_of(t), dtype_name(t.dtype)
-    if not finite.numel():
-        preview = tuple(f[:PREVIEW].to(_F64).tolist()) if full else ()
-        return Summary(shape, dtype, nan=nan, inf=inf, preview=preview)
-    norm = float(_vector_norm(finite))
+    if not n:
+        return Summary(shape, dtype, nan=nan, inf=inf, preview=tuple(numbers[8:]) if full else ())
     if not full:
         return _cheap_summary(shape, dtype, norm, nan, inf, False)
-    n = finite.numel()
-    std = float(finite.std()) if n > 1 else 0.0
-    return Summary(shape, dtype, float(finite.min()), float(finite.max()), float(finite.mean()),
-                   std, norm, nan, inf, tuple(f[:PREVIEW].to(_F64).tolist()), False)
+    low, high, mean, var = numbers[4:8]
+    return Summary(shape, dtype, low, high, mean, math.sqrt(var) if n > 1 else 0.0, norm,
+                   nan, inf, tuple(numbers[8:]), False)
 
 
 def none(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
@@ -264,6 +324,8 @@ def cheap_one(t: torch.Tensor) -> Summary | None:
 
 
 def _cheap_one(t: torch.Tensor) -> Summary | None:
+    if not _numeric(t):
+        return no_stats(t)
     n = t.numel()
     if not n:
         return _empty(t)

@@ -39,6 +39,7 @@ class OptimizerSteps:
     """Wraps every optimizer class's ``step`` while installed; ``mode`` is the capture's."""
 
     def __init__(self, mode: Any, owner: int) -> None:
+        self.buffer: Any = None  # the capture's ``deferred.StatsBuffer``
         self.mode = mode
         self.owner = owner
         self._saved_profile_hook: Any = None
@@ -135,22 +136,27 @@ class OptimizerSteps:
                before: list[torch.Tensor]) -> None:
         try:
             norms: list[float] = []
+            pending = None
             if params:
                 self.mode.quiet += 1
                 try:
                     with torch.no_grad():
                         torch._foreach_sub_(before, params)  # the copy becomes -change
-                        norms = torch.stack([n.to(torch.float64) for n in
-                                             torch._foreach_norm(before)]).tolist()
+                        found = torch._foreach_norm(before)
+                        if self.buffer is not None and not tracer.eager_stats:
+                            # read with the iteration's other statistics (``deferred``)
+                            pending = self.buffer.updates([id_of(p) for p in params], found)
+                        else:
+                            norms = torch.stack([n.to(torch.float64) for n in found]).tolist()
                 finally:
                     self.mode.quiet -= 1
             groups = optimizer.param_groups
             lr = groups[0].get("lr", 0.0) if groups else 0.0
             if isinstance(lr, torch.Tensor):  # (a tensor learning rate: read once per step)
                 lr = lr.item()
-            tracer.optimizer_step(type(optimizer).__name__, float(lr),
-                                  tuple((id_of(p), n) for p, n in zip(params, norms,
-                                                                      strict=True)))
+            tracer.optimizer_step(type(optimizer).__name__, float(lr), pending if pending
+                                  is not None else tuple((id_of(p), n) for p, n in
+                                                         zip(params, norms, strict=True)))
         except Exception as exc:  # noqa: BLE001 - the step ran; the script goes on
             failed("an optimizer step", exc)
 

@@ -4,6 +4,7 @@ written before calls were recorded still read."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import dyngraph
 import dyngraph.nn as nn
@@ -76,3 +77,57 @@ def test_schema_1_frames_read_with_no_calls() -> None:
         assert "op event with" in str(exc)
     else:
         raise AssertionError("a damaged row was accepted")
+
+
+def test_schema_2_files_read_as_rank_0_of_no_job() -> None:
+    """A trace written before schema 4 (this file was, by dyngraph at schema 2: its header
+    frame in columns has no rank, world size or run id) still opens: as no job's rank 0."""
+    path = Path(__file__).parent / "data" / "schema2.dgtrace"
+    trace = dyngraph.read_trace(path)
+    header = trace.header
+    assert header.schema_version == 2
+    assert (header.rank, header.world_size, header.run_id) == (0, 0, "")
+    assert [e.op for e in trace.events if e.kind == "op"] == ["mul", "sum"]
+    assert trace.events[-1].kind == "iteration_end"
+
+
+def test_schema_3_files_read_as_rank_0_of_no_job() -> None:
+    """A trace written at schema 3 (this file was, by dyngraph before schema 4: its header
+    has the numpy version but no rank fields; frame format 3) still opens, whole."""
+    trace = dyngraph.read_trace(Path(__file__).parent / "data" / "schema3.dgtrace")
+    header = trace.header
+    assert (header.schema_version, header.numpy_version) == (3, "2.4.6")
+    assert (header.rank, header.world_size, header.run_id) == (0, 0, "")
+    assert [e.op for e in trace.events if e.kind == "op"] == ["mul", "sum"]
+    steps = [e for e in trace.events if e.kind == "backward_step"]
+    assert [e.grad_fn for e in steps] == ["SumBackward0", "MulBackward0"]
+
+
+def test_a_format_1_schema_3_header_reads_as_rank_0_of_no_job() -> None:
+    """A JSON header row of schema 3 ends at the numpy version: three fields short."""
+    new = ev.Header(seq=0, iteration=0, schema_version=3, script="t.py", numpy_version="2.4.6",
+                    rank=1, world_size=2, run_id="r")
+    payload = tf.encode_events_json([new])[tf.FRAME_HEADER.size:]
+    meta, rows = payload[:tf.EVENTS_META.size], json.loads(payload[tf.EVENTS_META.size:])
+    old = tf.decode_events_payload(meta + json.dumps([rows[0][:-3]]).encode())
+    assert old == [new.replace(rank=0, world_size=0, run_id="")]
+
+
+def test_a_rank_header_round_trips_in_both_formats() -> None:
+    header = ev.Header(seq=0, iteration=0, script="ddp.py", rank=3, world_size=4,
+                       run_id="job-17")
+    for encode in (tf.encode_events, tf.encode_events_json):
+        payload = encode([header])[tf.FRAME_HEADER.size:]
+        assert tf.decode_events_payload(payload) == [header]
+
+
+def test_collectives_attributes_are_counted_with_the_ops_ones() -> None:
+    """A frame's attribute objects are at most one per event that has attributes: ops and
+    collectives alike (a frame of rank traces holding a collective's attributes beside an
+    op's was refused as damaged)."""
+    events = [ev.Op(seq=1, iteration=1, op="mul", attrs={"alpha": 2}),
+              ev.Collective(seq=2, iteration=1, op="all_reduce", group="w", group_seq=1,
+                            attrs={"op": "SUM", "group_size": 2}),
+              ev.Collective(seq=3, iteration=1, op="broadcast", attrs={"src": 0})]
+    payload = tf.encode_events(events)[tf.FRAME_HEADER.size:]
+    assert tf.decode_events_payload(payload, 1) == events

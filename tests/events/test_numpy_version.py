@@ -16,8 +16,11 @@ from dyngraph.capture.rows import rows_of
 from dyngraph.capture.tracereader import read_frames
 from dyngraph.cli import main
 
-_OLD_HEADER = ev.Header(seq=0, iteration=0, dyngraph_version="0.1.0", script="train.py",
-                        argv=("--lr", "0.1"), created=1.5)
+# A header of before the numpy version (schema 2): its row ends at ``created``, the fields
+# after it (numpy_version, then schema 4's rank fields) were not written.
+_OLD_HEADER = ev.Header(seq=0, iteration=0, schema_version=2, dyngraph_version="0.1.0",
+                        script="train.py", argv=("--lr", "0.1"), created=1.5)
+_AFTER_CREATED = len(ev.FIELD_NAMES["header"]) - ev.FIELD_NAMES["header"].index("created") - 1
 
 
 def test_a_recorded_trace_names_the_numpy_it_ran_on(tmp_path):
@@ -30,23 +33,28 @@ def test_a_recorded_trace_names_the_numpy_it_ran_on(tmp_path):
     assert header.dyngraph_version == dyngraph.__version__
 
 
-def test_a_format_2_header_written_before_the_numpy_version_reads(tmp_path, monkeypatch):
-    """The frame an older dyngraph wrote: the header's columns without numpy_version."""
-    old_types = dict(columns.FIELD_TYPES, header=columns.FIELD_TYPES["header"][:-1])
+def _older_frame(monkeypatch, short: int) -> bytes:
+    """The header frame a dyngraph from before the last ``short`` header fields wrote."""
+    old_types = dict(columns.FIELD_TYPES, header=columns.FIELD_TYPES["header"][:-short])
     monkeypatch.setattr(columns, "FIELD_TYPES", old_types)
-    row = rows_of([_OLD_HEADER])[0][:-1]
-    frame = tf.encode_rows([row])
+    frame = tf.encode_rows([rows_of([_OLD_HEADER.replace(numpy_version="2.4.6")])[0][:-short]])
     monkeypatch.undo()
+    return frame
+
+
+def test_a_format_2_header_written_before_the_numpy_version_reads(tmp_path, monkeypatch):
+    """The frames older dyngraphs wrote: the header's columns without numpy_version (and
+    schema 4's iteration mode and rank fields after it), and without schema 4's only."""
     path = tmp_path / "old.dgtrace"
-    path.write_bytes(frame + tf.encode_events([ev.RunEnd(seq=1, iteration=1)]))
+    end = tf.encode_events([ev.RunEnd(seq=1, iteration=1)])
+    path.write_bytes(_older_frame(monkeypatch, _AFTER_CREATED) + end)
     header, _ = read_frames(path)
     assert header == _OLD_HEADER.replace(numpy_version="")
-    # ... and a header frame one column short of even that is damage, named as before
-    monkeypatch.setattr(columns, "FIELD_TYPES",
-                        dict(old_types, header=old_types["header"][:-1]))
-    broken = tf.encode_rows([row[:-1]])
-    monkeypatch.undo()
-    path.write_bytes(broken)
+    path.write_bytes(_older_frame(monkeypatch, _AFTER_CREATED - 1) + end)
+    header, _ = read_frames(path)
+    assert header == _OLD_HEADER.replace(numpy_version="2.4.6")
+    # ... and a header frame one column short of even the oldest is damage, named as before
+    path.write_bytes(_older_frame(monkeypatch, _AFTER_CREATED + 1) + end)
     try:
         read_frames(path)
     except dyngraph.errors.TraceFileError as exc:
@@ -56,12 +64,15 @@ def test_a_format_2_header_written_before_the_numpy_version_reads(tmp_path, monk
 
 
 def test_a_format_1_header_written_before_the_numpy_version_reads():
-    new = _OLD_HEADER.replace(numpy_version="2.4.6")
+    new = _OLD_HEADER.replace(numpy_version="2.4.6", iteration_mode="step", rank=1,
+                              world_size=2, run_id="job")
     payload = tf.encode_events_json([new])[tf.FRAME_HEADER.size:]
     meta, rows = payload[:tf.EVENTS_META.size], json.loads(payload[tf.EVENTS_META.size:])
-    assert rows[0][-1] == "2.4.6"
-    old = tf.decode_events_payload(meta + json.dumps([rows[0][:-1]]).encode())
+    assert rows[0][-_AFTER_CREATED:] == ["2.4.6", "step", 1, 2, "job"]
+    old = tf.decode_events_payload(meta + json.dumps([rows[0][:-_AFTER_CREATED]]).encode())
     assert old == [_OLD_HEADER.replace(numpy_version="")]
+    old = tf.decode_events_payload(meta + json.dumps([rows[0][:1 - _AFTER_CREATED]]).encode())
+    assert old == [_OLD_HEADER.replace(numpy_version="2.4.6")]
 
 
 def test_version_names_numpy(capsys):

@@ -113,16 +113,18 @@ def test_inputs_from_an_earlier_iteration_are_announced():
         h.sum().backward(retain_graph=True)
         h2 = (h * w).tanh()  # iteration 2 consumes the carried h
         h2.sum().backward()
-    first, second = t.iterations
+    setup, first, second = t.iterations  # the no_grad op before any differentiable one
+    assert setup.index == 0
     carried = [e for e in second.events if e.kind == "tensor" and e.tensor == h._id]
     assert len(carried) == 1
     assert not carried[0].is_leaf and carried[0].grad_fn == "TanhBackward0"
     node = second.graph.nodes[h._id]
     assert node.kind == "leaf" and node.carried and node.label == "carried"
     assert any(e.src == h._id for e in second.graph.edges)
-    # the no_grad result is an op of iteration 1, so it is an op node there
-    assert first.graph.nodes[scale._id].kind == "op"
-    assert not first.graph.nodes[scale._id].grad_enabled
+    # the no_grad result is an op of setup, and enters iteration 1 as a carried input
+    assert setup.graph.nodes[scale._id].kind == "op"
+    assert not setup.graph.nodes[scale._id].grad_enabled
+    assert first.graph.nodes[scale._id].kind == "leaf"
 
 
 def test_values_small_records_copies_of_small_tensors():

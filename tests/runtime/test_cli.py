@@ -148,7 +148,8 @@ def test_summary_shows_the_loss_of_each_iteration(tmp_path):
     assert done.returncode == 0, done.stderr
     printed = [float(line.split()[-1]) for line in done.stdout.splitlines()]
     rows, _ = summarize_trace(dyngraph.read_trace(out).events)
-    losses = [r["loss"] for r in rows]
+    assert rows[0]["iteration"] == 0 and rows[0]["loss"] is None  # setup: no backward
+    losses = [r["loss"] for r in rows[1:]]
     assert len(losses) == 12 and all(v is not None for v in losses)
     # each epoch prints the loss of its last minibatch (iterations 4, 8 and 12)
     assert [round(losses[i], 4) for i in (3, 7, 11)] == printed

@@ -50,7 +50,8 @@ def test_check_passes_infs_made_from_data_and_unwritten_memory_but_not_a_nan():
     line = next(i for i, text in enumerate(Path(script).read_text().splitlines(), start=1)
                 if text.endswith("# @nan-from-data"))
     assert "first NaN/Inf: log -> (5, 5) at top level at " in failed.stderr
-    assert f"data_infs.py:{line} (iteration 1) produced 10 NaN" in failed.stderr
+    assert f"data_infs.py:{line} (iteration 0, setup) produced 10 NaN" in failed.stderr
+    assert "NaN/Inf found in iteration 0, setup: " in failed.stderr  # (before any gradient)
     ours = dyngraph_cli("check", "--backend", "dyngraph", script, "--dyngraph", timeout=120)
     assert ours.returncode == 0, ours.stderr
     unwritten = dyngraph_cli("check", "--backend", "dyngraph", script, "--dyngraph",

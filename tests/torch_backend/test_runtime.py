@@ -74,7 +74,9 @@ def test_breakpoints_stepping_values_and_script_breakpoints_on_a_pytorch_script(
     run = drive(TRAIN, ["--pause"], breakpoints=bps, commands=commands, pause_at_start=True,
                 stats="full", timeout=120)
     reasons = [(p.hit.reason, getattr(p.at, "op", None), p.hit.iteration) for p in run.pauses]
-    assert reasons[:6] == [("start", None, 1), ("step", "linear", 1), ("module", "linear", 1),
+    # (The pause before the first op is in iteration 0: setup lasts until differentiable
+    # work begins.)
+    assert reasons[:6] == [("start", None, 0), ("step", "linear", 1), ("module", "linear", 1),
                            ("line", "cross_entropy", 1), ("step", None, 1),
                            ("step", "cross_entropy", 1)]
     assert run.pauses[1].at.module == "fc1" and run.pauses[2].at.module == "fc2"

@@ -131,3 +131,49 @@ def rnn_loop(steps: int) -> Graph:
         h.sum().backward()
         dyngraph.capture.tracing.tracer.flush_iteration()
     return next(iter(build_graphs(events)))
+
+
+class _Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(4)
+        self.attn = nn.Linear(4, 4)
+        self.mlp = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 4))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(x)
+
+
+class _GPT(nn.Module):
+    """nanoGPT's module tree in miniature: transformer.{wte, h.N, ln_f}, lm_head."""
+
+    def __init__(self, layers: int) -> None:
+        super().__init__()
+        self.transformer = nn.ModuleDict({"wte": nn.Embedding(10, 4),
+                                          "h": nn.ModuleList([_Block() for _ in range(layers)]),
+                                          "ln_f": nn.LayerNorm(4)})
+        self.lm_head = nn.Linear(4, 10)
+
+    def forward(self, idx):
+        x = self.transformer["wte"](idx)
+        for block in self.transformer["h"]:
+            x = block(x)
+        return self.lm_head(self.transformer["ln_f"](x)).pow(2).mean()
+
+
+def gpt_events(layers: int = 24, iterations: int = 1) -> list:
+    """Events of a GPT-shaped model (``layers`` blocks, ~21 nodes each), forward and
+    backward, ``iterations`` times."""
+    dyngraph.manual_seed(0)
+    model = _GPT(layers)
+    events: list = []
+    with dyngraph.subscribe(events.append, stats="cheap"):
+        for _ in range(iterations):
+            model(dyngraph.tensor([[1, 2, 3]])).backward()
+        dyngraph.capture.tracing.tracer.flush_iteration()
+    return events
+
+
+def gpt_graph(layers: int = 24) -> Graph:
+    return next(iter(build_graphs(gpt_events(layers))))

@@ -202,7 +202,7 @@ async def test_e_exports_the_current_iteration_as_dot_and_svg(nan_trace, tmp_pat
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("right_square_bracket", "e")
-        out = tmp_path / "dyngraph-export"
+        out = tmp_path / "dyngraph-out"  # (no trace file named: the working folder's)
         done = await wait_for(pilot, lambda: (out / "iter-0002.svg").exists(), timeout=30)
         assert done, list(out.glob("*")) if out.exists() else "no export directory"
     dot = (out / "iter-0002.dot").read_text()

@@ -13,6 +13,7 @@ from dyngraph.tui.sources import ReplaySource
 from dyngraph.tui.status_line import status_text
 
 from dyngraph.capture import events as ev
+from dyngraph.capture.graph import Graph
 from dyngraph.debug import Breakpoint
 
 
@@ -210,3 +211,28 @@ def test_stepping_pauses_stay_out_of_the_timeline_but_breakpoint_hits_do_not(tin
     kinds = [(model.events[i].kind, getattr(model.events[i], "reason", "")) for i in rows]
     assert ("breakpoint", "step") not in kinds
     assert ("breakpoint", "nan") in kinds
+
+
+def test_the_graph_at_the_cursor_by_difference_is_the_graph_as_of_that_event(tiny_events):
+    """Stepping refills the cursor's graph by what changed (``AsOf``); at every event,
+    forwards, backwards and in jumps, it is what ``graph_as_of`` builds from scratch."""
+    import random
+
+    from dyngraph.tui.model import AsOf, graph_as_of
+
+    model = replay(tiny_events).model
+    graph = model.graph(1)
+    as_of = AsOf.of(graph)
+    assert as_of is not None
+    seqs = sorted({n.seq for n in graph.nodes.values()}
+                  | {n.backward_seq for n in graph.nodes.values()})
+    order = seqs + seqs[::-1] + random.Random(0).choices(seqs, k=40)
+    view = Graph(iteration=1)
+    for seq in order:
+        got = as_of.fill(seq, view, {})
+        want = graph_as_of(graph, seq)
+        assert list(got.nodes) == list(want.nodes), seq
+        assert [(n.grad, n.backward_seq) for n in got.nodes.values()] == [
+            (n.grad, n.backward_seq) for n in want.nodes.values()], seq
+        assert got.edges == want.edges and got.backward_order == want.backward_order
+        assert got.complete == want.complete

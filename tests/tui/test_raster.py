@@ -8,12 +8,15 @@ import time
 
 import pytest
 from canvas_helpers import chain, fake_layout, grow, rnn_loop, shared_weight, traced_graphs
+from dyngraph.tui import canvas_fold as cf
 from dyngraph.tui import canvas_layout as cl
 from dyngraph.tui import raster
 from dyngraph.tui.raster import ViewCluster, ViewEdge, ViewGraph, ViewNode
 from rich.cells import cell_len
 
-from dyngraph.capture.graph import GraphNode
+import dyngraph
+from dyngraph import nn
+from dyngraph.capture.graph import GraphNode, build_graphs
 
 
 def scene_of(graph, rule=None, compact=False, layout=fake_layout):
@@ -186,12 +189,15 @@ def test_canonical_grows_incrementally_like_a_rebuild():
     assert canon.sigs[-1][6] == (2, 0)
 
 
-def test_auto_depth_only_for_large_graphs():
+def test_a_small_graph_opens_unfolded():
     (g,) = traced_graphs(1)
     canon = cl.Canonical()
     canon.update(g)
-    assert cl.auto_depth(canon.sigs) is None
-    assert cl.auto_depth(canon.sigs, budget=4) is not None
+    folded, _ = cl.build_view(canon.sigs, cl.Collapse(fold=True), False)
+    plain, _ = cl.build_view(canon.sigs, cl.Collapse(), False)
+    assert len(canon.sigs) < cl.LARGE_GRAPH
+    assert [n.label for n in folded.nodes] == [n.label for n in plain.nodes]
+    assert not any(n.kind == "module" for n in folded.nodes)
 
 
 def test_common_prefix():
@@ -337,3 +343,38 @@ def test_parameters_sit_above_the_op_that_uses_them():
     for e in view.edges:
         if e.src in params:  # the edge runs down from the weight's bottom into the op's top
             assert boxes[e.src].bottom < boxes[e.dst].top
+
+
+def test_a_tied_weight_is_one_box():
+    """nanoGPT ties its embedding to its output layer: one parameter used twice is one
+    node in the pane (copies begin at three uses, where the layout needs them)."""
+    entry, _ = scene_of(shared_weight(2))
+    labels = [n.label for n in entry.scene.view.nodes]
+    assert labels.count("cell.weight_ih") == 1
+    weight = labels.index("cell.weight_ih")
+    assert sum(e.src == weight for e in entry.scene.view.edges) == 2
+
+
+def test_a_weight_of_a_module_never_called_is_drawn_in_its_holder():
+    """nn.MultiheadAttention uses ``out_proj.weight`` in its own call and never calls
+    ``out_proj``: a 24-block GPT drew its 48 out_proj weights and biases as a row of boxes
+    above the model. They belong to the attention's box (the module model agrees)."""
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.out_proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return x.matmul(self.out_proj.weight.t()).tanh()
+
+    model = nn.Sequential(Attention(), Attention())
+    events: list = []
+    with dyngraph.subscribe(events.append, stats="none"):
+        model(dyngraph.randn(2, 4)).sum().backward()
+    graph = next(iter(build_graphs(events)))
+    canon = cl.Canonical()
+    canon.update(graph)
+    prepared = cf.Prepared(canon.sigs)
+    where = {sig[2]: scope for sig, scope in zip(canon.sigs, prepared.scopes, strict=True)
+             if sig[0] == "param"}
+    assert where["0.out_proj.weight"] == ("0#1",) and where["1.out_proj.weight"] == ("1#1",)

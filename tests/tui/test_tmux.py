@@ -67,8 +67,8 @@ def test_debug_in_tmux_steps_stops_at_nan_and_quits_cleanly(tmp_path):
     try:
         wait_screen(name, "PAUSED", "start", "live")
         tmux("send-keys", "-t", name, "n")
-        text = wait_screen(name, "step", "matmul", f"{script.name}:")
-        assert "iter 1/1" in text
+        # (the pause's state may reach the screen a moment before its op: wait for both)
+        wait_screen(name, "step", "matmul", f"{script.name}:", "iter 1/1")
         tmux("send-keys", "-t", name, "x")
         time.sleep(0.3)
         tmux("send-keys", "-t", name, "c")
@@ -188,5 +188,57 @@ def test_debug_like_pdb_source_first_module_breakpoint_jump_restart_quit(tmp_pat
         wait_screen(name, "PAUSED  module", "iter 1/1")
         keys("q")
         wait_screen(name, "EXIT=0")
+    finally:
+        tmux("kill-session", "-t", name)
+
+
+PDB_SCRIPT = '''\
+import dyngraph as torch
+import dyngraph.nn as nn
+
+for i in range(1200):
+    print(f"setup line {i}")
+model = nn.Linear(3, 1)
+while True:  # trains until ctrl+c breaks in
+    model(torch.randn(4, 3)).sum().backward()
+'''
+
+
+def test_pdb_habits_at_80x24_ctrl_c_focus_bad_breakpoints_and_the_output_after_q(tmp_path):
+    """Issue 27, part 3, in a real 80x24 terminal: a breakpoint that cannot hit says so
+    (with the nearest op), the footer keeps ? and q and offers V for the variables pane
+    that has no room, tab moves the focus, ctrl+c breaks into the running loop, a second
+    ctrl+c within a second quits, and then the script's output is on the terminal: its
+    tail, with a line saying where all of it is."""
+    script = tmp_path / f"e2e_{uuid.uuid4().hex[:8]}.py"
+    script.write_text(PDB_SCRIPT)
+    name = f"dyngraph-e2e-{uuid.uuid4().hex[:8]}"
+    command = (f"{sys.executable} -m dyngraph debug --break op:lineer --break "
+               f"{script.name}:3 {script}; echo EXIT=$?; sleep 30")
+    env_cmd = f"cd {tmp_path} && unset COLUMNS LINES && TERM=xterm-256color {command}"
+    assert tmux("new-session", "-d", "-s", name, "-x", "80", "-y", "24", env_cmd).returncode == 0
+    try:
+        text = wait_screen(name, "PAUSED", "start")
+        assert "did you mean op:linear?" in text  # said in the status line, wrapped
+        footer = text.rstrip().splitlines()[-1]
+        assert "?Help" in footer.replace(" ", "") and "qQuit" in footer.replace(" ", "")
+        assert "VVariables" in footer.replace(" ", "")
+        tmux("send-keys", "-t", name, "Tab")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", name, "c")
+        wait_screen(name, "RUNNING")
+        tmux("send-keys", "-t", name, "C-c")
+        wait_screen(name, "PAUSED", "breaking in")
+        assert processes_running(script.name), "the script waits, paused"
+        tmux("send-keys", "-t", name, "C-c")
+        time.sleep(0.2)
+        tmux("send-keys", "-t", name, "C-c")
+        wait_screen(name, "EXIT=", timeout=30)
+        text = tmux("capture-pane", "-t", name, "-p", "-S", "-400").stdout  # + scrollback
+        assert "setup line 1199" in text  # what it printed, after the debugger
+        assert "the script printed 1,200 lines" in text and "dyngraph-out/output-" in text
+        assert f"breakpoint {script.name}:3 never hit: line 3 of {script.name} holds no code" \
+            in text.replace("\n", "")  # (the terminal wraps it at 80)
+        assert list((tmp_path / "dyngraph-out").glob("output-*.txt"))
     finally:
         tmux("kill-session", "-t", name)

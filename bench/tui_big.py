@@ -1,0 +1,278 @@
+"""Big models in the debugger: the folded, module-level picture (issue 27, part 1).
+
+    OPENBLAS_NUM_THREADS=1 python bench/tui.py --only big [--gpt-trace nanogpt72.dgtrace]
+
+Two workloads, each one recorded iteration opened in ``dyngraph view`` (headless, Pilot):
+
+- a 72-layer GPT: ``--gpt-trace`` names a trace of an unmodified nanoGPT run (72
+  layers; recorded with ``dyngraph record ... train.py --n_layer=72``); without it, a
+  stand-in written here with ``dyngraph.nn`` in nanoGPT's shape (``transformer.h.0`` ..
+  ``h.71``, each block ``ln_1``, ``attn``, ``ln_2``, ``mlp``);
+- a 50,000-node synthetic model: 10 stages of 96 identical blocks (4 attention heads
+  and an MLP each), every stage its own width.
+
+Measured, goals from the issue: the first picture of the iteration (< 1.5 s after the
+trace opens), opening one folded module in place and folding it again (< 200 ms, key to
+screen), a step key (< 50 ms, key to screen), and the most boxes any layout was given
+against the boxes the pane shows (no layout over more nodes than are shown).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from dyngraph.tui.app import DebuggerApp
+from dyngraph.tui.model import Model
+from dyngraph.tui.sources import ReplaySource
+
+import dyngraph
+import dyngraph.nn as nn
+import dyngraph.nn.functional as F
+
+SIZE = (200, 50)
+
+
+# -- workloads ----------------------------------------------------------------------------
+class Attention(nn.Module):
+    def __init__(self, d: int, heads: int, split: bool) -> None:
+        super().__init__()
+        self.heads, self.split = heads, split
+        if split:
+            self.c_attn = nn.Linear(d, 3 * d)
+        else:
+            self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.c_proj = nn.Linear(d, d)
+
+    def forward(self, x: Any) -> Any:
+        b, t, d = x.shape
+        if self.split:
+            q, k, v = self.c_attn(x).split(d, dim=2)
+        else:
+            q, k, v = self.q(x), self.k(x), self.v(x)
+        h = d // self.heads
+        outs = []
+        for i in range(self.heads):
+            qi, ki, vi = q[:, :, i * h:(i + 1) * h], k[:, :, i * h:(i + 1) * h], \
+                v[:, :, i * h:(i + 1) * h]
+            att = F.softmax(qi @ ki.transpose(1, 2) * (1.0 / h ** 0.5), dim=-1)
+            outs.append(att @ vi)
+        return self.c_proj(dyngraph.cat(outs, dim=2))
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int, split: bool) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = Attention(d, heads, split)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+    def forward(self, x: Any) -> Any:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """nanoGPT's module tree: transformer.{wte, wpe, drop, h.N, ln_f} and lm_head."""
+
+    def __init__(self, layers: int, d: int = 16, vocab: int = 65, block: int = 8) -> None:
+        super().__init__()
+        self.transformer = nn.ModuleDict({
+            "wte": nn.Embedding(vocab, d), "wpe": nn.Embedding(block, d),
+            "drop": nn.Dropout(0.0),
+            "h": nn.ModuleList([Block(d, 2, True) for _ in range(layers)]),
+            "ln_f": nn.LayerNorm(d)})
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, idx: Any, targets: Any) -> Any:
+        t = idx.shape[1]
+        tr = self.transformer
+        x = tr["drop"](tr["wte"](idx) + tr["wpe"](dyngraph.arange(t)))
+        for block in tr["h"]:
+            x = block(x)
+        logits = self.lm_head(tr["ln_f"](x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+class Synthetic(nn.Module):
+    """10 stages x 96 blocks of 4-head attention + MLP: ~50,000 nodes per iteration."""
+
+    def __init__(self, stages: int = 10, blocks: int = 96) -> None:
+        super().__init__()
+        self.stages = nn.ModuleList([
+            nn.ModuleList([Block(8 + 4 * s, 4, False) for _ in range(blocks)])
+            for s in range(stages)])
+        self.proj = nn.ModuleList([nn.Linear(8 + 4 * s, 12 + 4 * s) for s in range(stages)])
+
+    def forward(self, x: Any) -> Any:
+        for stage, proj in zip(self.stages, self.proj, strict=True):
+            for block in stage:
+                x = block(x)
+            x = proj(x)
+        return x.pow(2).mean()
+
+
+def record_gpt(path: Path, layers: int = 72) -> None:
+    rng = np.random.default_rng(0)
+    dyngraph.manual_seed(0)
+    model = GPT(layers)
+    with dyngraph.record(path, stats="cheap"):
+        for _ in range(2):
+            idx = dyngraph.tensor(rng.integers(0, 65, (2, 8)))
+            loss = model(idx, dyngraph.tensor(rng.integers(0, 65, (2, 8))))
+            loss.backward()
+
+
+def record_synthetic(path: Path) -> None:
+    dyngraph.manual_seed(0)
+    model = Synthetic()
+    with dyngraph.record(path, stats="cheap"):
+        model(dyngraph.randn(2, 3, 8)).backward()
+
+
+# -- measuring ----------------------------------------------------------------------------
+def cpu_now() -> float:
+    """This process's CPU time and its finished children's (the layout program): on a
+    machine shared with other jobs, wall time says how long one waited, CPU time what the
+    work cost."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+async def wait_until(pilot: Any, cond: Any, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        await asyncio.sleep(0.002)
+    return False
+
+
+class CountingLayout:
+    """The real layout, counting the boxes each call is given."""
+
+    def __init__(self) -> None:
+        from dyngraph.tui.canvas_layout import default_layout
+
+        self.layout = default_layout
+        self.sizes: list[int] = []
+
+    def __call__(self, dot: str) -> Any:
+        self.sizes.append(sum(1 for line in dot.splitlines() if "[width=" in line))
+        return self.layout(dot)
+
+
+def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    counting = CountingLayout()
+
+    async def run() -> None:
+        start = time.perf_counter()
+        app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
+        async with app.run_test(size=SIZE) as pilot:
+            canvas = app.query_one("#graph")
+            canvas._layout_fn = counting  # before the worker starts: it is made on mount
+            if canvas._worker is not None:
+                canvas._worker.layout_fn = counting
+            await wait_until(pilot, lambda: not app.source.loading, 600)
+            shown: list[float] = []
+            display = app._display
+
+            def displayed(screen: Any, renderable: Any) -> None:
+                display(screen, renderable)
+                shown.append(time.perf_counter())
+
+            app._display = displayed  # type: ignore[method-assign]
+            c_jump = cpu_now()
+            t0 = time.perf_counter()
+            model = app.model  # to the end of the iteration's forward pass
+            info = model.iteration(iteration)
+            model.move_to(model.find(info.start, lambda e: e.kind == "backward_start"))
+            app.refresh_view()
+
+            def drawn() -> bool:
+                return canvas.scene is not None and not canvas.status
+            await wait_until(pilot, drawn, 60)
+            await wait_until(pilot, lambda: bool(shown) and shown[-1] > t0, 10)
+            out["nodes"] = len(app.graph.nodes)
+            out["boxes shown"] = len(canvas.scene.boxes)
+            out["first picture, from opening the trace"] = shown[-1] - start
+            out["first picture, from the jump to the iteration"] = shown[-1] - t0
+            out["  CPU time of that"] = cpu_now() - c_jump
+            run_box = next(b for b, n in enumerate(canvas.scene.view.nodes) if n.members)
+            canvas.focus()
+            canvas._select_box(run_box)
+            await pilot.pause()
+            opened, closed = [], []
+            cpu_open, cpu_close = [], []
+            for _ in range(repeats):
+                for action, into, cpu in ((canvas.action_choose, opened, cpu_open),
+                                          (canvas.action_toggle_module, closed, cpu_close)):
+                    if action is canvas.action_toggle_module:  # fold the run again
+                        member = next(b for b, n in enumerate(canvas.scene.view.nodes)
+                                      if n.kind == "module" and n.cluster is not None)
+                        canvas._select_box(member)
+                        await pilot.pause()
+                    before = canvas.scene
+                    c0 = cpu_now()
+                    t0 = time.perf_counter()
+                    action()
+                    await wait_until(pilot, lambda b=before: canvas.scene is not b
+                                     and not canvas.status, 30)
+                    await wait_until(pilot, lambda s=t0: bool(shown) and shown[-1] > s, 5)
+                    into.append(shown[-1] - t0)
+                    cpu.append(cpu_now() - c0)
+                    out["boxes shown"] = max(out["boxes shown"], len(canvas.scene.boxes))
+                    await pilot.pause(0.05)
+            out["open one module (run), key to screen, median"] = statistics.median(opened)
+            out["  CPU time of that (this process + the layout program)"] = statistics.median(
+                cpu_open)
+            out["fold it again, key to screen, median"] = statistics.median(closed)
+            out["  CPU time of that "] = statistics.median(cpu_close)
+            steps, cpu_steps = [], []
+            for key in ["left"] * repeats + ["right"] * repeats:
+                await pilot.pause(0.05)
+                c0 = cpu_now()
+                t0 = time.perf_counter()
+                await pilot.press(key)
+                await wait_until(pilot, lambda s=t0: bool(shown) and shown[-1] > s, 5)
+                steps.append(shown[-1] - t0)
+                cpu_steps.append(cpu_now() - c0)
+            out["a step (← / →), key to screen, median"] = statistics.median(steps)
+            out["  CPU time of that  "] = statistics.median(cpu_steps)
+            out["a step, max"] = max(steps)
+            await wait_until(pilot, lambda: not canvas.status, 30)
+            out["most boxes given to one layout"] = max(counting.sizes or [0])
+
+    asyncio.run(run())
+    return out
+
+
+def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None) -> None:
+    print("\n5. big models: the module-level picture (goals: first picture < 1.5 s, "
+          "open/fold < 200 ms, a step < 50 ms, no layout over more boxes than shown)")
+    cases = []
+    if gpt_trace:
+        cases.append(("nanoGPT, 72 layers (recorded)", Path(gpt_trace), 2))
+    else:
+        path = tmp / "gpt72.dgtrace"
+        record_gpt(path)
+        cases.append(("GPT stand-in, 72 layers", path, 2))
+    path = tmp / "synthetic50k.dgtrace"
+    t0 = time.perf_counter()
+    record_synthetic(path)
+    print(f"   (recorded the synthetic model in {time.perf_counter() - t0:.1f} s)")
+    cases.append(("synthetic, 50,000 nodes", path, 1))
+    for name, trace, iteration in cases:
+        out = measure(trace, iteration, repeats)
+        print(f"   {name}: {int(out.pop('nodes')):,} nodes, "
+              f"{int(out.pop('boxes shown'))} boxes shown at most")
+        for k, v in out.items():
+            text = f"{int(v)}" if k.startswith("most") else f"{v * 1000:7.1f} ms"
+            print(f"     {k:<52} {text}")

@@ -1,0 +1,275 @@
+"""Statistics on the device, read once: PyTorch capture on a GPU's terms.
+
+On a GPU every host read (``.item()``, ``.tolist()``, ``float(t)``) waits for the device to
+finish all the work queued before it. Reading each op's summary as the op runs would stall
+a recorded step once per op. So an op's and a gradient's statistics are computed as device
+tensors on the current stream (the same reductions ``stats`` reads at once: the numbers
+are equal, exactly), kept here with a ``Pending`` handed to the tracer in their place,
+and read in one ``tolist()`` per device (``read``): at the iteration's end, at a pause,
+when the run ends, or when ``CAP`` entries wait.
+
+Host reads that remain: a second read in an iteration where some summary needs another
+look at its tensor (one for all of them): a norm that came out non-finite (an attention
+mask's -inf; exact NaN/Inf counts and the finite elements' statistics, from the tensor as
+it is at the read: one changed in place since keeps a lower bound of its counts, marked
+sampled) or ``full``'s two-pass variance where the one-pass formula cancels; a tensor
+learning rate (``.item()`` once per step); and tensors only the old path can summarise
+(sparse, nested, quantized, under torch.func, and every tensor while the script has a
+``TorchDispatchMode`` on), summarised at once as ``stats`` does.
+
+Held until the read: each summarised tensor (for the repair above), so a device's memory
+holds an iteration's outputs a little longer; ``CAP`` bounds how many.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import _disable_current_modes
+
+from ..capture.events import Summary
+from ..capture.pending import UNREAD, Pending
+from ..capture.rows import summary_row
+from . import layouts, stats
+from .guard import failed
+from .stats import dtype_name, shape_of
+
+CAP = 16_384
+"""Entries kept before the buffer is read anyway (an iteration that never ends)."""
+
+_vector_norm = torch.linalg.vector_norm
+_F64 = torch.float64
+_LOW = stats._LOW_PRECISION
+_strided = torch.strided
+_Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_isfinite = math.isfinite
+_cheap_summary = Summary.cheap
+_wrapped = layouts._is_wrapped  # (vmap, grad: their tensors outlive no transform level)
+_legacy_batched = layouts._is_legacy_batched
+no_stats = stats.no_stats
+
+# What an entry is: its kind decides how its numbers become a summary.
+_NORM, _SCALAR, _FULL, _UPDATES = range(4)
+
+
+def _plain(t: torch.Tensor) -> bool:
+    """Can the device path summarise ``t``? (An ordinary strided tensor, no dispatch mode
+    of the script's on: anything else goes the old way, read at once.)"""
+    cls = type(t)
+    return ((cls is _Tensor or cls is _Parameter) and t.layout is _strided
+            and not t.is_nested and not t.is_quantized and not t.is_meta
+            and not _dispatch_modes() and not _wrapped(t) and not _legacy_batched(t))
+
+
+class StatsBuffer:
+    """This iteration's statistics as device tensors, with the Pendings they fill."""
+
+    def __init__(self, set_quiet: Callable[[int], None],
+                 on_full: Callable[[], None]) -> None:
+        self._set_quiet = set_quiet
+        self._on_full = on_full  # (reads the buffer through the tracer: see ``read``)
+        # One list per kind of entry: the device numbers, and (Pending, what builds the
+        # summary: shape, dtype, the tensor, its version) beside them.
+        self._numbers: list[torch.Tensor] = []
+        self._entries: list[tuple[int, Pending, Any, Any, Any, Any]] = []
+        self.reads = 0  # buffer reads so far (tests, the bench)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- what the capture calls per op and per gradient ------------------------------------
+    def cheap_one(self, t: torch.Tensor, value: bool = True) -> Summary | Pending | None:
+        """The pending cheap summary of ``t`` (a ready one for integers, bools, empties).
+        ``value``: a one-element tensor (a loss) gets its value, as ``stats.cheap_one``
+        gives it (an op's single output); a list of tensors gets norms (``stats.cheap``)."""
+        dtype = t.dtype
+        if not (dtype.is_floating_point or dtype.is_complex):
+            return no_stats(t)  # (first: index arithmetic is most of the tiny ops)
+        if not _plain(t):
+            return stats.cheap([t])[0] if not value else stats.cheap_one(t)
+        n = t.numel()
+        if not n:
+            return Summary(shape_of(t), dtype_name(dtype))
+        if t.requires_grad:
+            t = t.detach()
+        f = t.float() if dtype in _LOW else t
+        if n == 1 and value and not dtype.is_complex:
+            return self._add(_SCALAR, f.reshape(1).to(_F64, copy=True), t)
+        return self._add(_NORM, _vector_norm(f), t)
+
+    def full_one(self, t: torch.Tensor) -> Summary | Pending | None:
+        if not _plain(t):
+            return stats.full([t])[0]
+        n = t.numel()
+        if not n:
+            return Summary(shape_of(t), dtype_name(t.dtype))
+        if t.requires_grad:
+            t = t.detach()
+        f = stats._as_float(t).reshape(-1)
+        if f.is_complex():
+            return self._add(_FULL, _vector_norm(f).to(_F64).reshape(1), t)
+        low, high = torch.aminmax(f)
+        parts = torch.cat([torch.stack([low, high, f.sum(), _vector_norm(f)]).to(_F64),
+                           f[:stats.PREVIEW].to(_F64)])
+        return self._add(_FULL, parts, t)
+
+    def cheap(self, tensors: Sequence[torch.Tensor | None]) -> list[Any]:
+        one = self.cheap_one
+        return [None if t is None else one(t, False) for t in tensors]
+
+    def full(self, tensors: Sequence[torch.Tensor | None]) -> list[Any]:
+        one = self.full_one
+        return [None if t is None else one(t) for t in tensors]
+
+    def updates(self, ids: Sequence[int], norms: Sequence[torch.Tensor]) -> Pending:
+        """An optimizer step's update norms (one per parameter, ``ids``), pending."""
+        numbers = torch.stack([n.to(_F64) for n in norms]) if norms else torch.zeros(0, dtype=_F64)
+        return self._add(_UPDATES, numbers, tuple(ids))
+
+    def _add(self, kind: int, numbers: torch.Tensor, t: Any) -> Pending:
+        p = Pending()
+        self._numbers.append(numbers)
+        version = t._version if kind != _UPDATES else 0
+        self._entries.append((kind, p, t, version, None, None))
+        if len(self._entries) >= CAP:
+            self._on_full()
+        return p
+
+    # -- the read ---------------------------------------------------------------------------
+    def read(self) -> bool:
+        """Read every pending number to the host (one ``tolist()`` per device) and fill in
+        the Pendings. False when nothing was pending."""
+        entries = self._entries
+        if not entries:
+            return False
+        numbers = self._numbers
+        self._entries, self._numbers = [], []
+        self.reads += 1
+        self._set_quiet(1)
+        try:
+            if _dispatch_modes():
+                with _disable_current_modes():
+                    values = _to_host(numbers)
+            else:
+                values = _to_host(numbers)
+            repairs: list[tuple[Pending, Any, bool, Any]] = []
+            for (kind, p, t, version, _, _), v in zip(entries, values, strict=True):
+                p.row = _summary(kind, t, version, v, p, repairs)
+            if repairs:
+                _repair(repairs)
+        except Exception as exc:  # noqa: BLE001 - statistics must never fail the script
+            for entry in entries:  # (and no row may wait for them forever)
+                if entry[1].row is UNREAD:
+                    entry[1].row = None
+            failed("the statistics of an iteration", exc)
+        finally:
+            self._set_quiet(-1)
+        return True
+
+
+def _to_host(numbers: list[torch.Tensor]) -> list[Any]:
+    """Each device tensor's numbers as Python floats: a 0-d one gives a float, a 1-d one a
+    list. Norms are stacked by device and dtype (each converted to float64 exactly), then
+    everything of one device goes to the host in one ``tolist()``."""
+    by_device: dict[Any, list[int]] = {}
+    for i, n in enumerate(numbers):
+        by_device.setdefault(n.device, []).append(i)
+    out: list[Any] = [None] * len(numbers)
+    for indexes in by_device.values():
+        scalars: dict[torch.dtype, list[int]] = {}
+        vectors: list[int] = []
+        for i in indexes:
+            n = numbers[i]
+            if n.dim() == 0:
+                scalars.setdefault(n.dtype, []).append(i)
+            else:
+                vectors.append(i)
+        order: list[int] = []
+        parts: list[torch.Tensor] = []
+        for group in scalars.values():
+            parts.append(torch.stack([numbers[i] for i in group]).to(_F64))
+            order.extend(group)
+        parts.extend(numbers[i] for i in vectors)
+        flat = torch.cat(parts).tolist() if len(parts) > 1 else parts[0].tolist()
+        at = 0
+        for i in order:
+            out[i] = flat[at]
+            at += 1
+        for i in vectors:
+            size = numbers[i].numel()
+            out[i] = flat[at:at + size]
+            at += size
+    return out
+
+
+def _summary(kind: int, t: Any, version: int, v: Any, p: Pending,
+             repairs: list[tuple[Pending, Any, bool, Any]]) -> Any:
+    """The summary row of an entry from its numbers (see ``stats`` for the forms), or
+    UNREAD with the entry added to ``repairs`` when it needs a second look at the tensor
+    (read for all such entries at once: ``_repair``)."""
+    if kind == _UPDATES:
+        return tuple(zip(t, v, strict=True))
+    s: Summary | None
+    if kind == _NORM:
+        if _isfinite(v):
+            return _row(_cheap_summary(shape_of(t), dtype_name(t.dtype), v, 0, 0, False))
+        return _nonfinite(t, version, v, False, p, repairs)
+    if kind == _SCALAR:
+        value = v[0]
+        if not _isfinite(value):
+            return _nonfinite(t, version, value, True, p, repairs)
+        s = Summary(shape_of(t), dtype_name(t.dtype), value, value, value, 0.0, abs(value),
+                    0, 0, (value,), False)
+        return _row(s)
+    numbers = v  # _FULL
+    complex_ = t.is_complex()
+    if not all(_isfinite(x) for x in numbers[:4]):
+        return _nonfinite(t, version, numbers[0] if complex_ else numbers[3], not complex_,
+                          p, repairs)
+    if complex_:
+        return _row(Summary(shape_of(t), dtype_name(t.dtype), norm=numbers[0]))
+    n = t.numel()
+    mean = numbers[2] / n
+    var = (numbers[3] ** 2 - n * mean * mean) / (n - 1) if n > 1 else 0.0
+    if not stats.cancels(n, mean, var):
+        return _row(stats.with_variance(t, numbers, var))
+    if t._version != version:  # (changed since: the one pass, marked inexact)
+        return _row(Summary(shape_of(t), dtype_name(t.dtype), numbers[0], numbers[1], mean,
+                            math.sqrt(max(var, 0.0)), numbers[3], 0, 0, tuple(numbers[4:]),
+                            True))
+    repairs.append((p, t, False, (numbers, mean)))
+    return UNREAD
+
+
+def _nonfinite(t: torch.Tensor, version: int, norm: float, full: bool, p: Pending,
+               repairs: list[tuple[Pending, Any, bool, Any]]) -> Any:
+    """A non-finite statistic: exact counts from the tensor (``_repair``), or, when it
+    changed in place since, what the non-finite number proves (at least one NaN, or at
+    least one Inf), marked sampled."""
+    if t._version == version:
+        repairs.append((p, t, True, full))
+        return UNREAD
+    nan = 1 if math.isnan(norm) else 0
+    return _row(Summary(shape_of(t), dtype_name(t.dtype), norm=None, nan=nan, inf=1 - nan,
+                        sampled=True))
+
+
+def _repair(repairs: list[tuple[Pending, Any, bool, Any]]) -> None:
+    """The second look, for every entry that needs one, in one more read: exact NaN/Inf
+    counts and the finite elements' statistics, or a two-pass variance."""
+    parts = [stats.nonfinite_parts(t, info) if nonfinite
+             else stats.squares_about(t, info[1]).reshape(1)
+             for _, t, nonfinite, info in repairs]
+    for (p, t, nonfinite, info), numbers in zip(repairs, _to_host(parts), strict=True):
+        if nonfinite:
+            p.row = _row(stats.nonfinite_summary(t, numbers, info))
+        else:
+            p.row = _row(stats.with_variance(t, info[0], numbers[0] / (t.numel() - 1)))
+
+
+_row = summary_row

@@ -1,0 +1,189 @@
+"""PyTorch capture on a GPU's terms (issue 24): statistics stay on the device until the
+iteration ends. On a GPU each host read is a synchronisation, so the tests count dyngraph's
+own reads of torch tensors (on CPU: the same calls) and check what the single read gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dyngraph  # noqa: E402
+from dyngraph.capture import events as ev  # noqa: E402
+from dyngraph.capture.traces import read_trace  # noqa: E402
+from dyngraph.capture.tracing import tracer  # noqa: E402
+from dyngraph.debug import Session  # noqa: E402
+
+SCRIPTS = Path(__file__).parent / "scripts"
+BUDGET = str(SCRIPTS / "sync_budget.py")
+sys.path.insert(0, str(SCRIPTS))
+
+
+def reads_of(stdout: str) -> dict[str, object]:
+    line = [x for x in stdout.splitlines() if x.startswith("READS ")]
+    assert line, stdout
+    return json.loads(line[-1][len("READS "):])  # type: ignore[no-any-return]
+
+
+def assert_within_budget(reads: dict[str, object]) -> None:
+    """At most 2 reads per training step, whatever its op count (an MLP step is 8 ops and
+    gradients, a GPT block's 40, the LSTM's up to 60): none per op."""
+    for name in ("mlp", "gpt", "lstm"):
+        assert all(n <= 2 for n in reads[name]), reads  # type: ignore[attr-defined]
+        assert reads[name + "_first"] <= 2, reads  # type: ignore[operator]
+
+
+def side_by_side(*commands: tuple[str, ...], timeout: float = 120
+                 ) -> list[subprocess.CompletedProcess[str]]:
+    """Run several ``dyngraph`` commands at once (each pays PyTorch's import)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-m", "dyngraph", *c], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for c in commands]
+    done = []
+    for c, p in zip(commands, procs, strict=True):
+        out, err = p.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(c, p.returncode, out, err))
+    return done
+
+
+def test_record_and_check_read_the_device_at_most_twice_per_iteration(tmp_path):
+    out = tmp_path / "budget.dgtrace"
+    done, checked = side_by_side(("record", "-o", str(out), BUDGET), ("check", BUDGET))
+    assert done.returncode == 0, done.stderr
+    assert_within_budget(reads_of(done.stdout))
+    events = read_trace(str(out)).events
+    ops = sum(1 for e in events if type(e) is ev.Op)
+    steps = sum(1 for e in events if type(e) is ev.BackwardStep)
+    assert ops > 100 and steps > 100  # (so "0 per op" is what the counts above say)
+    assert all(e.summary is not None for e in events if type(e) is ev.Op)
+
+    assert checked.returncode == 0, checked.stderr
+    assert_within_budget(reads_of(checked.stdout))
+
+
+def test_debug_without_value_breakpoints_reads_nothing_per_op():
+    session = Session.start(BUDGET, (), stats="full", pause_at_start=False)
+    text = []
+    try:
+        deadline = time.monotonic() + 120
+        while not session.state.finished and time.monotonic() < deadline:
+            text += [e.text for e in session.poll(0.1) if type(e) is ev.ScriptOutput]
+        text += [e.text for e in session.poll() if type(e) is ev.ScriptOutput]
+    finally:
+        session.close()
+    assert session.state.exit_status == 0
+    assert_within_budget(reads_of("".join(text)))
+
+
+@pytest.mark.parametrize("stats", ["cheap", "full"])
+def test_summaries_after_the_read_equal_those_read_per_op(stats):
+    """The one read per iteration gives exactly the numbers a read per op gives: every
+    op's, gradient's and leaf gradient's summary and every update norm, on the MLP, the
+    GPT block (its -inf mask: non-finite norms, repaired) and the LSTM."""
+    from sync_budget import WORKLOADS
+
+    def recorded(eager: bool) -> list[tuple[object, ...]]:
+        torch.manual_seed(0)
+        with dyngraph.trace(stats=stats, backend="torch") as t:
+            tracer.eager_stats = eager
+            try:
+                for steps in WORKLOADS.values():
+                    for _ in steps():
+                        pass
+            finally:
+                tracer.eager_stats = False
+        found = []
+        for e in t.events:
+            if type(e) is ev.Op:
+                found.append((e.op, e.summary))
+            elif type(e) is ev.BackwardStep:
+                found.append((e.grad_fn, e.grad_outputs, e.grad_inputs))
+            elif type(e) is ev.GradAccumulated:
+                found.append((e.name, e.summary))
+            elif type(e) is ev.OptimizerStep:
+                found.append((e.optimizer, tuple(n for _, n in e.updates)))  # (ids differ)
+        return found
+
+    per_op, per_iteration = recorded(True), recorded(False)
+    assert len(per_op) > 300
+    assert per_iteration == per_op
+    masked = [s for _, s in (x for x in per_op if len(x) == 2)
+              if isinstance(s, ev.Summary) and s.inf]
+    assert masked  # (the -inf attention scores: the repaired non-finite path was compared)
+
+
+# -- nothing lost -------------------------------------------------------------------------------
+STOPS = {
+    "crash": "raise RuntimeError('crash')",
+    "exit": "sys.exit(3)",
+    "sigterm": "os.kill(os.getpid(), signal.SIGTERM)",
+    "ctrl-c": "os.kill(os.getpid(), signal.SIGINT)",
+}
+
+
+def test_pending_statistics_are_written_when_the_script_stops_mid_iteration(tmp_path):
+    """A crash, ``sys.exit``, SIGTERM and Ctrl-C in the middle of an iteration: the
+    statistics its ops computed on the device are still read and written."""
+    commands = []
+    for how, stop in STOPS.items():
+        script = tmp_path / f"{how}.py"
+        script.write_text(
+            "import os, signal, sys, time, torch\n"
+            "x = torch.randn(4, 4, requires_grad=True)\n"
+            "y = (x * 2).relu()\n"
+            "z = y.sum()\n"
+            f"{stop}\n"
+            "time.sleep(30)\n"
+        )
+        commands.append(("record", "-o", str(tmp_path / f"{how}.dgtrace"), str(script)))
+    for how, done in zip(STOPS, side_by_side(*commands), strict=True):
+        assert done.returncode != 0, how
+        if how == "sigterm":
+            assert done.returncode in (128 + signal.SIGTERM, -signal.SIGTERM), done.stderr
+        events = read_trace(str(tmp_path / f"{how}.dgtrace")).events
+        ops = [e for e in events if type(e) is ev.Op]
+        assert [e.op for e in ops] == ["mul", "relu", "sum"], how
+        assert all(e.summary is not None and e.summary.norm is not None for e in ops), how
+        assert ops[-1].summary.mean == pytest.approx(float(ops[-1].summary.norm)), how
+        assert type(events[-1]) is ev.RunEnd, how
+
+
+# -- first NaN, named as before ---------------------------------------------------------------
+def first_hit(script: str, args: list[str]) -> ev.BreakpointHit:
+    """The NaN breakpoint's hit in the debugger (statistics read per op while it is set)."""
+    from dyngraph.debug import Breakpoint
+
+    session = Session.start(script, args, stats="cheap", breakpoints=[Breakpoint.nan()],
+                            pause_at_start=False)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            for e in session.poll(0.1):
+                if type(e) is ev.BreakpointHit:
+                    return e  # type: ignore[return-value]
+        raise AssertionError("no NaN found")
+    finally:
+        session.close()
+
+
+def test_check_names_the_first_nan_as_the_debugger_does_forward_and_backward():
+    """``check`` judges when the iteration's statistics are read; the debugger with a NaN
+    breakpoint judges per op. Both name the same op or node, in the same words."""
+    train = str(SCRIPTS / "train.py")
+    cases = (["--nan-at", "2"], ["--bad-backward", "2"])
+    checked = side_by_side(*(("check", train, *args) for args in cases))
+    for args, done in zip(cases, checked, strict=True):
+        assert done.returncode == 1, done.stderr
+        hit = first_hit(train, args)
+        assert hit.reason == "nan" and hit.iteration == 2
+        assert (f"FAILED, NaN/Inf found in iteration 2: {hit.description}. The run was "
+                "stopped there.") in " ".join(done.stderr.split()), (done.stderr, hit)
