@@ -4,13 +4,15 @@ UI or the exporters, and the UI and exporters never reach into engine internals.
 from __future__ import annotations
 
 import ast
+import functools
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _imports(path: Path, package: str) -> list[tuple[str, bool]]:
+@functools.cache  # each test walks the same files: parse each one once per process
+def _imports(path: Path, package: str) -> tuple[tuple[str, bool], ...]:
     """(imported module, at module level?) for every import in a file."""
     tree = ast.parse(path.read_text(), str(path))
     top_level = {id(node) for node in tree.body}
@@ -24,7 +26,7 @@ def _imports(path: Path, package: str) -> list[tuple[str, bool]]:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([module] if module else []))
             found.append((module, id(node) in top_level))
-    return found
+    return tuple(found)
 
 
 def _package_files(folder: str, package: str):

@@ -90,14 +90,18 @@ def test_the_mutations_are_deterministic(mutators, name):
 
 @pytest.mark.parametrize("name", ["cheap", "cheap2"])
 def test_most_crafted_files_pass_the_checksum(mutators, tmp_path, name):
-    """The mutations that re-encode frames must reach the readers' own checks."""
+    """The mutations that re-encode frames must reach the readers' own checks: fewer than
+    1 in 5 may stop at the checksum. (100 cases by default, a third of
+    ``DYNGRAPH_FUZZ_CASES`` when set; the first 100 stop 15 and 9 times, the first 200
+    29 and 22 times.)"""
     m = mutators[name]
+    cases = CASES // 3
     checksum = 0
-    for case in range(200):
+    for case in range(cases):
         data, what = m.make(case)
         outcome = fz.exercise(fz.write(tmp_path / "c.dgtrace", data), tmp_path / "o")
         checksum += "checksum mismatch" in outcome
-    assert checksum < 40
+    assert checksum < cases / 5
 
 
 @pytest.mark.parametrize("name", ["full", "full2"])

@@ -96,14 +96,30 @@ def test_breakpoints_stepping_values_and_script_breakpoints_on_a_pytorch_script(
 
 
 def test_check_record_summary_and_export_from_the_command_line(tmp_path):
+    """One recording of train.py serves the summary and the export (a run of the script
+    costs seconds of PyTorch start-up; what each command shows is checked as before)."""
     clean = dyngraph_cli("check", TRAIN, timeout=120)
     assert clean.returncode == 0 and "ok, no NaN/Inf" in clean.stderr, clean.stderr
     assert clean.stdout.count("loss") == 3  # the script's own output, unchanged
     bad = dyngraph_cli("check", TRAIN, "--nan-at", "2", timeout=120)
     assert bad.returncode == 1
     assert "log" in bad.stderr and f"train.py:{line_of('train.py', 'nan-forward')}" in bad.stderr
+
+    trace = tmp_path / "run.dgtrace"
+    recorded = dyngraph_cli("record", "-o", str(trace), TRAIN, timeout=120)
+    assert recorded.returncode == 0, recorded.stderr
+    # the summary's loss column: the value backward() was called on, as the script printed it
+    printed = [line.split()[-1] for line in recorded.stdout.splitlines() if " loss " in line]
+    summary = dyngraph_cli("summary", str(trace))
+    assert summary.returncode == 0, summary.stderr
+    rows = [line.split() for line in summary.stdout.splitlines()
+            if line.strip()[:1].isdigit()]
+    assert len(printed) == 3 and len(rows) >= 3
+    for row, value in zip(rows, printed, strict=False):
+        assert abs(float(row[1]) - float(value)) <= 1e-3 * abs(float(value)), (row, value)
+
     out = tmp_path / "graphs"
-    exported = dyngraph_cli("export", "-o", str(out), "--graph", "both", TRAIN, timeout=180)
+    exported = dyngraph_cli("export", "-o", str(out), "--graph", "both", str(trace), timeout=180)
     assert exported.returncode == 0, exported.stderr
     assert {p.name for p in out.glob("*.svg")} == {f"iter-000{i}.svg" for i in (1, 2, 3)}
     dot = (out / "iter-0001.dot").read_text()
@@ -142,18 +158,3 @@ def test_a_pytorch_examples_style_script_runs_as_its_user_expects(tmp_path):
     checked = dyngraph_cli("check", str(SCRIPTS / "word_lm_style.py"), timeout=180)
     assert checked.returncode == 0 and "ok, no NaN/Inf" in checked.stderr, checked.stderr
     assert checked.stdout.count("| batch") == 6
-
-
-def test_summary_of_a_pytorch_trace_shows_each_iterations_loss(tmp_path):
-    """The loss column: the value backward() was called on, as the script printed it."""
-    trace = tmp_path / "run.dgtrace"
-    recorded = dyngraph_cli("record", "-o", str(trace), TRAIN, timeout=120)
-    assert recorded.returncode == 0, recorded.stderr
-    printed = [line.split()[-1] for line in recorded.stdout.splitlines() if " loss " in line]
-    summary = dyngraph_cli("summary", str(trace))
-    assert summary.returncode == 0, summary.stderr
-    rows = [line.split() for line in summary.stdout.splitlines()
-            if line.strip()[:1].isdigit()]
-    assert len(printed) == 3 and len(rows) >= 3
-    for row, value in zip(rows, printed, strict=False):
-        assert abs(float(row[1]) - float(value)) <= 1e-3 * abs(float(value)), (row, value)
