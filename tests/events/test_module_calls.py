@@ -104,13 +104,14 @@ def test_schema_3_files_read_as_rank_0_of_no_job() -> None:
 
 
 def test_a_format_1_schema_3_header_reads_as_rank_0_of_no_job() -> None:
-    """A JSON header row of schema 3 ends at the numpy version: three fields short."""
+    """A JSON header row of schema 3 ends at the numpy version: four fields short (schema
+    4's iteration mode and rank fields), read as iterations ending at backward, rank 0."""
     new = ev.Header(seq=0, iteration=0, schema_version=3, script="t.py", numpy_version="2.4.6",
-                    rank=1, world_size=2, run_id="r")
+                    iteration_mode="step", rank=1, world_size=2, run_id="r")
     payload = tf.encode_events_json([new])[tf.FRAME_HEADER.size:]
     meta, rows = payload[:tf.EVENTS_META.size], json.loads(payload[tf.EVENTS_META.size:])
-    old = tf.decode_events_payload(meta + json.dumps([rows[0][:-3]]).encode())
-    assert old == [new.replace(rank=0, world_size=0, run_id="")]
+    old = tf.decode_events_payload(meta + json.dumps([rows[0][:-4]]).encode())
+    assert old == [new.replace(iteration_mode="backward", rank=0, world_size=0, run_id="")]
 
 
 def test_a_rank_header_round_trips_in_both_formats() -> None:
