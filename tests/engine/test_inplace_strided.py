@@ -131,6 +131,10 @@ CASES: dict[str, Case] = {
     "clamp_max_": Case(lambda L, v, o: v.clamp_max_(2), lambda L, x, o: L.clamp(x, max=2)),
     "masked_fill_": Case(lambda L, v, o: v.masked_fill_(v > 2, 7),
                          lambda L, x, o: x.masked_fill(x > 2, 7)),
+    # (every row's values added into the first: each write lands on one strided place)
+    "scatter_add_": Case(lambda L, v, o: v.scatter_add_(0, L.zeros(v.shape, dtype=L.int64), o),
+                         lambda L, x, o: x.scatter_add_(0, L.zeros(x.shape, dtype=L.int64), o),
+                         FLOATS, ("same shape", "strided")),
     "zero_": Case(lambda L, v, o: v.zero_(), lambda L, x, o: x * 0),
     "fill_": Case(lambda L, v, o: v.fill_(5), lambda L, x, o: x * 0 + 5),
     "copy_": Case(lambda L, v, o: v.copy_(o), lambda L, x, o: x * 0 + o,
