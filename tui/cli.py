@@ -53,7 +53,7 @@ def _check_script(script: str) -> Path:
 
 def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: str | None,
               title: str, breakpoints: Sequence[Breakpoint] = (), backend: str = "auto",
-               iteration: str = "backward",
+              iteration: str = "backward",
                compile: str | None = None,  # noqa: A002 - the CLI's --compile
                unfinished_status: int = 0, **options: Any) -> int:
     """The debugger on ``script``; its exit status (``unfinished_status`` when the user
@@ -79,17 +79,36 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
         app = DebuggerApp(source, export_dir=export_dir, title=title, files_near=str(script))
         status = app.run()
     finally:
+        # Out of the app, ctrl+c is a signal again: one more press (users press it more
+        # than once to quit) would cut the script's output short. Closing is bounded.
+        held = _ctrl_c_held()
         source.close()
         end_children()
-    # As if it had run without the debugger: what the script printed, and its traceback.
-    print_output(source.model.output, source.model.exception, near=str(script))
-    for bp in source.breakpoints.values():  # the ones that waited for a file in vain
-        why = source.check_reach(bp) if bp.kind == "line" else ""
-        if why:
-            print(f"dyngraph: breakpoint {bp} never hit: {why}", file=sys.stderr)
+    try:
+        # As if it had run without the debugger: what the script printed, its traceback.
+        print_output(source.model.output, source.model.exception, near=str(script))
+        for bp in source.breakpoints.values():  # the ones that waited for a file in vain
+            why = source.check_reach(bp) if bp.kind == "line" else ""
+            if why:
+                print(f"dyngraph: breakpoint {bp} never hit: {why}", file=sys.stderr)
+    finally:
+        _ctrl_c_restored(held)
     if unfinished_status and not app.return_code and app.model.run_end is None:
         return unfinished_status
     return exit_status(app.return_code, status)
+
+
+def _ctrl_c_held() -> Any:
+    """Ignore SIGINT from now on (main thread only); the handler it replaced."""
+    try:
+        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to hold
+        return None
+
+
+def _ctrl_c_restored(previous: Any) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
 
 
 def exit_status(app_code: int | None, script_status: int | None = None) -> int:
