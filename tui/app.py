@@ -461,11 +461,13 @@ class DebuggerApp(DebuggerActions):
 
     def _selected_frame(self) -> Any:
         """The frame the source pane follows: one moved to up the stack, or the line of a
-        breakpoint() or of an exception (the op's line is elsewhere there)."""
+        breakpoint(), of an exception, or of a rank of a job held at a checkpoint or at a
+        divergence (the op's line is elsewhere there: the script went on past its last op)."""
         view = self.frames.current
         if view is None or not view.frames or self._python_note():
             return None
-        if view.frame > 0 or self._state().reason in ("breakpoint", "exception"):
+        if view.frame > 0 or self._state().reason in ("breakpoint", "exception", "held",
+                                                      "divergence"):
             return view.frames[view.frame]
         return None
 

@@ -35,7 +35,7 @@ GRAPH_KINDS = frozenset({
     "optimizer_step", "iteration_end", "breakpoint", "exception", "compile",
 })
 _GRAPH_CACHE = 8
-QUIET_PAUSES = frozenset({"step", "start"})
+QUIET_PAUSES = frozenset({"step", "start", "held"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -769,11 +769,12 @@ class Tracer:
         if type(updates) is Pending:  # (read later: ``dyngraph.capture.pending``)
             self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
                           updates))
-            return
-        pairs = [(int(t), float(n)) for t, n in updates]  # type: ignore[union-attr]
-        self.keep(pairs)  # (a list, made before its pairs: they stay in order behind it)
-        self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
-                      tuple(pairs)))
+        else:
+            pairs = [(int(t), float(n)) for t, n in updates]  # type: ignore[union-attr]
+            self.keep(pairs)  # (a list, made before its pairs: they stay in order behind it)
+            self.deliver(("optimizer_step", self.seq, self.iteration, optimizer, float(lr),
+                          tuple(pairs)))
+        # (a step whose norms are still on the device ends its iteration all the same)
         if self.mode == "step" and self.iteration > 0:
             self._close_lazily()
 

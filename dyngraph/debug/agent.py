@@ -673,7 +673,7 @@ class Agent(ForwardChecks, ReadChecks):
     def hold(self, description: str) -> None:
         """Pause where the script is (a rank of a job held at its first checkpoint)."""
         last = self._last_step
-        self._pause("start", description, last[1] if last is not None else 0)
+        self._pause("held", description, last[1] if last is not None else 0)
 
     def remote_divergence(self, description: str) -> None:
         """Another rank found the ranks diverged while this one was busy (from a thread of

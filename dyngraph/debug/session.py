@@ -62,7 +62,8 @@ class SessionState:
     """``status`` is "running", "paused" or "finished".
 
     Paused: ``reason`` is the breakpoint kind ("op", "nan", ...), "step", "start",
-    "exception" or "breakpoint" (``dyngraph.breakpoint()`` or ``breakpoint()``), ``at_seq``
+    "exception", "breakpoint" (``dyngraph.breakpoint()`` or ``breakpoint()``), "held" (a
+    rank of a job at its first checkpoint) or "divergence", ``at_seq``
     the seq of the event it stopped at, ``pause`` the seq of the BreakpointHit itself (it
     names this pause: answers about variables carry it). Finished: ``exit_status`` is the
     child's as ``subprocess`` reports it (negative signal number when killed by one: -11 for

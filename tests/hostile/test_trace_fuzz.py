@@ -141,7 +141,9 @@ def test_frames_costing_memory_out_of_proportion_are_refused_before_they_are_bui
 def test_no_reader_takes_memory_out_of_proportion_to_the_events_it_holds(mutators, tmp_path):
     """Every reader (read_trace and every graph, summary, export, the debugger's loader)
     over each shape, in a process of its own: its peak grows by at most 50 MB plus 2 KB
-    per event held. (``DYNGRAPH_FUZZ_MB`` sets the shapes' size; 4 MB by default.)"""
+    per event held, plus twice the file's bytes (a frame's bytes are held up to twice while
+    they are checked: docs/trace-format.md; at the default 4 MB that is within the 50 MB,
+    and a 256 MB frame peaked at 513 MB). ``DYNGRAPH_FUZZ_MB`` sets the shapes' size."""
     size = int(float(os.environ.get("DYNGRAPH_FUZZ_MB", "4")) * 2**20)
     shapes = _amplifiers(mutators, size)
     # and a real recording of many events, which loads: its events are what it may hold
@@ -159,7 +161,8 @@ def test_no_reader_takes_memory_out_of_proportion_to_the_events_it_holds(mutator
     for r in results:
         name = names[r["path"]]
         assert not r["outcome"].startswith("UNEXPECTED"), (name, r["outcome"])
-        allowed = MEMORY_MB + PER_EVENT_KB * r["events"] / 1024
+        allowed = (MEMORY_MB + PER_EVENT_KB * r["events"] / 1024
+                   + 2 * os.path.getsize(r["path"]) / 2**20)
         assert r["growth_mb"] <= allowed, (name, r)
     assert results[0]["outcome"] == "ok" and results[0]["events"] > 1_000
 

@@ -203,7 +203,7 @@ def test_debug_rank_1_pauses_while_rank_0_waits_without_timing_out(tmp_path):
                    check=True, cwd=tmp_path)
     try:
         screen = _wait_for(session, "held at its first checkpoint")
-        assert "rank 1 of 2" in screen
+        assert "rank 1 of 2" in screen and "PAUSED held" in " ".join(screen.split())
         subprocess.run(["tmux", "send-keys", "-t", session, "c"], check=True)
         _wait_for(session, "iteration 3 begins")
         time.sleep(10)  # twice the timeout: rank 0 would have failed inside a collective

@@ -338,3 +338,27 @@ def test_summaries_are_exact_and_values_convert_to_numpy():
     assert zs.std == pytest.approx(float(torch.arange(1.0, 7.0).std()))
     w = torch.ones(2, requires_grad=True)
     assert to_numpy(w).tolist() == [1.0, 1.0] and to_numpy(z).dtype == np.float32
+
+
+def test_iteration_step_ends_pytorch_iterations_at_the_optimizer_step():
+    """``--iteration step`` on a PyTorch script: gradient accumulation (three backward
+    passes per step) stays in one iteration, which ends at its step, though the step's
+    update norms are still on the device when it is recorded (their read comes later)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = torch.randn(8, 4)
+    with dyngraph.trace(stats="cheap", iteration="step") as t:
+        for _ in range(2):
+            for _ in range(3):
+                model(data).pow(2).mean().backward()
+            opt.step()
+            opt.zero_grad()
+    training = [it for it in t.iterations if it.index > 0]
+    assert len(training) == 2
+    for it in training:
+        assert sum(isinstance(e, ev.BackwardStart) for e in it.events) == 3
+        kinds = [e.kind for e in it.events]
+        assert kinds[-2:] == ["optimizer_step", "iteration_end"], kinds[-4:]
+        step = next(e for e in it.events if isinstance(e, ev.OptimizerStep))
+        assert step.updates and all(norm > 0 for _, norm in step.updates)
