@@ -4,8 +4,11 @@ The three doors (``export``'s ``index.html``, the notebook widget, ``view --web`
 the page the same data; only the transport differs (embedded in the page, a widget's
 model state, or fetched part by part from the web server). The parts:
 
-- ``meta()``: the iterations (index, structure id, structure changed, node count, NaN/Inf
-  count), the first NaN/Inf of the run and the gradient-norm range the colours span;
+- ``meta()``: the iterations (index, structure id, setup or not, structure changed since
+  the iteration before, node count, NaN/Inf count), the first NaN/Inf of the run and the
+  gradient-norm range the colours span. Iteration 0 is the run's *setup* (the work before
+  the first differentiable op): shown, but nobody's baseline, so neither it nor the
+  iteration after it is ever "changed" (as in ``dyngraph summary``);
 - ``structure(s)``: what iterations of one structure share: the nodes (op, name, module,
   shape, source line, stable key, structural signature), their inputs, and the module
   folding model of ``dyngraph.capture.folding`` (``ModuleTree.to_dict()``, the calls open
@@ -63,6 +66,7 @@ class ViewerData:
         self.items = [it for it in items]
         self.graph_kind = graph_kind
         self.title = title
+        self.notes: list[str] = []  # what choosing the iterations noted (a range cut short)
         self._meta: dict[str, Any] | None = None
         self._structure_of: list[int] = []
         self._structures: list[_Structure] = []
@@ -156,7 +160,7 @@ class ViewerData:
         iterations = []
         first_nan = None
         lo, hi = math.inf, 0.0
-        previous_key = None
+        previous_key = None  # the baseline's structure key (None: no baseline)
         for p, item in enumerate(self.items):
             graph = item.get()
             key = item.key()
@@ -171,12 +175,16 @@ class ViewerData:
                     lo, hi = min(lo, n), max(hi, n)
             if first_nan is None and nan_nodes:
                 first_nan = self._first_nan(p, graph, s)
+            setup = item.index == 0
             iterations.append({
-                "index": item.index, "structure": s, "key": key,
-                "changed": p == 0 or key != previous_key, "nodes": len(graph.nodes),
+                "index": item.index, "structure": s, "key": key, "setup": setup,
+                "changed": previous_key is not None and key != previous_key,
+                "nodes": len(graph.nodes),
                 "complete": bool(graph.complete), "nan": nan_nodes,
                 "files": list(item.files), "pages": [list(p) for p in item.pages]})
-            previous_key = key
+            # Setup (iteration 0: loading data, an evaluation ...) is nobody's baseline,
+            # as in `dyngraph summary` and the debugger: iteration 1 is not "changed".
+            previous_key = None if setup else key
         return {"schema": SCHEMA, "title": self.title, "graph": self.graph_kind,
                 "iterations": iterations, "firstNaN": first_nan,
                 "gradRange": [lo, hi] if lo <= hi else None,

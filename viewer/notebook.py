@@ -24,9 +24,11 @@ import argparse
 import html
 import os
 import shlex
+import sys
 from collections.abc import Iterable
 from typing import Any
 
+from dyngraph import iterspec
 from dyngraph.errors import UserError
 
 from .data import GRAPH_KINDS, ViewerData
@@ -60,11 +62,15 @@ def widget_module() -> str:
 
 def viewer_data(source: Any, *, graph: str = "forward",
                 iterations: str | Iterable[int] | None = None) -> ViewerData:
-    """``source``: a ``Trace``, a trace file's path, or ``ViewerData`` as it is."""
+    """``source``: a ``Trace``, a trace file's path, or ``ViewerData`` as it is.
+
+    ``iterations`` means what ``dyngraph export --iterations`` means (see ``_chosen``); a
+    range cut to the trace leaves a note in the result's ``notes``."""
     if isinstance(source, ViewerData):
         return source
     if graph not in GRAPH_KINDS:
         raise UserError(f"unknown graph {graph!r}: choose from {', '.join(GRAPH_KINDS)}")
+    parts = _parts(iterations)  # a typo is refused before a file is read
     title = "dyngraph"
     if isinstance(source, (str, os.PathLike)):
         from dyngraph.capture.traces import read_trace
@@ -73,33 +79,50 @@ def viewer_data(source: Any, *, graph: str = "forward",
         source = read_trace(source)
     if not hasattr(source, "iterations"):
         raise UserError(f"show() needs a trace or a trace file, not {type(source).__name__}")
-    return ViewerData.from_trace(source, graph_kind=graph,
-                                 iterations=_chosen(iterations, source), title=title)
+    chosen, notes = _chosen(iterations, parts, source)
+    data = ViewerData.from_trace(source, graph_kind=graph, iterations=chosen, title=title)
+    data.notes = notes
+    return data
 
 
-def _chosen(spec: str | Iterable[int] | None, trace: Any) -> list[int] | None:
-    """Iteration indexes from ``"all"``, ``"changed"``, ``"1-10,15"`` or ints (None: all)."""
+def _parts(spec: str | Iterable[int] | None) -> tuple[iterspec.Part, ...]:
+    """A range spec's parts (none for all, changed or ints); UserError for a typo."""
+    if not isinstance(spec, str) or spec in ("all", "changed"):
+        return ()
+    try:
+        return iterspec.parse(spec)
+    except UserError as exc:
+        raise UserError(f"{exc} (or all, changed)") from None
+
+
+def _chosen(spec: str | Iterable[int] | None, parts: tuple[iterspec.Part, ...], trace: Any
+            ) -> tuple[list[int] | None, list[str]]:
+    """The iteration indexes ``spec`` names (None: all) and notes on ranges cut to the
+    trace. ``spec``: ``"all"``, ``"changed"`` (the first iteration, the first after setup,
+    and each whose structure differs from the one before it: what ``export`` and
+    ``summary`` take), a range spec of ``dyngraph.iterspec`` (``1-10,15``, ``5-``,
+    ``-10``, ``last``) or ints."""
     if spec is None or spec == "all":
-        return None
-    if not isinstance(spec, str):
-        return [int(i) for i in spec]
+        return None, []
+    available = [it.index for it in trace.iterations]
     if spec == "changed":
-        out, last = [], None
+        out: list[int] = []
+        before: tuple[int, str] | None = None  # (index, structure key) of the one before
         for it in trace.iterations:
             key = it.structure_key
-            if key != last:
-                out.append(it.index)
-            last = key
-        return out
-    out = []
-    for part in spec.split(","):
-        lo, dash, hi = part.strip().partition("-")
-        try:
-            a, b = int(lo), int(hi) if dash else int(lo)
-        except ValueError:
-            raise UserError(f"bad iterations {spec!r}: use e.g. 1-10,15 | all | changed") from None
-        out.extend(range(a, b + 1))
-    return out
+            if before is None or before[0] == 0 or key != before[1]:
+                out.append(it.index)  # (setup is nobody's baseline)
+            before = (it.index, key)
+        return out, []
+    if isinstance(spec, str):
+        return iterspec.resolve(parts, available)
+    wanted = sorted({int(i) for i in spec})
+    have = set(available)
+    missing = [i for i in wanted if i not in have]
+    if missing:
+        raise UserError(f"no iteration {missing[0]} in this trace (it has "
+                        f"{iterspec.describe(available) or 'none'})")
+    return wanted, []
 
 
 class HtmlViewer:
@@ -154,11 +177,16 @@ def show(source: Any, *, graph: str = "forward", iterations: str | Iterable[int]
     Returns None once displayed (so a last line ``dyngraph.show(t)`` shows it once); outside
     IPython, returns the viewer object (``viewer()`` always does).
 
-    ``graph``: "forward" or "backward"; ``iterations``: "all" (default), "changed",
-    "1-10,15" or a list of indexes; ``widget``: None picks the anywidget when installed,
-    False forces the self-contained HTML.
+    ``graph``: "forward" or "backward"; ``iterations``: what ``export --iterations``
+    takes ("all", the default; "changed"; "1-10,15", "5-", "-10", "last") or a list of
+    indexes (a range past the trace's end is cut to it, with a note on stderr);
+    ``widget``: None picks the anywidget when installed, False forces the self-contained
+    HTML.
     """
-    shown = viewer(source, graph=graph, iterations=iterations, height=height, widget=widget)
+    data = viewer_data(source, graph=graph, iterations=iterations)
+    for note in data.notes:
+        print(f"dyngraph.show: note: {note}", file=sys.stderr)
+    shown = viewer(data, height=height, widget=widget)
     try:
         from IPython.display import display
     except ImportError:  # not in IPython: the caller gets the object to display
@@ -196,10 +224,13 @@ def dyngraph_magic(line: str, cell: str) -> Any:
         ip.run_cell(cell)  # an error is shown by IPython; what ran before it is still shown
     ip.user_ns["_dyngraph_trace"] = t
     try:
-        shown = viewer(t, graph=args.graph, iterations=args.iterations, height=args.height)
+        data = viewer_data(t, graph=args.graph, iterations=args.iterations)
+        shown = viewer(data, height=args.height)
     except UserError as exc:
         print(f"%%dyngraph: {exc}")
         return None
+    for note in data.notes:
+        print(f"%%dyngraph: note: {note}")
     ip.user_ns["_dyngraph_viewer"] = shown
     from IPython.display import display
 

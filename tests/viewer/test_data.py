@@ -7,20 +7,24 @@ import re
 
 from dyngraph.viewer import ViewerData, page_html
 from dyngraph.viewer.page import json_block, read_parts, script_text
-from viewer_runs import BLOCKS, EVIL_MODULE, EVIL_PARAM, NAN_ITERATION, training_run
+from viewer_runs import BLOCKS, EVIL_MODULE, EVIL_PARAM, NAN_ITERATION, setup_run, training_run
 
 import dyngraph
 from dyngraph.capture import folding as fd
+from dyngraph.debug.commands import summarize_trace
 
 RUN = training_run()
+SETUP_RUN = setup_run()
 
 
 def test_meta_marks_changes_nans_and_the_first_nan():
     meta = ViewerData.from_trace(RUN).meta()
     its = meta["iterations"]
     assert [it["index"] for it in its] == [1, 2, 3, 4]
-    # 2: a batch of 5; 3: one op more (x * nan); 4: as 1 again, but changed since 3.
-    assert [it["changed"] for it in its] == [True, True, True, True]
+    # 1: nothing before it to change from; 2: a batch of 5; 3: one op more (x * nan);
+    # 4: as 1 again, but changed since 3.
+    assert [it["changed"] for it in its] == [False, True, True, True]
+    assert not any(it["setup"] for it in its)  # (it begins differentiable: no setup)
     assert its[0]["structure"] == its[3]["structure"]  # the same structure: stored once
     assert meta["structures"] == len({it["structure"] for it in its})
     assert its[0]["nan"] == 0 and its[NAN_ITERATION - 1]["nan"] > 0
@@ -29,6 +33,24 @@ def test_meta_marks_changes_nans_and_the_first_nan():
     assert first["label"] == "mul" and first["module"] == ""
     lo, hi = meta["gradRange"]
     assert 0 < lo <= hi
+
+
+def test_setup_is_shown_but_is_nobodys_baseline():
+    """Issue 27's iteration 0 (the work before the first differentiable op) is in the
+    viewer, named setup; neither it nor iteration 1 is "changed", as `dyngraph summary`
+    marks them (a change needs a baseline, and setup is nobody's)."""
+    its = ViewerData.from_trace(SETUP_RUN).meta()["iterations"]
+    assert [it["index"] for it in its] == [0, 1, 2, 3, 4, 5]
+    assert [it["setup"] for it in its] == [True, False, False, False, False, False]
+    assert its[0]["key"] != its[1]["key"]  # (so "changed" would be true against setup)
+    rows, _ = summarize_trace(SETUP_RUN.events)
+    assert [r["iteration"] for r in rows] == [0, 1, 2, 3, 4, 5]
+    assert [it["changed"] for it in its] == [r["changed"] for r in rows]
+    assert [it["changed"] for it in its] == [False, False, True, True, True, False]
+    # "changed" is against the iteration before it on the slider: with only setup
+    # before it there, iteration 3 has no baseline either.
+    chosen = ViewerData.from_trace(SETUP_RUN, iterations=[0, 3, 4]).meta()["iterations"]
+    assert [it["changed"] for it in chosen] == [False, False, True]
 
 
 def test_structure_carries_the_folding_model_as_python_built_it():

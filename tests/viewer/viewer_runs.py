@@ -69,6 +69,26 @@ def training_run(iterations: int = 4) -> dyngraph.Trace:
     return t
 
 
+def setup_run() -> dyngraph.Trace:
+    """A run with setup (iteration 0: data made before the first differentiable op, and an
+    evaluation under no_grad), then iterations 1-5; iteration 3 takes a batch of 6 (its
+    structure changes, and changes back in 4; 5 is as 4)."""
+    dyngraph.manual_seed(0)
+    model = nn.Linear(3, 1)
+    opt = dyngraph.optim.SGD(model.parameters(), lr=0.1)
+    with dyngraph.trace(stats="full") as t:
+        data = dyngraph.randn(8, 3) * 0.5
+        with dyngraph.no_grad():
+            model(data).sum()
+        for step in range(1, 6):
+            batch = data[:6] if step == 3 else data[:4]
+            loss = model(batch).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return t
+
+
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run",
                   "--disable-dev-shm-usage"]

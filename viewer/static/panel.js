@@ -10,7 +10,7 @@ DG.helpText = function () {
   const h = DG.h;
   const keys = [["n, \u2192", "next op"], ["\u2190", "previous op"],
                 ["i, ]", "next iteration"], ["[", "previous iteration"],
-                ["/", "find"], ["d", "diff with another iteration"],
+                ["/", "find"], ["d", "diff with the previous iteration"],
                 ["x", "go to the first NaN/Inf"], ["z", "open / fold the module"],
                 ["W", "whole graph"], [".", "centre the selection"], ["+ -", "zoom"],
                 ["Esc", "clear the selection"], ["?", "these keys"]];
@@ -181,6 +181,19 @@ DG.showResults = function (app, query) {
   }
   box.appendChild(list);
   if (found.length > 100) box.appendChild(DG.h("p", {}, "\u2026 and " + (found.length - 100) + " more"));
+};
+
+// "iteration 3"; iteration 0 is the run's setup (the work before the first
+// differentiable op), named as the terminal names it.
+DG.iterationName = it => it.setup ? "iteration 0, setup" : "iteration " + it.index;
+
+// The diff pane when d has nothing to compare (setup, or the first iteration).
+DG.showNoDiff = function (app, why) {
+  const box = app.el.diffBox;
+  box.textContent = "";
+  box.hidden = false;
+  box.append(DG.h("h4", {}, DG.iterationName(app.meta.iterations[app.pos])),
+             DG.h("p", {class: "dg-diff-none"}, why));
 };
 
 DG.showDiff = function (app) {

@@ -38,6 +38,7 @@ DG.App = class {
     this.drawing = null;
     this.sel = null; // {key: node key} or {unit: unit key}
     this.diffWith = null; // iteration position the diff compares with, or null
+    this.diffNote = false; // the diff pane says why d compares nothing here
     this.hits = new Set();
     this.ticket = 0;
     this.timings = {};
@@ -66,7 +67,7 @@ DG.App = class {
     e.diffWith = h("select", {class: "dg-diff-with", "aria-label": "compare with", hidden: true});
     e.search = h("input", {type: "search", class: "dg-search",
                            placeholder: "find op, module, tensor id  (/)", "aria-label": "find"});
-    e.ticks = h("div", {class: "dg-ticks", title: "orange: structure changed; red: NaN/Inf"});
+    e.ticks = h("div", {class: "dg-ticks", title: "orange: structure changed; red: NaN/Inf; dark grey: setup (iteration 0)"});
     const top = h("header", {class: "dg-top"},
       h("div", {class: "dg-row"}, e.prev, e.slider, e.next, e.current, e.badge, e.info),
       e.ticks,
@@ -138,12 +139,12 @@ DG.App = class {
     e.slider.max = Math.max(0, m.iterations.length - 1);
     m.iterations.forEach((it, p) => {
       const t = DG.h("span", {class: "dg-tick" + (it.changed ? " dg-changed" : "") +
-                                     (it.nan ? " dg-nanit" : ""),
-                              title: "iteration " + it.index + (it.changed ? " (structure changed)" : "") +
+                                     (it.setup ? " dg-setup" : "") + (it.nan ? " dg-nanit" : ""),
+                              title: DG.iterationName(it) + (it.changed ? " (structure changed)" : "") +
                                      (it.nan ? " (NaN/Inf)" : "")});
       t.addEventListener("click", () => this.show(p));
       e.ticks.appendChild(t);
-      e.diffWith.appendChild(DG.h("option", {value: p}, "vs iteration " + it.index));
+      e.diffWith.appendChild(DG.h("option", {value: p}, "vs " + DG.iterationName(it)));
     });
     if (m.firstNaN) {
       e.nan.hidden = false;
@@ -197,6 +198,10 @@ DG.App = class {
     this.sid = it.structure;
     if (!this.expanded.has(it.structure)) this.expanded.set(it.structure, new Set(S.open));
     if (this.diffWith !== null) await this.loadDiff();
+    else if (this.diffNote) {  // (it was about the iteration left)
+      this.diffNote = false;
+      DG.showDiff(this);
+    }
     if (ticket !== this.ticket) return;
     this.render({fit: how.fit || !sameStructure, keepView: sameStructure && !how.fit});
     this.updateHeader();
@@ -231,9 +236,9 @@ DG.App = class {
   updateHeader() {
     const e = this.el, m = this.meta, it = m.iterations[this.pos];
     e.slider.value = this.pos;
-    e.current.textContent = "iteration " + it.index + " (" + (this.pos + 1) + " of " +
+    e.current.textContent = DG.iterationName(it) + " (" + (this.pos + 1) + " of " +
       m.iterations.length + ")";
-    e.badge.hidden = !(it.changed && this.pos > 0);
+    e.badge.hidden = !it.changed;
     Array.from(e.ticks.children).forEach((t, k) => t.classList.toggle("dg-current", k === this.pos));
     if (this.options.hash) {
       try {
@@ -489,11 +494,30 @@ DG.App = class {
   }
 
   toggleDiff() {
-    if (this.diffWith !== null) this.setDiff(null);
-    else this.setDiff(Math.max(0, this.pos - 1));
+    if (this.diffWith !== null || this.diffNote) return this.setDiff(null);
+    const why = this.noBaseline(this.pos);
+    if (why) {
+      this.diffNote = true;
+      DG.showNoDiff(this, why);
+      return undefined;
+    }
+    return this.setDiff(this.pos - 1);
+  }
+
+  // Why iteration position p has nothing to be compared with ("" when it has the one
+  // before it). Setup (iteration 0) is nobody's baseline, as in the terminal's d.
+  noBaseline(p) {
+    const its = this.meta.iterations;
+    if (its[p].setup) return "setup (the work before the first differentiable op): nothing to compare";
+    if (p === 0) return "the first iteration shown: nothing to compare it with";
+    if (its[p - 1].setup) {
+      return "the first iteration: setup before it (iteration 0) is no baseline, nothing to compare it with";
+    }
+    return "";
   }
 
   async setDiff(p) {
+    this.diffNote = false;
     this.diffWith = p;
     this.el.diffWith.hidden = p === null;
     this.el.diff.classList.toggle("dg-on", p !== null);
