@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dyngraph.viewer import ViewerData
+from dyngraph.viewer import ViewerData, page_html
 from dyngraph.viewer.server import ViewerServer
 from viewer_runs import (
     BLOCKS,
@@ -21,6 +21,7 @@ from viewer_runs import (
     chromium,
     not_blank,
     ready,
+    setup_run,
     training_run,
     watch,
 )
@@ -134,6 +135,40 @@ def test_exported_page_click_slide_open_diff_and_first_nan(browser, run, tmp_pat
     assert text(page, ".dg-details h3").startswith("mul")
 
     assert page.evaluate("typeof self.__pwned") == "undefined"
+    assert problems == []
+    page.close()
+
+
+def test_page_names_setup_and_diffs_nothing_against_it(browser, tmp_path: Path):
+    """Iteration 0 is setup (issue 27): named so, never "changed", and d there and on
+    iteration 1 says why it compares nothing, as the terminal's d does."""
+    (tmp_path / "index.html").write_text(
+        page_html(ViewerData.from_trace(setup_run()).everything()), encoding="utf-8")
+    page = browser.new_page()
+    problems = watch(page)
+    page.goto((tmp_path / "index.html").as_uri())
+    at_iteration(page, 0)
+    assert text(page, ".dg-current") == "iteration 0, setup (1 of 6)"
+    assert page.locator(".dg-tick.dg-setup").count() == 1
+    assert page.locator(".dg-tick.dg-changed").count() == 3  # 2, 3 and 4
+    assert "iteration 0, setup" in page.locator(".dg-tick").first.get_attribute("title")
+    page.locator("#dg-root").press("d")
+    assert "setup (the work before" in text(page, ".dg-diff-none")
+    page.locator("#dg-root").press("]")
+    at_iteration(page, 1)
+    assert page.locator(".dg-diff").is_hidden()  # the note was about setup
+    assert page.locator(".dg-badge").is_hidden()  # not "changed" against setup
+    page.locator("#dg-root").press("d")
+    assert "setup before it (iteration 0) is no baseline" in text(page, ".dg-diff-none")
+    assert page.locator(".dg-diff-summary").count() == 0
+    page.locator("#dg-root").press("d")
+    assert page.locator(".dg-diff").is_hidden()
+    page.locator("#dg-root").press("]")
+    at_iteration(page, 2)
+    assert page.locator(".dg-badge").is_visible()
+    page.locator("#dg-root").press("d")
+    page.wait_for_selector(".dg-diff-summary")
+    assert text(page, ".dg-diff h4") == "iteration 2 vs 1"
     assert problems == []
     page.close()
 
