@@ -216,7 +216,8 @@ def dyngraph_magic(line: str, cell: str) -> Any:
 
     try:
         args = _magic_parser().parse_args(shlex.split(line))
-    except (argparse.ArgumentError, SystemExit, ValueError) as exc:
+        _parts(args.iterations)  # a typo is refused before the cell runs
+    except (argparse.ArgumentError, SystemExit, ValueError, UserError) as exc:
         print(f"%%dyngraph: {exc}")
         return None
     ip = get_ipython()

@@ -20,6 +20,7 @@ import hmac
 import ipaddress
 import json
 import secrets
+import socket
 import sys
 import threading
 import warnings
@@ -34,6 +35,14 @@ from .data import ViewerData
 from .page import page_html
 
 LOOPBACK = "127.0.0.1"
+
+
+def is_wildcard(host: str) -> bool:
+    """``0.0.0.0`` or ``::``: every address of this machine."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
 
 
 def is_loopback(host: str) -> bool:
@@ -58,8 +67,10 @@ class ViewerServer(ThreadingHTTPServer):
         self.lock = threading.Lock()  # the trace's graphs are built by one thread at a time
         self.page = page_html(None, transport="web", title=title).encode("utf-8")
         self._encoded: dict[str, bytes] = {}
-        super().__init__((host, port), _Handler)
-        self.host = host
+        if ":" in host:  # an IPv6 address (``::``, ``::1``)
+            self.address_family = socket.AF_INET6
+        super().__init__((host.strip("[]"), port), _Handler)
+        self.host = host.strip("[]")
 
     @property
     def port(self) -> int:
@@ -67,10 +78,23 @@ class ViewerServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host = self.host if ":" not in self.host else f"[{self.host}]"
-        if host in ("0.0.0.0", "[::]"):
-            host = LOOPBACK if host == "0.0.0.0" else "[::1]"
+        """The URL to open on this machine (loopback when serving every address)."""
+        host = self.host
+        if is_wildcard(host):
+            host = LOOPBACK if ":" not in host else "::1"
+        return self.url_at(host)
+
+    def url_at(self, host: str) -> str:
+        """The URL with ``host`` for the machine's name or address."""
+        host = host if ":" not in host else f"[{host}]"
         return f"http://{host}:{self.port}/?token={self.token}"
+
+    @property
+    def remote_url(self) -> str | None:
+        """Serving every address (``--host 0.0.0.0`` or ``::``): the URL by this
+        machine's host name, for another machine to open; None otherwise (the printed
+        URL already names the address served)."""
+        return self.url_at(socket.gethostname()) if is_wildcard(self.host) else None
 
     def allowed_hosts(self) -> set[str] | None:
         """The ``Host`` headers accepted: loopback names only on loopback (no DNS
@@ -78,7 +102,8 @@ class ViewerServer(ThreadingHTTPServer):
         if not is_loopback(self.host):
             return None
         port = self.port
-        return {f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]", self.host)}
+        own = self.host if ":" not in self.host else f"[{self.host}]"
+        return {f"{name}:{port}" for name in ("127.0.0.1", "localhost", "[::1]", own)}
 
     def encoded(self, path: str, query: dict[str, list[str]]) -> bytes:
         """The JSON of the part a path names, encoded once and kept (history: not kept,
@@ -218,7 +243,10 @@ def run_web(args: argparse.Namespace) -> int:
     server.start_warming()
     count = len(data.meta()["iterations"])
     print(f"dyngraph view: {path.name} ({count} iterations) at {server.url}", flush=True)
-    if is_loopback(host):
+    if server.remote_url:
+        print(f"  from another machine: {server.remote_url} (or this machine's address in "
+              "place of its name); Ctrl-C stops", flush=True)
+    elif is_loopback(host):
         print(f"  from another machine: ssh -L {server.port}:127.0.0.1:{server.port} THIS_HOST, "
               "then open the same URL there; Ctrl-C stops", flush=True)
     try:

@@ -50,6 +50,10 @@ def notebook() -> Any:
                                   "dyngraph.manual_seed(0)"),
         nbformat.v4.new_code_cell(TRAINING_CELL),
         nbformat.v4.new_code_cell("dyngraph.show(_dyngraph_trace, widget=False)"),
+        nbformat.v4.new_code_cell("%%dyngraph --iterations 3-9 --graph backward\n"
+                                  + TRAINING_CELL.split("\n", 1)[1]),
+        nbformat.v4.new_code_cell("%%dyngraph --iterations 3-1\nlate = 1"),
+        nbformat.v4.new_code_cell("'late' in globals()"),
     ]
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                                      store_widget_state=True)
@@ -57,8 +61,8 @@ def notebook() -> Any:
     return nb
 
 
-def _widget_state(nb: Any) -> dict[str, Any]:
-    view = next(o for o in nb.cells[1].outputs if o.get("output_type") == "display_data")
+def _widget_state(nb: Any, cell: int = 1) -> dict[str, Any]:
+    view = next(o for o in nb.cells[cell].outputs if o.get("output_type") == "display_data")
     model_id = view["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
     states = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     return states[model_id]["state"]
@@ -72,6 +76,25 @@ def test_dyngraph_magic_records_the_cell_into_a_widget(notebook):
     assert meta["firstNaN"]["index"] == 3 and meta["firstNaN"]["label"] == "mul"
     assert state["_esm"].rstrip().endswith("};") and "DG.mount" in state["_esm"]
     assert ".dg-viewer" in state["_css"]
+
+
+def _printed(nb: Any, cell: int) -> str:
+    return "".join(o.get("text", "") for o in nb.cells[cell].outputs
+                   if o.get("output_type") == "stream")
+
+
+def test_magic_iterations_and_graph_mean_what_export_takes(notebook):
+    """--iterations as export reads it (a range past the end cut, with a note), --graph
+    backward, and a typo refused before the cell runs."""
+    assert _printed(notebook, 3).strip() == (
+        "%%dyngraph: note: --iterations 3-9: the trace ends at iteration 4; took 3-4")
+    meta = _widget_state(notebook, 3)["data"]["meta"]
+    assert [it["index"] for it in meta["iterations"]] == [3, 4]
+    assert meta["graph"] == "backward"
+    assert _printed(notebook, 4).strip() == (
+        "%%dyngraph: bad --iterations '3-1': 3-1 goes down (or all, changed)")
+    ran = next(o for o in notebook.cells[5].outputs if o.get("output_type") == "execute_result")
+    assert ran["data"]["text/plain"] == "False"  # the cell never ran
 
 
 def test_widget_and_html_fallback_render_in_chromium(notebook):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -104,6 +105,10 @@ def test_cli_serves_a_trace_file_and_warns_when_opened_wider(tmp_path: Path):
                 break
         assert "(2 iterations) at http://127.0.0.1:" in line
         url = urlsplit(line.split(" at ", 1)[1].strip())
+        # Every address is served: the URL another machine opens names this one.
+        remote = proc.stdout.readline() if proc.stdout else ""
+        assert f"from another machine: http://{socket.gethostname()}:{url.port}/?{url.query} " \
+            in remote
         conn = http.client.HTTPConnection("127.0.0.1", url.port, timeout=10)
         conn.request("GET", f"/api/meta?{url.query}")
         assert conn.getresponse().status == 200
@@ -114,6 +119,28 @@ def test_cli_serves_a_trace_file_and_warns_when_opened_wider(tmp_path: Path):
         proc.terminate()
         _, err = proc.communicate(timeout=20)
     assert "warning: serving on 0.0.0.0, not loopback" in err
+
+
+def test_wildcard_hosts_print_this_machines_name():
+    """--host 0.0.0.0 or :: serves every address: the URL to open here is loopback's, the
+    one for another machine has this machine's host name; a named host is its own URL."""
+    data = ViewerData.from_trace(training_run(1))
+    for host, here, remote in (("0.0.0.0", "127.0.0.1", socket.gethostname()),
+                               ("::", "[::1]", socket.gethostname()), ("::1", "[::1]", None)):
+        try:
+            srv = ViewerServer(data, host=host)
+        except OSError:  # (no IPv6 on this machine)
+            assert ":" in host
+            continue
+        try:
+            assert srv.url == f"http://{here}:{srv.port}/?token={srv.token}"
+            if remote is None:
+                assert srv.remote_url is None
+                assert f"{here}:{srv.port}" in (srv.allowed_hosts() or set())
+            else:
+                assert srv.remote_url == f"http://{remote}:{srv.port}/?token={srv.token}"
+        finally:
+            srv.server_close()
 
 
 def test_cli_bad_input_is_one_line(tmp_path: Path):
