@@ -36,6 +36,7 @@ from .view import (
     VNode,
     _Shape,
     build_view,
+    counted,
     fmt_shape,
 )
 
@@ -499,7 +500,7 @@ def _tooltip(v: VNode) -> tuple[str, str]:
         ops = sum(1 for m in v.members if m.kind in OP_KINDS)
         what = ("integer index arithmetic, no gradient flows through it"
                 if v.path.startswith("index ops") else f"module: {clean(v.path)}")
-        static = f"{what}\n{len(v.members)} nodes, {ops} ops"
+        static = f"{what}\n{counted(len(v.members), 'node')}, {counted(ops, 'op')}"
     else:
         n = v.members[0]
         static = _static_tooltip(n.kind, n.op, n.label, n.name, n.shape, n.dtype, n.module,

@@ -28,6 +28,11 @@ OP_KINDS = ("op", "backward")
 GHOSTS = 12
 
 
+def counted(n: int, word: str) -> str:
+    """``1 op``, ``5 ops``, ``1,024 nodes``: a box never says "×1 ops"."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 @dataclass(slots=True)
 class VNode:
     """One drawn node. ``members`` are the graph nodes it stands for (one unless collapsed)."""
@@ -425,15 +430,15 @@ def _unit_label(v: VNode) -> tuple[str, ...]:
     is drawn on, a module call's ops, an index group as it is (its label counts them)."""
     ops = sum(1 for m in v.members if m.kind in OP_KINDS)
     if v.strip:
-        return (v.path, f"{ops // max(len(v.strip), 1)} ops each", " ")
+        return (v.path, f"{counted(ops // max(len(v.strip), 1), 'op')} each", " ")
     if v.path.startswith("index ops"):
         return (v.path,)
-    return (f"{v.path} (×{ops} ops)",)
+    return (f"{v.path} (×{counted(ops, 'op')})",)
 
 
 def _collapsed_label(v: VNode, label: str, fold_labels: dict[str, str]) -> str:
     ops = sum(1 for m in v.members if m.kind in OP_KINDS)
-    what = f"×{ops} ops" if ops else f"×{len(v.members)} nodes"
+    what = f"×{counted(ops, 'op')}" if ops else f"×{counted(len(v.members), 'node')}"
     if v.path in fold_labels:
         return f"{fold_labels[v.path]} ({what} each)"
     return f"{label} ({what})"
@@ -520,7 +525,7 @@ def _add_ghosts(graph: Graph, old: Graph, removed: tuple[int, ...], visible: dic
                 v.mark = "changed"
             if v.kind == "ghost":
                 v.members.append(node)
-                v.lines = (f"{top} (×{len(v.members)} nodes)",)
+                v.lines = (f"{top} (×{counted(len(v.members), 'node')})",)
             ghosts[old_id] = v.name
             continue
         name = f"x{prefix}{old_id}" if prefix != "n" else f"x{old_id}"

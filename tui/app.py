@@ -294,7 +294,8 @@ class DebuggerApp(DebuggerActions):
         self.redraws += 1
         self._last_full = time.monotonic()
         with self.batch_update():
-            graph = model.graph_at_cursor() or Graph(iteration=1)
+            found = model.graph_at_cursor()
+            graph = found if found is not None else Graph(iteration=1)  # (empty is falsy)
             self.graph = graph
             current = model.current_node_id()
             moved = model.cursor != self._last_cursor
@@ -305,7 +306,7 @@ class DebuggerApp(DebuggerActions):
                 self.compile_event = model.compile_event_at_cursor()
             canvas = self.main.query_one("#graph")
             canvas.show(graph, current=current, mode=self.graph_mode)  # type: ignore[attr-defined]
-            title = _graph_title(graph, self.graph_mode)
+            title = _graph_title(found, self.graph_mode)
             if title != self._graph_title:  # setting a title redraws the pane
                 canvas.border_title = self._graph_title = title
             if moved and GraphCanvas is not None and current in graph.nodes:
@@ -657,14 +658,17 @@ class DebuggerApp(DebuggerActions):
         return end.status if end is not None else 0
 
 
-def _graph_title(graph: Graph, mode: str) -> str:
+def _graph_title(graph: Graph | None, mode: str) -> str:
+    """The graph pane's title: which iteration (None: no op has run, so none)."""
+    if graph is None:
+        return "graph · before the first op"
+    which = f"iteration {graph.iteration}" if graph.iteration else "setup (iteration 0)"
     if mode == "backward":
         reached = len(graph.backward_order)
         if not reached:
-            return (f"backward graph · iteration {graph.iteration} · backward has not started "
-                    "(g: forward)")
-        return f"backward graph · iteration {graph.iteration} · {reached} nodes reached"
-    return f"graph · iteration {graph.iteration} · {len(graph.nodes)} nodes"
+            return f"backward graph · {which} · backward has not started (g: forward)"
+        return f"backward graph · {which} · {reached} nodes reached"
+    return f"graph · {which} · {len(graph.nodes)} nodes"
 
 
 def _same(a: str, b: str) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 from dyngraph.capture import folding as fd
 
 from . import raster
+from .numbers import plural
 from .raster import ViewCluster, ViewEdge, ViewGraph, ViewNode
 
 # (kind, op, name, shape, module, requires_grad, inputs as creation indices, scope, dtype):
@@ -253,7 +254,7 @@ def _unit_label(unit: fd.Unit, ops: int, compact: bool, members: int) -> str:
         return raster.fit(unit.label if not compact else f"index ×{unit.size}",
                           raster.COMPACT_LABEL + 4 if compact else raster.MAX_LABEL)
     short = ".".join(unit.label.split(".")[-2:])  # "layers.3", not a bare "3"
-    text = f"{short} ×{ops}" if compact else f"{unit.label} (×{ops} ops)"
+    text = f"{short} ×{ops}" if compact else f"{unit.label} (×{plural(ops, 'op')})"
     return raster.fit(text, raster.COMPACT_LABEL + 4 if compact else raster.MAX_LABEL + 12)
 
 

@@ -87,10 +87,8 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
     try:
         # As if it had run without the debugger: what the script printed, its traceback.
         print_output(source.model.output, source.model.exception, near=str(script))
-        for bp in source.breakpoints.values():  # the ones that waited for a file in vain
-            why = source.check_reach(bp) if bp.kind == "line" else ""
-            if why:
-                print(f"dyngraph: breakpoint {bp} never hit: {why}", file=sys.stderr)
+        for bp, why in source.never_hit():  # a file, module or op waited for in vain
+            print(f"dyngraph: breakpoint {bp} never hit: {why}", file=sys.stderr)
     finally:
         _ctrl_c_restored(held)
     if unfinished_status and not app.return_code and app.model.run_end is None:

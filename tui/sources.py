@@ -78,18 +78,15 @@ class Source:
         return [f"breakpoint {bp}: {why}" for bp, why in self.bp_warnings.items()
                 if bp in self.breakpoints.values()]
 
-    def check_reach(self, spec: Breakpoint) -> str:
+    def check_reach(self, spec: Breakpoint, ended: bool = False) -> str:
         """Why ``spec`` cannot hit as things stand ("" if it can; ``debug.reach``),
-        from what the run has shown so far; remembered for the status line and ``B``."""
-        events = self.model.events
-        seen = self._seen
-        for event in events[self._seen_upto:]:
-            seen.add_event(event)
-        self._seen_upto = len(events)
+        from what the run has shown so far; remembered for the status line and ``B``.
+        ``ended``: the run is over, so what never ran could not have hit either."""
+        seen = self._seen_so_far()
         header = self.model.header
         script = header.script if header is not None else ""
         try:
-            why = check(spec, seen, script, torch=not seen.ops <= engine_ops())
+            why = check(spec, seen, script, torch=not seen.ops <= engine_ops(), ended=ended)
         except Exception:  # a check must never stop a breakpoint being set
             why = ""
         if why:
@@ -97,6 +94,27 @@ class Source:
         else:
             self.bp_warnings.pop(spec, None)
         return why
+
+    def never_hit(self) -> list[tuple[Breakpoint, str]]:
+        """The breakpoints that could not hit in this run, and why (said at exit): a file
+        that never loaded, a module path or an op that never ran."""
+        ended = self.model.run_end is not None  # (a run quit early may still get there)
+        out = []
+        for bp in self.breakpoints.values():
+            why = self.check_reach(bp, ended=ended)
+            if why:
+                out.append((bp, why))
+        return out
+
+    def _seen_so_far(self, arrived: Sequence[ev.Event] = ()) -> Seen:
+        """What the run has shown, history and ``arrived`` (events about to go into the
+        model, which may let the oldest go) included."""
+        events = self.model.events
+        seen = self._seen
+        for event in (*events[self._seen_upto:], *arrived):
+            seen.add_event(event)
+        self._seen_upto = len(events)
+        return seen
 
     @property
     def last_move(self) -> tuple[str, str]:
@@ -464,7 +482,9 @@ class LiveSource(Source):
         if not got:
             return got
         model = self.model
+        self._seen_so_far(got)  # (before a long run's oldest events are let go)
         model.ingest(got)
+        self._seen_upto = len(model.events)
         pause = next((e for e in reversed(got) if isinstance(e, ev.BreakpointHit)), None)
         if pause is not None and self._temporary:
             # A jump stopped on the way (at a breakpoint) still goes on with the next `c`.

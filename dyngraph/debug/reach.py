@@ -8,6 +8,12 @@ run has shown so far (``Seen``) and the source files on disk.
 >>> seen = Seen(files={"/w/train.py"}, modules={"encoder", "encoder.0"}, ops={"linear"})
 >>> check(Breakpoint.module("encodr"), seen, script="/w/train.py")
 'no module encodr has run (did you mean module:encoder?)'
+
+Once the run has ended (``ended``), what did not run cannot hit any more either: a module
+breakpoint when no module ran at all, an op breakpoint on an op the run never emitted.
+
+>>> check(Breakpoint.op("linears"), seen, ended=True)
+'no op linears ran (did you mean op:linear?)'
 """
 
 from __future__ import annotations
@@ -48,29 +54,46 @@ def engine_ops() -> set[str]:
     return set(OPS)
 
 
-def check(bp: Breakpoint, seen: Seen, script: str = "", torch: bool = False) -> str:
+def check(bp: Breakpoint, seen: Seen, script: str = "", torch: bool = False,
+          ended: bool = False) -> str:
     """Why ``bp`` cannot hit as things stand ("" if it can). ``torch``: the run captures
-    PyTorch, whose op names are not all known in advance."""
+    PyTorch, whose op names are not all known in advance. ``ended``: the run is over, so
+    only what it showed could have hit."""
     if bp.kind == "line":
         return _line(bp, seen, script)
     if bp.kind == "module":
-        if not seen.modules:
-            return ""  # no model has run yet: nothing to check against
-        if any(_module_matches(bp.name, m) for m in seen.modules):
-            return ""
-        near = difflib.get_close_matches(bp.name, sorted(seen.modules), n=1, cutoff=0.5)
-        hint = f" (did you mean module:{near[0]}?)" if near else ""
-        return f"no module {bp.name} has run{hint}"
+        return _module(bp, seen, ended)
     if bp.kind == "op":
-        known = seen.ops | (set() if torch else engine_ops())
-        if any(fnmatch.fnmatchcase(op, bp.name) for op in known):
-            return ""
-        near = difflib.get_close_matches(bp.name, sorted(known), n=1, cutoff=0.5)
-        hint = f" (did you mean op:{near[0]}?)" if near else ""
-        if torch:
-            return f"no op {bp.name} has run yet{hint}"
-        return f"dyngraph emits no op named {bp.name}{hint}"
+        return _op(bp, seen, torch, ended)
     return ""
+
+
+def _module(bp: Breakpoint, seen: Seen, ended: bool) -> str:
+    if not seen.modules:  # no model has run: nothing to check against, until the end
+        return "no module has run" if ended else ""
+    if any(_module_matches(bp.name, m) for m in seen.modules):
+        return ""
+    near = difflib.get_close_matches(bp.name, sorted(seen.modules), n=1, cutoff=0.5)
+    hint = f" (did you mean module:{near[0]}?)" if near else ""
+    return f"no module {bp.name} has run{hint}"
+
+
+def _op(bp: Breakpoint, seen: Seen, torch: bool, ended: bool) -> str:
+    if any(fnmatch.fnmatchcase(op, bp.name) for op in seen.ops):
+        return ""
+    known = seen.ops | (set() if torch else engine_ops())
+    exists = any(fnmatch.fnmatchcase(op, bp.name) for op in known)
+    if exists and not ended:
+        return ""
+    # an op that exists but did not run: the nearest that ran; a typo: the nearest known
+    pool = seen.ops if exists else known
+    near = difflib.get_close_matches(bp.name, sorted(pool), n=1, cutoff=0.5)
+    hint = f" (did you mean op:{near[0]}?)" if near else ""
+    if ended:
+        return f"no op {bp.name} ran{hint}"
+    if torch:
+        return f"no op {bp.name} has run yet{hint}"
+    return f"dyngraph emits no op named {bp.name}{hint}"
 
 
 def _module_matches(pattern: str, module: str) -> bool:  # (breakpoints.module_matches)

@@ -77,6 +77,13 @@ def test_collapsed_counts_ops_and_names_the_module() -> None:
     assert "cluster_encoder_layers_1" not in text
 
 
+def test_a_collapsed_module_of_one_op_says_1_op() -> None:
+    text = to_dot(mlp(), depth=1)
+    assert 'label="enc.0 (×1 op)"' in text and 'label="enc.1 (×1 op)"' in text
+    assert "module: enc.1\\n1 node, 1 op\\n" in text  # its tooltip
+    assert "×1 ops" not in text and "1 nodes" not in text
+
+
 def test_fold_draws_one_block_and_drops_the_chain() -> None:
     text = to_dot(stack(4), fold_repeats=True)
     assert 'label="encoder.layers.0-3 ×4"' in text

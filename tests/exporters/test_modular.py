@@ -126,3 +126,29 @@ def test_setup_is_exported_but_no_baseline_and_many_ghosts_are_one_box(tmp_path)
     rows, _ = summarize_trace(trace.events)
     assert [r["iteration"] for r in rows] == [0, 1, 2, 3]
     assert rows[-1]["nodes"] == infos[3].nodes > 0
+
+
+class Distinct(nn.Module):
+    """70 one-op modules of different shapes: no run, too many to open in the first page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3 + i, 4) for i in range(70)])
+
+    def forward(self):
+        out = dyngraph.zeros(())
+        for i, layer in enumerate(self.layers):
+            out = out + layer(dyngraph.ones(2, 3 + i)).sum()
+        return out
+
+
+def test_a_folded_module_of_one_op_says_1_op(tmp_path, monkeypatch):
+    monkeypatch.setattr(modular, "FOLD_ABOVE", 100)
+    with dyngraph.trace(stats="cheap") as trace:
+        Distinct()().backward()
+    export_iterations(trace, tmp_path, iterations=[1])
+    labels = {"".join(g.itertext()).strip()
+              for g in ET.parse(tmp_path / "iter-0001.svg").getroot().iter(f"{SVG}g")
+              if g.get("class") == "node"}
+    assert "layers.7 (×1 op)" in "\n".join(labels), labels
+    assert not any("×1 ops" in label for label in labels)

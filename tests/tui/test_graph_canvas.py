@@ -201,7 +201,7 @@ async def test_z_folds_and_unfolds_a_module_and_zoom_compacts_labels():
         await pilot.press("z")
         await settle(pilot, canvas)
         text = "\n".join(canvas.visible_lines())
-        assert "enc.0 (×1 ops)" in text and "linear 4×2" not in text
+        assert "enc.0 (×1 op)" in text and "linear 4×2" not in text
         assert "enc.0.weight" not in text  # its parameters fold in with it
         await pilot.press("z")
         await settle(pilot, canvas)

@@ -45,6 +45,8 @@ async def test_first_screen_shows_the_source_and_a_line_breakpoint_set_before_n_
         assert await wait_for(pilot, lambda: view.file == str(TINY) and view.line == first)
         assert view.border_title == "tiny.py" and app.focused is view
         assert view.mark_row == first - 1 and view.cursor_row == first - 1
+        graph = app.query_one("#graph")
+        assert graph.border_title == "graph · before the first op"  # no iteration yet
         target = line_of(TINY, "loss = ")
         for _ in range(target - first):
             await pilot.press("down")
@@ -56,6 +58,7 @@ async def test_first_screen_shows_the_source_and_a_line_breakpoint_set_before_n_
         assert isinstance(event, ev.Op) and event.line == target and event.iteration == 1
         assert view.line == target
         assert f"tiny.py:{target}" in status(app)
+        assert graph.border_title.startswith("graph · iteration 1 · ")
 
 
 async def test_restart_after_the_end_keeps_the_breakpoints_and_goes_to_iterations(closing):

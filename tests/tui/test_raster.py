@@ -158,7 +158,7 @@ def test_collapsed_module_is_one_box_with_its_op_count():
     assert "enc (×2 ops)" in text and "linear" not in text
     depth_one = cl.build_view(canon.sigs, cl.Collapse(depth=1), False)[0]
     assert sorted(n.label for n in depth_one.nodes if n.kind == "module") == [
-        "enc.0 (×1 ops)", "enc.1 (×1 ops)"]
+        "enc.0 (×1 op)", "enc.1 (×1 op)"]
 
 
 def test_same_structure_in_another_iteration_reuses_the_layout():

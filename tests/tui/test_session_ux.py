@@ -38,6 +38,7 @@ async def test_setup_rollup_focus_source_screenshot_and_goto(size, shrinking_eve
         # The first op is setup's: said in the status line and the iteration bar.
         assert "setup (iteration 0)" in plain(app.query_one(StatusLine))
         assert "iteration 0 setup/2" in plain(app.query_one(IterationBar))
+        assert app.query_one("#graph").border_title.startswith("graph · setup (iteration 0) · ")
         # Iteration 2 against 1: 125 removed nodes are said in one line first.
         await pilot.press("colon")
         await pilot.pause()
