@@ -67,6 +67,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
+_NO_SITE = ("", 0, "")
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 BATCH_ROWS = 1024
@@ -107,13 +108,16 @@ def plain(value: Any) -> Any:
     t = type(value)
     if t in _PLAIN_TYPES:
         return value
-    if t is tuple or t is list:
-        return tuple(plain(v) for v in value)
     if t is slice:
-        parts = ["" if p is None else str(plain(p)) for p in (value.start, value.stop)]
-        if value.step is not None:
-            parts.append(str(plain(value.step)))
+        start, stop, step = value.start, value.stop, value.step
+        if type(start) is int and type(stop) is int and step is None:  # x[a:b], the usual
+            return f"{start}:{stop}"
+        parts = ["" if p is None else str(plain(p)) for p in (start, stop)]
+        if step is not None:
+            parts.append(str(plain(step)))
         return ":".join(parts)
+    if t is tuple or t is list:
+        return plain_tuple(value)
     if value is Ellipsis:
         return "..."
     if isinstance(value, np.generic):
@@ -127,12 +131,19 @@ def plain(value: Any) -> Any:
     return str(value)[:80]
 
 
+def plain_tuple(values: Any) -> tuple[Any, ...]:
+    """``tuple(plain(v) for v in values)``, the tuple itself when it is plain already."""
+    for v in values:
+        if type(v) not in _PLAIN_TYPES:
+            return tuple([plain(v) for v in values])
+    return values if type(values) is tuple else tuple(values)
+
+
 def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     for v in attrs.values():
         if type(v) not in _PLAIN_TYPES:
             return {k: plain(v) for k, v in attrs.items()}
     return attrs
-
 
 
 class _EventHook:
@@ -247,6 +258,9 @@ class Tracer:
         self._internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
         # id(code) -> (code, {instruction offset: line}): see ``line_of``
         self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
+        # id(code) -> (code, {instruction offset: (file as shown, line, function)}): the
+        # answers of ``source`` per call site
+        self.sites: dict[int, tuple[Any, dict[int, tuple[str, int, str]]]] = {}
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
@@ -429,28 +443,48 @@ class Tracer:
 
         Whether a file is library code is cached per file name (a string hashes once; a
         code object hashes its whole body every time), so the walk costs a dict lookup per
-        frame.
+        frame; the answer is cached per call site (code object and instruction offset).
         """
         frame = _getframe(depth)
         internal = self._internal_files
         while frame is not None:
             code = frame.f_code
-            name = code.co_filename
-            inside = internal.get(name)
+            inside = internal.get(code.co_filename)
             if inside is None:
-                inside = internal[name] = self._is_internal(name)
+                inside = self.is_internal(code.co_filename)
             if not inside:
-                if self.display is not None:
-                    name = self.shown_file(name)
-                return name, self.line_of(frame), code.co_name
+                sites = self.sites.get(id(code))
+                if sites is None or sites[0] is not code:
+                    sites = self._code_sites(code)
+                site = sites[1].get(frame.f_lasti)
+                if site is None:
+                    site = sites[1][frame.f_lasti] = self._site(frame)
+                return site
             frame = frame.f_back  # type: ignore[assignment]
-        return "", 0, ""
+        return _NO_SITE
+
+    def _site(self, frame: Any) -> tuple[str, int, str]:
+        code = frame.f_code
+        name = code.co_filename
+        if self.display is not None:
+            name = self.shown_file(name)
+        return name, self.line_of(frame), code.co_name
+
+    def _code_sites(self, code: Any) -> tuple[Any, dict[int, tuple[str, int, str]]]:
+        """The (code, {instruction offset: source}) entry of ``sites`` for ``code``, new.
+        The entry holds the code object, so its id is not reused while it is there."""
+        if len(self.sites) > 10_000:
+            self.sites.clear()
+        entry: tuple[Any, dict[int, tuple[str, int, str]]] = (code, {})
+        self.sites[id(code)] = entry
+        return entry
 
     def show_paths_relative(self, base: str | None) -> None:
         """From now on name files as a shared trace does (``paths.display_path``, relative
         to ``base``, the script's folder); None: as they are (absolute)."""
         self.display = {} if base else None
         self._path_base = base or ""
+        self.sites.clear()  # (they hold the names as shown)
 
     def shown_file(self, name: str) -> str:
         """``name`` as events carry it (see ``show_paths_relative``), remembered."""
@@ -577,13 +611,14 @@ class Tracer:
 
     # -- the recording API (every backend) ------------------------------------------------
     def op(self, name: str, inputs: tuple[int, ...], output: int, shape: tuple[int, ...],
-           dtype: str, requires_grad: bool, attrs: dict[str, Any], grad_enabled: bool,
-           duration_ns: int, summary: Any, value: Any, args: Any,
+           dtype: str, requires_grad: bool, attrs: dict[str, Any] | tuple[Any, ...],
+           grad_enabled: bool, duration_ns: int, summary: Any, value: Any, args: Any,
            skip: int = 1) -> None:
         """A forward op ran: ``output = name(*inputs, **attrs)``.
 
         ``inputs`` are tensor ids (-1 for a constant), each already ``known`` (report new
-        ones with ``tensor`` first); ``summary`` a Summary, a summary row or None;
+        ones with ``tensor`` first); ``attrs`` a dict, or the row's items already
+        (``shared_attrs``); ``summary`` a Summary, a summary row or None;
         ``value`` is the output's raw value and ``args`` the op's raw arguments, aligned
         with ``inputs`` (for ``array_hook``). The source line is looked up here: the first
         frame outside dyngraph and the backends' libraries, from ``skip`` frames up (a
@@ -602,11 +637,14 @@ class Tracer:
         file, line, function = self.source(skip + 1)
         shape = self.shapes.setdefault(shape, shape)
         self.seq += 1
-        summary = summary_row(summary)
-        self.keep(inputs)
-        self.keep(summary)
+        keep = self.keep
+        keep(inputs)
+        if summary is not None:
+            summary = summary_row(summary)
+            keep(summary)
         row = ("op", self.seq, self.iteration, name, inputs, output, shape, dtype,
-               requires_grad, self.attrs(attrs) if attrs else (),
+               requires_grad,
+               attrs if type(attrs) is tuple else self.attrs(attrs) if attrs else (),
                self.module_stack[-1], file, line, function, grad_enabled, duration_ns,
                summary, calls[-1])
         self.known.add(output)
@@ -663,7 +701,12 @@ class Tracer:
     def attrs(self, attrs: dict[str, Any]) -> tuple[Any, ...]:
         """``attrs`` as a row holds them: its items as plain data, one shared tuple per
         distinct value (they repeat a lot)."""
-        key = tuple(plain_attrs(attrs).items())
+        return self.shared_attrs(tuple([(k, v) if type(v) in _PLAIN_TYPES else (k, plain(v))
+                                        for k, v in attrs.items()]))
+
+    def shared_attrs(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row's attrs ``key`` (plain ``(name, value)`` items), as the one shared tuple
+        of its value."""
         try:
             shared = self._shared_attrs.get(key)
         except TypeError:  # unhashable after all
