@@ -259,8 +259,8 @@ class Tracer:
         # id(code) -> (code, {instruction offset: line}): see ``line_of``
         self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
         # id(code) -> (code, {instruction offset: (file as shown, line, function)}): the
-        # answers of ``source`` per call site
-        self.sites: dict[int, tuple[Any, dict[int, tuple[str, int, str]]]] = {}
+        # answers of ``source`` per call site (None instead of the dict: library code)
+        self.sites: dict[int, tuple[Any, dict[int, tuple[str, int, str]] | None]] = {}
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
@@ -436,29 +436,29 @@ class Tracer:
         if directory not in self._internal_dirs:
             self._internal_dirs = (*self._internal_dirs, directory)
             self._internal_files = {}
+            self.sites.clear()
 
     def source(self, depth: int = 2) -> tuple[str, int, str]:
         """The first frame outside dyngraph and the backends' libraries: (file, line,
         function).
 
-        Whether a file is library code is cached per file name (a string hashes once; a
-        code object hashes its whole body every time), so the walk costs a dict lookup per
-        frame; the answer is cached per call site (code object and instruction offset).
+        Each code object is looked up by its id (hashing a code object hashes its whole
+        body every time), so the walk costs a dict lookup per frame; whether the code is
+        library code is decided once per code object, and the answer once per call site
+        (code object and instruction offset).
         """
         frame = _getframe(depth)
-        internal = self._internal_files
+        sites = self.sites
         while frame is not None:
             code = frame.f_code
-            inside = internal.get(code.co_filename)
-            if inside is None:
-                inside = self.is_internal(code.co_filename)
-            if not inside:
-                sites = self.sites.get(id(code))
-                if sites is None or sites[0] is not code:
-                    sites = self._code_sites(code)
-                site = sites[1].get(frame.f_lasti)
+            entry = sites.get(id(code))
+            if entry is None or entry[0] is not code:
+                entry = self._code_sites(code)
+            found = entry[1]
+            if found is not None:  # (None: library code)
+                site = found.get(frame.f_lasti)
                 if site is None:
-                    site = sites[1][frame.f_lasti] = self._site(frame)
+                    site = found[frame.f_lasti] = self._site(frame)
                 return site
             frame = frame.f_back  # type: ignore[assignment]
         return _NO_SITE
@@ -470,12 +470,14 @@ class Tracer:
             name = self.shown_file(name)
         return name, self.line_of(frame), code.co_name
 
-    def _code_sites(self, code: Any) -> tuple[Any, dict[int, tuple[str, int, str]]]:
-        """The (code, {instruction offset: source}) entry of ``sites`` for ``code``, new.
-        The entry holds the code object, so its id is not reused while it is there."""
+    def _code_sites(self, code: Any) -> tuple[Any, dict[int, tuple[str, int, str]] | None]:
+        """The (code, {instruction offset: source}) entry of ``sites`` for ``code``, new;
+        (code, None) for library code. The entry holds the code object, so its id is not
+        reused while it is there."""
         if len(self.sites) > 10_000:
             self.sites.clear()
-        entry: tuple[Any, dict[int, tuple[str, int, str]]] = (code, {})
+        entry: tuple[Any, dict[int, tuple[str, int, str]] | None] = (
+            code, None if self.is_internal(code.co_filename) else {})
         self.sites[id(code)] = entry
         return entry
 

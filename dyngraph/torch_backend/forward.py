@@ -32,7 +32,7 @@ from . import stats
 from .calls import BACKWARD, EMPTY, INPLACE, ITER, OP, PARTIAL_WRITES, SKIP, _kinds, classify
 from .guard import failed
 from .ids import id_of, new_id
-from .stats import dtype_of, shape_of
+from .stats import _dtype_names, dtype_of, shape_of
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
@@ -42,6 +42,7 @@ _tracing_state = torch._C._get_tracing_state
 _set_tracing_state = torch._C._set_tracing_state  # type: ignore[attr-defined]
 _PLAIN = frozenset((int, bool, str, type(None)))  # (attrs as they are; a float is an input)
 _NO_KWARGS: dict[str, Any] = {}  # (read only)
+_strided = torch.strided
 _get_ident = threading.get_ident
 _next_id = tensor_ids.__next__
 
@@ -251,7 +252,10 @@ class ForwardCapture(TorchFunctionMode):
         grad_enabled = _grad_enabled()
         if t.iteration == 0 and grad_enabled and o.requires_grad:
             t.end_setup()  # before its inputs are announced: they enter iteration 1
-        ids, flat, attrs = self._inputs(args, kwargs)
+        found = None if kwargs or len(args) != 2 else self._two_inputs(args, t.known)
+        if found is None:
+            found = self._inputs(args, kwargs)
+        ids, flat, attrs = found
         if ids is None:
             return  # no tensor went in: a creation op; its result enters as a leaf
         if t.stats != self.stats or t.eager_stats is not self.eager:
@@ -269,13 +273,17 @@ class ForwardCapture(TorchFunctionMode):
         if self._no_stats:
             summary = None
         elif self._cheap and not (dtype.is_floating_point or dtype.is_complex):
-            summary = stats.no_stats_row(o)  # (index arithmetic: no norm, no read)
+            summary = stats.no_stats_row(shape, dtype)  # (index arithmetic: no norm)
         else:
             summary = summary_row(self._one(o))
             t.keep(summary)
         seq = t.seq = t.seq + 1
         t.keep(ids)
-        row = ("op", seq, t.iteration, name, ids, oid, shape, dtype_of(o),
+        if o.layout is _strided and not o.is_nested and not o.is_meta:  # (``dtype_of``)
+            dtype_text = _dtype_names.get(dtype) or dtype_of(o)
+        else:
+            dtype_text = dtype_of(o)
+        row = ("op", seq, t.iteration, name, ids, oid, shape, dtype_text,
                o.requires_grad, attrs, t.module_stack[-1], file, line, function,
                grad_enabled, duration, summary, calls[-1])
         t.known.add(oid)
@@ -292,7 +300,14 @@ class ForwardCapture(TorchFunctionMode):
             t.emit_values(oid, shape, o)
         if s1 > s0:
             self._on_window(s0, s1, oid, name)
-        self._own(o, oid)
+        fn = _grad_fn_of(o)  # (``_own``, inline)
+        if fn is not None:
+            self._on_owner(fn._sequence_nr(), o.output_nr, oid)
+        if o._is_view():
+            try:
+                o._dg_v = (oid, o._version)  # type: ignore[attr-defined]
+            except RuntimeError:  # (an inference tensor: no version)
+                pass
 
     def _own(self, t: _Tensor, tid: int) -> None:
         """``t`` (recorded as ``tid``) is the output of its ``grad_fn``'s slot
@@ -355,10 +370,7 @@ class ForwardCapture(TorchFunctionMode):
                 consts.append(_slice_text(a))
             elif (t is list or t is tuple) and a and isinstance(a[0], _Tensor):
                 tensors = True
-                for x in a:
-                    if isinstance(x, _Tensor):
-                        ids.append(self._current_id(x, known))
-                        flat.append(x)
+                self._list_ids(a, known, ids, flat)
             else:
                 consts.append(plain(a))
             first = False
@@ -367,6 +379,51 @@ class ForwardCapture(TorchFunctionMode):
         if not tensors:
             return None, (), ()
         return tuple(ids), tuple(flat), _args_attrs(tuple(consts)) if consts else ()
+
+    def _list_ids(self, tensors: Sequence[Any], known: set[int], ids: list[int],
+                  flat: list[Any]) -> None:
+        """Append the ids of the tensors of a list argument (``torch.stack(rows)``) to
+        ``ids``, and the tensors to ``flat``."""
+        for x in tensors:
+            if not isinstance(x, _Tensor):
+                continue
+            flat.append(x)
+            d = x.__dict__
+            pair = d.get("_dg_id")  # (``_current_id``'s usual answer, inline)
+            if pair is not None and pair[0] == id(x) and pair[1] in known:
+                seen = d.get("_dg_v")
+                if seen is None or seen[0] != pair[1] or seen[1] == x._version:
+                    ids.append(pair[1])
+                    continue
+            ids.append(self._current_id(x, known))
+
+    def _two_inputs(self, args: Sequence[Any], known: set[int]
+                    ) -> tuple[tuple[int, ...], tuple[Any, ...], tuple[Any, ...]] | None:
+        """``_inputs`` of the most common call, ``f(tensor, tensor)`` or ``f(tensor,
+        constant)`` (``x + y``, ``x * 0.5``, ``x[a:b]``), whose tensors the iteration
+        knows; None for any other."""
+        a, b = args
+        if type(a) is not _Tensor:
+            return None
+        d = a.__dict__
+        pair = d.get("_dg_id")
+        # (a view recorded as one: its memory may have changed since, ``_current_id`` looks)
+        if pair is None or pair[0] != id(a) or pair[1] not in known or "_dg_v" in d:
+            return None
+        tb = type(b)
+        if tb is _Tensor:
+            d = b.__dict__
+            other = d.get("_dg_id")
+            if other is None or other[0] != id(b) or other[1] not in known or "_dg_v" in d:
+                return None
+            return (pair[1], other[1]), args if type(args) is tuple else tuple(args), ()
+        if tb is float:
+            return (pair[1], -1), args if type(args) is tuple else tuple(args), ()
+        if tb is slice:
+            return (pair[1],), (a,), _slice_attrs(b)
+        if tb in _PLAIN:
+            return (pair[1],), (a,), _args_attrs((b,))
+        return None
 
     def _with_kwargs(self, ids: list[int], flat: list[Any], consts: list[Any],
                      kwargs: dict[str, Any], known: set[int], tensors: bool
@@ -449,6 +506,7 @@ class ForwardCapture(TorchFunctionMode):
 # a call site passes the same ones over and over (``x.view(-1, 32)``, ``x[a:b]``).
 _ARGS_ATTRS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 _SLICES: dict[tuple[Any, Any, Any], str] = {}
+_SLICE_ATTRS: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
 
 
 def _args_attrs(consts: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -476,6 +534,20 @@ def _slice_text(s: slice) -> str:
             _SLICES.clear()
         text = _SLICES[key] = plain(s)
     return text
+
+
+def _slice_attrs(s: slice) -> tuple[Any, ...]:
+    """``_args_attrs`` of ``x[s]``, remembered by the slice's bounds."""
+    key = (s.start, s.stop, s.step)
+    try:
+        attrs = _SLICE_ATTRS.get(key)
+    except TypeError:  # (a bound that does not hash)
+        return _args_attrs((plain(s),))
+    if attrs is None:
+        if len(_SLICE_ATTRS) > 10_000:
+            _SLICE_ATTRS.clear()
+        attrs = _SLICE_ATTRS[key] = _args_attrs((plain(s),))
+    return attrs
 
 
 def _full_now(t: _Tensor) -> Summary | None:

@@ -49,7 +49,7 @@ _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _dtype_names: dict[torch.dtype, str] = {}
 _NO_STATS: dict[tuple[tuple[int, ...], str], Summary] = {}
-_NO_STATS_ROWS: dict[tuple[tuple[int, ...], str], tuple[Any, ...]] = {}
+_NO_STATS_ROWS: dict[tuple[tuple[int, ...], torch.dtype], tuple[Any, ...]] = {}
 _shapes: dict[Any, tuple[int, ...]] = {}
 
 
@@ -102,16 +102,15 @@ def no_stats(t: torch.Tensor) -> Summary:
     return s
 
 
-def no_stats_row(t: torch.Tensor) -> tuple[Any, ...]:
-    """``no_stats(t)`` as a summary row (``dyngraph.capture.rows``): one shared tuple per
-    shape and dtype."""
-    key = (shape_of(t), dtype_name(t.dtype))
+def no_stats_row(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[Any, ...]:
+    """``no_stats`` of a tensor of ``shape`` and ``dtype``, as a summary row
+    (``dyngraph.capture.rows``): one shared tuple per shape and dtype."""
+    key = (shape, dtype)
     row = _NO_STATS_ROWS.get(key)
     if row is None:
         if len(_NO_STATS_ROWS) > 10_000:
             _NO_STATS_ROWS.clear()
-        s = no_stats(t)
-        row = _NO_STATS_ROWS[key] = (s.shape, s.dtype, s.norm, s.nan, s.inf, s.sampled)
+        row = _NO_STATS_ROWS[key] = (shape, dtype_name(dtype), None, 0, 0, False)
     return row
 
 
