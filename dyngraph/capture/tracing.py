@@ -646,7 +646,7 @@ class Tracer:
             keep(summary)
         row = ("op", self.seq, self.iteration, name, inputs, output, shape, dtype,
                requires_grad,
-               attrs if type(attrs) is tuple else self.attrs(attrs) if attrs else (),
+               attrs if isinstance(attrs, tuple) else self.attrs(attrs) if attrs else (),
                self.module_stack[-1], file, line, function, grad_enabled, duration_ns,
                summary, calls[-1])
         self.known.add(output)
