@@ -49,7 +49,7 @@ from . import summaries
 from .arrays import to_numpy
 from .keys import StructureKeys
 from .pacing import CollectorPacing, keep
-from .pending import Pending, resolved
+from .pending import Pending, resolved, resolved_prefix
 from .rows import MAKERS as _MAKERS
 from .rows import Row, summary_builder, summary_row
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
@@ -404,23 +404,13 @@ class Tracer:
         if rows and self.read_pending is not None and self._sinks:
             if final:
                 self.read_stats()
-            rows = self._resolved_rows(rows)
+            rows = resolved_prefix(rows)
         if rows:
             self.rows = self.rows[len(rows):]
             self.keep(rows)  # (the sinks may keep the rows in a tuple made after them)
             for sink in self._sinks:
                 sink(rows)
             self._pacing.rows_recorded(self.seq)
-
-    def _resolved_rows(self, rows: list[Row]) -> list[Row]:
-        """The rows up to the first one whose statistics are not read yet, filled in."""
-        out: list[Row] = []
-        for r in rows:
-            done = resolved(r)
-            if done is None:
-                break
-            out.append(done)
-        return out
 
     def emit(self, event: ev.Event) -> None:
         """Record an event object (its row, that is)."""

@@ -384,18 +384,19 @@ class ForwardCapture(TorchFunctionMode):
                   flat: list[Any]) -> None:
         """Append the ids of the tensors of a list argument (``torch.stack(rows)``) to
         ``ids``, and the tensors to ``flat``."""
+        add_id, add_tensor = ids.append, flat.append
         for x in tensors:
             if not isinstance(x, _Tensor):
                 continue
-            flat.append(x)
+            add_tensor(x)
             d = x.__dict__
             pair = d.get("_dg_id")  # (``_current_id``'s usual answer, inline)
             if pair is not None and pair[0] == id(x) and pair[1] in known:
                 seen = d.get("_dg_v")
-                if seen is None or seen[0] != pair[1] or seen[1] == x._version:
-                    ids.append(pair[1])
+                if seen is None or seen[1] == x._version or seen[0] != pair[1]:
+                    add_id(pair[1])
                     continue
-            ids.append(self._current_id(x, known))
+            add_id(self._current_id(x, known))
 
     def _two_inputs(self, args: Sequence[Any], known: set[int]
                     ) -> tuple[tuple[int, ...], tuple[Any, ...], tuple[Any, ...]] | None:
