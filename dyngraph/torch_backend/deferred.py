@@ -41,6 +41,7 @@ CAP = 16_384
 """Entries kept before the buffer is read anyway (an iteration that never ends)."""
 
 _vector_norm = torch.linalg.vector_norm
+_no_torch_function = torch._C.DisableTorchFunction  # (see ``backward``)
 _F64 = torch.float64
 _LOW = stats._LOW_PRECISION
 _strided = torch.strided
@@ -151,6 +152,8 @@ class StatsBuffer:
         self._entries, self._numbers = [], []
         self.reads += 1
         self._set_quiet(1)
+        no_modes = _no_torch_function()  # (dyngraph's calls: not through any mode)
+        no_modes.__enter__()
         try:
             if _dispatch_modes():
                 with _disable_current_modes():
@@ -168,6 +171,7 @@ class StatsBuffer:
                     entry[1].row = None
             failed("the statistics of an iteration", exc)
         finally:
+            no_modes.__exit__(None, None, None)
             self._set_quiet(-1)
         return True
 
