@@ -221,7 +221,8 @@ def _summary(kind: int, t: Any, version: int, v: Any, p: Pending,
     s: Summary | None
     if kind == _NORM:
         if _isfinite(v):
-            return _row(_cheap_summary(shape_of(t), dtype_name(t.dtype), v, 0, 0, False))
+            # (the cheap summary's row, ``rows.summary_row``, made directly)
+            return (shape_of(t), dtype_name(t.dtype), v, 0, 0, False)
         return _nonfinite(t, version, v, False, p, repairs)
     if kind == _SCALAR:
         value = v[0]
