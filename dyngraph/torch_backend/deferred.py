@@ -49,7 +49,6 @@ _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _isfinite = math.isfinite
-_cheap_summary = Summary.cheap
 _wrapped = layouts._is_wrapped  # (vmap, grad: their tensors outlive no transform level)
 _legacy_batched = layouts._is_legacy_batched
 no_stats = stats.no_stats
