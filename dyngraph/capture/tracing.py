@@ -68,6 +68,7 @@ _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 _NO_SITE = ("", 0, "")
+_LIBRARY = ("library code",)  # (an entry of ``Tracer.sites``)
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 BATCH_ROWS = 1024
@@ -259,8 +260,10 @@ class Tracer:
         # id(code) -> (code, {instruction offset: line}): see ``line_of``
         self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
         # id(code) -> (code, {instruction offset: (file as shown, line, function)}): the
-        # answers of ``source`` per call site (None instead of the dict: library code)
-        self.sites: dict[int, tuple[Any, dict[int, tuple[str, int, str]] | None]] = {}
+        # answers of ``source`` per call site; ``_LIBRARY`` for library code (kept in
+        # ``_library_codes`` while it is there)
+        self.sites: dict[int, Any] = {}
+        self._library_codes: list[Any] = []
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
@@ -427,6 +430,7 @@ class Tracer:
             self._internal_dirs = (*self._internal_dirs, directory)
             self._internal_files = {}
             self.sites.clear()
+            self._library_codes.clear()
 
     def source(self, depth: int = 2) -> tuple[str, int, str]:
         """The first frame outside dyngraph and the backends' libraries: (file, line,
@@ -438,19 +442,23 @@ class Tracer:
         (code object and instruction offset).
         """
         frame = _getframe(depth)
-        sites = self.sites
+        get = self.sites.get
         while frame is not None:
             code = frame.f_code
-            entry = sites.get(id(code))
+            entry = get(id(code))
+            if entry is _LIBRARY:
+                frame = frame.f_back  # type: ignore[assignment]
+                continue
             if entry is None or entry[0] is not code:
                 entry = self._code_sites(code)
+                if entry is _LIBRARY:
+                    frame = frame.f_back  # type: ignore[assignment]
+                    continue
             found = entry[1]
-            if found is not None:  # (None: library code)
-                site = found.get(frame.f_lasti)
-                if site is None:
-                    site = found[frame.f_lasti] = self._site(frame)
-                return site
-            frame = frame.f_back  # type: ignore[assignment]
+            site = found.get(frame.f_lasti)
+            if site is None:
+                site = found[frame.f_lasti] = self._site(frame)
+            return site  # type: ignore[no-any-return]
         return _NO_SITE
 
     def _site(self, frame: Any) -> tuple[str, int, str]:
@@ -460,14 +468,18 @@ class Tracer:
             name = self.shown_file(name)
         return name, self.line_of(frame), code.co_name
 
-    def _code_sites(self, code: Any) -> tuple[Any, dict[int, tuple[str, int, str]] | None]:
-        """The (code, {instruction offset: source}) entry of ``sites`` for ``code``, new;
-        (code, None) for library code. The entry holds the code object, so its id is not
-        reused while it is there."""
+    def _code_sites(self, code: Any) -> Any:
+        """The entry of ``sites`` for ``code``, new: (code, {instruction offset: source}),
+        or ``_LIBRARY`` for library code, whose code object is then kept (its id is never
+        another's). A user's entry holds its code object for the same reason."""
         if len(self.sites) > 10_000:
             self.sites.clear()
-        entry: tuple[Any, dict[int, tuple[str, int, str]] | None] = (
-            code, None if self.is_internal(code.co_filename) else {})
+            self._library_codes.clear()
+        if self.is_internal(code.co_filename):
+            self._library_codes.append(code)
+            entry: Any = _LIBRARY
+        else:
+            entry = (code, {})
         self.sites[id(code)] = entry
         return entry
 
@@ -477,6 +489,7 @@ class Tracer:
         self.display = {} if base else None
         self._path_base = base or ""
         self.sites.clear()  # (they hold the names as shown)
+        self._library_codes.clear()
 
     def shown_file(self, name: str) -> str:
         """``name`` as events carry it (see ``show_paths_relative``), remembered."""
