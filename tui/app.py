@@ -28,6 +28,7 @@ from textual.widgets import Footer, Static
 
 from dyngraph.capture.graph import Graph, backward_graph
 from dyngraph.capture.paths import resolve as resolve_path
+from dyngraph.debug.breakpoints import reads_per_op
 from dyngraph.textsafe import shown
 
 from . import messages as msg
@@ -360,6 +361,7 @@ class DebuggerApp(DebuggerActions):
             live=self.source.live, behind=behind,
             breakpoints=sum(1 for b in bps if b.kind != "nan"),
             nan_break=any(b.kind == "nan" for b in bps), mode=self.graph_mode,
+            per_op_reads=self.source.live and reads_per_op(bps),
             notes=self.source.notes, warnings=self.source.breakpoint_notes()))
 
     def _show_source(self, graph: Graph, current: int | None) -> None:

@@ -31,11 +31,13 @@ def status_text(**facts: Any) -> Text:
 def status_parts(*, status: str, reason: str, description: str, event: ev.Event | None,
                  iteration: int, iterations: int, live: bool, behind: int = 0,
                  breakpoints: int = 0, nan_break: bool = False, mode: str = "forward",
-                 notes: Sequence[str] = (), warnings: Sequence[str] = ()
-                 ) -> tuple[Text, Text]:
+                 notes: Sequence[str] = (), warnings: Sequence[str] = (),
+                 per_op_reads: bool = False) -> tuple[Text, Text]:
     """(the short facts, the description): the line shows both when they fit, else the
     description goes on the lines below, wrapped. ``warnings`` (breakpoints that cannot
-    hit) go with the description, so a narrow terminal wraps them rather than cuts."""
+    hit) go with the description, so a narrow terminal wraps them rather than cuts.
+    ``per_op_reads``: a value breakpoint makes the live script read each op's statistics
+    as it runs (``debug.breakpoints.reads_per_op``; on a GPU, a host read per op)."""
     text = Text()
     label = status.upper()
     text.append(f" {label} ", STATUS_STYLE.get(status, "reverse"))
@@ -67,6 +69,8 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
         text.append(f" · {breakpoints} bp", "red")
     if nan_break:
         text.append(" · break on NaN", "red")
+    if per_op_reads:
+        text.append(" · stats read per op", "yellow")
     for note in notes:  # from the capture: "torch.compile runs eagerly while captured"
         text.append(f" · {shown(note)}", "bold magenta")
     if event is not None:  # the least needed fact last: a narrow line cuts it first

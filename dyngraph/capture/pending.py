@@ -109,6 +109,22 @@ def resolved(row: Row) -> Row | None:
     return row if resolve is None else resolve(row)
 
 
+def resolved_prefix(rows: list[Row]) -> list[Row]:
+    """The rows up to the first one whose statistics are not read yet, filled in (each
+    row ``resolved``). An op row without a Pending, most of a batch, costs one look."""
+    out: list[Row] = []
+    append = out.append
+    for r in rows:
+        if r[0] == "op" and type(r[16]) is not _P:
+            append(r)
+            continue
+        done = resolved(r)
+        if done is None:
+            break
+        append(done)
+    return out
+
+
 def is_unread(value: Any) -> bool:
     """Is ``value`` (a summary field of a row) a Pending not filled in yet?"""
     return type(value) is _P and value.row is UNREAD

@@ -49,7 +49,7 @@ from . import summaries
 from .arrays import to_numpy
 from .keys import StructureKeys
 from .pacing import CollectorPacing, keep
-from .pending import Pending, resolved
+from .pending import Pending, resolved, resolved_prefix
 from .rows import MAKERS as _MAKERS
 from .rows import Row, summary_builder, summary_row
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
@@ -67,6 +67,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _DEMOS_DIR = _PACKAGE_DIR + "demos" + os.sep
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
 _PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
+_NO_SITE = ("", 0, "")
+_LIBRARY = ("library code",)  # (an entry of ``Tracer.sites``)
 _getframe = sys._getframe
 _get_ident = threading.get_ident
 BATCH_ROWS = 1024
@@ -107,13 +109,16 @@ def plain(value: Any) -> Any:
     t = type(value)
     if t in _PLAIN_TYPES:
         return value
-    if t is tuple or t is list:
-        return tuple(plain(v) for v in value)
     if t is slice:
-        parts = ["" if p is None else str(plain(p)) for p in (value.start, value.stop)]
-        if value.step is not None:
-            parts.append(str(plain(value.step)))
+        start, stop, step = value.start, value.stop, value.step
+        if type(start) is int and type(stop) is int and step is None:  # x[a:b], the usual
+            return f"{start}:{stop}"
+        parts = ["" if p is None else str(plain(p)) for p in (start, stop)]
+        if step is not None:
+            parts.append(str(plain(step)))
         return ":".join(parts)
+    if t is tuple or t is list:
+        return plain_tuple(value)
     if value is Ellipsis:
         return "..."
     if isinstance(value, np.generic):
@@ -127,12 +132,19 @@ def plain(value: Any) -> Any:
     return str(value)[:80]
 
 
+def plain_tuple(values: Any) -> tuple[Any, ...]:
+    """``tuple(plain(v) for v in values)``, the tuple itself when it is plain already."""
+    for v in values:
+        if type(v) not in _PLAIN_TYPES:
+            return tuple([plain(v) for v in values])
+    return values if type(values) is tuple else tuple(values)
+
+
 def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
     for v in attrs.values():
         if type(v) not in _PLAIN_TYPES:
             return {k: plain(v) for k, v in attrs.items()}
     return attrs
-
 
 
 class _EventHook:
@@ -247,6 +259,11 @@ class Tracer:
         self._internal_dirs: tuple[str, ...] = (_PACKAGE_DIR,)
         # id(code) -> (code, {instruction offset: line}): see ``line_of``
         self.lines: dict[int, tuple[Any, dict[int, int]]] = {}
+        # id(code) -> (code, {instruction offset: (file as shown, line, function)}): the
+        # answers of ``source`` per call site; ``_LIBRARY`` for library code (kept in
+        # ``_library_codes`` while it is there)
+        self.sites: dict[int, Any] = {}
+        self._library_codes: list[Any] = []
         # The debug agent's view of raw values (kept values, exact NaN checks), called just
         # before the event describing them; None unless a script runs under dyngraph.debug.
         self.array_hook: Callable[[str, int, Any], None] | None = None
@@ -390,23 +407,13 @@ class Tracer:
         if rows and self.read_pending is not None and self._sinks:
             if final:
                 self.read_stats()
-            rows = self._resolved_rows(rows)
+            rows = resolved_prefix(rows)
         if rows:
             self.rows = self.rows[len(rows):]
             self.keep(rows)  # (the sinks may keep the rows in a tuple made after them)
             for sink in self._sinks:
                 sink(rows)
             self._pacing.rows_recorded(self.seq)
-
-    def _resolved_rows(self, rows: list[Row]) -> list[Row]:
-        """The rows up to the first one whose statistics are not read yet, filled in."""
-        out: list[Row] = []
-        for r in rows:
-            done = resolved(r)
-            if done is None:
-                break
-            out.append(done)
-        return out
 
     def emit(self, event: ev.Event) -> None:
         """Record an event object (its row, that is)."""
@@ -422,35 +429,67 @@ class Tracer:
         if directory not in self._internal_dirs:
             self._internal_dirs = (*self._internal_dirs, directory)
             self._internal_files = {}
+            self.sites.clear()
+            self._library_codes.clear()
 
     def source(self, depth: int = 2) -> tuple[str, int, str]:
         """The first frame outside dyngraph and the backends' libraries: (file, line,
         function).
 
-        Whether a file is library code is cached per file name (a string hashes once; a
-        code object hashes its whole body every time), so the walk costs a dict lookup per
-        frame.
+        Each code object is looked up by its id (hashing a code object hashes its whole
+        body every time), so the walk costs a dict lookup per frame; whether the code is
+        library code is decided once per code object, and the answer once per call site
+        (code object and instruction offset).
         """
         frame = _getframe(depth)
-        internal = self._internal_files
+        get = self.sites.get
         while frame is not None:
             code = frame.f_code
-            name = code.co_filename
-            inside = internal.get(name)
-            if inside is None:
-                inside = internal[name] = self._is_internal(name)
-            if not inside:
-                if self.display is not None:
-                    name = self.shown_file(name)
-                return name, self.line_of(frame), code.co_name
-            frame = frame.f_back  # type: ignore[assignment]
-        return "", 0, ""
+            entry = get(id(code))
+            if entry is _LIBRARY:
+                frame = frame.f_back  # type: ignore[assignment]
+                continue
+            if entry is None or entry[0] is not code:
+                entry = self._code_sites(code)
+                if entry is _LIBRARY:
+                    frame = frame.f_back  # type: ignore[assignment]
+                    continue
+            found = entry[1]
+            site = found.get(frame.f_lasti)
+            if site is None:
+                site = found[frame.f_lasti] = self._site(frame)
+            return site  # type: ignore[no-any-return]
+        return _NO_SITE
+
+    def _site(self, frame: Any) -> tuple[str, int, str]:
+        code = frame.f_code
+        name = code.co_filename
+        if self.display is not None:
+            name = self.shown_file(name)
+        return name, self.line_of(frame), code.co_name
+
+    def _code_sites(self, code: Any) -> Any:
+        """The entry of ``sites`` for ``code``, new: (code, {instruction offset: source}),
+        or ``_LIBRARY`` for library code, whose code object is then kept (its id is never
+        another's). A user's entry holds its code object for the same reason."""
+        if len(self.sites) > 10_000:
+            self.sites.clear()
+            self._library_codes.clear()
+        if self.is_internal(code.co_filename):
+            self._library_codes.append(code)
+            entry: Any = _LIBRARY
+        else:
+            entry = (code, {})
+        self.sites[id(code)] = entry
+        return entry
 
     def show_paths_relative(self, base: str | None) -> None:
         """From now on name files as a shared trace does (``paths.display_path``, relative
         to ``base``, the script's folder); None: as they are (absolute)."""
         self.display = {} if base else None
         self._path_base = base or ""
+        self.sites.clear()  # (they hold the names as shown)
+        self._library_codes.clear()
 
     def shown_file(self, name: str) -> str:
         """``name`` as events carry it (see ``show_paths_relative``), remembered."""
@@ -577,13 +616,14 @@ class Tracer:
 
     # -- the recording API (every backend) ------------------------------------------------
     def op(self, name: str, inputs: tuple[int, ...], output: int, shape: tuple[int, ...],
-           dtype: str, requires_grad: bool, attrs: dict[str, Any], grad_enabled: bool,
-           duration_ns: int, summary: Any, value: Any, args: Any,
+           dtype: str, requires_grad: bool, attrs: dict[str, Any] | tuple[Any, ...],
+           grad_enabled: bool, duration_ns: int, summary: Any, value: Any, args: Any,
            skip: int = 1) -> None:
         """A forward op ran: ``output = name(*inputs, **attrs)``.
 
         ``inputs`` are tensor ids (-1 for a constant), each already ``known`` (report new
-        ones with ``tensor`` first); ``summary`` a Summary, a summary row or None;
+        ones with ``tensor`` first); ``attrs`` a dict, or the row's items already
+        (``shared_attrs``); ``summary`` a Summary, a summary row or None;
         ``value`` is the output's raw value and ``args`` the op's raw arguments, aligned
         with ``inputs`` (for ``array_hook``). The source line is looked up here: the first
         frame outside dyngraph and the backends' libraries, from ``skip`` frames up (a
@@ -602,11 +642,14 @@ class Tracer:
         file, line, function = self.source(skip + 1)
         shape = self.shapes.setdefault(shape, shape)
         self.seq += 1
-        summary = summary_row(summary)
-        self.keep(inputs)
-        self.keep(summary)
+        keep = self.keep
+        keep(inputs)
+        if summary is not None:
+            summary = summary_row(summary)
+            keep(summary)
         row = ("op", self.seq, self.iteration, name, inputs, output, shape, dtype,
-               requires_grad, self.attrs(attrs) if attrs else (),
+               requires_grad,
+               attrs if isinstance(attrs, tuple) else self.attrs(attrs) if attrs else (),
                self.module_stack[-1], file, line, function, grad_enabled, duration_ns,
                summary, calls[-1])
         self.known.add(output)
@@ -663,7 +706,12 @@ class Tracer:
     def attrs(self, attrs: dict[str, Any]) -> tuple[Any, ...]:
         """``attrs`` as a row holds them: its items as plain data, one shared tuple per
         distinct value (they repeat a lot)."""
-        key = tuple(plain_attrs(attrs).items())
+        return self.shared_attrs(tuple([(k, v) if type(v) in _PLAIN_TYPES else (k, plain(v))
+                                        for k, v in attrs.items()]))
+
+    def shared_attrs(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A row's attrs ``key`` (plain ``(name, value)`` items), as the one shared tuple
+        of its value."""
         try:
             shared = self._shared_attrs.get(key)
         except TypeError:  # unhashable after all

@@ -39,6 +39,7 @@ from .breakpoints import (
     Matcher,
     all_finite,
     nonfinite_counts,
+    reads_per_op,
     same_file,
 )
 from .channel import Channel, ChannelClosed, readable
@@ -222,8 +223,7 @@ class Agent(ForwardChecks, ReadChecks):
         """Raw arrays cost a call per op: take them only when something needs them, through
         the hook that does no more than that (keeping values, or only the newest ones)."""
         m = self._matcher
-        checks = (m.nan is not None or bool(m.conditions) or bool(m.node_norm)
-                  or bool(m.global_norm))
+        checks = reads_per_op(m.breakpoints)
         if self._handle is None:
             return
         if self.judge_at_read:
@@ -234,7 +234,8 @@ class Agent(ForwardChecks, ReadChecks):
         tracer.array_hook = (self.on_array if self.store is not None
                              else self._see_array if checks else None)
         # A value breakpoint judges each op as it runs: statistics are read per op then
-        # (a host read per op on a GPU; the status line says so).
+        # (a host read per op on a GPU; the TUI's status line says "stats read per op",
+        # from the same ``reads_per_op``).
         tracer.eager_stats = checks
 
     def finish(self, status: int, reason: str) -> None:

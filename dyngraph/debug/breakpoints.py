@@ -378,6 +378,17 @@ def nonfinite_counts(a: Any) -> tuple[int, int]:
     return nan, int(np.count_nonzero(np.isinf(a)))
 
 
+def reads_per_op(breakpoints: Iterable[Breakpoint]) -> bool:
+    """Does one of ``breakpoints`` judge each op's values as it runs (NaN/Inf, a gradient
+    norm, a condition)? While one is set, the debugger reads every op's statistics as the
+    op runs (on a GPU, a host read per op) rather than once per iteration.
+
+    >>> reads_per_op([Breakpoint.op("relu")]), reads_per_op([Breakpoint.nan()])
+    (False, True)
+    """
+    return any(bp.kind in ("nan", "grad_norm") or bp.condition for bp in breakpoints)
+
+
 # -- matching in the child ------------------------------------------------------------------
 def same_file(pattern: str, path: str) -> bool:
     """``train.py`` matches ``/home/me/train.py``; an absolute pattern must match exactly."""

@@ -36,6 +36,9 @@ from .guard import failed, guarded
 from .ids import id_of
 
 _current_node = torch._C._current_autograd_node
+# dyngraph's own torch calls (statistics) go past every torch-function mode, the capture's
+# included: nobody is to see them, and each would pay a Python call per attribute read.
+_no_torch_function = torch._C.DisableTorchFunction
 _AccumulateGrad: Any = torch._C._functions.AccumulateGrad  # type: ignore[attr-defined]
 _TAG = "dyngraph"
 _get_ident = threading.get_ident
@@ -267,7 +270,8 @@ class BackwardCapture:
         else:
             self._set_quiet(1)
             try:
-                found = summaries([*grad_outputs, *grad_inputs])
+                with _no_torch_function():  # (dyngraph's calls: not through any mode)
+                    found = summaries([*grad_outputs, *grad_inputs])
             finally:
                 self._set_quiet(-1)
             grad_out, grad_in = tuple(found[:n]), tuple(found[n:])
@@ -291,7 +295,8 @@ class BackwardCapture:
             return
         self._set_quiet(1)
         try:
-            summary = self.summaries([grad])[0]
+            with _no_torch_function():
+                summary = self.summaries([grad])[0]
         finally:
             self._set_quiet(-1)
         tracer.grad_accumulated(tid, self.names.get(tid, ("", False))[0], summary, grad)

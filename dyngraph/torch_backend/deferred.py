@@ -41,6 +41,7 @@ CAP = 16_384
 """Entries kept before the buffer is read anyway (an iteration that never ends)."""
 
 _vector_norm = torch.linalg.vector_norm
+_no_torch_function = torch._C.DisableTorchFunction  # (see ``backward``)
 _F64 = torch.float64
 _LOW = stats._LOW_PRECISION
 _strided = torch.strided
@@ -48,7 +49,6 @@ _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _isfinite = math.isfinite
-_cheap_summary = Summary.cheap
 _wrapped = layouts._is_wrapped  # (vmap, grad: their tensors outlive no transform level)
 _legacy_batched = layouts._is_legacy_batched
 no_stats = stats.no_stats
@@ -151,6 +151,8 @@ class StatsBuffer:
         self._entries, self._numbers = [], []
         self.reads += 1
         self._set_quiet(1)
+        no_modes = _no_torch_function()  # (dyngraph's calls: not through any mode)
+        no_modes.__enter__()
         try:
             if _dispatch_modes():
                 with _disable_current_modes():
@@ -168,6 +170,7 @@ class StatsBuffer:
                     entry[1].row = None
             failed("the statistics of an iteration", exc)
         finally:
+            no_modes.__exit__(None, None, None)
             self._set_quiet(-1)
         return True
 
@@ -217,7 +220,8 @@ def _summary(kind: int, t: Any, version: int, v: Any, p: Pending,
     s: Summary | None
     if kind == _NORM:
         if _isfinite(v):
-            return _row(_cheap_summary(shape_of(t), dtype_name(t.dtype), v, 0, 0, False))
+            # (the cheap summary's row, ``rows.summary_row``, made directly)
+            return (shape_of(t), dtype_name(t.dtype), v, 0, 0, False)
         return _nonfinite(t, version, v, False, p, repairs)
     if kind == _SCALAR:
         value = v[0]

@@ -17,6 +17,7 @@ initialisation), and the optimizer's internals.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,12 +26,13 @@ from torch.overrides import TorchFunctionMode
 
 from ..capture.arrays import UNWRITTEN
 from ..capture.events import Summary
-from ..capture.tracing import now_ns, tracer
+from ..capture.rows import summary_row
+from ..capture.tracing import BATCH_ROWS, now_ns, plain, tensor_ids, tracer
 from . import stats
-from .calls import BACKWARD, EMPTY, INPLACE, ITER, PARTIAL_WRITES, SKIP, _kinds, classify
+from .calls import BACKWARD, EMPTY, INPLACE, ITER, OP, PARTIAL_WRITES, SKIP, _kinds, classify
 from .guard import failed
 from .ids import id_of, new_id
-from .stats import dtype_of, shape_of
+from .stats import _dtype_names, dtype_of, shape_of
 
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
@@ -38,6 +40,11 @@ _seq_nr = torch._C._autograd._get_sequence_nr
 _grad_enabled = torch.is_grad_enabled
 _tracing_state = torch._C._get_tracing_state
 _set_tracing_state = torch._C._set_tracing_state  # type: ignore[attr-defined]
+_PLAIN = frozenset((int, bool, str, type(None)))  # (attrs as they are; a float is an input)
+_NO_KWARGS: dict[str, Any] = {}  # (read only)
+_strided = torch.strided
+_get_ident = threading.get_ident
+_next_id = tensor_ids.__next__
 
 
 def _still_unwritten(args: Sequence[Any]) -> None:
@@ -68,6 +75,8 @@ class ForwardCapture(TorchFunctionMode):
         self._on_owner = on_owner
         self.stats = ""
         self.eager = False  # statistics read per op (see ``set_stats``)
+        self._no_stats = True  # stats == "none"
+        self._cheap = False  # stats == "cheap"
         self.buffer: Any = None  # the capture's ``deferred.StatsBuffer``
         self._summaries: Callable[[Sequence[_Tensor | None]], list[Any]] = stats.none
         self._one: Callable[[_Tensor], Any] = lambda t: None
@@ -76,11 +85,33 @@ class ForwardCapture(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
-            kwargs = {}
+            kwargs = _NO_KWARGS
         try:
             kind, name = _kinds[func]
         except (KeyError, TypeError):
             kind, name = classify(func)
+        if kind != OP or self.quiet or self.in_step or not tracer.listening:
+            return self._call(func, kind, name, args, kwargs)
+        # The usual op, with nothing to weigh first: this runs for every op.
+        s0 = _seq_nr()
+        t0 = now_ns()
+        out = func(*args, **kwargs)
+        duration = now_ns() - t0
+        try:
+            if _tracing_state() is not None:
+                self._record_untraced(name, OP, args, kwargs, out, s0, duration, None)
+            elif isinstance(out, _Tensor) and not (args and out is args[0]):
+                self._record_op(name, args, kwargs, out, s0, _seq_nr(), duration)
+            else:
+                self.record(name, OP, args, kwargs, out, s0, _seq_nr(), duration)
+        except Exception as exc:  # noqa: BLE001 - dyngraph's failure, not the script's
+            failed(f"the op {name}", exc)
+        return out
+
+    def _call(self, func: Any, kind: int, name: str, args: Sequence[Any],
+              kwargs: dict[str, Any]) -> Any:
+        """``__torch_function__`` of every call but an op recorded as it is: noise, a
+        backward, an ``empty``, an in-place change, an iteration, what runs unrecorded."""
         if kind == SKIP or self.quiet or not tracer.listening:
             return func(*args, **kwargs)
         if kind == BACKWARD:
@@ -101,23 +132,28 @@ class ForwardCapture(TorchFunctionMode):
             out = tuple(out)
         elif kind == INPLACE and name in PARTIAL_WRITES:
             _still_unwritten(args)
-        # Recording never raises into the script (``guard``), and under ``torch.jit.trace``
-        # it runs with tracing off: the tracer would take dyngraph's reads (shapes,
-        # statistics) into the user's graph, and the trace's own check would fail.
+        # Recording never raises into the script (``guard``).
         try:
-            tracing = _tracing_state()
-            if tracing is None:
+            if _tracing_state() is None:
                 self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration, before)
             else:
-                _set_tracing_state(None)
-                try:
-                    self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration,
-                                before)
-                finally:
-                    _set_tracing_state(tracing)
+                self._record_untraced(name, kind, args, kwargs, out, s0, duration, before)
         except Exception as exc:  # noqa: BLE001 - dyngraph's failure, not the script's
             failed(f"the op {name}", exc)
         return iter(out) if kind == ITER else out
+
+    def _record_untraced(self, name: str, kind: int, args: Sequence[Any],
+                         kwargs: dict[str, Any], out: Any, s0: int, duration: int,
+                         before: int | None) -> None:
+        """``record`` under ``torch.jit.trace``, with its tracing off: it would take
+        dyngraph's reads (shapes, statistics) into the user's graph, and the trace's own
+        check would fail."""
+        tracing = _tracing_state()
+        _set_tracing_state(None)
+        try:
+            self.record(name, kind, args, kwargs, out, s0, _seq_nr(), duration, before)
+        finally:
+            _set_tracing_state(tracing)
 
     def set_stats(self, mode: str) -> None:
         """Summarise at ``mode``: on the device, read once per iteration (``deferred``),
@@ -127,6 +163,7 @@ class ForwardCapture(TorchFunctionMode):
         if mode == self.stats and eager == self.eager:
             return
         self.stats, self.eager = mode, eager
+        self._no_stats, self._cheap = mode == "none", mode == "cheap"
         buf = self.buffer
         if eager:
             self._summaries = stats.SUMMARIZERS[mode]
@@ -147,6 +184,9 @@ class ForwardCapture(TorchFunctionMode):
         ``before``: the version of ``args[0]`` before the call, for one that may change
         it in place."""
         if isinstance(out, _Tensor):
+            if kind == OP and not (args and out is args[0]):
+                self._record_op(name, args, kwargs, out, s0, s1, duration)
+                return
             outs: tuple[_Tensor, ...] = (out,)
         elif isinstance(out, (tuple, list)):
             outs = _flat(out)  # (nested too: an LSTM's (output, (h, c)))
@@ -191,17 +231,91 @@ class ForwardCapture(TorchFunctionMode):
             if i == 0:
                 first = oid
             tracer.op(name, ids, oid, shape_of(o), dtype_of(o), o.requires_grad,
-                      attrs if i == 0 else {**attrs, "output": i}, grad_enabled,
+                      attrs if i == 0 else tracer.shared_attrs((*attrs, ("output", i))),
+                      grad_enabled,
                       duration if i == 0 else 0, summaries[i], o, flat)
         if s1 > s0:
             self._on_window(s0, s1, first, name)
         for o, oid in zip(outs, oids, strict=True):
             self._own(o, oid)
 
+    def _record_op(self, name: str, args: Sequence[Any], kwargs: dict[str, Any], o: _Tensor,
+                   s0: int, s1: int, duration: int) -> None:
+        """``record`` of the usual call: one new tensor out, nothing changed in place.
+
+        ``Tracer.op`` inlined, as ``engine.recording.op`` inlines it for the numpy engine
+        (a chain of tiny ops pays every line of it per op): keep the three in step.
+        """
+        t = tracer
+        if _get_ident() != t.thread and t.other_thread():
+            return
+        grad_enabled = _grad_enabled()
+        if t.iteration == 0 and grad_enabled and o.requires_grad:
+            t.end_setup()  # before its inputs are announced: they enter iteration 1
+        found = None if kwargs or len(args) != 2 else self._two_inputs(args, t.known)
+        if found is None:
+            found = self._inputs(args, kwargs)
+        ids, flat, attrs = found
+        if ids is None:
+            return  # no tensor went in: a creation op; its result enters as a leaf
+        if t.stats != self.stats or t.eager_stats is not self.eager:
+            self.set_stats(t.stats)
+        if t._pending_end:
+            t.end_iteration()
+        oid = _next_id()  # (``ids.new_id``)
+        o._dg_id = (id(o), oid)  # type: ignore[attr-defined]
+        calls = t.call_stack
+        if t._announced < len(calls):
+            t.announce_calls()
+        file, line, function = t.source(3)  # (from record's caller: library code)
+        shape = shape_of(o)
+        dtype = o.dtype
+        if self._no_stats:
+            summary = None
+        elif self._cheap and not (dtype.is_floating_point or dtype.is_complex):
+            summary = stats.no_stats_row(shape, dtype)  # (index arithmetic: no norm)
+        else:
+            summary = summary_row(self._one(o))
+            t.keep(summary)
+        seq = t.seq = t.seq + 1
+        t.keep(ids)
+        if o.layout is _strided and not o.is_nested and not o.is_meta:  # (``dtype_of``)
+            dtype_text = _dtype_names.get(dtype) or dtype_of(o)
+        else:
+            dtype_text = dtype_of(o)
+        row = ("op", seq, t.iteration, name, ids, oid, shape, dtype_text,
+               o.requires_grad, attrs, t.module_stack[-1], file, line, function,
+               grad_enabled, duration, summary, calls[-1])
+        t.known.add(oid)
+        t.iteration_ops.append(row)
+        if t.array_hook is not None:
+            t.array_hook("op", oid, (o, flat))
+        rows = t.rows  # (``Tracer.deliver``, inline)
+        rows.append(row)
+        for hook in t.hooks:
+            hook(row)
+        if len(rows) >= BATCH_ROWS:
+            t.flush_rows(final=False)
+        if t.values == "small":
+            t.emit_values(oid, shape, o)
+        if s1 > s0:
+            self._on_window(s0, s1, oid, name)
+        fn = _grad_fn_of(o)  # (``_own``, inline)
+        if fn is not None:
+            self._on_owner(fn._sequence_nr(), o.output_nr, oid)
+        if o._is_view():
+            try:
+                o._dg_v = (oid, o._version)  # type: ignore[attr-defined]
+            except RuntimeError:  # (an inference tensor: no version)
+                pass
+
     def _own(self, t: _Tensor, tid: int) -> None:
         """``t`` (recorded as ``tid``) is the output of its ``grad_fn``'s slot
         ``output_nr``: the gradient arriving there is ``t``'s."""
-        fn = _grad_fn_of(t)
+        try:
+            fn = t.grad_fn
+        except RuntimeError:  # (see ``_grad_fn_of``)
+            fn = None
         if fn is not None:
             self._on_owner(fn._sequence_nr(), t.output_nr, tid)
         if t._is_view():
@@ -221,45 +335,112 @@ class ForwardCapture(TorchFunctionMode):
         self._own(base, oid)
 
     def _inputs(self, args: Sequence[Any], kwargs: dict[str, Any], before: int | None = None
-                ) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+                ) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
         """(input ids, the arguments aligned with them, attrs); ids None if no tensor.
 
         Tensors are inputs, also inside a list (``torch.cat``); a float constant is an
         input too (-1: ``x * 0.5``, ``masked_fill(m, -inf)``); other arguments are attrs,
-        positional ones under ``"args"``.
+        positional ones under ``"args"``. The attrs are the row's items, as plain data
+        (``Tracer.shared_attrs``).
         """
         known = tracer.known
         ids: list[int] = []
         flat: list[Any] = []
         consts: list[Any] = []
         tensors = False
-        for i, a in enumerate(args):
-            if isinstance(a, _Tensor):
+        first = True
+        for a in args:
+            t = type(a)
+            if t is _Tensor or isinstance(a, _Tensor):
                 tensors = True
-                ids.append(self._current_id(a, known, before if i == 0 else None))
                 flat.append(a)
-            elif type(a) is float:
+                d = a.__dict__
+                pair = d.get("_dg_id")  # (``_current_id``'s usual answer, inline)
+                if (pair is not None and pair[0] == id(a) and pair[1] in known
+                        and "_dg_v" not in d):
+                    ids.append(pair[1])
+                else:
+                    ids.append(self._current_id(a, known, before if first else None))
+            elif t is float:
                 ids.append(-1)
                 flat.append(a)
-            elif type(a) in (list, tuple) and a and isinstance(a[0], _Tensor):
-                tensors = True
-                for t in a:
-                    if isinstance(t, _Tensor):
-                        ids.append(self._current_id(t, known))
-                        flat.append(t)
-            else:
+            elif t in _PLAIN:
                 consts.append(a)
-        attrs: dict[str, Any] = {"args": tuple(consts)} if consts else {}
+            elif t is slice:
+                consts.append(_slice_text(a))
+            elif (t is list or t is tuple) and a and isinstance(a[0], _Tensor):
+                tensors = True
+                self._list_ids(a, known, ids, flat)
+            else:
+                consts.append(plain(a))
+            first = False
+        if kwargs:
+            return self._with_kwargs(ids, flat, consts, kwargs, known, tensors)
+        if not tensors:
+            return None, (), ()
+        return tuple(ids), tuple(flat), _args_attrs(tuple(consts)) if consts else ()
+
+    def _list_ids(self, tensors: Sequence[Any], known: set[int], ids: list[int],
+                  flat: list[Any]) -> None:
+        """Append the ids of the tensors of a list argument (``torch.stack(rows)``) to
+        ``ids``, and the tensors to ``flat``."""
+        add_id, add_tensor = ids.append, flat.append
+        for x in tensors:
+            if not isinstance(x, _Tensor):
+                continue
+            add_tensor(x)
+            d = x.__dict__
+            pair = d.get("_dg_id")  # (``_current_id``'s usual answer, inline)
+            if pair is not None and pair[0] == id(x) and pair[1] in known:
+                seen = d.get("_dg_v")
+                if seen is None or seen[1] == x._version or seen[0] != pair[1]:
+                    add_id(pair[1])
+                    continue
+            add_id(self._current_id(x, known))
+
+    def _two_inputs(self, args: Sequence[Any], known: set[int]
+                    ) -> tuple[tuple[int, ...], tuple[Any, ...], tuple[Any, ...]] | None:
+        """``_inputs`` of the most common call, ``f(tensor, tensor)`` or ``f(tensor,
+        constant)`` (``x + y``, ``x * 0.5``, ``x[a:b]``), whose tensors the iteration
+        knows; None for any other."""
+        a, b = args
+        if type(a) is not _Tensor:
+            return None
+        d = a.__dict__
+        pair = d.get("_dg_id")
+        # (a view recorded as one: its memory may have changed since, ``_current_id`` looks)
+        if pair is None or pair[0] != id(a) or pair[1] not in known or "_dg_v" in d:
+            return None
+        tb = type(b)
+        if tb is _Tensor:
+            d = b.__dict__
+            other = d.get("_dg_id")
+            if other is None or other[0] != id(b) or other[1] not in known or "_dg_v" in d:
+                return None
+            return (pair[1], other[1]), args if type(args) is tuple else tuple(args), ()
+        if tb is float:
+            return (pair[1], -1), args if type(args) is tuple else tuple(args), ()
+        if tb is slice:
+            return (pair[1],), (a,), _slice_attrs(b)
+        if tb in _PLAIN:
+            return (pair[1],), (a,), _args_attrs((b,))
+        return None
+
+    def _with_kwargs(self, ids: list[int], flat: list[Any], consts: list[Any],
+                     kwargs: dict[str, Any], known: set[int], tensors: bool
+                     ) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+        """``_inputs``' answer where keyword arguments come too."""
+        items: list[tuple[str, Any]] = [("args", tuple(consts))] if consts else []
         for k, v in kwargs.items():
             if isinstance(v, _Tensor):
                 tensors = True
                 ids.append(self._current_id(v, known))
                 flat.append(v)
             else:
-                attrs[k] = v
+                items.append((k, v if type(v) in _PLAIN else plain(v)))
         if not tensors:
-            return None, (), attrs
-        return tuple(ids), tuple(flat), attrs
+            return None, (), ()
+        return tuple(ids), tuple(flat), tracer.shared_attrs(tuple(items)) if items else ()
 
     def _current_id(self, t: _Tensor, known: set[int], before: int | None = None) -> int:
         """``t``'s id, announced if the iteration does not know it yet. A view whose
@@ -267,16 +448,21 @@ class ForwardCapture(TorchFunctionMode):
         place) is taken again from its base first (an ``as_strided`` op, as on the numpy
         engine), so the op is wired to the value it read. ``before``: ``t``'s version
         before the op ran (an in-place op changes it: that is not a change to see)."""
-        tid = id_of(t)
+        d = t.__dict__
+        pair = d.get("_dg_id")  # (``ids.id_of``, inline: this runs for every input)
+        if pair is None or pair[0] != id(t):
+            tid = id_of(t)
+        else:
+            tid = pair[1]
         if tid not in known:
             # (the target of an in-place op holds its new node already: not the one of
             # the value that came in)
             self.announce(t, tid, own=before is None)
             return tid
-        seen = t.__dict__.get("_dg_v")
-        if seen is not None:
+        seen = d.get("_dg_v")
+        if seen is not None and seen[0] == tid:
             now = _version_of(t) if before is None else before
-            if now != seen[1] and seen[0] == tid:
+            if now != seen[1]:
                 return self._view_again(t, tid)
         return tid
 
@@ -315,6 +501,54 @@ class ForwardCapture(TorchFunctionMode):
             grad_fn is None, "" if grad_fn is None else type(grad_fn).__name__,
             UNWRITTEN if unwritten else t,
         )
+
+
+# The attrs of a call with positional constants only, by those constants (as plain data):
+# a call site passes the same ones over and over (``x.view(-1, 32)``, ``x[a:b]``).
+_ARGS_ATTRS: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_SLICES: dict[tuple[Any, Any, Any], str] = {}
+_SLICE_ATTRS: dict[tuple[Any, Any, Any], tuple[Any, ...]] = {}
+
+
+def _args_attrs(consts: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The row's attrs of positional constants ``consts`` (plain data): one shared tuple."""
+    try:
+        attrs = _ARGS_ATTRS.get(consts)
+    except TypeError:  # (unhashable after all)
+        return (("args", consts),)
+    if attrs is None:
+        if len(_ARGS_ATTRS) > 10_000:
+            _ARGS_ATTRS.clear()
+        attrs = _ARGS_ATTRS[consts] = tracer.shared_attrs((("args", consts),))
+    return attrs
+
+
+def _slice_text(s: slice) -> str:
+    """``plain(s)``, remembered: ``"3:11"`` for ``3:11``."""
+    key = (s.start, s.stop, s.step)
+    try:
+        text = _SLICES.get(key)
+    except TypeError:  # (a bound that does not hash)
+        return plain(s)  # type: ignore[no-any-return]
+    if text is None:
+        if len(_SLICES) > 10_000:
+            _SLICES.clear()
+        text = _SLICES[key] = plain(s)
+    return text
+
+
+def _slice_attrs(s: slice) -> tuple[Any, ...]:
+    """``_args_attrs`` of ``x[s]``, remembered by the slice's bounds."""
+    key = (s.start, s.stop, s.step)
+    try:
+        attrs = _SLICE_ATTRS.get(key)
+    except TypeError:  # (a bound that does not hash)
+        return _args_attrs((plain(s),))
+    if attrs is None:
+        if len(_SLICE_ATTRS) > 10_000:
+            _SLICE_ATTRS.clear()
+        attrs = _SLICE_ATTRS[key] = _args_attrs((plain(s),))
+    return attrs
 
 
 def _full_now(t: _Tensor) -> Summary | None:

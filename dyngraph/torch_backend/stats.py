@@ -49,6 +49,7 @@ _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _dtype_names: dict[torch.dtype, str] = {}
 _NO_STATS: dict[tuple[tuple[int, ...], str], Summary] = {}
+_NO_STATS_ROWS: dict[tuple[tuple[int, ...], torch.dtype], tuple[Any, ...]] = {}
 _shapes: dict[Any, tuple[int, ...]] = {}
 
 
@@ -63,7 +64,10 @@ def dtype_name(dtype: torch.dtype) -> str:
 def dtype_of(t: torch.Tensor) -> str:
     """``dtype_name`` of the tensor's dtype, with its layout beside it when that is not an
     ordinary strided one: ``float32 sparse_coo``, ``float32 nested``, ``float32 meta``."""
-    return dtype_name(t.dtype) + layouts.dtype_suffix(t)
+    name = _dtype_names.get(t.dtype) or dtype_name(t.dtype)
+    if t.layout is _strided and not t.is_nested and not t.is_meta:
+        return name  # (the usual tensor: ``dtype_suffix`` would say "")
+    return name + layouts.dtype_suffix(t)
 
 
 def shape_of(t: torch.Tensor) -> tuple[int, ...]:
@@ -96,6 +100,18 @@ def no_stats(t: torch.Tensor) -> Summary:
             _NO_STATS.clear()
         s = _NO_STATS[key] = Summary(shape, dtype)
     return s
+
+
+def no_stats_row(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[Any, ...]:
+    """``no_stats`` of a tensor of ``shape`` and ``dtype``, as a summary row
+    (``dyngraph.capture.rows``): one shared tuple per shape and dtype."""
+    key = (shape, dtype)
+    row = _NO_STATS_ROWS.get(key)
+    if row is None:
+        if len(_NO_STATS_ROWS) > 10_000:
+            _NO_STATS_ROWS.clear()
+        row = _NO_STATS_ROWS[key] = (shape, dtype_name(dtype), None, 0, 0, False)
+    return row
 
 
 def _numeric(t: torch.Tensor) -> bool:

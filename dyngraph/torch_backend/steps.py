@@ -32,6 +32,7 @@ from .ids import id_of
 from .modestack import real
 
 _get_ident = threading.get_ident
+_no_torch_function = torch._C.DisableTorchFunction  # (see ``backward``)
 _WRAPPED = "_dyngraph_step"
 
 
@@ -124,7 +125,7 @@ class OptimizerSteps:
                       if p.grad is not None and p.layout is torch.strided]
             self.mode.quiet += 1
             try:
-                with torch.no_grad():
+                with _no_torch_function(), torch.no_grad():
                     return params, (list(torch._foreach_mul(params, 1.0)) if params else [])
             finally:
                 self.mode.quiet -= 1
@@ -140,7 +141,7 @@ class OptimizerSteps:
             if params:
                 self.mode.quiet += 1
                 try:
-                    with torch.no_grad():
+                    with _no_torch_function(), torch.no_grad():
                         torch._foreach_sub_(before, params)  # the copy becomes -change
                         found = torch._foreach_norm(before)
                         if self.buffer is not None and not tracer.eager_stats:

@@ -121,6 +121,37 @@ def test_summaries_after_the_read_equal_those_read_per_op(stats):
     assert masked  # (the -inf attention scores: the repaired non-finite path was compared)
 
 
+def test_a_full_buffer_is_read_at_the_cap_and_every_summary_is_filled(monkeypatch):
+    """An iteration with more statistics waiting than ``deferred.CAP`` is read at the cap
+    as well as at its end, and gives the summaries one read per iteration gives."""
+    from sync_budget import WORKLOADS
+
+    from dyngraph.torch_backend import deferred
+
+    def recorded() -> tuple[list[tuple[object, ...]], int, int]:
+        torch.manual_seed(0)
+        with dyngraph.trace(stats="cheap", backend="torch") as t:
+            buffer = tracer.read_pending.__self__  # type: ignore[union-attr]
+            for _ in WORKLOADS["mlp"]():
+                pass
+            reads = buffer.reads
+        summaries = [(e.op, e.summary) for e in t.events if type(e) is ev.Op]
+        summaries += [(e.grad_fn, e.grad_outputs, e.grad_inputs) for e in t.events
+                      if type(e) is ev.BackwardStep]
+        return summaries, reads, sum(1 for e in t.events if type(e) is ev.IterationEnd)
+
+    once, once_reads, iterations = recorded()
+    monkeypatch.setattr(deferred, "CAP", 4)
+    capped, capped_reads, capped_iterations = recorded()
+    assert capped_iterations == iterations == 3
+    assert once_reads <= 2 * iterations < capped_reads  # (read at the cap, not only per step)
+    ops = [x for x in capped if len(x) == 2]
+    assert len(ops) == 12 and all(isinstance(s, ev.Summary) and s.norm is not None
+                                  for _, s in ops)  # (float outputs: every norm read)
+    grads = [g for x in capped if len(x) == 3 for g in x[1]]  # type: ignore[attr-defined]
+    assert grads and all(isinstance(g, ev.Summary) and g.norm is not None for g in grads)
+    assert capped == once
+
 # -- nothing lost -------------------------------------------------------------------------------
 STOPS = {
     "crash": "raise RuntimeError('crash')",

@@ -59,8 +59,10 @@ async def test_live_nan_breakpoint_then_history_then_quit_leaves_no_child(closin
     pid = app.source.session.pid
     async with app.run_test(size=SIZE) as pilot:
         assert await wait_for(pilot, paused(app, "start"))
+        assert "stats read per op" not in status(app)
         await pilot.press("x", "c")
         assert await wait_for(pilot, paused(app, "nan"))
+        assert "stats read per op" in status(app)  # (the NaN breakpoint judges each op)
         assert await wait_for(pilot, lambda: isinstance(app.model.current_event, ev.Op))
         event = app.model.current_event
         assert event.op == "log" and event.iteration == 2

@@ -180,6 +180,24 @@ def test_status_text_says_why_and_where():
         assert part in text
 
 
+def test_status_text_says_when_a_value_breakpoint_reads_statistics_per_op():
+    op = ev.Op(seq=7, iteration=2, op="log", file="/x/train.py", line=12)
+    facts = dict(status="running", reason="", description="", event=op, iteration=2,
+                 iterations=3, live=True, nan_break=True)
+    assert "stats read per op" in status_text(**facts, per_op_reads=True).plain
+    assert "stats read per op" not in status_text(**facts).plain
+
+
+def test_value_breakpoints_are_those_that_read_statistics_per_op():
+    from dyngraph.debug.breakpoints import Breakpoint, reads_per_op
+
+    assert not reads_per_op([Breakpoint.op("relu"), Breakpoint.module("enc"),
+                             Breakpoint.at_line("train.py", 3), Breakpoint.at_iteration(2)])
+    for bp in (Breakpoint.nan(), Breakpoint.grad_norm(10.0),
+               Breakpoint.grad_norm(10.0, scope="global"), Breakpoint.op("relu", "max > 3")):
+        assert reads_per_op([Breakpoint.op("matmul"), bp]), bp
+
+
 def test_a_bounded_model_lets_the_oldest_iterations_go(nan_events):
     full = Model()
     full.ingest(nan_events)
