@@ -58,6 +58,10 @@ class Pass:
     line: int
     grads: dict[str, Any]  # intermediate -> its .grad (None: none)
     leaf_grads: dict[str, Any]  # leaf -> its .grad after the pass
+    # leaf -> its .grad just before the pass (a name is a tensor's only from the line that
+    # binds it: ``v5 = x1.flatten()`` of a 1-D leaf *is* x1, whose .grad an earlier pass
+    # filled while the name v5 did not exist yet)
+    leaf_grads_before: dict[str, Any] = field(default_factory=dict)
     graph: Any = None  # (torch) autograd's graph from the roots, before the pass
 
 
@@ -108,6 +112,7 @@ def _run_plain(program: Program) -> Run:
             graph = autograd_graph(env, program.roots[i])
         nodes = _nodes_of(env) if lib is torch else {}
         versions = {n: _version(t) for n, t in tensors(env).items()}
+        before = _leaf_grads(env) if kind == "backward" else {}
         err = run_line(line, env)
         if err is not None:
             run.error = (i, type(err))
@@ -126,10 +131,13 @@ def _run_plain(program: Program) -> Run:
             grads = {n: _copy(now[n].grad) for n in retained if n not in run.unreliable}
             for n in retained:  # (two names may hold one tensor: all read, then cleared)
                 now[n].grad = None
-            leaves = {n: _copy(t.grad) for n, t in tensors_and_parameters(env).items()
-                      if is_leaf(t) and t.requires_grad}
-            run.passes.append(Pass(i, grads, leaves, graph))
+            run.passes.append(Pass(i, grads, _leaf_grads(env), before, graph))
     return run
+
+
+def _leaf_grads(env: dict[str, Any]) -> dict[str, Any]:
+    return {n: _copy(t.grad) for n, t in tensors_and_parameters(env).items()
+            if is_leaf(t) and t.requires_grad}
 
 
 def _nodes_of(env: dict[str, Any]) -> dict[str, tuple[Any, int]]:
@@ -354,7 +362,6 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
     recorded = _passes(captured.events)
     if len(recorded) != len(plain.passes):
         return [f"{len(plain.passes)} backward passes ran, {len(recorded)} were recorded"]
-    previous_leaves: dict[str, Any] = {}
     for p, (steps, graph) in zip(plain.passes, recorded, strict=True):
         every = captured.ids[p.line - 1] if p.line else {}
         ids = {n: i for n, i in every.items() if i in graph}
@@ -389,8 +396,10 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
                 out.append(f"{where}: gradient of {n} (t{rid}): {problem}")
         for n, truth in p.leaf_grads.items():
             rid = every.get(n)  # (a leaf's .grad is reported whether or not it is drawn)
-            changed = truth is not None and (previous_leaves.get(n) is None or
-                                             _bits(truth) != _bits(previous_leaves[n]))
+            # (judged against the .grad this tensor held just before the pass, not against
+            # what the name held after the previous one: see ``Pass.leaf_grads_before``)
+            was = p.leaf_grads_before.get(n)
+            changed = truth is not None and (was is None or _bits(truth) != _bits(was))
             if changed:
                 problem = summary_problem(leaf_grads.get(rid), truth)
                 if problem:
@@ -400,7 +409,6 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
                     else "recorded, but the leaf has no .grad"
                 if problem:
                     out.append(f"{where}: .grad of leaf {n} (t{rid}): {problem}")
-        previous_leaves = p.leaf_grads
         if p.graph is not None:
             out += [f"{where}: {m}" for m in _same_graph(p.graph, steps, ids, every)]
     return out
