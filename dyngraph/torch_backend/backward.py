@@ -32,6 +32,7 @@ import torch
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tensor_ids, tracer
 from . import stats
+from .forward import grad_fn_of
 from .guard import failed, guarded
 from .ids import id_of
 
@@ -189,7 +190,7 @@ class BackwardCapture:
         hook = self._on_node
         stack: list[Any] = []
         for t in roots:
-            node: Any = t.grad_fn
+            node: Any = grad_fn_of(t)  # (unreadable: the backward raises that to the script)
             if node is not None and _TAG not in node.metadata:
                 node.metadata[_TAG] = self._tag(node)
                 stack.append(node)

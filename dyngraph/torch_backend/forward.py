@@ -201,7 +201,7 @@ class ForwardCapture(TorchFunctionMode):
     def _own(self, t: _Tensor, tid: int) -> None:
         """``t`` (recorded as ``tid``) is the output of its ``grad_fn``'s slot
         ``output_nr``: the gradient arriving there is ``t``'s."""
-        fn = _grad_fn_of(t)
+        fn = grad_fn_of(t)
         if fn is not None:
             self._on_owner(fn._sequence_nr(), t.output_nr, tid)
         if t._is_view():
@@ -296,8 +296,11 @@ class ForwardCapture(TorchFunctionMode):
         """``t`` enters this iteration's graph from outside it (a leaf, a parameter ...);
         ``own``: a non-leaf's gradient is its node's (see ``_own``)."""
         name, is_param = self.names.get(tid, ("", False))
-        grad_fn = _grad_fn_of(t)
-        if grad_fn is None and t.requires_grad:
+        grad_fn = grad_fn_of(t)
+        # (no node is not a leaf where the node is only unreadable: a split piece whose
+        # base changed in place, used under no_grad, is no leaf to hook)
+        leaf = grad_fn is None and _is_leaf(t)
+        if leaf and t.requires_grad:
             self._on_leaf(t, tid)
         elif grad_fn is not None and own:  # computed before: its node's slot's gradient
             self._own(t, tid)
@@ -312,7 +315,7 @@ class ForwardCapture(TorchFunctionMode):
             is_param or isinstance(t, _Parameter),
             None if unwritten else self._full_one(t) if self.stats == "full"
             else self._one(t) if tracer.leaf_stats and self.stats == "cheap" else None,
-            grad_fn is None, "" if grad_fn is None else type(grad_fn).__name__,
+            leaf, "" if grad_fn is None else type(grad_fn).__name__,
             UNWRITTEN if unwritten else t,
         )
 
@@ -340,17 +343,25 @@ def _made_in(t: _Tensor, s0: int, s1: int) -> bool:
     """Did the call that numbered autograd nodes ``[s0, s1)`` give ``t`` its node?"""
     if s1 == s0:
         return False
-    fn = _grad_fn_of(t)
+    fn = grad_fn_of(t)
     return fn is not None and s0 <= fn._sequence_nr() < s1
 
 
-def _grad_fn_of(t: _Tensor) -> Any:
+def grad_fn_of(t: _Tensor) -> Any:
     """``t.grad_fn``; None where reading it raises (an output of a multi-output view op,
     ``split``'s, whose base was changed in place: PyTorch refuses to rebuild its node)."""
     try:
         return t.grad_fn
     except RuntimeError:
         return None
+
+
+def _is_leaf(t: _Tensor) -> bool:
+    """``t.is_leaf``; False where reading it raises (as ``grad_fn_of``)."""
+    try:
+        return bool(t.is_leaf)
+    except RuntimeError:
+        return False
 
 
 def _version_of(t: Any) -> int | None:

@@ -14,6 +14,7 @@ and raises ``Mismatch`` (with the program as code) unless:
 
 - the script's results are bitwise equal: every value, every leaf's ``.grad``, and the
   same exception (type and line) if one is raised;
+- the capture told of no failure of its own ("dyngraph could not record ...");
 - every recorded forward summary (min, max, mean, norm, NaN and Inf counts) is torch's
   on the same tensor at that moment;
 - in each backward pass, the gradient recorded for every value (the output slot of its
@@ -45,6 +46,7 @@ from gradprog import (
 )
 
 import dyngraph
+from dyngraph.capture import backends
 from dyngraph.capture import events as ev
 
 
@@ -78,6 +80,9 @@ class Run:
     # per line: the values outside any graph (no grad) it changed in place: no op records
     # that, so a record of theirs made earlier in the line holds the value before
     outside: list[set[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the capture told (captured run)
+    changed_at: dict[str, int] = field(default_factory=dict)  # value -> first line that
+    # changed it in place (run as written: ``run_pure``)
 
 
 def _lib(program: Program) -> Any:
@@ -95,13 +100,14 @@ def _version(t: Any) -> Any:
         return None
 
 
-def run_plain(program: Program) -> Run:
+def run_plain(program: Program, changed_at: dict[str, int] | None = None) -> Run:
+    """``changed_at``: where each value is first changed in place (``run_pure``'s)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (.grad of a name whose tensor is no longer retained)
-        return _run_plain(program)
+        return _run_plain(program, changed_at or {})
 
 
-def _run_plain(program: Program) -> Run:
+def _run_plain(program: Program, changed_at: dict[str, int]) -> Run:
     lib = _lib(program)
     env = environment(program, lib)
     run = Run(env)
@@ -121,7 +127,8 @@ def _run_plain(program: Program) -> Run:
         if lib is torch:
             run.unreliable |= _siblings_changed(nodes, now)
         for n, t in now.items():
-            if n not in retained and t.requires_grad and not is_leaf(t):
+            if n not in retained and t.requires_grad and not is_leaf(t) and not (
+                    lib is torch and changed_at.get(n, i) > i and _several_outputs(t)):
                 t.retain_grad()
                 retained.add(n)
         run.values.append({n: _copy(t) for n, t in tensors_and_parameters(env).items()})
@@ -150,6 +157,18 @@ def _nodes_of(env: dict[str, Any]) -> dict[str, tuple[Any, int]]:
     return found
 
 
+def _several_outputs(t: Any) -> bool:
+    """Is ``t`` an output of a node with several (``std_mean``'s)? PyTorch 2.13 cannot
+    retain the ``.grad`` of one that is changed in place later: an internal assert
+    ("out != nullptr") at the change, a segfault in backward if it is changed through a
+    view (``a, b = torch.std_mean(x, 0); b.retain_grad(); b[:1].mul_(-1.0)``). The truth
+    retains it after the change (its gradient before the change is not judged). (Not a
+    view, ``split``'s piece: it is never changed in place, its base may be, and PyTorch
+    retains it, and refuses to read its node once the base changed.)"""
+    fn = _grad_fn(t)
+    return fn is not None and len(fn._input_metadata) >= 2 and not t._is_view()
+
+
 def _siblings_changed(before: dict[str, tuple[Any, int]], now: dict[str, Any]) -> set[str]:
     """The other outputs of a node with several (``var_mean``'s) one of which a line changed
     in place: PyTorch 2.13 then fills their retained ``.grad`` with the changed output's
@@ -175,7 +194,8 @@ def run_captured(program: Program) -> Run:
     lib = _lib(program)
     env = environment(program, lib)
     run = Run(env)
-    with dyngraph.trace(stats="full", backend=program.library) as trace:
+    with backends.on_note(run.notes.append), \
+            dyngraph.trace(stats="full", backend=program.library) as trace:
         for i, line in enumerate(program.lines):
             err = run_line(line, env)
             if err is not None:
@@ -255,16 +275,21 @@ def run_pure(program: Program) -> Run:
     env = environment(program, _lib(program))
     run = Run(env)
     for i, line in enumerate(program.lines):
+        versions = {n: (t, _version(t)) for n, t in tensors(env).items()}
         err = run_line(line, env)
         if err is not None:
             run.error = (i, type(err))
             break
+        for n, t in tensors(env).items():  # (the version only: reading it changes nothing)
+            if n not in run.changed_at and n in versions and versions[n][0] is t and \
+                    versions[n][1] != _version(t):
+                run.changed_at[n] = i
     return run
 
 
 def judge(program: Program) -> None:
     pure = run_pure(program)
-    plain = run_plain(program)
+    plain = run_plain(program, pure.changed_at)
     captured = run_captured(program)
     problems = compare(program, plain, captured, pure)
     if problems:
@@ -277,6 +302,9 @@ def compare(program: Program, plain: Run, captured: Run, pure: Run | None = None
     problems = _bitwise(plain if pure is None else pure, captured)
     if problems:
         return problems  # the rest compares two runs that must be the same run
+    # (dyngraph's own failure is told in a note and the script goes on: the trace lacks
+    # what failed, which the comparisons below may not notice)
+    problems += [f"the capture told: {n}" for n in captured.notes if "could not record" in n]
     problems += _forward(program, plain, captured)
     problems += _backward(program, plain, captured)
     return problems
