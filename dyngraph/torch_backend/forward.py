@@ -56,7 +56,8 @@ class ForwardCapture(TorchFunctionMode):
                  on_window: Callable[[int, int, int, str], None],
                  on_leaf: Callable[[_Tensor, int], None],
                  on_backward: Callable[[Any, str, tuple[Any, ...], dict[str, Any]], Any],
-                 on_owner: Callable[[int, int, int], None] = lambda seq, nr, tid: None
+                 on_owner: Callable[[int, int, int], None] = lambda seq, nr, tid: None,
+                 on_several: Callable[[int, int, _Tensor], None] = lambda seq, nr, t: None
                  ) -> None:
         super().__init__()
         self.names = names
@@ -66,6 +67,7 @@ class ForwardCapture(TorchFunctionMode):
         self._on_leaf = on_leaf
         self._on_backward = on_backward
         self._on_owner = on_owner
+        self._on_several = on_several
         self.stats = ""
         self.eager = False  # statistics read per op (see ``set_stats``)
         self.buffer: Any = None  # the capture's ``deferred.StatsBuffer``
@@ -196,14 +198,18 @@ class ForwardCapture(TorchFunctionMode):
         if s1 > s0:
             self._on_window(s0, s1, first, name)
         for o, oid in zip(outs, oids, strict=True):
-            self._own(o, oid)
+            self._own(o, oid, several=True)
 
-    def _own(self, t: _Tensor, tid: int) -> None:
+    def _own(self, t: _Tensor, tid: int, several: bool = False) -> None:
         """``t`` (recorded as ``tid``) is the output of its ``grad_fn``'s slot
-        ``output_nr``: the gradient arriving there is ``t``'s."""
+        ``output_nr``: the gradient arriving there is ``t``'s. ``several``: one of an
+        op's several outputs (the tensor is kept, weakly: ``backward.Siblings``)."""
         fn = grad_fn_of(t)
         if fn is not None:
-            self._on_owner(fn._sequence_nr(), t.output_nr, tid)
+            seq = fn._sequence_nr()
+            self._on_owner(seq, t.output_nr, tid)
+            if several:
+                self._on_several(seq, t.output_nr, t)
         if t._is_view():
             _note_version(t, tid)
 

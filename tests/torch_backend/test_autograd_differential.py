@@ -17,6 +17,7 @@ prints the program as code: keep it below as a named regression test once fixed.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import textwrap
@@ -355,3 +356,45 @@ def test_a_nan_output_changed_in_place_before_the_read_is_recorded_as_a_lower_bo
     assert var.sampled and var.nan == 1 and var.norm is None  # "NaN ≥ 1", not exact
     assert not relu.sampled and (relu.nan, relu.inf) == (4, 0)  # read before any change
     assert summary_problem(var, torch.full((1, 4), float("nan"))) is not None  # not exact
+
+
+def test_autograd_grad_reports_what_arrives_at_the_other_outputs_of_a_node_it_did_not_run():
+    """The passes family's find (seed 23, after 865 programs): ``autograd.grad(v5, [v4])``
+    with ``v3, v4 = aminmax(x1)`` reaches aminmax's node and does not run it. Only v4's
+    gradient was reported; v3's slot read "no gradient: not used by the loss", though v5
+    uses v3 and PyTorch computed its gradient (a ``retain_grad`` sees it). A tensor hook
+    on v3, added for the call after the script's own, sees it now."""
+    p = program("passes", """
+        x1 = L.tensor(A0, requires_grad=True)
+        v3, v4 = L.aminmax(x1, dim=0)
+        v3.register_hook(lambda grad: grad * 2.0)
+        v5 = (L.stack([v3, v4, v4], dim=0).sin().sum() * 1.0)
+        g6, = L.autograd.grad(v5, [v4], retain_graph=True)
+        loss = v3.sin().sum() + v5
+        loss.backward()""", [0.43, 0.72, 0.06])
+    judge(p)
+    run = run_captured(p)
+    v3, v4 = run.ids[-1]["v3"], run.ids[-1]["v4"]
+    (step,) = [s for s in steps_of(run.events)[0] if s.grad_fn == "AminmaxBackward0"]
+    assert step.outputs == (v3, v4)
+    assert [g.norm for g in step.grad_outputs] == pytest.approx(
+        [2 * math.cos(0.06), 2 * math.cos(0.72)], rel=1e-6)  # (v3's after the script's hook)
+
+
+def test_a_gone_other_output_of_a_node_autograd_grad_did_not_run_is_not_said_to_have_none():
+    """The other output is gone (no tensor to hook): its slot is reported as nobody's,
+    not as a value without a gradient; the hooks added for the call are gone after it."""
+    x = torch.tensor([0.43, 0.72, 0.06], requires_grad=True)
+    with dyngraph.trace(stats="full") as t:
+        lo, hi = torch.aminmax(x, dim=0)
+        total = torch.stack([lo, hi]).sin().sum()
+        torch.autograd.grad(total, [hi], retain_graph=True)
+        assert lo._backward_hooks is not None and not lo._backward_hooks  # (none left)
+        del lo
+        torch.autograd.grad(total, [hi], retain_graph=True)
+        total.backward()
+    first, second, _ = [[s for s in p if s.grad_fn == "AminmaxBackward0"]
+                        for p in steps_of(t.events)]
+    hi_id = first[0].outputs[1]
+    assert first[0].outputs[0] not in (-1, hi_id) and first[0].grad_outputs[0] is not None
+    assert second[0].outputs == (-1, hi_id) and second[0].grad_outputs[1] is not None
