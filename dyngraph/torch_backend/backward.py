@@ -23,7 +23,9 @@ thread that called it, inside the mode's handler), so their statistics are not o
 from __future__ import annotations
 
 import bisect
+import functools
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +34,7 @@ import torch
 from ..capture.events import Summary
 from ..capture.tracing import now_ns, tensor_ids, tracer
 from . import stats
+from .forward import grad_fn_of
 from .guard import failed, guarded
 from .ids import id_of
 
@@ -62,6 +65,9 @@ class Windows:
         # for the node (its lowest slot: outputs are registered in order)
         self._owners: list[dict[int, int]] = [{}, {}]
         self._firsts: list[dict[int, int]] = [{}, {}]
+        # (the same key) -> the output tensor itself, weakly: kept for nodes of several
+        # outputs only (see ``Siblings``)
+        self._tensors: list[dict[int, Any]] = [{}, {}]
 
     def add(self, start: int, end: int, output: int, op: str) -> None:
         starts, ends, outs, ops = self._gens[0]
@@ -76,6 +82,19 @@ class Windows:
         firsts = self._firsts[0]
         if seq not in firsts:
             firsts[seq] = tensor
+
+    def keep(self, seq: int, output_nr: int, t: _Tensor) -> None:
+        """Output slot ``output_nr`` of node ``seq`` (one of several) is ``t``."""
+        self._tensors[0][seq << _SLOT_BITS | output_nr] = weakref.ref(t)
+
+    def tensor(self, seq: int, output_nr: int) -> _Tensor | None:
+        """The tensor kept for that slot (None: none kept, or it is gone)."""
+        key = seq << _SLOT_BITS | output_nr
+        for kept in self._tensors:
+            ref = kept.get(key)
+            if ref is not None:
+                return ref()  # type: ignore[no-any-return]
+        return None
 
     def owner(self, seq: int, output_nr: int) -> int:
         """The tensor of output slot ``output_nr`` of node ``seq`` (-1: none recorded)."""
@@ -105,6 +124,7 @@ class Windows:
         self._gens = [([], [], [], []), self._gens[0]]
         self._owners = [{}, self._owners[0]]
         self._firsts = [{}, self._firsts[0]]
+        self._tensors = [{}, self._tensors[0]]
 
 
 _SLOT_BITS = 32  # (a node has far fewer output slots than 2^32)
@@ -141,11 +161,17 @@ class BackwardCapture:
             return func(*args, **kwargs)
         start = now_ns()
         self._ran = set()
-        result = func(*args, **kwargs)
+        inputs = _inputs(args, kwargs) if name == "grad" else []
+        siblings = self._watch([*roots, *inputs]) if name == "grad" else None
         try:
-            if name == "grad" and tracer.listening:
-                self._captured([*roots, *_inputs(args, kwargs)],
-                               [*_seeds(roots, args, kwargs), *result])
+            result = func(*args, **kwargs)
+        finally:
+            if siblings is not None:
+                siblings.remove()
+        try:
+            if siblings is not None and tracer.listening:
+                self._captured([*roots, *inputs], [*_seeds(roots, args, kwargs), *result],
+                               siblings)
             tracer.backward_end(id_of(roots[0]), now_ns() - start)
             self.windows.rotate()
         except Exception as exc:  # noqa: BLE001
@@ -192,7 +218,7 @@ class BackwardCapture:
         hook = self._on_node
         stack: list[Any] = []
         for t in roots:
-            node: Any = t.grad_fn
+            node: Any = grad_fn_of(t)  # (unreadable: the backward raises that to the script)
             if node is not None and _TAG not in node.metadata:
                 node.metadata[_TAG] = self._tag(node)
                 stack.append(node)
@@ -232,26 +258,51 @@ class BackwardCapture:
             return
         self._step(node, grad_inputs, grad_outputs)
 
-    def _captured(self, inputs: list[Any], grads: list[Any]) -> None:
+    def _watch(self, tensors: list[Any]) -> Siblings:
+        """Before an ``autograd.grad`` from or to ``tensors``: a tensor hook on every other
+        output of their nodes of several outputs (``Siblings``)."""
+        siblings = Siblings()
+        taken: dict[int, tuple[Any, set[int]]] = {}
+        for t in tensors:
+            fn = grad_fn_of(t) if isinstance(t, _Tensor) else None
+            if fn is not None:
+                taken.setdefault(id(fn), (fn, set()))[1].add(t.output_nr)
+        for fn, slots in taken.values():
+            n = len(fn._input_metadata)
+            if n < 2:
+                continue
+            seq = fn._sequence_nr()
+            for k in range(n):
+                if k not in slots:
+                    siblings.watch(seq, k, self.windows.tensor(seq, k))
+        return siblings
+
+    def _captured(self, inputs: list[Any], grads: list[Any], siblings: Siblings) -> None:
         """``autograd.grad`` hands back the gradients arriving at its inputs; autograd runs
         an input's node (or a root's) only when another input needs what it hands on. A
         node it did not run is reported as reached: its output slots' gradients (those
-        ``grad`` returned, a root's seed), and nothing handed on."""
+        ``grad`` returned, a root's seed, and the other outputs' as their tensor hooks saw
+        them), and nothing handed on."""
         reached: dict[int, tuple[Any, dict[int, Any]]] = {}
         for t, g in zip(inputs, grads, strict=False):
-            fn: Any = t.grad_fn if isinstance(t, _Tensor) else None
+            fn: Any = grad_fn_of(t) if isinstance(t, _Tensor) else None
             info = None if fn is None else fn.metadata.get(_TAG)
             if info is None or g is None or info[_GID] in self._ran:
                 continue
             reached.setdefault(info[_GID], (fn, {}))[1][t.output_nr] = g
         for fn, slots in reached.values():
             n = len(fn._input_metadata)
-            grad_outputs = tuple(slots.get(k) for k in range(n))
-            self._step(fn, _nones(len(fn.next_functions)), grad_outputs)
+            seq = fn._sequence_nr()
+            grad_outputs = tuple(slots[k] if k in slots else siblings.grads.get((seq, k))
+                                 for k in range(n))
+            unknown = {k for k in range(n) if k not in slots and (seq, k) in siblings.unknown}
+            self._step(fn, _nones(len(fn.next_functions)), grad_outputs, unknown)
 
-    def _step(self, node: Any, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]
-              ) -> None:
-        """Report that ``node`` took ``grad_outputs`` in and handed ``grad_inputs`` on."""
+    def _step(self, node: Any, grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...],
+              unknown: set[int] | None = None) -> None:
+        """Report that ``node`` took ``grad_outputs`` in and handed ``grad_inputs`` on.
+        ``unknown``: output slots whose gradient was not seen (reported as no tensor's,
+        not as one without a gradient)."""
         info = node.metadata[_TAG]
         self._ran.add(info[_GID])
         n = len(grad_outputs)
@@ -261,6 +312,8 @@ class BackwardCapture:
         if outputs is None or len(outputs) != n or -1 in outputs:
             owner, seq = self.windows.owner, info[_SEQ]
             outputs = info[_OUTPUTS] = tuple([owner(seq, k) for k in range(n)])
+        if unknown:
+            outputs = tuple([-1 if k in unknown else o for k, o in enumerate(outputs)])
         summaries = self.summaries
         grad_out: tuple[Summary | None, ...]
         grad_in: tuple[Summary | None, ...]
@@ -300,6 +353,36 @@ class BackwardCapture:
         finally:
             self._set_quiet(-1)
         tracer.grad_accumulated(tid, self.names.get(tid, ("", False))[0], summary, grad)
+
+
+class Siblings:
+    """The gradients arriving, during one ``autograd.grad``, at the other outputs of the
+    nodes of its inputs. Autograd does not run a node that only its inputs need, so no
+    node hook sees what arrives there; it does call that node's tensor hooks, on every
+    slot. One is added on each other output's tensor (after the script's own hooks on it:
+    it sees what they hand on, as ``retain_grad`` would) and removed after the call. A
+    slot whose tensor is gone is ``unknown``."""
+
+    def __init__(self) -> None:
+        self.grads: dict[tuple[int, int], Any] = {}
+        self.unknown: set[tuple[int, int]] = set()
+        self._handles: list[Any] = []
+
+    def watch(self, seq: int, k: int, t: _Tensor | None) -> None:
+        try:
+            if t is None:
+                raise RuntimeError("gone")
+            self._handles.append(t.register_hook(functools.partial(self._seen, (seq, k))))
+        except RuntimeError:  # (gone, or PyTorch refuses: a split piece whose base changed)
+            self.unknown.add((seq, k))
+
+    def _seen(self, key: tuple[int, int], grad: Any) -> None:
+        self.grads[key] = grad
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
 
 
 _NONES: dict[int, tuple[None, ...]] = {}

@@ -58,7 +58,7 @@ class TorchCapture:
         self.backward = BackwardCapture(self.windows, self.modules.names, self._quiet)
         self.mode = ForwardCapture(self.modules.names, self.windows.add,
                                    self.backward.hook_leaf, self.backward.run,
-                                   self.windows.own)
+                                   self.windows.own, self.windows.keep)
         self.hidden = HiddenMode(self.mode)
         self.warning_places = WarningPlaces(ForwardCapture.__torch_function__)
         self.steps = OptimizerSteps(self.mode, self.owner)

@@ -63,7 +63,8 @@ class ForwardCapture(TorchFunctionMode):
                  on_window: Callable[[int, int, int, str], None],
                  on_leaf: Callable[[_Tensor, int], None],
                  on_backward: Callable[[Any, str, tuple[Any, ...], dict[str, Any]], Any],
-                 on_owner: Callable[[int, int, int], None] = lambda seq, nr, tid: None
+                 on_owner: Callable[[int, int, int], None] = lambda seq, nr, tid: None,
+                 on_several: Callable[[int, int, _Tensor], None] = lambda seq, nr, t: None
                  ) -> None:
         super().__init__()
         self.names = names
@@ -73,6 +74,7 @@ class ForwardCapture(TorchFunctionMode):
         self._on_leaf = on_leaf
         self._on_backward = on_backward
         self._on_owner = on_owner
+        self._on_several = on_several
         self.stats = ""
         self.eager = False  # statistics read per op (see ``set_stats``)
         self._no_stats = True  # stats == "none"
@@ -237,7 +239,7 @@ class ForwardCapture(TorchFunctionMode):
         if s1 > s0:
             self._on_window(s0, s1, first, name)
         for o, oid in zip(outs, oids, strict=True):
-            self._own(o, oid)
+            self._own(o, oid, several=True)
 
     def _record_op(self, name: str, args: Sequence[Any], kwargs: dict[str, Any], o: _Tensor,
                    s0: int, s1: int, duration: int) -> None:
@@ -300,7 +302,7 @@ class ForwardCapture(TorchFunctionMode):
             t.emit_values(oid, shape, o)
         if s1 > s0:
             self._on_window(s0, s1, oid, name)
-        fn = _grad_fn_of(o)  # (``_own``, inline)
+        fn = grad_fn_of(o)  # (``_own``, inline)
         if fn is not None:
             self._on_owner(fn._sequence_nr(), o.output_nr, oid)
         if o._is_view():
@@ -309,15 +311,16 @@ class ForwardCapture(TorchFunctionMode):
             except RuntimeError:  # (an inference tensor: no version)
                 pass
 
-    def _own(self, t: _Tensor, tid: int) -> None:
+    def _own(self, t: _Tensor, tid: int, several: bool = False) -> None:
         """``t`` (recorded as ``tid``) is the output of its ``grad_fn``'s slot
-        ``output_nr``: the gradient arriving there is ``t``'s."""
-        try:
-            fn = t.grad_fn
-        except RuntimeError:  # (see ``_grad_fn_of``)
-            fn = None
+        ``output_nr``: the gradient arriving there is ``t``'s. ``several``: one of an
+        op's several outputs (the tensor is kept, weakly: ``backward.Siblings``)."""
+        fn = grad_fn_of(t)
         if fn is not None:
-            self._on_owner(fn._sequence_nr(), t.output_nr, tid)
+            seq = fn._sequence_nr()
+            self._on_owner(seq, t.output_nr, tid)
+            if several:
+                self._on_several(seq, t.output_nr, t)
         if t._is_view():
             _note_version(t, tid)
 
@@ -482,8 +485,11 @@ class ForwardCapture(TorchFunctionMode):
         """``t`` enters this iteration's graph from outside it (a leaf, a parameter ...);
         ``own``: a non-leaf's gradient is its node's (see ``_own``)."""
         name, is_param = self.names.get(tid, ("", False))
-        grad_fn = _grad_fn_of(t)
-        if grad_fn is None and t.requires_grad:
+        grad_fn = grad_fn_of(t)
+        # (no node is not a leaf where the node is only unreadable: a split piece whose
+        # base changed in place, used under no_grad, is no leaf to hook)
+        leaf = grad_fn is None and _is_leaf(t)
+        if leaf and t.requires_grad:
             self._on_leaf(t, tid)
         elif grad_fn is not None and own:  # computed before: its node's slot's gradient
             self._own(t, tid)
@@ -498,7 +504,7 @@ class ForwardCapture(TorchFunctionMode):
             is_param or isinstance(t, _Parameter),
             None if unwritten else self._full_one(t) if self.stats == "full"
             else self._one(t) if tracer.leaf_stats and self.stats == "cheap" else None,
-            grad_fn is None, "" if grad_fn is None else type(grad_fn).__name__,
+            leaf, "" if grad_fn is None else type(grad_fn).__name__,
             UNWRITTEN if unwritten else t,
         )
 
@@ -574,17 +580,25 @@ def _made_in(t: _Tensor, s0: int, s1: int) -> bool:
     """Did the call that numbered autograd nodes ``[s0, s1)`` give ``t`` its node?"""
     if s1 == s0:
         return False
-    fn = _grad_fn_of(t)
+    fn = grad_fn_of(t)
     return fn is not None and s0 <= fn._sequence_nr() < s1
 
 
-def _grad_fn_of(t: _Tensor) -> Any:
+def grad_fn_of(t: _Tensor) -> Any:
     """``t.grad_fn``; None where reading it raises (an output of a multi-output view op,
     ``split``'s, whose base was changed in place: PyTorch refuses to rebuild its node)."""
     try:
         return t.grad_fn
     except RuntimeError:
         return None
+
+
+def _is_leaf(t: _Tensor) -> bool:
+    """``t.is_leaf``; False where reading it raises (as ``grad_fn_of``)."""
+    try:
+        return bool(t.is_leaf)
+    except RuntimeError:
+        return False
 
 
 def _version_of(t: Any) -> int | None:

@@ -95,16 +95,18 @@ def test_the_exported_svg_shows_each_pieces_gradient(split_trace, tmp_path):
 
 
 def test_the_debugger_shows_each_pieces_gradient(split_trace):
-    asyncio.run(_pieces_in_the_inspector(split_trace))
+    asyncio.run(_pieces_in_the_inspector(split_trace, PIECES))
 
 
-async def _pieces_in_the_inspector(split_trace):
+async def _pieces_in_the_inspector(trace_path, norms):
+    """The first iteration's split pieces, selected one by one in the debugger (replaying
+    ``trace_path``) after its backward: the inspector shows each one's ``norms``."""
     from dyngraph.tui.app import DebuggerApp
     from dyngraph.tui.inspector import Inspector
     from dyngraph.tui.model import Model
     from dyngraph.tui.sources import ReplaySource
 
-    trace = dyngraph.read_trace(split_trace)
+    trace = dyngraph.read_trace(trace_path)
     app = DebuggerApp(ReplaySource(Model(), trace))
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
@@ -114,11 +116,50 @@ async def _pieces_in_the_inspector(split_trace):
             if app.model.backward_done():
                 break
         pieces = [n.id for n in trace.iterations[0].graph.nodes.values() if n.op == "split"]
-        for node_id, norm in zip(pieces, PIECES, strict=True):
+        for node_id, norm in zip(pieces, norms, strict=True):
             app.select_node(node_id)
             await pilot.pause()
             shown = text(node_view(app.query_one(Inspector).node, backward_done=True))
             assert f"norm {norm:.4g}" in shown, shown
+
+
+# nanoGPT's line, ``q, k, v = self.c_attn(x).split(self.n_embd, dim=2)``, in two blocks
+@pytest.fixture(scope="module")
+def qkv(tmp_path_factory):
+    """(the trace ``dyngraph record`` made of scripts/nanogpt_qkv.py, and PyTorch's own
+    gradient norms of q, k and v from tensor hooks in a plain run: step -> six norms,
+    block by block, q k v)."""
+    import runpy
+
+    folder = tmp_path_factory.mktemp("qkv")
+    script = SCRIPTS / "nanogpt_qkv.py"
+    subprocess.run([sys.executable, "-m", "dyngraph", "record", "-o", "run.dgtrace",
+                    str(script)], cwd=folder, check=True, capture_output=True, timeout=180)
+    hooks: list[tuple[int, int, str, float]] = []
+    runpy.run_path(str(script), run_name="nanogpt_qkv")["main"](hooks)
+    truth: dict[int, list[float]] = {}
+    for step, _, _, norm in sorted(hooks, key=lambda h: (h[0], h[1], "qkv".index(h[2]))):
+        truth.setdefault(step, []).append(norm)
+    return folder / "run.dgtrace", truth
+
+
+def test_nanogpts_q_k_v_each_have_their_own_gradient_in_every_block(qkv):
+    path, truth = qkv
+    trace = dyngraph.read_trace(path)
+    assert len(trace.iterations) == len(truth) == 2
+    for step, it in enumerate(trace.iterations):
+        pieces = [n for n in it.graph.nodes.values() if n.op == "split"]
+        assert [n.module for n in pieces] == ["transformer.h.0.attn"] * 3 + [
+            "transformer.h.1.attn"] * 3
+        assert all(n.grad is not None for n in pieces)
+        norms = [n.grad.norm for n in pieces]
+        assert norms == pytest.approx(truth[step], rel=1e-5)  # PyTorch's own, piece by piece
+        assert len(set(norms[:3])) == len(set(norms[3:])) == 3  # none charged to another
+
+
+def test_the_debugger_shows_q_k_and_v_gradients_of_each_block(qkv):
+    path, truth = qkv
+    asyncio.run(_pieces_in_the_inspector(path, truth[0]))
 
 
 def test_an_unused_piece_is_said_not_used_and_an_unrecorded_one_why():
