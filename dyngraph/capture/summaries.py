@@ -488,3 +488,18 @@ def _full(a: np.ndarray, shape: tuple[int, ...], dtype: str, size: int) -> Summa
     norm = _sqrt(sq * (size / sample_size)) if sampled else _sqrt(sq)
     return (shape, dtype, float(_min(s)), float(_max(s)), mean, std, norm, nan,
                       inf, preview, sampled)
+
+
+def scalar_of(shape: tuple[int, ...], s: Summary | None) -> float | None:
+    """The value of a one-element tensor of ``shape`` from its summary (NaN/Inf as such;
+    the sign of an Inf is in min/max when recorded); None for any other tensor: what
+    ``summary`` and the ranks' grid show as an iteration's loss."""
+    if s is None or math.prod(shape) != 1:
+        return None
+    if s.nan:
+        return math.nan
+    if s.inf:
+        return -math.inf if s.min is not None and s.min < 0 else math.inf
+    if s.mean is not None:
+        return s.mean
+    return s.preview[0] if s.preview else None

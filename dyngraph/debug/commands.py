@@ -26,6 +26,7 @@ from rich.text import Text
 
 from .. import iterspec
 from ..capture import events as ev
+from ..capture.summaries import scalar_of
 from ..errors import UserError
 from ..textsafe import literal, shown
 from .breakpoints import Breakpoint
@@ -570,8 +571,8 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             row["seen"] += 1
             row["ns"] += e.duration_ns
             _count_nonfinite(row, (e.summary,))
-            if e.summary is not None and _numel(e.shape) == 1:
-                scalars[e.output] = _value(e.summary)
+            if e.summary is not None and math.prod(e.shape) == 1:
+                scalars[e.output] = scalar_of(e.shape, e.summary)
         elif t is ev.BackwardStart:
             if row["loss"] is None:  # the scalar the first backward() was called on
                 row["loss"] = scalars.get(e.root)
@@ -613,22 +614,6 @@ def summarize_trace(events: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return out, totals
 
 
-def _numel(shape: Any) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _value(s: ev.Summary) -> float | None:
-    """The value of a one-element tensor from its summary (NaN/Inf as such)."""
-    if s.nan:
-        return math.nan
-    if s.inf:  # the sign is in min/max when recorded
-        return -math.inf if s.min is not None and s.min < 0 else math.inf
-    if s.mean is not None:
-        return s.mean
-    return s.preview[0] if s.preview else None
 
 
 def _count_nonfinite(row: dict[str, Any], summaries: Any) -> None:

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..capture import events as ev
+from ..capture.summaries import scalar_of
 from ..errors import TraceFileError, UserError
 from .job import JobFiles, read_job
 
@@ -159,8 +160,8 @@ def _scan(trace: RankTrace, events: object) -> None:
             scalars, local, after_ddp = {}, {}, False
         if t is ev.Op:
             cell.ops += 1
-            if e.summary is not None and _numel(e.shape) == 1:
-                scalars[e.output] = _value(e.summary)
+            if e.summary is not None and math.prod(e.shape) == 1:
+                scalars[e.output] = scalar_of(e.shape, e.summary)
         elif t is ev.BackwardStart:
             if cell.loss is None:
                 cell.loss = scalars.get(e.root)
@@ -189,18 +190,3 @@ def _total(norms: dict[str, float]) -> float:
     return math.sqrt(sum(n * n for n in norms.values()))
 
 
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _value(s: ev.Summary) -> float | None:
-    if s.nan:
-        return math.nan
-    if s.inf:
-        return -math.inf if s.min is not None and s.min < 0 else math.inf
-    if s.mean is not None:
-        return s.mean
-    return s.preview[0] if s.preview else None
