@@ -398,3 +398,25 @@ def test_a_gone_other_output_of_a_node_autograd_grad_did_not_run_is_not_said_to_
     hi_id = first[0].outputs[1]
     assert first[0].outputs[0] not in (-1, hi_id) and first[0].grad_outputs[0] is not None
     assert second[0].outputs == (-1, hi_id) and second[0].grad_outputs[1] is not None
+
+
+def test_a_view_read_again_and_then_changed_through_a_view_of_it_holds_what_was_read():
+    """The passes family's find (seed 24, after 5,841 programs, there with ``min``'s
+    output for v3): ``v3[:1].mul_`` changes v3's memory, so ``v5[:1]`` first reads v5
+    again (an ``as_strided`` of v3, the value then), then ``mul_`` changes that slice. The
+    record of the read holds the value before the change, true when it was made; the
+    next use of v5 reads it again. The judge wanted the value after the line; it takes the
+    value before the line too for a name the line changed in place."""
+    p = program("passes", """
+        x1 = L.tensor(A0, requires_grad=True)
+        v3 = x1 * 1.0
+        v5 = v3.narrow(0, 1, 1)
+        v3[:1].mul_(3.0)
+        v5[:1].mul_(3.0)
+        loss = v3.sin().sum() + v5.sin().sum()
+        loss.backward()""", [[1.5], [0.25], [-2.0]])
+    judge(p)
+    ops = [e for e in run_captured(p).events if type(e) is ev.Op]
+    reads = [e for e in ops if e.op == "as_strided"]
+    assert [e.summary.norm for e in reads] == pytest.approx([0.25, 0.75])  # before, after
+    assert [e.op for e in ops if reads[1].output in e.inputs] == ["sin"]  # the later use
