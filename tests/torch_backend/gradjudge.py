@@ -356,6 +356,13 @@ def _forward(program: Program, plain: Run, captured: Run) -> list[str]:
                 continue  # (a value computed before: summarised when it entered)
             problem = summary_problem(e.summary, plain.values[i][n],
                                       bound=_later(plain.changes, n, i))
+            if problem and i and i in plain.changes.get(n, ()) and summary_problem(
+                    e.summary, plain.values[i - 1][n], bound=True) is None:
+                # (read again earlier in the line, then changed in place through another
+                # view of its memory: ``v4[:1].mul_(3.0)`` reads v4 again when another
+                # view changed it before, and the record is of that read; its next use
+                # reads it again)
+                problem = None
             if problem:
                 out.append(f"line {i} ({program.lines[i]}): recorded value of {n} "
                            f"(t{rid}): {problem}")
