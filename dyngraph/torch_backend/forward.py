@@ -331,7 +331,9 @@ class ForwardCapture(TorchFunctionMode):
         base = t._base if t._is_view() else None
         if base is None:
             return
-        bid = self._current_id(base, tracer.known)
+        bid = id_of(base)
+        if bid not in tracer.known:  # (entering now, it holds its new node already)
+            self.announce(base, bid, own=False)
         oid = new_id(base)
         tracer.op("copy_slices", (bid, tid), oid, shape_of(base), dtype_of(base),
                   base.requires_grad, {}, grad_enabled, 0, self._one(base), base, (base, t))

@@ -420,3 +420,27 @@ def test_a_view_read_again_and_then_changed_through_a_view_of_it_holds_what_was_
     reads = [e for e in ops if e.op == "as_strided"]
     assert [e.summary.norm for e in reads] == pytest.approx([0.25, 0.75])  # before, after
     assert [e.op for e in ops if reads[1].output in e.inputs] == ["sin"]  # the later use
+
+
+def test_the_base_of_an_earlier_iterations_view_changed_in_place_is_its_own_node():
+    """The passes family's find (seed 26, after 3,223 programs): ``v3.mul_(3.0)`` in the
+    second iteration, v3 a view of v2 made in the first. The change reaches v2 (a
+    ``copy_slices`` op), and v2 enters the iteration there, already holding its new node
+    (``CopySlices``): it was registered as that node's output under its old id, as the
+    in-place target was before (``test_an_in_place_change_of_an_earlier_iterations_value_
+    is_its_own_node``), and CopySlices took the id of v2's old node: two nodes of one id."""
+    p = program("passes", """
+        x1 = L.tensor(A0, requires_grad=True)
+        v2 = x1 * 2.0
+        v3 = v2[1:]
+        v4 = (v2.sin().sum() * 1.0)
+        v4.backward(retain_graph=True)
+        v3.mul_(3.0)
+        loss = v2.sin().sum()
+        loss.backward()""", X)
+    judge(p)
+    run = run_captured(p)
+    old, new = run.ids[4]["v2"], run.ids[-1]["v2"]
+    copy, norm = gradient_of(steps_of(run.events)[1], new)
+    assert copy is not None and copy.grad_fn == "CopySlices" and copy.gid not in (-1, old)
+    assert old in copy.next_ids  # (to v2's old node, MulBackward0)
