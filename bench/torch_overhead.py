@@ -2,6 +2,8 @@
 
     python bench/torch_overhead.py            # everything (a few minutes)
     python bench/torch_overhead.py --quick    # fewer rounds, for a smoke run
+    python bench/torch_overhead.py --against /path/to/other/checkout --workloads mlp,tiny
+                                              # before/after, side by side
 
 1. In process: an MLP 784-256-128-10 (batch 64, SGD), a pre-norm attention block (d=64,
    4 heads, seq 32, batch 8, SGD) and a 2-layer GPT (d=64, 4 heads, seq 32, batch 8, AdamW)
@@ -15,7 +17,8 @@
 2. Through the debug runtime (a child process, as the commands run it): the GPT script
    under ``dyngraph record``'s settings and under ``dyngraph debug``'s (stats full, values
    kept for the inspector) without a value breakpoint (goal: <= 1.1x record; no host read
-   per op), with a NaN breakpoint that never hits (it reads each op's statistics as it
+   per op), the same at record's ``--stats cheap`` (what keeping values for the inspector
+   costs), with a NaN breakpoint that never hits (it reads each op's statistics as it
    runs, to stop at the exact op), and with that breakpoint at ``--stats cheap``. The
    script times its own steps.
 
@@ -159,14 +162,19 @@ def tiny_ops_step() -> Callable[[], None]:
     return step
 
 
+CLOCK = time.perf_counter
+"""Wall clock; ``--cpu`` takes the process's CPU time instead (steadier on a busy machine,
+blind to waiting: labelled CPU wherever it is shown)."""
+
+
 # -- in process ----------------------------------------------------------------------------
 def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str
                ) -> dict[str, list[float]]:
     def run() -> float:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         for _ in range(steps):
             step()
-        return (time.perf_counter() - t0) / steps
+        return (CLOCK() - t0) / steps
 
     def traced(stats: str) -> Callable[[], float]:
         def go() -> float:
@@ -238,9 +246,9 @@ SCRIPT = textwrap.dedent("""
         step()
     times = []
     for _ in range({steps}):
-        t0 = time.perf_counter()
+        t0 = time.{clock}()
         step()
-        times.append(time.perf_counter() - t0)
+        times.append(time.{clock}() - t0)
     print("STEP", statistics.median(times))
 """)
 
@@ -250,11 +258,13 @@ def runtime_modes(rounds: int, steps: int, tmp: str) -> dict[str, list[float]]:
 
     script = os.path.join(tmp, "gpt_script.py")
     with open(script, "w") as f:
-        f.write(SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), steps=steps))
+        f.write(SCRIPT.format(bench=os.path.dirname(os.path.abspath(__file__)), steps=steps,
+                              clock=CLOCK.__name__))
     settings = {
         "record": dict(stats="cheap", pause_at_start=False, post_mortem=False,
                        keep_values=False, script_breakpoints=False),
         "debug": dict(stats="full", pause_at_start=False),
+        "debug --stats cheap": dict(stats="cheap", pause_at_start=False),
         "debug + NaN breakpoint": dict(stats="full", pause_at_start=False,
                                        breakpoints=[Breakpoint.nan()]),
         "debug --stats cheap + NaN": dict(stats="cheap", pause_at_start=False,
@@ -291,6 +301,7 @@ def report_runtime(times: dict[str, list[float]]) -> None:
     print(f"\n2-layer GPT step through the debug runtime: `dyngraph record` "
           f"{base * 1e3:.2f} ms per step (median of {len(times['record'])} runs)")
     notes = {"debug": "(goal <= 1.1x; no value breakpoint: no host read per op)",
+             "debug --stats cheap": "(record's statistics: what keeping values costs)",
              "debug + NaN breakpoint": "(reads each op's statistics as it runs)",
              "debug --stats cheap + NaN": "(record's statistics, read per op)"}
     for mode, note in notes.items():
@@ -299,26 +310,126 @@ def report_runtime(times: dict[str, list[float]]) -> None:
         print(f"  {mode:<26} {ratio:5.2f}x record   best-of {best:5.2f}x  {note}")
 
 
+WORKLOADS: dict[str, tuple[str, Callable[[], Callable[[], None]]]] = {
+    "mlp": ("MLP 784-256-128-10, batch 64, SGD", mlp_step),
+    "attention": ("attention block (d=64, 4 heads, seq 32, batch 8), SGD", block_step),
+    "gpt2": ("2-layer GPT (d=64, 4 heads, seq 32, batch 8), AdamW", gpt_step),
+    "tiny": ("tiny ops (100 int64 slices x2, stack, embedding loss), SGD", tiny_ops_step),
+    "gpt6": ("6-layer GPT (d=256, 4 heads, seq 128, batch 8), AdamW", gpt6_step),
+}
+
+
+def measure(names: list[str], rounds: int, steps: int, runs: int, tmp: str
+            ) -> dict[str, dict[str, list[float]]]:
+    """Every mode's step times of each workload named (``runtime``: the debug runtime's)."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for name in names:
+        if name == "runtime":
+            found[name] = runtime_modes(runs, steps * 2, tmp)
+            continue
+        n = steps * 4 if name == "tiny" else max(1, steps // 3) if name == "gpt6" else steps
+        found[name] = time_modes(WORKLOADS[name][1](), rounds, n, tmp)
+    return found
+
+
+def print_report(found: dict[str, dict[str, list[float]]]) -> None:
+    for name, times in found.items():
+        if name == "runtime":
+            report_runtime(times)
+        elif name == "tiny":
+            tiny = tiny_ops_step()
+            report(WORKLOADS[name][0], times, ops_per_step(tiny), per_op_goals=TINY_GOALS_US)
+        elif name == "gpt6":
+            report(WORKLOADS[name][0], times, goals={**GOALS, "trace:cheap": 1.25})
+        else:
+            report(WORKLOADS[name][0], times)
+
+
+def figures(name: str, times: dict[str, list[float]], ops: int) -> dict[str, float]:
+    """One run's figure per mode: the ratio of medians to the base (plain, or ``record``
+    through the runtime), or for the tiny ops the cost per op in microseconds."""
+    base_mode = "record" if name == "runtime" else "plain"
+    base = statistics.median(times[base_mode])
+    out = {}
+    for mode, values in times.items():
+        if mode == base_mode:
+            continue
+        m = statistics.median(values)
+        out[mode] = (m - base) / ops * 1e6 if name == "tiny" else m / base
+    return out
+
+
+def compare(against: str, names: list[str], runs: int, rounds: int, quick: bool) -> None:
+    """Run this bench in child processes on ``against``'s dyngraph and on this one's, taking
+    turns ``runs`` times (a busy neighbour slows both alike), and print each figure side
+    by side: the median over the runs of each run's own ratio."""
+    import json
+    import subprocess
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"before": os.path.abspath(against), "after": here}
+    got: dict[str, dict[str, dict[str, list[float]]]] = {k: {} for k in trees}
+    tiny_ops = ops_per_step(tiny_ops_step()) if "tiny" in names else 1
+    for _ in range(runs):
+        for label, tree in trees.items():
+            env = dict(os.environ, PYTHONPATH=tree)
+            cmd = [sys.executable, os.path.abspath(__file__), "--json", "--rounds",
+                   str(rounds), "--workloads", ",".join(names)] + (["--quick"] if quick else [])
+            cmd += ["--cpu"] if CLOCK is time.process_time else []
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+            line = [x for x in done.stdout.splitlines() if x.startswith("JSON ")][-1]
+            for name, times in json.loads(line[5:]).items():
+                for mode, value in figures(name, times, tiny_ops).items():
+                    got[label].setdefault(name, {}).setdefault(mode, []).append(value)
+    print(f"\nbefore: {trees['before']}\nafter:  {trees['after']}\n"
+          f"median over {runs} alternating runs ({rounds} rounds each) of each run's own "
+          f"figure, {'CPU time' if CLOCK is time.process_time else 'wall clock'}")
+    for name in names:
+        unit = "us/op" if name == "tiny" else "x record" if name == "runtime" else "x"
+        print(f"\n{WORKLOADS[name][0] if name in WORKLOADS else 'debug runtime, GPT'} ({unit})")
+        for mode, before in got["before"].get(name, {}).items():
+            after = got["after"][name][mode]
+            print(f"  {mode:<26} {statistics.median(before):7.2f} -> "
+                  f"{statistics.median(after):7.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and steps")
+    parser.add_argument("--workloads", default=",".join([*WORKLOADS, "runtime"]),
+                        help="which to run, comma-separated: "
+                             + ", ".join([*WORKLOADS, "runtime"]))
+    parser.add_argument("--against", metavar="TREE",
+                        help="compare with the dyngraph of another checkout, side by side")
+    parser.add_argument("--runs", type=int, default=5,
+                        help="with --against: alternating runs of each tree")
+    parser.add_argument("--rounds", type=int,
+                        help="interleaved rounds (of each run, with --against)")
+    parser.add_argument("--cpu", action="store_true",
+                        help="time the process's CPU, not the wall clock (a busy machine)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cpu:
+        global CLOCK
+        CLOCK = time.process_time
+    names = [n for n in args.workloads.split(",") if n]
     rounds, steps, runs = (3, 5, 1) if args.quick else (9, 20, 3)
+    if args.rounds:
+        rounds = runs = args.rounds
+    if args.against:
+        compare(args.against, names, args.runs, rounds, args.quick)
+        return
     print(f"dyngraph {dyngraph.__version__}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} torch thread(s), Python {sys.version.split()[0]}")
+          f"{torch.get_num_threads()} torch thread(s), Python {sys.version.split()[0]}, "
+          f"{'CPU time' if args.cpu else 'wall clock'}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, make in (("MLP 784-256-128-10, batch 64, SGD", mlp_step),
-                           ("attention block (d=64, 4 heads, seq 32, batch 8), SGD", block_step),
-                           ("2-layer GPT (d=64, 4 heads, seq 32, batch 8), AdamW", gpt_step)):
-            report(name, time_modes(make(), rounds, steps, tmp))
-        tiny = tiny_ops_step()
-        report("tiny ops (100 int64 slices x2, stack, embedding loss), SGD",
-               time_modes(tiny, rounds, steps * 4, tmp), ops_per_step(tiny),
-               per_op_goals=TINY_GOALS_US)
-        report("6-layer GPT (d=256, 4 heads, seq 128, batch 8), AdamW",
-               time_modes(gpt6_step(), rounds, max(1, steps // 3), tmp),
-               goals={**GOALS, "trace:cheap": 1.25})
-        report_runtime(runtime_modes(runs, steps * 2, tmp))
+        found = measure(names, rounds, steps, runs, tmp)
+    if args.json:
+        import json
+
+        print("JSON " + json.dumps(found))
+    else:
+        print_report(found)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ holds an iteration's outputs a little longer; ``CAP`` bounds how many.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +42,7 @@ CAP = 16_384
 """Entries kept before the buffer is read anyway (an iteration that never ends)."""
 
 _vector_norm = torch.linalg.vector_norm
+_foreach_norm = torch._foreach_norm
 _no_torch_function = torch._C.DisableTorchFunction  # (see ``backward``)
 _F64 = torch.float64
 _LOW = stats._LOW_PRECISION
@@ -49,6 +51,7 @@ _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _isfinite = math.isfinite
+_weak = weakref.ref
 _wrapped = layouts._is_wrapped  # (vmap, grad: their tensors outlive no transform level)
 _legacy_batched = layouts._is_legacy_batched
 no_stats = stats.no_stats
@@ -75,8 +78,11 @@ class StatsBuffer:
         self._on_full = on_full  # (reads the buffer through the tracer: see ``read``)
         # One list per kind of entry: the device numbers, and (Pending, what builds the
         # summary: shape, dtype, the tensor, its version) beside them.
-        self._numbers: list[torch.Tensor] = []
+        self._numbers: list[Any] = []  # (a tensor, or a tuple: ``_to_host``)
         self._entries: list[tuple[int, Pending, Any, Any, Any, Any]] = []
+        # id of a tensor summarised in this iteration -> (it, its version, the summary),
+        # by kind of entry (``_once``)
+        self._seen: tuple[dict[int, tuple[Any, int, Pending]], ...] = ({}, {}, {})
         self.reads = 0  # buffer reads so far (tests, the bench)
 
     def __len__(self) -> int:
@@ -105,33 +111,85 @@ class StatsBuffer:
     def full_one(self, t: torch.Tensor) -> Summary | Pending | None:
         if not _plain(t):
             return stats.full([t])[0]
-        n = t.numel()
-        if not n:
+        if not t.numel():
             return Summary(shape_of(t), dtype_name(t.dtype))
         if t.requires_grad:
             t = t.detach()
-        f = stats._as_float(t).reshape(-1)
-        if f.is_complex():
-            return self._add(_FULL, _vector_norm(f).to(_F64).reshape(1), t)
-        low, high = torch.aminmax(f)
-        parts = torch.cat([torch.stack([low, high, f.sum(), _vector_norm(f)]).to(_F64),
-                           f[:stats.PREVIEW].to(_F64)])
-        return self._add(_FULL, parts, t)
+        return self._add(_FULL, stats.full_parts(t), t)
 
     def cheap(self, tensors: Sequence[torch.Tensor | None]) -> list[Any]:
-        one = self.cheap_one
-        return [None if t is None else one(t, False) for t in tensors]
+        """Norms of a backward step's gradients (or a leaf's): each tensor once per
+        iteration (``_once``)."""
+        return self._once(_NORM, tensors, self.cheap_one)
 
     def full(self, tensors: Sequence[torch.Tensor | None]) -> list[Any]:
-        one = self.full_one
-        return [None if t is None else one(t) for t in tensors]
+        return self._once(_FULL, tensors, self.full_one)
+
+    def _once(self, kind: int, tensors: Sequence[torch.Tensor | None],
+              one: Callable[..., Any]) -> list[Any]:
+        """``one`` of each gradient, but one summarised before in this iteration (by the
+        same kind, unchanged since: the same version) gets the same summary. A gradient a
+        node hands on is the very tensor the next node takes in (PyTorch keeps its Python
+        object while autograd holds it): it is reduced once, not twice. The buffer keeps a
+        detached alias of each (its memory, for the read), never the gradient itself:
+        autograd hands a gradient nobody else holds to ``.grad`` as it is, and one held
+        here would be copied there instead. A weak reference tells a tensor seen before
+        from a later one that took its ``id``."""
+        seen = self._seen[kind]
+        out: list[Any] = []
+        batch: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (place, tensor, float)
+        waiting: dict[int, int] = {}  # id of a tensor in ``batch`` -> its place
+        copies: list[tuple[int, int]] = []  # (place, the place of the same tensor before)
+        for t in tensors:
+            if t is None:
+                out.append(None)
+                continue
+            key = id(t)
+            hit = seen.get(key)
+            if hit is not None and hit[0]() is t and hit[1] == t._version:
+                out.append(hit[2])
+                continue
+            if key in waiting:  # (twice in this list: a gradient a node hands on as it is)
+                copies.append((len(out), waiting[key]))
+                out.append(None)
+                continue
+            if not _plain(t):  # (summarised at once)
+                out.append(one(t, False) if kind == _NORM else one(t))
+                continue
+            d = t.detach()
+            dtype = d.dtype
+            if kind == _NORM and dtype.is_floating_point and d.numel():
+                waiting[key] = len(out)
+                batch.append((len(out), t, d))  # (its norm comes with the others')
+                out.append(None)
+                continue
+            s = one(d, False) if kind == _NORM else one(d)
+            if type(s) is Pending:
+                seen[key] = (_weak(t), t._version, s)
+            out.append(s)
+        if batch:
+            self._norms(batch, out, seen)
+            for place, first in copies:
+                out[place] = out[first]
+        return out
+
+    def _norms(self, batch: list[tuple[int, torch.Tensor, torch.Tensor]], out: list[Any],
+               seen: dict[int, tuple[Any, int, Pending]]) -> None:
+        """The norms of ``batch``'s float tensors in one call (``_foreach_norm``: one
+        kernel launch for them all on a GPU; the same numbers as ``vector_norm`` one by
+        one, which ``stats.cheap`` reads), put in ``out`` at their places."""
+        floats = [d.float() if d.dtype in _LOW else d for _, _, d in batch]
+        norms = _foreach_norm(floats) if len(floats) > 1 else [_vector_norm(floats[0])]
+        for (place, t, d), norm in zip(batch, norms, strict=True):
+            p = out[place] = self._add(_NORM, norm, d)
+            seen[id(t)] = (_weak(t), t._version, p)
 
     def updates(self, ids: Sequence[int], norms: Sequence[torch.Tensor]) -> Pending:
         """An optimizer step's update norms (one per parameter, ``ids``), pending."""
         numbers = torch.stack([n.to(_F64) for n in norms]) if norms else torch.zeros(0, dtype=_F64)
         return self._add(_UPDATES, numbers, tuple(ids))
 
-    def _add(self, kind: int, numbers: torch.Tensor, t: Any) -> Pending:
+    def _add(self, kind: int, numbers: Any, t: Any) -> Pending:
         p = Pending()
         self._numbers.append(numbers)
         version = t._version if kind != _UPDATES else 0
@@ -149,6 +207,8 @@ class StatsBuffer:
             return False
         numbers = self._numbers
         self._entries, self._numbers = [], []
+        for seen in self._seen:
+            seen.clear()
         self.reads += 1
         self._set_quiet(1)
         no_modes = _no_torch_function()  # (dyngraph's calls: not through any mode)
@@ -175,10 +235,41 @@ class StatsBuffer:
         return True
 
 
-def _to_host(numbers: list[torch.Tensor]) -> list[Any]:
+def _to_host(numbers: list[Any]) -> list[Any]:
+    """Each entry's numbers as Python floats: a 0-d tensor gives a float, a 1-d one a list,
+    a tuple of tensors (``stats.full_parts``) the list of all their numbers in order."""
+    parts: list[torch.Tensor] = []
+    spans: list[tuple[int, int] | None] = []
+    for n in numbers:
+        if type(n) is tuple:
+            spans.append((len(parts), len(parts) + len(n)))
+            parts.extend(n)
+        else:
+            spans.append(None)
+            parts.append(n)
+    values = _parts_to_host(parts)
+    out: list[Any] = []
+    at = 0
+    for span in spans:
+        if span is None:
+            out.append(values[at])
+            at += 1
+            continue
+        flat: list[float] = []
+        for v in values[span[0]:span[1]]:
+            if type(v) is list:
+                flat.extend(v)
+            else:
+                flat.append(v)
+        out.append(flat)
+        at = span[1]
+    return out
+
+
+def _parts_to_host(numbers: list[torch.Tensor]) -> list[Any]:
     """Each device tensor's numbers as Python floats: a 0-d one gives a float, a 1-d one a
-    list. Norms are stacked by device and dtype (each converted to float64 exactly), then
-    everything of one device goes to the host in one ``tolist()``."""
+    list. 0-d ones are stacked by device and dtype (each converted to float64 exactly),
+    then everything of one device goes to the host in one ``tolist()``."""
     by_device: dict[Any, list[int]] = {}
     for i, n in enumerate(numbers):
         by_device.setdefault(n.device, []).append(i)

@@ -252,7 +252,8 @@ class ForwardCapture(TorchFunctionMode):
         if _get_ident() != t.thread and t.other_thread():
             return
         grad_enabled = _grad_enabled()
-        if t.iteration == 0 and grad_enabled and o.requires_grad:
+        requires_grad = o.requires_grad
+        if t.iteration == 0 and grad_enabled and requires_grad:
             t.end_setup()  # before its inputs are announced: they enter iteration 1
         found = None if kwargs or len(args) != 2 else self._two_inputs(args, t.known)
         if found is None:
@@ -286,7 +287,7 @@ class ForwardCapture(TorchFunctionMode):
         else:
             dtype_text = dtype_of(o)
         row = ("op", seq, t.iteration, name, ids, oid, shape, dtype_text,
-               o.requires_grad, attrs, t.module_stack[-1], file, line, function,
+               requires_grad, attrs, t.module_stack[-1], file, line, function,
                grad_enabled, duration, summary, calls[-1])
         t.known.add(oid)
         t.iteration_ops.append(row)
@@ -302,9 +303,10 @@ class ForwardCapture(TorchFunctionMode):
             t.emit_values(oid, shape, o)
         if s1 > s0:
             self._on_window(s0, s1, oid, name)
-        fn = grad_fn_of(o)  # (``_own``, inline)
-        if fn is not None:
-            self._on_owner(fn._sequence_nr(), o.output_nr, oid)
+        if requires_grad:  # (``_own``, inline: a tensor that needs no grad has no node)
+            fn = grad_fn_of(o)
+            if fn is not None:
+                self._on_owner(fn._sequence_nr(), o.output_nr, oid)
         if o._is_view():
             try:
                 o._dg_v = (oid, o._version)  # type: ignore[attr-defined]

@@ -180,7 +180,9 @@ def _cheap(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
     if len(present) == 1:
         norms = [_vector_norm(_as_float(present[0])).item()]
     else:
-        norms = _stack([_vector_norm(_as_float(t)).to(_F64) for t in present]).tolist()
+        # (``_foreach_norm``: the numbers ``deferred`` reads for a node's gradients)
+        norms = _stack([n.to(_F64) for n in torch._foreach_norm([_as_float(t) for t in present])
+                        ]).tolist()
     out: list[Summary | None] = []
     it = iter(norms)
     for t in tensors:
@@ -215,14 +217,13 @@ def _full(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
         if t is None or not t.numel():
             plan.append(None)
             continue
-        f = _as_float(t).reshape(-1)
+        found = full_parts(t)
         start = len(parts)
-        if f.is_complex():
-            parts.append(_vector_norm(f).to(_F64).reshape(1))
+        if len(found) == 1:  # (complex: its norm)
+            parts.append(found[0].to(_F64).reshape(1))
         else:
-            low, high = torch.aminmax(f)
-            parts.append(_stack([low, high, f.sum(), _vector_norm(f)]).to(_F64))
-            parts.append(f[:PREVIEW].to(_F64))
+            parts.append(_stack(found[:4]).to(_F64))
+            parts.append(found[4])
         plan.append((t, start, len(parts)))
     values = torch.cat(parts).tolist() if parts else []
     out: list[Summary | None] = []
@@ -237,6 +238,27 @@ def _full(tensors: Sequence[torch.Tensor | None]) -> list[Summary | None]:
         numbers = values[offsets[start]:offsets[end]]
         out.append(_full_summary(t, numbers))
     return out
+
+
+def full_parts(t: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The device numbers of the full summary of ``t`` (not empty): its min, max, sum and
+    norm as 0-d tensors of its float dtype, and the preview as a float64 copy; a complex
+    tensor's norm alone. The reductions run on ``t`` as it lies in memory (a transposed
+    gradient is not copied first), and ``deferred`` reads the same tensors later."""
+    f = _as_float(t)
+    if f.is_complex():
+        return (_vector_norm(f),)
+    low, high = torch.aminmax(f)
+    return low, high, f.sum(), _vector_norm(f), _head(f).to(_F64, copy=True)
+
+
+def _head(f: torch.Tensor) -> torch.Tensor:
+    """The first ``PREVIEW`` elements of ``f`` in order, as a view: of its first row (of
+    its first row ...) where those hold them, so a transposed tensor is not copied whole."""
+    if not f.is_contiguous():
+        while f.dim() > 1 and f.numel() // f.shape[0] >= PREVIEW:
+            f = f[0]
+    return f.reshape(-1)[:PREVIEW]
 
 
 def _full_summary(t: torch.Tensor, numbers: list[float]) -> Summary:
