@@ -152,6 +152,93 @@ def test_a_full_buffer_is_read_at_the_cap_and_every_summary_is_filled(monkeypatc
     assert grads and all(isinstance(g, ev.Summary) and g.norm is not None for g in grads)
     assert capped == once
 
+def mlp_gradients(stats: str | None, in_backward: list[bool] | None = None
+                  ) -> tuple[dict[str, tuple[int, int]], object]:
+    """One MLP step, plain (``stats`` None) or captured: for each parameter, where its
+    ``.grad`` lives and where the gradient autograd computed for it lived (a post hook on
+    the node that computed it), and the trace. ``in_backward[0]`` is True while backward
+    runs."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 8))
+    x = torch.randn(16, 32)
+    computed: dict[int, int] = {}  # id of the parameter -> data_ptr of its gradient
+
+    def seen(grad_inputs, grad_outputs, node=None):  # noqa: ARG001
+        node = torch._C._current_autograd_node()
+        for (nxt, _), g in zip(node.next_functions, grad_inputs, strict=True):
+            if g is not None and type(nxt).__name__ == "AccumulateGrad":
+                computed[id(nxt.variable)] = g.data_ptr()
+
+    def step() -> None:
+        loss = model(x).square().mean()
+        todo = [loss.grad_fn]
+        while todo:
+            node = todo.pop()
+            node.register_hook(seen)
+            todo += [n for n, _ in node.next_functions
+                     if n is not None and type(n).__name__ != "AccumulateGrad"]
+        if in_backward is not None:
+            in_backward[0] = True
+        loss.backward()
+        if in_backward is not None:
+            in_backward[0] = False
+
+    trace = None
+    if stats is None:
+        step()
+    else:
+        with dyngraph.trace(stats=stats, backend="torch") as trace:
+            step()
+    where = {name: (p.grad.data_ptr(), computed[id(p)]) for name, p in
+             model.named_parameters()}
+    return where, trace
+
+
+@pytest.mark.parametrize("stats", ["cheap", "full"])
+def test_a_gradient_handed_on_is_summarised_once_and_reaches_grad_uncopied(stats):
+    """A gradient a node hands on is the very tensor the next node takes in, and autograd
+    hands one nobody else holds to ``.grad`` as it is. Captured, both steps show the same
+    summary, and ``.grad`` is still the tensor autograd computed wherever it is so in the
+    plain run (the statistics do not hold it: holding it made autograd copy it)."""
+    from dyngraph.torch_backend import deferred
+
+    plain, _ = mlp_gradients(None)
+    reduced = []
+    in_backward = [False]
+    original = deferred.StatsBuffer._add
+
+    def add(self, kind, numbers, t):
+        if in_backward[0]:
+            reduced.append(kind)
+        return original(self, kind, numbers, t)
+
+    deferred.StatsBuffer._add = add
+    try:
+        captured, trace = mlp_gradients(stats, in_backward)
+    finally:
+        deferred.StatsBuffer._add = original
+    handed_over = {name for name, (grad, computed) in plain.items() if grad == computed}
+    assert handed_over  # (the biases' gradients, at least)
+    assert {name for name, (grad, computed) in captured.items() if grad == computed
+            } == handed_over
+
+    steps = [e for e in trace.events if type(e) is ev.BackwardStep]
+    by_node = {e.grad_node: e for e in steps}
+    handed = 0
+    for e in steps:
+        for nxt, g in zip(e.next_nodes, e.grad_inputs, strict=True):
+            taker = by_node.get(nxt)
+            if taker is not None and g is not None:
+                assert taker.grad_outputs[0] == g  # (the same tensor: the same summary)
+                handed += 1
+    assert handed >= 4
+    # Each gradient reduced once: a slot's gradient handed on is not reduced again.
+    slots = sum(1 for e in steps for g in (*e.grad_inputs, *e.grad_outputs) if g is not None)
+    leaves = sum(1 for e in trace.events if type(e) is ev.GradAccumulated)
+    assert len(reduced) <= slots + leaves - handed
+
+
 # -- nothing lost -------------------------------------------------------------------------------
 STOPS = {
     "crash": "raise RuntimeError('crash')",
