@@ -328,6 +328,8 @@ class BackwardCapture:
             finally:
                 self._set_quiet(-1)
             grad_out, grad_in = tuple(found[:n]), tuple(found[n:])
+        if tracer.array_hook is not None:  # (the debugger keeps the values: see ``_aliases``)
+            grad_outputs, grad_inputs = _aliases(grad_outputs), _aliases(grad_inputs)
         tracer.backward_step(info[_OUT], info[_OP], type(node).__name__, info[_INPUTS],
                              grad_out[0] if n else None, grad_in, 0,
                              grad_outputs[0] if n else None, grad_inputs, info[_GID],
@@ -383,6 +385,13 @@ class Siblings:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _aliases(grads: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Detached aliases of gradients (the same memory, so the same values), for whoever
+    keeps them (the debugger's value store): autograd hands a gradient nobody else holds
+    to ``.grad`` as it is, and one kept by the store would be copied there instead."""
+    return tuple([g.detach() if type(g) is _Tensor else g for g in grads])
 
 
 _NONES: dict[int, tuple[None, ...]] = {}

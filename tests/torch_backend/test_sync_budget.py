@@ -239,6 +239,26 @@ def test_a_gradient_handed_on_is_summarised_once_and_reaches_grad_uncopied(stats
     assert len(reduced) <= slots + leaves - handed
 
 
+def test_the_debugger_keeps_gradients_without_autograd_copying_them():
+    """The debugger keeps each gradient for the inspector; it keeps an alias, so autograd
+    still hands every parameter its gradient as computed, as the plain run does."""
+    script = str(SCRIPTS / "handover.py")
+    plain = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    session = Session.start(script, (), stats="full", pause_at_start=False)
+    text = []
+    try:
+        deadline = time.monotonic() + 120
+        while not session.state.finished and time.monotonic() < deadline:
+            text += [e.text for e in session.poll(0.1) if type(e) is ev.ScriptOutput]
+        text += [e.text for e in session.poll() if type(e) is ev.ScriptOutput]
+    finally:
+        session.close()
+    handed = [x for x in "".join(text).splitlines() if x.startswith("HANDED")]
+    assert "HANDED ['0.bias', '0.weight', '2.bias', '2.weight']" in plain.stdout
+    assert handed == [plain.stdout.strip()]
+
+
 # -- nothing lost -------------------------------------------------------------------------------
 STOPS = {
     "crash": "raise RuntimeError('crash')",
