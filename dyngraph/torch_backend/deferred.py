@@ -237,67 +237,68 @@ class StatsBuffer:
 
 def _to_host(numbers: list[Any]) -> list[Any]:
     """Each entry's numbers as Python floats: a 0-d tensor gives a float, a 1-d one a list,
-    a tuple of tensors (``stats.full_parts``) the list of all their numbers in order."""
-    parts: list[torch.Tensor] = []
-    spans: list[tuple[int, int] | None] = []
+    a tuple (``stats.full_parts``: 0-d ones of one dtype, then maybe a float64 vector) the
+    list of all its numbers in order. The 0-d ones are stacked by device and dtype (each
+    converted to float64 exactly), then everything of one device goes to the host in one
+    ``tolist()``."""
+    # device -> (dtype -> its 0-d tensors, the 1-d ones); per entry: where its numbers are
+    devices: dict[Any, tuple[dict[Any, list[torch.Tensor]], list[torch.Tensor]]] = {}
+    places: list[tuple[Any, Any, int, int, int]] = []  # (device, dtype, at, count, vector)
     for n in numbers:
-        if type(n) is tuple:
-            spans.append((len(parts), len(parts) + len(n)))
-            parts.extend(n)
+        first = n[0] if type(n) is tuple else n
+        device = first.device
+        found = devices.get(device)
+        if found is None:
+            found = devices[device] = ({}, [])
+        scalars, vectors = found
+        if type(n) is tuple or first.dim() == 0:
+            dtype = first.dtype
+            group = scalars.get(dtype)
+            if group is None:
+                group = scalars[dtype] = []
+            at = len(group)
+            if type(n) is tuple:
+                last = n[-1]
+                if last.dim():  # (the preview)
+                    group.extend(n[:-1])
+                    vectors.append(last)
+                    places.append((device, dtype, at, len(n) - 1, len(vectors) - 1))
+                else:
+                    group.extend(n)
+                    places.append((device, dtype, at, len(n), -1))
+            else:
+                group.append(n)
+                places.append((device, dtype, at, 0, -1))  # (0: one float, not a list)
         else:
-            spans.append(None)
-            parts.append(n)
-    values = _parts_to_host(parts)
-    out: list[Any] = []
-    at = 0
-    for span in spans:
-        if span is None:
-            out.append(values[at])
-            at += 1
-            continue
-        flat: list[float] = []
-        for v in values[span[0]:span[1]]:
-            if type(v) is list:
-                flat.extend(v)
-            else:
-                flat.append(v)
-        out.append(flat)
-        at = span[1]
-    return out
-
-
-def _parts_to_host(numbers: list[torch.Tensor]) -> list[Any]:
-    """Each device tensor's numbers as Python floats: a 0-d one gives a float, a 1-d one a
-    list. 0-d ones are stacked by device and dtype (each converted to float64 exactly),
-    then everything of one device goes to the host in one ``tolist()``."""
-    by_device: dict[Any, list[int]] = {}
-    for i, n in enumerate(numbers):
-        by_device.setdefault(n.device, []).append(i)
-    out: list[Any] = [None] * len(numbers)
-    for indexes in by_device.values():
-        scalars: dict[torch.dtype, list[int]] = {}
-        vectors: list[int] = []
-        for i in indexes:
-            n = numbers[i]
-            if n.dim() == 0:
-                scalars.setdefault(n.dtype, []).append(i)
-            else:
-                vectors.append(i)
-        order: list[int] = []
-        parts: list[torch.Tensor] = []
-        for group in scalars.values():
-            parts.append(torch.stack([numbers[i] for i in group]).to(_F64))
-            order.extend(group)
-        parts.extend(numbers[i] for i in vectors)
+            vectors.append(n)
+            places.append((device, None, 0, 0, len(vectors) - 1))
+    # device -> (dtype -> its numbers, the vectors' numbers)
+    values: dict[Any, tuple[dict[Any, list[float]], list[list[float]]]] = {}
+    for device, (scalars, vectors) in devices.items():
+        parts = [torch.stack(group).to(_F64) for group in scalars.values()]
+        parts.extend(vectors)
         flat = torch.cat(parts).tolist() if len(parts) > 1 else parts[0].tolist()
+        by_dtype: dict[Any, list[float]] = {}
         at = 0
-        for i in order:
-            out[i] = flat[at]
-            at += 1
-        for i in vectors:
-            size = numbers[i].numel()
-            out[i] = flat[at:at + size]
-            at += size
+        for dtype, group in scalars.items():
+            by_dtype[dtype] = flat[at:at + len(group)]
+            at += len(group)
+        lists = []
+        for v in vectors:
+            lists.append(flat[at:at + v.numel()])
+            at += v.numel()
+        values[device] = (by_dtype, lists)
+    out: list[Any] = []
+    for device, dtype, at, count, vector in places:
+        by_dtype, lists = values[device]
+        if dtype is None:
+            out.append(lists[vector])
+        elif not count:
+            out.append(by_dtype[dtype][at])
+        elif vector < 0:
+            out.append(by_dtype[dtype][at:at + count])
+        else:
+            out.append(by_dtype[dtype][at:at + count] + lists[vector])
     return out
 
 
