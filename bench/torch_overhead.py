@@ -7,9 +7,11 @@
 
 1. In process: an MLP 784-256-128-10 (batch 64, SGD), a pre-norm attention block (d=64,
    4 heads, seq 32, batch 8, SGD) and a 2-layer GPT (d=64, 4 heads, seq 32, batch 8, AdamW)
-   training step, each plain and under ``dyngraph.trace`` with ``stats="none"`` (structure
-   only), ``"cheap"`` (norms and exact NaN/Inf counts of every output and gradient) and
-   ``"full"``, and under ``dyngraph.record`` to a file. Goals (issue 24): none <= 1.25x,
+   training step, each plain, under an empty ``TorchFunctionMode`` (``empty mode``: what
+   PyTorch's dispatch to a Python mode costs, the floor of a capture built on one), and
+   under ``dyngraph.trace`` with ``stats="none"`` (structure only), ``"cheap"`` (norms and
+   exact NaN/Inf counts of every output and gradient) and ``"full"``, and under
+   ``dyngraph.record`` to a file. Goals (issue 24): none <= 1.25x,
    cheap <= 1.5x, full <= 2.5x. Two more workloads: tiny ops (ng-video-lecture's batching:
    100 int64 slices x2, a stack, an embedding loss), whose goal is a cost per recorded op
    (none <= 6 us, cheap <= 10 us: the traced step's time less the plain one, over the ops),
@@ -46,6 +48,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
 
 import dyngraph  # noqa: E402
 
@@ -167,6 +170,14 @@ CLOCK = time.perf_counter
 blind to waiting: labelled CPU wherever it is shown)."""
 
 
+class EmptyMode(TorchFunctionMode):
+    """A torch-function mode that only calls through: what PyTorch's own dispatch to a
+    Python mode costs per call, the floor of any capture built on one."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        return func(*args, **(kwargs or {}))
+
+
 # -- in process ----------------------------------------------------------------------------
 def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str
                ) -> dict[str, list[float]]:
@@ -186,8 +197,13 @@ def time_modes(step: Callable[[], None], rounds: int, steps: int, tmp: str
         with dyngraph.record(os.path.join(tmp, "bench.dgtrace"), stats="cheap", backend="torch"):
             return run()
 
+    def empty_mode() -> float:
+        with EmptyMode():
+            return run()
+
     modes: dict[str, Callable[[], float]] = {
-        "plain": run, "trace:none": traced("none"), "trace:cheap": traced("cheap"),
+        "plain": run, "empty mode": empty_mode,
+        "trace:none": traced("none"), "trace:cheap": traced("cheap"),
         "trace:full": traced("full"), "record:cheap": recorded,
     }
     for go in modes.values():  # warm up every path once
