@@ -299,7 +299,7 @@ def run_backward(
     heap: list[tuple[int, Node]] = []
     leaf_grads: dict[int, Any] = {}
     leaves: dict[int, Any] = {}
-    for root, grad in zip(roots, grads, strict=True):
+    for root, grad in zip(roots, grads):  # noqa: B905  (one each: _root_grads made them)
         node = root.grad_fn
         if node is None:
             leaves[root._id] = root
@@ -519,7 +519,8 @@ def _root_grads(outputs: tuple[Any, ...], grad_outputs: tuple[Any, ...] | None,
         if g is None:
             if out._array.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            grads.append(np.ones_like(out._array))
+            # (np.ones_like's Python wrapper costs more than a scalar loss's own backward)
+            grads.append(np.ones(out._array.shape, out._array.dtype))
             continue
         array = np.array(getattr(g, "data", g), dtype=out._array.dtype)
         if array.shape != out._array.shape:
