@@ -546,6 +546,8 @@ def matmul(a, b, needs_input_grad=(True, True)):
     need_a, need_b = needs_input_grad
 
     def backward(g):
+        if a.ndim == 2 and b.ndim == 2:  # (a layer's every step: the plainest form)
+            return (g @ b.T if need_a else None), (a.T @ g if need_b else None)
         if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
             return (g * b if need_a else None), (g * a if need_b else None)
         a2 = a[None, :] if a.ndim == 1 else a
