@@ -364,12 +364,13 @@ def run_backward(
             versions.check_saved(node, tid)
         if listening:
             t0 = now_ns()
-        in_grads = backward_fn(grad)
+            in_grads = backward_fn(grad)
+            recording.node_ran(tid, node, grad, in_grads, now_ns() - t0)
+        else:
+            in_grads = backward_fn(grad)
         if free and node.op.saves:
             node.backward_fn = None
         inputs = node.inputs
-        if listening:
-            recording.node_ran(tid, node, grad, in_grads, now_ns() - t0)
         # (zip without ``strict=``: a keyword makes the builtin parse its arguments from a
         # dict, which cost a third of a tiny node's loop overhead)
         for t, g in zip(inputs, in_grads):  # noqa: B905
@@ -522,8 +523,11 @@ def _root_grads(outputs: tuple[Any, ...], grad_outputs: tuple[Any, ...] | None,
         if g is None:
             if out._array.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            # (np.ones_like's Python wrapper costs more than a scalar loss's own backward)
-            grads.append(np.ones(out._array.shape, out._array.dtype))
+            # (np.ones_like's and np.ones's Python wrappers cost more than a scalar loss's
+            # own backward)
+            seed = np.empty(out._array.shape, out._array.dtype)
+            seed[...] = 1
+            grads.append(seed)
             continue
         array = np.array(getattr(g, "data", g), dtype=out._array.dtype)
         if array.shape != out._array.shape:
