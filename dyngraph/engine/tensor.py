@@ -614,12 +614,12 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
 def _apply_binary(op: OpDef, x: Any, y: Any) -> Tensor:
     """``apply(op, x, y)`` for the arithmetic operators (``a + b``, ``a @ b``): the same
     result, graph node and dtype, without packing ``*inputs`` and ``**attrs`` (a tiny op
-    pays for that tuple and dict on every call). Anything out of the common path runs
-    ``apply`` itself: a recording (which takes its inputs and timing from there), and a
-    failing forward, run again inside ``apply`` so that its errors are translated there
-    and name the op as ever (forwards are pure: running one twice changes nothing)."""
-    if tracer.listening:
-        return apply(op, x, y)
+    pays for that tuple and dict on every call; a recorded op too). A failing forward runs
+    again inside ``apply``, so that its errors are translated there and name the op as
+    ever (forwards are pure: running one twice changes nothing)."""
+    listening = tracer.listening
+    if listening:
+        start = now_ns()
     enabled = grad_mode.enabled
     failed = False
     try:
@@ -666,6 +666,8 @@ def _apply_binary(op: OpDef, x: Any, y: Any) -> Tensor:
     else:
         out.requires_grad = False
         out.grad_fn = None
+    if listening:
+        _record_op(op.name, (x, y), out, {}, enabled, now_ns() - start)
     return out
 
 
