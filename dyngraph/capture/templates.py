@@ -197,38 +197,53 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
             full.extend(rows[a:b])
     if not templated:
         return None
+    head = [codes, columns._swap(array("I", table)).tobytes(),
+            columns.encode_payload(full, flags & ~FLAG_TEMPLATES)]
+    body = encode_against(rows, codes, [(a, b, rows, ta, ta) for a, b, ta in templated])
+    meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags | FLAG_TEMPLATES,
+                            rows[0][1])
+    return meta + columns.join_blocks([*head, *body])
+
+
+# A templated segment, for the shared parts of formats 4 and 5: (start, end) in the
+# frame, then the rows its template's are taken from and where in them it begins, and a
+# key naming that place (kinds at one key are always the same).
+Templated = tuple[int, int, Sequence[Row], int, Any]
+
+
+def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templated]
+                   ) -> list[bytes]:
+    """The blocks that follow the full segments: the seq shifts, the tables, then the
+    templated segments' fields kind by kind (see the module's docstring)."""
     t = columns._Tables()
     blocks: list[bytes] = []
-    shifts_seq = [rows[a][1] - rows[ta][1] for a, _, ta in templated]
+    shifts_seq = [rows[a][1] - base[start][1] for a, _, base, start, _ in templated]
     # The templated rows of each kind, with their templates and segment numbers.
     by_kind: dict[int, tuple[list[Row], list[Row], list[int]]] = {}
-    places: dict[int, dict[int, list[int]]] = {}
-    for s, (a, b, ta) in enumerate(templated):
-        for code, at in _places(places, codes, ta, b - a).items():
+    places: dict[Any, dict[int, list[int]]] = {}
+    for s, (a, b, base, start, key) in enumerate(templated):
+        for code, at in _places(places, key, codes, a, b - a).items():
             group = by_kind.get(code)
             if group is None:
                 group = by_kind[code] = ([], [], [])
             group[0].extend([rows[a + k] for k in at])
-            group[1].extend([rows[ta + k] for k in at])
+            group[1].extend([base[start + k] for k in at])
             group[2].extend(repeat(s, len(at)))
     for code in sorted(by_kind):
         _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
                      blocks)
-    head = [codes, columns._swap(array("I", table)).tobytes(),
-            columns.encode_payload(full, flags & ~FLAG_TEMPLATES),
-            columns._swap(array("q", shifts_seq)).tobytes()]
-    meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags | FLAG_TEMPLATES,
-                            rows[0][1])
-    return meta + columns.join_blocks([*head, *columns.table_blocks(t), *blocks])
+    return [columns._swap(array("q", shifts_seq)).tobytes(), *columns.table_blocks(t),
+            *blocks]
 
 
-def _places(cache: dict[int, dict[int, list[int]]], codes: bytes, start: int, n: int
-            ) -> dict[int, list[int]]:
-    """Where each kind's events sit in the template segment at ``start`` (made once per
-    template: every segment that repeats it has them at the same places)."""
-    found = cache.get(start)
+def _places(cache: dict[Any, dict[int, list[int]]], key: Any, codes: bytes, start: int,
+            n: int) -> dict[int, list[int]]:
+    """Where each kind's events sit in ``codes[start:start + n]``, a segment like every
+    other at ``key`` (made once per key: every segment that repeats a template has them
+    at the same places)."""
+    found = cache.get(key)
     if found is None:
-        found = cache[start] = {}
+        found = cache[key] = {}
         for k, code in enumerate(codes[start:start + n]):
             found.setdefault(code, []).append(k)
     return found
@@ -344,9 +359,11 @@ def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Se
             frame.charge(framecost.ITEM * sum(lengths), "summaries' previews")
             values = iter(r.column("d", sum(lengths), "previews"))
             cols[_PREVIEW] = [tuple(islice(values, length)) for length in lengths]
+        for col in cols:
+            frame.hold(col)
         for k, summary in zip(at, zip(*cols, strict=True), strict=True):
             out[k] = summary
-    return out
+    return frame.hold(out)
 
 
 def _mask(r: columns._Reader, n: int, name: str) -> list[int]:
@@ -365,53 +382,79 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
                    position: int | None = STREAM, settle: bool = False) -> list[Row]:
     """The rows of a format-4 payload, every value checked (``columns.decode_payload``'s
     contract)."""
-    count, _lo, _hi, flags, _seq = EVENTS_META.unpack_from(payload)
     r = columns._Reader(payload)
+    codes = read_kinds(r, payload, position)
+    segments = [(a, b, it, None if ta < 0 else SELF, ta, ta)
+                for a, b, it, ta in _read_segments(r, codes, len(codes), lo, hi)]
+    return decode_body(r, payload, codes, lo, hi, segments, settle)
+
+
+def read_kinds(r: columns._Reader, payload: bytes | memoryview, position: int | None
+               ) -> bytes:
+    """A templated payload's first block, its events' kinds, checked."""
+    count = EVENTS_META.unpack_from(payload)[0]
     codes = r.raw(count, "event kinds")
     if codes and max(codes) >= len(columns.KINDS):
         k = codes.index(max(codes))
         raise TraceFileError(f"unknown event kind {codes[k]} (event {k})")
     columns._check_headers(codes, position)
-    segments = _read_segments(r, codes, count, lo, hi)
-    nested = bytes(r.block())
-    full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3)
-    templated = [(a, b, it, ta) for a, b, it, ta in segments if ta >= 0]
-    _check_full(full, codes, [(a, b, it) for a, b, it, ta in segments if ta < 0])
+    return codes
+
+
+SELF: Any = ()  # (a segment's template is in the frame itself: format 4)
+# A segment, decoding: (start, end, iteration, the rows its template's are taken from
+# (None: written in full; SELF: the frame's own), where in them it begins, a key naming
+# that place).
+Segment = tuple[int, int, int, Any, int, Any]
+
+
+def decode_body(r: columns._Reader, payload: bytes | memoryview, codes: bytes, lo: int,
+                hi: int, segments: list[Segment], settle: bool) -> list[Row]:
+    """The rows of a templated payload from its nested full rows on (formats 4 and 5:
+    the segments read and checked by the caller, templates' kinds included)."""
+    count = len(codes)
+    nested = bytes(r.block())  # (empty: no segment is written in full)
+    full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3) \
+        if nested else []
+    templated = [s for s in segments if s[3] is not None]
+    _check_full(full, codes, [(a, b, it) for a, b, it, base, _, _ in segments
+                              if base is None])
     shifts_seq = r.column("q", len(templated), "seq shifts")
     allowance = framecost.Allowance(count, len(payload))
     # Rows in frame order: the full segments' as decoded, then the templated ones filled in.
     out: list[Any] = [None] * count
     where = 0
-    for a, b, _, ta in segments:
-        if ta < 0:
+    for a, b, _, base, _, _ in segments:
+        if base is None:
             out[a:b] = full[where:where + b - a]
             where += b - a
-    by_kind: dict[int, tuple[list[int], list[int], list[int]]] = {}
-    places: dict[int, dict[int, list[int]]] = {}
-    for s, (a, b, _, ta) in enumerate(templated):
-        for code, at in _places(places, codes, ta, b - a).items():
+    by_kind: dict[int, tuple[list[int], list[Row], list[int]]] = {}
+    places: dict[Any, dict[int, list[int]]] = {}
+    for s, (a, b, _, base, start, key) in enumerate(templated):
+        rows = out if base is SELF else base
+        for code, at in _places(places, key, codes, a, b - a).items():
             group = by_kind.get(code)
             if group is None:
                 group = by_kind[code] = ([], [], [])
             group[0].extend([a + k for k in at])
-            group[1].extend([ta + k for k in at])
+            group[1].extend([rows[start + k] for k in at])
             group[2].extend(repeat(s, len(at)))
     ops = len(by_kind.get(columns.CODES["op"], ((),))[0])
     frame = columns._Frame(r, lo, hi, allowance, ops)
-    iterations = [it for _, _, it, _ in templated]
+    iterations = [it for _, _, it, _, _, _ in templated]
     for code in sorted(by_kind):
-        positions, template_positions, segment = by_kind[code]
+        positions, template_rows, segment = by_kind[code]
         kind = columns.KINDS[code]
         allowance.charge(len(positions) * (framecost.TUPLE + framecost.ITEM
                                            * len(ev.FIELD_NAMES[kind])), f"{kind} events")
-        rows = _decode_kind(frame, kind, [out[p] for p in template_positions], segment,
-                            shifts_seq, iterations, len(templated))
+        rows = _decode_kind(frame, kind, template_rows, segment, shifts_seq, iterations,
+                            len(templated))
         for p, row in zip(positions, rows, strict=True):
             out[p] = row
     r.done()
     frame.check_referenced()
     if settle:
-        gc.collect(0)
+        gc.collect(0)  # (every list of values made held by ``frame``: see columns.py)
     return out
 
 
@@ -485,9 +528,13 @@ def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment
             bits = [False] * slots
             for k in _mask(frame.r, slots, f"{name} shifted"):
                 bits[k] = True
-            implied = _apply_bits(tcols[i], [shifts[s] for s in segment], bits, ids)
+            # (held: the tuples in it were made after it, and stay before the rows)
+            implied = frame.hold(_apply_bits(tcols[i], [shifts[s] for s in segment], bits,
+                                             ids))
             _check_ints(kind, name, ftype, implied)
         cols.append(_filled(frame, kind, name, ftype, n, implied, where))
+    for col in cols:  # (held till the frame is decoded: see ``columns.decode_payload``)
+        frame.hold(col)
     return list(zip(repeat(kind), seqs, [iterations[s] for s in segment], *cols))
 
 
