@@ -402,6 +402,7 @@ def read_kinds(r: columns._Reader, payload: bytes | memoryview, position: int | 
 
 
 SELF: Any = ()  # (a segment's template is in the frame itself: format 4)
+COPIED: Any = ("copied",)  # (a segment's key: its rows are its template's, as they are)
 # A segment, decoding: (start, end, iteration, the rows its template's are taken from
 # (None: written in full; SELF: the frame's own), where in them it begins, a key naming
 # that place).
@@ -416,7 +417,7 @@ def decode_body(r: columns._Reader, payload: bytes | memoryview, codes: bytes, l
     nested = bytes(r.block())  # (empty: no segment is written in full)
     full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3) \
         if nested else []
-    templated = [s for s in segments if s[3] is not None]
+    templated = [s for s in segments if s[3] is not None and s[5] is not COPIED]
     _check_full(full, codes, [(a, b, it) for a, b, it, base, _, _ in segments
                               if base is None])
     shifts_seq = r.column("q", len(templated), "seq shifts")
@@ -424,10 +425,12 @@ def decode_body(r: columns._Reader, payload: bytes | memoryview, codes: bytes, l
     # Rows in frame order: the full segments' as decoded, then the templated ones filled in.
     out: list[Any] = [None] * count
     where = 0
-    for a, b, _, base, _, _ in segments:
+    for a, b, _, base, start, key in segments:
         if base is None:
             out[a:b] = full[where:where + b - a]
             where += b - a
+        elif key is COPIED:
+            out[a:b] = base[start:start + b - a]
     by_kind: dict[int, tuple[list[int], list[Row], list[int]]] = {}
     places: dict[Any, dict[int, list[int]]] = {}
     for s, (a, b, _, base, start, key) in enumerate(templated):

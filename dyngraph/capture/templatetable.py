@@ -49,6 +49,9 @@ MAX_TEMPLATES = 4096  # a writer makes no more (a reader refuses more)
 MAX_ROWS = 1 << 18  # an iteration longer than this is never a template (its rows are kept)
 CANDIDATES = 8  # iterations kept, unregistered, in case their kinds come again
 SEARCHED = 16  # templates tried (most recently used first) for an iteration's start
+# A segment's offset that says it is its template's rows, whole and as they are (the
+# iteration the template was made of, in the frame that makes it).
+COPY = 0xFFFFFFFF
 TEMPLATE_ID = struct.Struct("<I")
 HEAD = TEMPLATE_ID.size + EVENTS_META.size  # a template frame's bytes read to index it
 _KIND = itemgetter(0)
@@ -58,12 +61,16 @@ _FULL_ONLY = templates._FULL_ONLY  # (header, values: never in a template)
 class Template:
     """One template: its id, its rows and their kinds (one byte each, ``columns.CODES``)."""
 
-    __slots__ = ("codes", "id", "rows")
+    __slots__ = ("at", "codes", "id", "rows")
 
-    def __init__(self, id: int, rows: Sequence[Row], codes: bytes) -> None:
+    def __init__(self, id: int, rows: Sequence[Row], codes: bytes,
+                 at: tuple[int, int, int] | None = None) -> None:
         self.id = id
         self.rows = rows
         self.codes = codes
+        # (writing) where its rows were handed over, when that was as one segment: the
+        # batch's number, the segment's start and end in it
+        self.at = at
 
 
 Lookup = Callable[[int, bool], Template]  # a template by id (and settle), for decoding
@@ -91,33 +98,54 @@ class WriterTable:
         self._offset = 0  # rows of the current iteration in earlier segments
         self._rows: list[Row] | None = []  # the current iteration's (None: not a candidate)
         self._following: Template | None = None  # what its segments so far followed
+        self._batch = 0  # batches encoded
+        self._at: tuple[int, int, int] | None = None  # (see Template.at) the iteration's
+        self._at_end: tuple[int, int, int] | None = None  # ... of the last one ended
 
-    def encode(self, rows: Sequence[Row], flags: int, made: list[bytes]) -> bytes | None:
+    def encode(self, rows: Sequence[Row], flags: int, made: list[bytes],
+               eager: bool = False) -> bytes | None:
         codes = codes_of(rows)
-        table: list[int] = []
-        full: list[Row] = []
-        templated: list[templates.Templated] = []
+        self._batch += 1
+        chosen: list[tuple[int, int, Template | None, int]] = []  # (a, b, template, offset)
         for a, b in templates._segments(rows):
-            iteration = rows[a][2]
-            if iteration != self._iteration:
+            if rows[a][2] != self._iteration:
                 self._end_iteration()
-                self._iteration = iteration
-            kinds = codes[a:b]
-            template = self._template_for(kinds, made)
-            offset = self._offset
-            if template is None:
-                table += (b - a, iteration, 0, 0)
-                full.extend(rows[a:b])
+                self._iteration = rows[a][2]
+                self._at = (self._batch, a, b)
             else:
-                table += (b - a, iteration, template.id, offset)
-                templated.append((a, b, template.rows, offset, (template.id, offset, b - a)))
+                self._at = None
+            chosen.append((a, b, self._template_for(codes[a:b], made), self._offset))
             if self._rows is not None:
                 self._rows.extend(rows[a:b])
                 if len(self._rows) > MAX_ROWS:
                     self._rows = None
             self._offset += b - a
-        if not templated:
+        if eager and rows[-1][0] == "iteration_end":
+            # (the first iteration of a file, written alone: made a template at once,
+            # since the next one, likely its repeat, comes in another frame)
+            self._end_iteration()
+            if self._candidates and self._candidates[0].at == self._at_end:
+                self._register(0, made)
+        # A template made of an iteration of this very batch: that iteration is written
+        # as the template's rows (``COPY``), not once more in full.
+        for t in self.templates[len(self.templates) - len(made):]:
+            if t.at is not None and t.at[0] == self._batch:
+                k = next(k for k, (a, b, _, _) in enumerate(chosen) if (a, b) == t.at[1:])
+                chosen[k] = (*t.at[1:], t, COPY)
+        if all(t is None for _, _, t, _ in chosen):
             return None
+        table: list[int] = []
+        full: list[Row] = []
+        templated: list[templates.Templated] = []
+        for a, b, t, offset in chosen:
+            if t is None:
+                table += (b - a, rows[a][2], 0, 0)
+                full.extend(rows[a:b])
+            elif offset == COPY:
+                table += (b - a, rows[a][2], t.id, COPY)
+            else:
+                table += (b - a, rows[a][2], t.id, offset)
+                templated.append((a, b, t.rows, offset, (t.id, offset, b - a)))
         head = [codes, columns._swap(array("I", table)).tobytes(),
                 columns.encode_payload(full, flags & ~templates.FLAG_TEMPLATES)
                 if full else b""]
@@ -147,14 +175,19 @@ class WriterTable:
                 return t
         for i, c in enumerate(self._candidates):
             if c.codes.startswith(kinds) and len(self.templates) < MAX_TEMPLATES:
-                t = Template(len(self.templates) + 1, c.rows, c.codes)
-                made.append(TEMPLATE_ID.pack(t.id) + columns.encode_payload(c.rows, 0))
-                del self._candidates[i]
-                self.templates.append(t)
-                self._recent.insert(0, t)
-                self._following = t
-                return t
+                self._following = self._register(i, made)
+                return self._following
         return None
+
+    def _register(self, i: int, made: list[bytes]) -> Template:
+        """Candidate ``i`` made a template, its frame's payload added to ``made``."""
+        c = self._candidates[i]
+        t = Template(len(self.templates) + 1, c.rows, c.codes, c.at)
+        made.append(TEMPLATE_ID.pack(t.id) + columns.encode_payload(c.rows, 0))
+        del self._candidates[i]
+        self.templates.append(t)
+        self._recent.insert(0, t)
+        return t
 
     def _end_iteration(self) -> None:
         """The iteration written so far ended: unless it was its template's exactly, it is
@@ -165,8 +198,9 @@ class WriterTable:
             codes = codes_of(rows)
             if _FULL_ONLY.isdisjoint(codes):
                 self._candidates = [c for c in self._candidates if c.codes != codes]
-                self._candidates.insert(0, Template(0, rows, codes))
+                self._candidates.insert(0, Template(0, rows, codes, self._at))
                 del self._candidates[CANDIDATES:]
+        self._at_end, self._at = self._at, None
         self._offset = 0
         self._rows = []
         self._following = None
@@ -273,10 +307,17 @@ def _read_segments(r: columns._Reader, codes: bytes, lo: int, hi: int,
                 raise TraceFileError("events frame names an iteration template, but the "
                                      "stream holds none")
             t = table(id, settle)
-            if t.codes[offset:offset + n] != codes[start:start + n]:
+            if offset == COPY:
+                if t.codes != codes[start:start + n] or t.rows[0][2] != iteration or \
+                        t.rows[-1][2] != iteration:
+                    raise TraceFileError(f"events frame's segment {len(out) + 1} is not "
+                                         f"template {id}'s iteration {iteration}")
+                out.append((start, start + n, iteration, t.rows, 0, templates.COPIED))
+            elif t.codes[offset:offset + n] != codes[start:start + n]:
                 raise TraceFileError(f"events frame's segment {len(out) + 1} does not "
                                      f"match template {id}'s events at {offset}")
-            out.append((start, start + n, iteration, t.rows, offset, (id, offset, n)))
+            else:
+                out.append((start, start + n, iteration, t.rows, offset, (id, offset, n)))
         else:
             out.append((start, start + n, iteration, None, 0, None))
         start += n

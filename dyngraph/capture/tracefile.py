@@ -601,7 +601,9 @@ class TraceWriter:
         made: list[bytes] = []
         payload = None
         try:
-            payload = table.encode(rows, flags, made)
+            # (eager: the file's first recorded frame, written at once, holds its first
+            # iteration alone)
+            payload = table.encode(rows, flags, made, eager=not self.in_place)
         except (TypeError, ValueError, OverflowError, KeyError, AttributeError,
                 struct.error):
             pass  # in full, below (the template frames made are written all the same)

@@ -180,7 +180,10 @@ class FrameRef:
         a count too big for its bytes, a backwards iteration range, iterations or seqs
         that go back from the frame before."""
         at = f"(the frame at byte {self.offset})"
-        if self.count * 2 > self.length - EVENTS_META.size:  # an event takes >= 2 bytes
+        # An event takes at least 2 bytes; 1 in format 5 (its kind: a segment may be
+        # its template's rows as they are)
+        if self.count * (1 if self.version == TABLE_VERSION else 2) > \
+                self.length - EVENTS_META.size:
             raise _error(name, f"events frame says it holds {self.count:,} events in "
                                f"{self.length:,} bytes {at}")
         if self.first_iteration > self.last_iteration:
