@@ -128,10 +128,10 @@ class WriterTable:
                 self._register(0, made)
         # A template made of an iteration of this very batch: that iteration is written
         # as the template's rows (``COPY``), not once more in full.
-        for t in self.templates[len(self.templates) - len(made):]:
-            if t.at is not None and t.at[0] == self._batch:
-                k = next(k for k, (a, b, _, _) in enumerate(chosen) if (a, b) == t.at[1:])
-                chosen[k] = (*t.at[1:], t, COPY)
+        for new in self.templates[len(self.templates) - len(made):]:
+            if new.at is not None and new.at[0] == self._batch:
+                k = next(k for k, (a, b, _, _) in enumerate(chosen) if (a, b) == new.at[1:])
+                chosen[k] = (*new.at[1:], new, COPY)
         if all(t is None for _, _, t, _ in chosen):
             return None
         table: list[int] = []
