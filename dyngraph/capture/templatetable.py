@@ -114,7 +114,12 @@ class WriterTable:
                 self._at = (self._batch, a, b)
             else:
                 self._at = None
-            chosen.append((a, b, self._template_for(codes[a:b], made), self._offset))
+            template, n = self._template_for(codes[a:b], made)
+            if n < b - a and n >= templates.MIN_ROWS:  # followed up to a divergence
+                chosen.append((a, a + n, template, self._offset))
+                chosen.append((a + n, b, None, self._offset + n))
+            else:
+                chosen.append((a, b, template if n == b - a else None, self._offset))
             if self._rows is not None:
                 self._rows.extend(rows[a:b])
                 if len(self._rows) > MAX_ROWS:
@@ -130,8 +135,10 @@ class WriterTable:
         # as the template's rows (``COPY``), not once more in full.
         for new in self.templates[len(self.templates) - len(made):]:
             if new.at is not None and new.at[0] == self._batch:
-                k = next(k for k, (a, b, _, _) in enumerate(chosen) if (a, b) == new.at[1:])
-                chosen[k] = (*new.at[1:], new, COPY)
+                k = next((k for k, (a, b, _, _) in enumerate(chosen)
+                          if (a, b) == new.at[1:]), None)
+                if k is not None:  # (None: written as two segments, which stay)
+                    chosen[k] = (*new.at[1:], new, COPY)
         if all(t is None for _, _, t, _ in chosen):
             return None
         table: list[int] = []
@@ -154,30 +161,41 @@ class WriterTable:
                                 flags | templates.FLAG_TEMPLATES, rows[0][1])
         return meta + columns.join_blocks([*head, *body])
 
-    def _template_for(self, kinds: bytes, made: list[bytes]) -> Template | None:
-        """The template the segment of ``kinds`` at ``self._offset`` follows, if any; a
-        candidate it follows is made a template (its frame's payload added to ``made``)."""
+    def _template_for(self, kinds: bytes, made: list[bytes]) -> tuple[Template | None, int]:
+        """The template the segment of ``kinds`` at ``self._offset`` follows, and for how
+        many of its events (all of them, unless it leaves the template); a candidate it
+        follows is made a template (its frame's payload added to ``made``)."""
         if not _FULL_ONLY.isdisjoint(kinds):
             self._following = None
-            return None
+            return None, 0
         offset = self._offset
         if offset:  # an iteration continued: on its template, unless it left it
             t = self._following
-            if t is not None and t.codes[offset:offset + len(kinds)] != kinds:
-                t = self._following = None
-            return t
+            if t is None:
+                return None, 0
+            n = _common(kinds, t.codes[offset:offset + len(kinds)])
+            if n < len(kinds):
+                self._following = None
+            return t, n
+        best, longest = None, 0
         for i, t in enumerate(self._recent[:SEARCHED]):
             if t.codes.startswith(kinds):
                 if i:
                     del self._recent[i]
                     self._recent.insert(0, t)
                 self._following = t
-                return t
+                return t, len(kinds)
+            n = _common(kinds, t.codes)
+            if n > longest:
+                best, longest = t, n
         for i, c in enumerate(self._candidates):
             if c.codes.startswith(kinds) and len(self.templates) < MAX_TEMPLATES:
                 self._following = self._register(i, made)
-                return self._following
-        return None
+                return self._following, len(kinds)
+        # (the template the most of it follows, up to where it leaves it: the rest of the
+        # iteration is written in full)
+        self._following = None
+        return best, longest
 
     def _register(self, i: int, made: list[bytes]) -> Template:
         """Candidate ``i`` made a template, its frame's payload added to ``made``."""
@@ -204,6 +222,21 @@ class WriterTable:
         self._offset = 0
         self._rows = []
         self._following = None
+
+
+def _common(a: bytes, b: bytes) -> int:
+    """The length of the common prefix of ``a`` and ``b`` (by bisection: each step one
+    comparison of slices, in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while lo < hi:  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1]
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 # -- reading ---------------------------------------------------------------------------------

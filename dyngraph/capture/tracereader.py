@@ -146,8 +146,8 @@ class FrameRef:
     def templates(self, id: int, settle: bool = False) -> templatetable.Template:
         """Template ``id`` of the file, as this frame may name it."""
         if self.table is None:
-            raise TraceFileError("events frame names an iteration template, but the file "
-                                 "holds none")
+            raise TraceFileError(f"events frame names iteration template {id}, which no "
+                                 "frame before it holds")
         return self.table.get(id, self.known, settle)
 
     def decode(self) -> list[ev.Event]:
