@@ -211,10 +211,12 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
 Templated = tuple[int, int, Sequence[Row], int, Any]
 
 
-def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templated]
-                   ) -> list[bytes]:
+def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templated],
+                   compact: bool = False) -> list[bytes]:
     """The blocks that follow the full segments: the seq shifts, the tables, then the
-    templated segments' fields kind by kind (see the module's docstring)."""
+    templated segments' fields kind by kind (see the module's docstring). ``compact``
+    (format 5): each kind's blocks begin with a bit per optional block (a mask, the
+    shifts of a field, statistics of a summary form), and only those set follow."""
     t = columns._Tables()
     blocks: list[bytes] = []
     shifts_seq = [rows[a][1] - base[start][1] for a, _, base, start, _ in templated]
@@ -230,8 +232,12 @@ def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templa
             group[1].extend([base[start + k] for k in at])
             group[2].extend(repeat(s, len(at)))
     for code in sorted(by_kind):
+        first = len(blocks)
+        present: list[bool] | None = [] if compact else None
         _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
-                     blocks)
+                     blocks, present)
+        if present is not None:
+            blocks.insert(first, np.packbits(np.array(present, dtype=bool)).tobytes())
     return [columns._swap(array("q", shifts_seq)).tobytes(), *columns.table_blocks(t),
             *blocks]
 
@@ -251,11 +257,11 @@ def _places(cache: dict[Any, dict[int, list[int]]], key: Any, codes: bytes, star
 
 def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list[int],
                  shifts_seq: list[int], n_segments: int, t: columns._Tables,
-                 blocks: list[bytes]) -> None:
+                 blocks: list[bytes], present: list[bool] | None = None) -> None:
     cols = list(zip(*rows, strict=True))
     tcols = list(zip(*templates, strict=True))
     implied = _shifted(tcols[1], [shifts_seq[s] for s in segment], False)
-    _sparse("int", cols[1], implied, t, blocks)
+    _sparse("int", cols[1], implied, t, blocks, present)
     # Each segment's rows of this kind: segment numbers ascend with the rows.
     spans, first = [], 0
     for k in range(1, len(segment) + 1):
@@ -267,7 +273,7 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             columns._encode_column(ftype, cols[i], t, blocks, [])
             continue
         if how == SUMMARY:
-            _encode_summaries(cols[i], tcols[i], t, blocks)
+            _encode_summaries(cols[i], tcols[i], t, blocks, present)
             continue
         if how == SHIFTED:
             ids = ftype == "ids"
@@ -275,20 +281,32 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             col, tcol = cols[i], tcols[i]
             for s, a, b in spans:
                 shifts[s] = _first_shift(col[a:b], tcol[a:b], ids)
-            blocks.append(columns._swap(array("q", shifts)).tobytes())
             bits, implied = _chosen(cols[i], tcols[i], [shifts[s] for s in segment], ids)
-            blocks.append(_packed(bits))
-            _sparse(ftype, cols[i], implied, t, blocks)
+            if _optional(present, any(shifts)):
+                blocks.append(columns._swap(array("q", shifts)).tobytes())
+                blocks.append(_packed(bits))
+            _sparse(ftype, cols[i], implied, t, blocks, present)
         else:
-            _sparse(ftype, cols[i], tcols[i], t, blocks)
+            _sparse(ftype, cols[i], tcols[i], t, blocks, present)
+
+
+def _optional(present: list[bool] | None, wanted: bool) -> bool:
+    """Are an optional block's contents written? Always, but in compact frames (format 5,
+    ``present``) only when ``wanted``, which is noted there."""
+    if present is None:
+        return True
+    present.append(wanted)
+    return wanted
 
 
 def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: columns._Tables,
-            blocks: list[bytes]) -> None:
+            blocks: list[bytes], present: list[bool] | None = None) -> None:
     """A mask of the values that differ from what is implied, and those values."""
     mask = _differs(values, implied)
-    blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask) else b"")
-    columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
+    if _optional(present, any(mask)):
+        blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask)
+                      else b"")
+        columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
 
 
 # Summary rows (``rows.py``): cheap (shape, dtype, norm, nan, inf, sampled) and full
@@ -306,22 +324,26 @@ def _summary_form(s: Any) -> int:
 
 
 def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: columns._Tables,
-                      blocks: list[bytes]) -> None:
+                      blocks: list[bytes], present: list[bool] | None = None) -> None:
     """Blocks: a mask of the summaries written whole and those (format 3's summary
     column); then per form (6, 11), for the summaries of that form like their template's,
     the compared parts (mask and differing values, as ``_sparse``) and the statistics."""
     forms = list(map(_summary_form, values))
     whole = [f != _summary_form(s) for f, s in zip(forms, templates, strict=True)]
-    blocks.append(np.packbits(np.array(whole, dtype=bool)).tobytes() if any(whole) else b"")
-    columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
+    if _optional(present, any(whole)):
+        blocks.append(np.packbits(np.array(whole, dtype=bool)).tobytes() if any(whole)
+                      else b"")
+        columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
     for form in (6, 11):
         chosen = [f == form and not w for f, w in zip(forms, whole, strict=True)]
+        if present is not None and not any(chosen):
+            continue  # (the reader knows there are none: compact frames skip the form)
         mine = list(compress(values, chosen))
         theirs = list(compress(templates, chosen))
         cols = list(zip(*mine, strict=True)) if mine else [()] * form
         tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
         for k, ftype in _SUMMARY_SAME[form]:
-            _sparse(ftype, cols[k], tcols[k], t, blocks)
+            _sparse(ftype, cols[k], tcols[k], t, blocks, present)
         for k in _SUMMARY_FLOATS[form]:
             columns._floats(cols[k], blocks)
         if form == 11:
@@ -331,11 +353,15 @@ def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: column
 
 
 def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Sequence[Any],
-                      where: Callable[[int], int]) -> list[Any]:
+                      where: Callable[[int], int], present: Present | None = None
+                      ) -> list[Any]:
     n = len(templates)
     r = frame.r
-    whole_at = _mask(r, n, name)
-    written = frame.column(kind, name, "summary", len(whole_at), where)
+    whole_at: list[int] = []
+    written: list[Any] = []
+    if present is None or present.next():
+        whole_at = _mask(r, n, name)
+        written = frame.column(kind, name, "summary", len(whole_at), where)
     out = list(templates)
     for k, v in zip(whole_at, written, strict=True):
         out[k] = v
@@ -343,12 +369,15 @@ def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Se
     for form in (6, 11):
         at = [k for k, s in enumerate(templates) if k not in whole and _summary_form(s) == form]
         m = len(at)
+        if present is not None and not m:
+            continue  # (compact: a form no summary has is not written)
         frame.charge(m * (framecost.TUPLE + framecost.ITEM * form), f"{kind} {name}")
         theirs = [templates[k] for k in at]
         tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
         cols: list[Any] = [None] * form
         for k, ftype in _SUMMARY_SAME[form]:
-            cols[k] = _filled(frame, kind, f"{name} part", ftype, m, tcols[k], where)
+            cols[k] = _filled(frame, kind, f"{name} part", ftype, m, tcols[k], where,
+                              present)
         counts = [cols[k] for k, ftype in _SUMMARY_SAME[form] if ftype == "int"]
         if m and min(map(min, counts)) < 0:
             raise TraceFileError(f"malformed {kind} events: a {name} with a negative count")
@@ -364,6 +393,31 @@ def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Se
         for k, summary in zip(at, zip(*cols, strict=True), strict=True):
             out[k] = summary
     return frame.hold(out)
+
+
+class Present:
+    """A compact frame's bits of one kind (``encode_against``): whether each optional
+    block is written, read in the order written."""
+
+    __slots__ = ("at", "bits", "kind")
+
+    def __init__(self, packed: bytes, kind: str) -> None:
+        self.bits = np.unpackbits(np.frombuffer(packed, np.uint8)).tolist()
+        self.at = 0
+        self.kind = kind
+
+    def next(self) -> bool:
+        if self.at >= len(self.bits):
+            raise TraceFileError(f"events frame's {self.kind} events lack their blocks' "
+                                 "bits")
+        self.at += 1
+        return bool(self.bits[self.at - 1])
+
+    def done(self) -> None:
+        """Every bit read, and those after (to the byte's end) unset."""
+        if len(self.bits) - self.at >= 8 or any(self.bits[self.at:]):
+            raise TraceFileError(f"events frame's {self.kind} events hold more blocks' "
+                                 "bits than blocks")
 
 
 def _mask(r: columns._Reader, n: int, name: str) -> list[int]:
@@ -410,9 +464,11 @@ Segment = tuple[int, int, int, Any, int, Any]
 
 
 def decode_body(r: columns._Reader, payload: bytes | memoryview, codes: bytes, lo: int,
-                hi: int, segments: list[Segment], settle: bool) -> list[Row]:
+                hi: int, segments: list[Segment], settle: bool, compact: bool = False
+                ) -> list[Row]:
     """The rows of a templated payload from its nested full rows on (formats 4 and 5:
-    the segments read and checked by the caller, templates' kinds included)."""
+    the segments read and checked by the caller, templates' kinds included; ``compact``
+    as for ``encode_against``)."""
     count = len(codes)
     nested = bytes(r.block())  # (empty: no segment is written in full)
     full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3) \
@@ -450,8 +506,12 @@ def decode_body(r: columns._Reader, payload: bytes | memoryview, codes: bytes, l
         kind = columns.KINDS[code]
         allowance.charge(len(positions) * (framecost.TUPLE + framecost.ITEM
                                            * len(ev.FIELD_NAMES[kind])), f"{kind} events")
+        present = Present(bytes(r.raw(None, f"{kind} blocks' bits")), kind) if compact \
+            else None
         rows = _decode_kind(frame, kind, template_rows, segment, shifts_seq, iterations,
-                            len(templated))
+                            len(templated), present)
+        if present is not None:
+            present.done()
         for p, row in zip(positions, rows, strict=True):
             out[p] = row
     r.done()
@@ -504,13 +564,14 @@ def _check_full(full: list[Row], codes: bytes, segments: list[tuple[int, int, in
 
 
 def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment: list[int],
-                 shifts_seq: list[int], iterations: list[int], n_segments: int
-                 ) -> list[Row]:
+                 shifts_seq: list[int], iterations: list[int], n_segments: int,
+                 present: Present | None = None) -> list[Row]:
     n = len(templates)
     where: Callable[[int], int] = int
     tcols = list(zip(*templates, strict=True))
     seqs = _filled(frame, kind, "seq", "int", n,
-                   _shifted(tcols[1], [shifts_seq[s] for s in segment], False), where)
+                   _shifted(tcols[1], [shifts_seq[s] for s in segment], False), where,
+                   present)
     if seqs and min(seqs) < 0:
         raise TraceFileError(f"malformed {kind} event: seq is {min(seqs)}")
     cols: list[Any] = []
@@ -519,10 +580,10 @@ def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment
             cols.append(frame.column(kind, name, ftype, n, where))
             continue
         if how == SUMMARY:
-            cols.append(_decode_summaries(frame, kind, name, tcols[i], where))
+            cols.append(_decode_summaries(frame, kind, name, tcols[i], where, present))
             continue
         implied: Sequence[Any] = tcols[i]
-        if how == SHIFTED:
+        if how == SHIFTED and (present is None or present.next()):
             shifts = frame.r.column("q", n_segments, f"{name} shifts")
             if shifts and (min(shifts) <= -_INT64 or max(shifts) >= _INT64):
                 raise TraceFileError(f"malformed {kind} events: a {name} shift out of range")
@@ -535,7 +596,7 @@ def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment
             implied = frame.hold(_apply_bits(tcols[i], [shifts[s] for s in segment], bits,
                                              ids))
             _check_ints(kind, name, ftype, implied)
-        cols.append(_filled(frame, kind, name, ftype, n, implied, where))
+        cols.append(_filled(frame, kind, name, ftype, n, implied, where, present))
     for col in cols:  # (held till the frame is decoded: see ``columns.decode_payload``)
         frame.hold(col)
     return list(zip(repeat(kind), seqs, [iterations[s] for s in segment], *cols))
@@ -548,8 +609,11 @@ def _check_ints(kind: str, name: str, ftype: str, values: Sequence[Any]) -> None
 
 
 def _filled(frame: columns._Frame, kind: str, name: str, ftype: str, n: int,
-            implied: Sequence[Any], where: Callable[[int], int]) -> list[Any]:
+            implied: Sequence[Any], where: Callable[[int], int],
+            present: Present | None = None) -> list[Any]:
     """``implied`` with the values the mask says differ replaced by those written."""
+    if present is not None and not present.next():
+        return list(implied)
     at = _mask(frame.r, n, name)
     values = frame.column(kind, name, ftype, len(at), where)
     if not at:

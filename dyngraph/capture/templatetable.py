@@ -156,7 +156,7 @@ class WriterTable:
         head = [codes, columns._swap(array("I", table)).tobytes(),
                 columns.encode_payload(full, flags & ~templates.FLAG_TEMPLATES)
                 if full else b""]
-        body = templates.encode_against(rows, codes, templated)
+        body = templates.encode_against(rows, codes, templated, compact=True)
         meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2],
                                 flags | templates.FLAG_TEMPLATES, rows[0][1])
         return meta + columns.join_blocks([*head, *body])
@@ -318,7 +318,7 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
     r = columns._Reader(payload)
     codes = templates.read_kinds(r, payload, position)
     segments = _read_segments(r, codes, lo, hi, table, settle)
-    return templates.decode_body(r, payload, codes, lo, hi, segments, settle)
+    return templates.decode_body(r, payload, codes, lo, hi, segments, settle, compact=True)
 
 
 def _read_segments(r: columns._Reader, codes: bytes, lo: int, hi: int,

@@ -77,8 +77,10 @@ BATCH_EVENTS = 1024  # TraceWriter writes a frame at least this often (and at it
 # ... but at most one frame per FRAME_INTERVAL seconds at iteration ends: an iteration of a
 # few dozen events (an MLP step, about a millisecond) would otherwise cost a frame each, and
 # a frame's fixed cost is most of such an iteration's encoding. A process killed loses at
-# most the last FRAME_INTERVAL of events.
-FRAME_INTERVAL = 0.01
+# most the last FRAME_INTERVAL of events. 50 ms, not 10: a templated frame's fixed cost
+# (a few blocks per kind of event, written and read) is most of what its events cost, and
+# at 10 ms it was a frame per two MLP steps on a busy machine (reading took twice as long).
+FRAME_INTERVAL = 0.05
 
 __all__ = [
     "FrameDecoder", "TraceWriter", "decode_array", "encode_array", "encode_events",

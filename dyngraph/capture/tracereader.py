@@ -217,7 +217,7 @@ class FrameRef:
             return [lo]
         if self.version == JSON_VERSION:
             return sorted({e.iteration for e in self.decode() if type(e) is not ev.Header})
-        # A column frame (the writer makes one of several iterations every 10 ms): its
+        # A column frame (the writer makes one of several iterations every 50 ms): its
         # iterations column says, read without decoding the rest.
         assert self.file is not None
         payload = self.file.read(self.offset + _HSIZE, self.length)
