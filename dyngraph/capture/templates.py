@@ -269,6 +269,18 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             spans.append((segment[first], first, k))
             first = k
     for i, _name, ftype, how in PLANS[kind]:
+        if how == DENSE and ftype == "count" and present is not None:
+            _narrow(cols[i], blocks)
+            continue
+        if how == DENSE and ftype == "summaries" and present is not None:
+            # (as many as the template's, per event: each against the template's, as a
+            # summary field is; else the column as written)
+            if _optional(present, any(map(_other_length, cols[i], tcols[i]))):
+                columns._encode_column(ftype, cols[i], t, blocks, [])
+            else:
+                _encode_summaries([x for v in cols[i] for x in v],
+                                  [x for v in tcols[i] for x in v], t, blocks, present)
+            continue
         if how == DENSE:
             columns._encode_column(ftype, cols[i], t, blocks, [])
             continue
@@ -288,6 +300,32 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             _sparse(ftype, cols[i], implied, t, blocks, present)
         else:
             _sparse(ftype, cols[i], tcols[i], t, blocks, present)
+
+
+def _other_length(v: Sequence[Any], t: Sequence[Any]) -> bool:
+    return len(v) != len(t)
+
+
+def _narrow(col: Sequence[int], blocks: list[bytes]) -> None:
+    """A column of counts (durations) in compact frames: its item size (4 when every
+    count fits 32 bits, else 8), then the counts."""
+    if not col or max(col) < 1 << 32:
+        blocks.append(b"\x04" + np.array(col, "<u4").tobytes())
+    else:
+        blocks.append(b"\x08" + np.array(col, "<i8").tobytes())
+
+
+def _wide(r: columns._Reader, kind: str, name: str, n: int) -> list[int]:
+    """``_narrow``'s column read back, checked."""
+    block = r.block()
+    size = block[0] if len(block) else 0
+    if size not in (4, 8) or len(block) != 1 + size * n:
+        raise TraceFileError(f"events frame holds {len(block)} bytes of {kind} {name}, "
+                             f"expected 1 + 4 or 8 per event for {n}")
+    col: list[int] = np.frombuffer(block[1:], "<u4" if size == 4 else "<i8").tolist()
+    if col and min(col) < 0:
+        raise TraceFileError(f"malformed {kind} events: a negative {name}")
+    return col
 
 
 def _optional(present: list[bool] | None, wanted: bool) -> bool:
@@ -576,6 +614,15 @@ def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment
         raise TraceFileError(f"malformed {kind} event: seq is {min(seqs)}")
     cols: list[Any] = []
     for i, name, ftype, how in PLANS[kind]:
+        if how == DENSE and ftype == "count" and present is not None:
+            cols.append(_wide(frame.r, kind, name, n))
+            continue
+        if how == DENSE and ftype == "summaries" and present is not None and \
+                not present.next():
+            flat = _decode_summaries(frame, kind, name, [x for v in tcols[i] for x in v],
+                                     where, present)
+            cols.append(frame.hold(columns._grouped(flat, list(map(len, tcols[i])))))
+            continue
         if how == DENSE:
             cols.append(frame.column(kind, name, ftype, n, where))
             continue
