@@ -46,7 +46,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections.abc import Callable, Sequence
-from itertools import compress, islice, repeat
+from itertools import chain, compress, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -146,20 +146,6 @@ def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[in
         bits.append(b)
         implied.append(t + d if b else t)
     return bits, implied
-
-
-def _apply_bits(templates: Sequence[Any], shifts: Sequence[int], bits: list[bool],
-                ids: bool) -> list[Any]:
-    if not ids:
-        return [t + d if b else t for t, d, b in zip(templates, shifts, bits, strict=True)]
-    out, at = [], 0
-    for t, d in zip(templates, shifts, strict=True):
-        n = len(t)
-        row = bits[at:at + n]
-        at += n
-        out.append(tuple([y + d if b else y for y, b in zip(t, row, strict=True)])
-                   if any(row) else t)
-    return out
 
 
 def _packed(bits: list[bool]) -> bytes:
@@ -403,9 +389,10 @@ def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Se
     out = list(templates)
     for k, v in zip(whole_at, written, strict=True):
         out[k] = v
-    whole = set(whole_at)
+    forms = np.fromiter(map(_summary_form, templates), np.int64, n)
+    forms[whole_at] = 0  # (written whole: none of the forms below)
     for form in (6, 11):
-        at = [k for k, s in enumerate(templates) if k not in whole and _summary_form(s) == form]
+        at = np.flatnonzero(forms == form).tolist()
         m = len(at)
         if present is not None and not m:
             continue  # (compact: a form no summary has is not written)
@@ -634,25 +621,52 @@ def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment
             shifts = frame.r.column("q", n_segments, f"{name} shifts")
             if shifts and (min(shifts) <= -_INT64 or max(shifts) >= _INT64):
                 raise TraceFileError(f"malformed {kind} events: a {name} shift out of range")
-            ids = ftype == "ids"
-            slots = sum(map(len, tcols[i])) if ids else n
-            bits = [False] * slots
-            for k in _mask(frame.r, slots, f"{name} shifted"):
-                bits[k] = True
             # (held: the tuples in it were made after it, and stay before the rows)
-            implied = frame.hold(_apply_bits(tcols[i], [shifts[s] for s in segment], bits,
-                                             ids))
-            _check_ints(kind, name, ftype, implied)
+            implied = frame.hold(_shifted_by_mask(frame.r, kind, name, ftype, tcols[i],
+                                                  [shifts[s] for s in segment]))
         cols.append(_filled(frame, kind, name, ftype, n, implied, where, present))
     for col in cols:  # (held till the frame is decoded: see ``columns.decode_payload``)
         frame.hold(col)
     return list(zip(repeat(kind), seqs, [iterations[s] for s in segment], *cols))
 
 
-def _check_ints(kind: str, name: str, ftype: str, values: Sequence[Any]) -> None:
-    flat = [x for t in values for x in t] if ftype == "ids" else values
-    if flat and (min(flat) < (0 if ftype == "count" else -_INT64) or max(flat) >= _INT64):
-        raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+def _shifted_by_mask(r: columns._Reader, kind: str, name: str, ftype: str,
+                     templates: Sequence[Any], shifts: Sequence[int]) -> list[Any]:
+    """The template's integers (``ids``: its id lists) with the shift of their event added
+    to those the next mask block marks (in numpy: a shift that would leave int64 is
+    refused, never wrapped)."""
+    ids = ftype == "ids"
+    lengths = np.fromiter(map(len, templates), np.int64, len(templates)) if ids else None
+    flat = np.fromiter(chain.from_iterable(templates) if ids else templates, np.int64)
+    at = _mask_array(r, len(flat), f"{name} shifted")
+    if len(at):
+        per = np.array(shifts, np.int64)
+        by_slot = (per if lengths is None else np.repeat(per, lengths))[at]
+        values = flat[at]
+        if np.any(values > np.where(by_slot > 0, _MAX64 - by_slot, _MAX64)) or np.any(
+                values < np.where(by_slot < 0, -_MAX64 - 1 - by_slot, -_MAX64 - 1)):
+            raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+        flat[at] = values + by_slot
+        if ftype == "count" and flat.min() < 0:
+            raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+    if not ids:
+        return flat.tolist()  # type: ignore[no-any-return]
+    assert lengths is not None
+    return columns._grouped(flat.tolist(), lengths.tolist())
+
+
+_MAX64 = (1 << 63) - 1
+
+
+def _mask_array(r: columns._Reader, n: int, name: str) -> np.ndarray:
+    """``_mask``'s positions, as an array."""
+    packed = r.raw(None, f"{name} mask")
+    if not packed:
+        return np.empty(0, np.intp)
+    if len(packed) != (n + 7) // 8:
+        raise TraceFileError(f"events frame holds a {name} mask of {len(packed)} bytes "
+                             f"for {n} events")
+    return np.flatnonzero(np.unpackbits(np.frombuffer(packed, np.uint8), count=n))
 
 
 def _filled(frame: columns._Frame, kind: str, name: str, ftype: str, n: int,
