@@ -114,6 +114,39 @@ def _first_shift(rows: Sequence[Any], templates: Sequence[Any], ids: bool) -> in
     return 0
 
 
+_FAR = 1 << 62  # (values and shifts below this in size add up within int64)
+
+
+def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
+                     shifts: Sequence[int], ids: bool) -> tuple[list[bool], list[Any]] | None:
+    """``_chosen`` in numpy, for plain integers of sizes whose sums cannot wrap and id
+    lists as long as their templates' (None otherwise: ``_chosen`` does it in Python)."""
+    if ids:
+        lengths = list(map(len, templates))
+        if list(map(len, values)) != lengths:
+            return None
+        flat_v: Any = list(chain.from_iterable(values))
+        flat_t: Any = list(chain.from_iterable(templates))
+    else:
+        flat_v, flat_t = values, templates
+    if not set(map(type, flat_v)) <= {int} or not set(map(type, flat_t)) <= {int}:
+        return None  # (a bool is no int here: it must be written as it is)
+    try:
+        v, t = np.array(flat_v, np.int64), np.array(flat_t, np.int64)
+        d = np.array(shifts, np.int64)
+    except OverflowError:
+        return None
+    if len(t) and (max(t.max(), v.max(), d.max()) >= _FAR or
+                   min(t.min(), v.min(), d.min()) <= -_FAR):
+        return None
+    if ids:
+        d = np.repeat(d, lengths)
+    moved = t + d
+    bits = (d != 0) & (t >= 0) & (v == moved)
+    implied = np.where(bits, moved, t).tolist()
+    return bits.tolist(), columns._grouped(implied, lengths) if ids else implied
+
+
 def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list[Any]:
     """Every value shifted (the seqs: they all move)."""
     if not any(shifts):
@@ -128,6 +161,9 @@ def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[in
             ids: bool) -> tuple[list[bool], list[Any]]:
     """Per template value (per id of an id list), whether it is shifted: an id of a tensor
     made in the iteration moves, a parameter's stays. The bits, and the values implied."""
+    fast = _chosen_in_numpy(values, templates, shifts, ids)
+    if fast is not None:
+        return fast
     bits: list[bool] = []
     implied: list[Any] = []
     if ids:
