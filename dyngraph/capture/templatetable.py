@@ -13,7 +13,12 @@ it, and never templated. Format 5 keeps the templates in the file, not the frame
 - a format-5 events frame is a format-4 one whose segment table names, per segment, a
   template id (0: written in full) and where in that template's rows the segment begins
   (a segment is any part of an iteration: an iteration cut by frames continues in the next
-  frame at its offset). The segment's kinds must be the template's at that place.
+  frame at its offset; one that leaves its template midway is two segments, against it up
+  to the first event of another kind and in full from there). The segment's kinds must
+  be the template's at that place. ``COPY`` as the offset: the segment is the template's
+  rows as they are (the iteration the template was made of, in the same frame). Each
+  kind's blocks are compact (``templates.encode_against``): a bit per optional block,
+  and only those set follow.
 
 A template frame comes before the first frame that names it. A reader keeps the templates
 it has seen (``ReaderTable``; a file's are decoded when a frame first needs one), so any
