@@ -118,9 +118,11 @@ _FAR = 1 << 62  # (values and shifts below this in size add up within int64)
 
 
 def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
-                     shifts: Sequence[int], ids: bool) -> tuple[list[bool], list[Any]] | None:
+                     shifts: Sequence[int], ids: bool
+                     ) -> tuple[list[bool], list[Any] | None, list[bool]] | None:
     """``_chosen`` in numpy, for plain integers of sizes whose sums cannot wrap and id
-    lists as long as their templates' (None otherwise: ``_chosen`` does it in Python)."""
+    lists as long as their templates' (None otherwise: ``_chosen`` does it in Python),
+    with ``_differs`` of the values and those implied (which are then not made)."""
     if ids:
         lengths = list(map(len, templates))
         if list(map(len, values)) != lengths:
@@ -143,8 +145,12 @@ def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
         d = np.repeat(d, lengths)
     moved = t + d
     bits = (d != 0) & (t >= 0) & (v == moved)
-    implied = np.where(bits, moved, t).tolist()
-    return bits.tolist(), columns._grouped(implied, lengths) if ids else implied
+    other = v != np.where(bits, moved, t)
+    if not ids:
+        return bits.tolist(), None, other.tolist()
+    ends = np.cumsum(np.array(lengths, np.int64))
+    seen = np.concatenate(([0], np.cumsum(other)))
+    return bits.tolist(), None, (seen[ends] > seen[ends - lengths]).tolist()
 
 
 def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list[Any]:
@@ -158,9 +164,10 @@ def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list
 
 
 def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[int],
-            ids: bool) -> tuple[list[bool], list[Any]]:
+            ids: bool) -> tuple[list[bool], list[Any] | None, list[bool] | None]:
     """Per template value (per id of an id list), whether it is shifted: an id of a tensor
-    made in the iteration moves, a parameter's stays. The bits, and the values implied."""
+    made in the iteration moves, a parameter's stays. The bits, the values implied, and
+    which values differ from those (None: not known yet, ``_differs`` says)."""
     fast = _chosen_in_numpy(values, templates, shifts, ids)
     if fast is not None:
         return fast
@@ -176,12 +183,12 @@ def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[in
             else:
                 bits += [False] * len(t)
                 implied.append(t)
-        return bits, implied
+        return bits, implied, None
     for v, t, d in zip(values, templates, shifts, strict=True):
         b = bool(d) and t >= 0 and v == t + d
         bits.append(b)
         implied.append(t + d if b else t)
-    return bits, implied
+    return bits, implied, None
 
 
 def _packed(bits: list[bool]) -> bytes:
@@ -297,7 +304,7 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
         if how == DENSE and ftype == "summaries" and present is not None:
             # (as many as the template's, per event: each against the template's, as a
             # summary field is; else the column as written)
-            if _optional(present, any(map(_other_length, cols[i], tcols[i]))):
+            if _optional(present, list(map(len, cols[i])) != list(map(len, tcols[i]))):
                 columns._encode_column(ftype, cols[i], t, blocks, [])
             else:
                 _encode_summaries([x for v in cols[i] for x in v],
@@ -315,17 +322,14 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             col, tcol = cols[i], tcols[i]
             for s, a, b in spans:
                 shifts[s] = _first_shift(col[a:b], tcol[a:b], ids)
-            bits, implied = _chosen(cols[i], tcols[i], [shifts[s] for s in segment], ids)
+            bits, moved, other = _chosen(cols[i], tcols[i], [shifts[s] for s in segment],
+                                         ids)
             if _optional(present, any(shifts)):
                 blocks.append(columns._swap(array("q", shifts)).tobytes())
                 blocks.append(_packed(bits))
-            _sparse(ftype, cols[i], implied, t, blocks, present)
+            _sparse(ftype, cols[i], moved or (), t, blocks, present, other)
         else:
             _sparse(ftype, cols[i], tcols[i], t, blocks, present)
-
-
-def _other_length(v: Sequence[Any], t: Sequence[Any]) -> bool:
-    return len(v) != len(t)
 
 
 def _narrow(col: Sequence[int], blocks: list[bytes]) -> None:
@@ -360,9 +364,12 @@ def _optional(present: list[bool] | None, wanted: bool) -> bool:
 
 
 def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: columns._Tables,
-            blocks: list[bytes], present: list[bool] | None = None) -> None:
-    """A mask of the values that differ from what is implied, and those values."""
-    mask = _differs(values, implied)
+            blocks: list[bytes], present: list[bool] | None = None,
+            mask: list[bool] | None = None) -> None:
+    """A mask of the values that differ from what is implied (``mask``, when known), and
+    those values."""
+    if mask is None:
+        mask = _differs(values, implied)
     if _optional(present, any(mask)):
         blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask)
                       else b"")
