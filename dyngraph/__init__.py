@@ -21,8 +21,8 @@ from . import torch_backend as _torch_backend  # noqa: F401  (registers; imports
 from .version import __version__ as __version__
 
 # Where each public name lives, by module: ``name`` or ``name=attribute``. The capture
-# layer's names load alone; the first engine name loads every module of _ENGINE and the
-# submodules of _SUBMODULES, as ``import dyngraph`` once did.
+# layer's names load alone; the first engine name or submodule loads them all (every
+# module of _ENGINE and of _SUBMODULES: see _everything.py), as ``import dyngraph`` did.
 _CAPTURE = {
     ".capture.traces": "Trace read_trace record",
     ".capture.tracing": "Handle iteration subscribe",
@@ -82,40 +82,24 @@ def _table(modules: dict[str, str]) -> dict[str, tuple[str, str]]:
 
 _CAPTURE_NAMES = _table(_CAPTURE)
 _ENGINE_NAMES = _table(_ENGINE)
-_engine_loading = False
-
-
-def _load_engine() -> None:
-    """Bind every engine name and import every submodule, once."""
-    global _engine_loading
-    if _engine_loading:
-        return
-    _engine_loading = True
-    for name, (module, attribute) in _ENGINE_NAMES.items():
-        globals()[name] = getattr(importlib.import_module(module, __name__), attribute)
-    for name in sorted(_SUBMODULES):
-        importlib.import_module(f".{name}", __name__)
-
-
-def _missing(name: str) -> Any:
-    # Only reached for names dyngraph lacks: say so, instead of a bare AttributeError.
-    return missing.module_getattr(__name__)(name)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:  # (importing sets it as an attribute: no second call)
-        return importlib.import_module(f".{name}", __name__)
-    if name in _ENGINE_NAMES:
-        _load_engine()
-        if name not in globals():  # asked for by a module the load itself is importing
-            module, attribute = _ENGINE_NAMES[name]
-            globals()[name] = getattr(importlib.import_module(module, __name__), attribute)
-        return globals()[name]
+    if name in _SUBMODULES or name in _ENGINE_NAMES:
+        importlib.import_module("._everything", __name__)  # (once; or wait for its thread)
+        if name in globals():
+            return globals()[name]
+        # Asked for by a module that this thread's load is importing: that one alone.
+        if name in _SUBMODULES:  # (importing sets it as an attribute)
+            return importlib.import_module(f".{name}", __name__)
+        module, attribute = _ENGINE_NAMES[name]
+        return getattr(importlib.import_module(module, __name__), attribute)
     if name in _CAPTURE_NAMES:
         module, attribute = _CAPTURE_NAMES[name]
         value = globals()[name] = getattr(importlib.import_module(module, __name__), attribute)
         return value
-    return _missing(name)
+    # Only reached for names dyngraph lacks: say so, instead of a bare AttributeError.
+    return missing.module_getattr(__name__)(name)
 
 
 __all__ = sorted([*_CAPTURE_NAMES, *_ENGINE_NAMES, *_SUBMODULES,

@@ -284,3 +284,40 @@ def test_every_public_name_of_the_package_root_resolves():
         assert "dyngraph does not implement torch.fft" in str(e)
     else:
         raise AssertionError("dyngraph.fft resolved")
+
+
+_RACE_PROBE = """
+import threading
+import dyngraph
+
+barrier = threading.Barrier(8)
+errors = []
+
+def first_use(i):
+    barrier.wait()
+    try:
+        x = dyngraph.ones(2, requires_grad=True) if i % 2 else dyngraph.nn.Linear(2, 1).weight
+        (x * 2).sum().backward()
+    except Exception as e:
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=first_use, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(errors)
+"""
+
+
+def test_threads_reading_their_first_engine_name_at_once_all_get_it():
+    """A script whose threads start at once (a data loader's and the main one) loads the
+    engine once: the others wait for it (loaded alongside, one thread found a module half
+    made, ImportError or a _DeadlockError, 8 runs in 8)."""
+    import subprocess
+    import sys
+
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _RACE_PROBE], capture_output=True,
+                             text=True, timeout=120, cwd=ROOT)
+        assert (out.returncode, out.stdout.strip()) == (0, "[]"), out.stderr
