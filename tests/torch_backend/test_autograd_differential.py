@@ -444,3 +444,54 @@ def test_the_base_of_an_earlier_iterations_view_changed_in_place_is_its_own_node
     copy, norm = gradient_of(steps_of(run.events)[1], new)
     assert copy is not None and copy.grad_fn == "CopySlices" and copy.gid not in (-1, old)
     assert old in copy.next_ids  # (to v2's old node, MulBackward0)
+
+
+def _numbered_after(run, first: str, then: str) -> bool:
+    """Does ``then``'s autograd node carry a larger sequence number than ``first``'s?"""
+    return run.env[then].grad_fn._sequence_nr() > run.env[first].grad_fn._sequence_nr()
+
+
+def test_a_view_changed_under_no_grad_keeps_the_node_number_autograd_gives_it():
+    """The views family's find (seed 31, after 1,904 clean programs): ``x1.grad`` differed
+    in its last bits with and without capture. ``v2`` (a view of x1) changed under
+    ``no_grad`` and was then read under ``no_grad``: the capture read ``v2.grad_fn``
+    there, and autograd rebuilds a changed view's node when it is read, numbering it
+    then. Plainly it is rebuilt at ``v2.float()`` in the loss, after v4's and v6's nodes;
+    backward runs nodes by number, so x1's three gradients were summed in another order."""
+    p = program("views", """
+        x1 = L.tensor(A0, requires_grad=True)
+        v2 = x1.T
+        with L.no_grad(): v2.add_(0.25)
+        with L.no_grad(): v3 = v2 * 2.0 + 1.0
+        v4 = x1.transpose(0, 1)
+        v5 = -x1
+        v6 = v5.transpose(0, 1)
+        loss = v2.sin().sum() * 2.0 + v4.sin().sum() * 3.0 + v6.sin().sum() * 5.0
+        loss.backward()""", [[[-1.3534448, 1.5768939, -1.1632775, 0.5600713],
+                              [1.1073659, 1.1830866, 1.745525, 1.1099072],
+                              [-0.6346689, 0.0689633, 0.5194667, -0.6883342]],
+                             [[-2.0894939, -1.2260103, 0.4959813, 0.1416094],
+                              [0.3449441, 0.5257774, -2.221297, 0.8461966],
+                              [0.8386098, -2.805017, 1.0076677, 1.1911517]]])
+    judge(p)  # x1.grad bitwise, and every recorded gradient (v2's too) autograd's
+    run = run_captured(p)
+    assert _numbered_after(run, "v6", "v2")  # rebuilt where the plain run rebuilds it
+
+
+def test_an_earlier_iterations_view_changed_and_read_under_no_grad_is_not_rebuilt_early():
+    """As above, for a view entering the iteration under ``no_grad`` (its node was read
+    when it was announced)."""
+    p = program("views", """
+        x1 = L.tensor(A0, requires_grad=True)
+        v2 = x1.transpose(0, 1)
+        v3 = v2.sin().sum()
+        v3.backward()
+        with L.no_grad(): x1.add_(0.1)
+        with L.no_grad(): v4 = v2 * 2.0
+        v5 = x1.transpose(0, 1)
+        v6 = -x1
+        v7 = v6.transpose(0, 1)
+        loss = v2.sin().sum() * 2.0 + v5.sin().sum() * 3.0 + v7.sin().sum() * 5.0
+        loss.backward()""", [[0.5, -1.0, 2.0, 0.25], [1.5, -0.75, 0.125, 3.0]])
+    judge(p)
+    assert _numbered_after(run_captured(p), "v7", "v2")
