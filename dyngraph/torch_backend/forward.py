@@ -347,12 +347,14 @@ class ForwardCapture(TorchFunctionMode):
             return
         self._late += 1
 
-    def _own_late(self, flat: Sequence[_Tensor]) -> None:
-        """Own the views in ``flat`` (the inputs of an op that just made autograd nodes)
-        whose node was left to be read after such an op (``_own_later``)."""
+    def _own_late(self, flat: Sequence[Any]) -> None:
+        """Own the views in ``flat`` (the inputs of an op that just made autograd nodes:
+        ``setitem``'s include the value written) whose node was left to be read after such
+        an op (``_own_later``)."""
         for t in flat:
-            d = t.__dict__
-            tid = d.pop("_dg_late", None)
+            if not isinstance(t, _Tensor):
+                continue
+            tid = t.__dict__.pop("_dg_late", None)
             if tid is not None:
                 self._late -= 1
                 if tid in tracer.known:

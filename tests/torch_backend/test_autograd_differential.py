@@ -518,3 +518,22 @@ def test_a_value_the_numpy_engine_numbered_before_it_entered_is_judged_as_it_ent
     entered = [e for e in run.events if type(e) is ev.TensorCreated
                and e.tensor == run.ids[3]["g5"]]
     assert [e.summary.norm for e in entered] == [2.5]  # what abs read
+
+
+def test_a_setitem_after_a_view_was_left_to_own_later_is_recorded():
+    """The views family's find (seed 31, after 603 programs) on the fix above: the op
+    after a view left to be owned later was ``v5[0] = 2.0``, whose inputs include the
+    float written, and reading the late mark off that float failed the record."""
+    p = program("views", """
+        x1 = L.tensor(A0, requires_grad=True)
+        x2 = L.tensor(A1, requires_grad=True)
+        with L.no_grad(): v3 = x1 * 2.0 + 1.0
+        v5 = x2.sin()
+        v6, v7 = L.tensor_split(v3, 2, dim=0)
+        Dirty.apply(v7)
+        v8 = v6.clamp(min=-0.5)
+        v5[0] = 2.0
+        loss = x1.sin().sum() + x2.sin().sum() * 2.0 + v5.sin().sum() * 4.0
+        loss.backward()""", [[[1.5, -1.0], [0.25, 0.5]], [[-0.5, 0.75], [1.25, -2.0]]],
+                [[-0.75, 1.25, 0.25], [0.25, -0.8, -0.4], [-0.1, 0.06, 0.36]])
+    judge(p)  # (the capture told of no failure of its own, and v5's gradient is there)
