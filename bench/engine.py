@@ -10,6 +10,12 @@ Contenders run in interleaved rounds (each round times every contender once, in 
 busy neighbour slows all of them alike. Each figure is the median over rounds of wall-clock
 time per call; the best round's CPU time (``time.process_time``) is printed beside it,
 labelled, as the figure another process's load disturbs least. Ratios use the medians.
+
+    python bench/engine.py --rounds 31 --baseline main
+
+``--rounds``: more rounds on a busy machine. ``--baseline REV``: the engine of git revision
+REV (``git archive`` of its ``dyngraph/``, imported under another name) runs as one more
+contender in the same rounds, so a change is measured side by side with what it changes.
 """
 
 from __future__ import annotations
@@ -20,9 +26,16 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+import argparse  # noqa: E402
+import functools  # noqa: E402
+import importlib  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -58,12 +71,19 @@ class Timing:
 
 def interleaved(contenders: dict[str, Callable[[], object]], number: int,
                 rounds: int = ROUNDS) -> dict[str, Timing]:
-    """Time every contender once per round, in turn; ``number`` calls per measurement."""
+    """Time every contender once per round, in turn; ``number`` calls per measurement.
+
+    Each round starts one contender further along: where a contender runs in a round
+    matters (measured: the second of two dyngraph engines ran 3-5% faster than the first,
+    which follows numpy, whichever engine it was), so every contender takes every place
+    equally often."""
     timings = {name: Timing() for name in contenders}
     for fn in contenders.values():
         fn()  # warm up
-    for _ in range(rounds):
-        for name, fn in contenders.items():
+    order = list(contenders.items())
+    for r in range(rounds):
+        shift = r % len(order)
+        for name, fn in order[shift:] + order[:shift]:
             w0, c0 = time.perf_counter(), time.process_time()
             for _ in range(number):
                 fn()
@@ -73,7 +93,7 @@ def interleaved(contenders: dict[str, Callable[[], object]], number: int,
 
 
 def show(label: str, t: Timing, scale: float, unit: str) -> None:
-    print(f"  {label:22s} {t.median * scale:8.2f} {unit} median wall   "
+    print(f"  {label:28s} {t.median * scale:8.2f} {unit} median wall   "
           f"({t.best_cpu * scale:.2f} {unit} best CPU)")
 
 
@@ -140,34 +160,28 @@ def numpy_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> float:
     return float(loss)
 
 
-def dyngraph_step(params: list, x: dyngraph.Tensor, y: dyngraph.Tensor) -> float:
+def step(lib: object, params: list, x: object, y: object) -> float:
+    """One SGD step of the MLP, written once for every PyTorch-shaped library."""
     w1, b1, w2, b2, w3, b3 = params
     a1 = (x @ w1 + b1).relu()
     a2 = (a1 @ w2 + b2).relu()
     logp = (a2 @ w3 + b3).log_softmax(1)
-    loss = -logp.gather(1, y.unsqueeze(1)).mean()
+    loss = -logp.gather(1, y.unsqueeze(1)).mean()  # type: ignore[attr-defined]
     for p in params:
         p.grad = None
     loss.backward()
-    with dyngraph.no_grad():
+    with lib.no_grad():  # type: ignore[attr-defined]
         for p in params:
             p.sub_(p.grad, alpha=LR)
-    return loss.item()
+    return float(loss.item())
+
+
+def dyngraph_step(params: list, x: dyngraph.Tensor, y: dyngraph.Tensor) -> float:
+    return step(dyngraph, params, x, y)
 
 
 def torch_step(params: list, x: object, y: object) -> float:
-    w1, b1, w2, b2, w3, b3 = params
-    a1 = (x @ w1 + b1).relu()
-    a2 = (a1 @ w2 + b2).relu()
-    logp = (a2 @ w3 + b3).log_softmax(1)
-    loss = -logp.gather(1, y.unsqueeze(1)).mean()
-    for p in params:
-        p.grad = None
-    loss.backward()
-    with torch.no_grad():
-        for p in params:
-            p.sub_(p.grad, alpha=LR)
-    return loss.item()
+    return step(torch, params, x, y)
 
 
 def check_same_losses() -> None:
@@ -182,58 +196,95 @@ def check_same_losses() -> None:
         assert abs(a - b) < 1e-4, (a, b)
 
 
+def baseline_engine(rev: str, into: Path) -> object:
+    """The ``dyngraph`` package of git revision ``rev``, imported as ``dyngraph_baseline``
+    (the engine imports itself relatively, so a renamed copy runs beside this one)."""
+    repo = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "dyngraph"],
+                             capture_output=True, check=False)
+    if archive.returncode:
+        sys.exit(f"engine.py: no dyngraph/ at git revision {rev!r}: "
+                 f"{archive.stderr.decode(errors='replace').strip()}")
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    (into / "dyngraph").rename(into / "dyngraph_baseline")
+    sys.path.insert(0, str(into))
+    return importlib.import_module("dyngraph_baseline")
+
+
+def engines(baseline: object | None) -> dict[str, object]:
+    """The engines measured: this checkout's, and the baseline's if one was asked for."""
+    return {"dyngraph": dyngraph} if baseline is None else {
+        "dyngraph": dyngraph, "dyngraph (baseline)": baseline}
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also time the engine of this git revision, side by side")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run(args.rounds, None if args.baseline is None else baseline_engine(args.baseline,
+                                                                            Path(tmp)))
+
+
+def run(rounds: int, baseline: object | None) -> None:
     print(f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; "
-          f"{ROUNDS} interleaved rounds")
+          f"{rounds} interleaved rounds")
     if torch is not None:
         torch.set_num_threads(1)
     rows: list[tuple[str, float]] = []
 
-    xd = dyngraph.ones(4, requires_grad=True)
-    wd = dyngraph.full((4,), 0.999, requires_grad=True)
     xn, wn = np.ones(4, np.float32), np.full(4, 0.999, np.float32)
     tiny: dict[str, Callable[[], object]] = {
         "numpy forward only": lambda: numpy_chain(xn, wn),
-        "dyngraph fwd+bwd": lambda: chain(dyngraph, xd, wd),
     }
+    for name, lib in engines(baseline).items():
+        xd = lib.ones(4, requires_grad=True)  # type: ignore[attr-defined]
+        wd = lib.full((4,), 0.999, requires_grad=True)  # type: ignore[attr-defined]
+        tiny[f"{name} fwd+bwd"] = functools.partial(chain, lib, xd, wd)
     if torch is not None:
         xt = torch.ones(4, requires_grad=True)
         wt = torch.full((4,), 0.999, requires_grad=True)
         tiny["torch fwd+bwd"] = lambda: chain(torch, xt, wt)
-    t = interleaved(tiny, 3)
+    t = interleaved(tiny, 3, rounds)
     print("\ntiny ops (chain of 1000 add/mul on shape (4,)), per op:")
     for name, timing in t.items():
         show(name, timing, 1e6 / CHAIN, "us")
     if torch is not None:
-        rows.append(("tiny op: dyngraph / torch (goal <= 0.70)",
-                     t["dyngraph fwd+bwd"].median / t["torch fwd+bwd"].median))
+        for name in engines(baseline):
+            rows.append((f"tiny op: {name} / torch (goal <= 0.70)",
+                         t[f"{name} fwd+bwd"].median / t["torch fwd+bwd"].median))
 
     check_same_losses()
     x, y = data()
     np_params = init_weights()
-    dg_params = [dyngraph.tensor(p, requires_grad=True) for p in init_weights()]
-    xs, ys = dyngraph.from_numpy(x), dyngraph.from_numpy(y)
     mlp: dict[str, Callable[[], object]] = {
         "numpy by hand": lambda: numpy_step(np_params, x, y),
-        "dyngraph": lambda: dyngraph_step(dg_params, xs, ys),
     }
+    for name, lib in engines(baseline).items():
+        params = [lib.tensor(p, requires_grad=True)  # type: ignore[attr-defined]
+                  for p in init_weights()]
+        xs, ys = lib.from_numpy(x), lib.from_numpy(y)  # type: ignore[attr-defined]
+        mlp[name] = functools.partial(step, lib, params, xs, ys)
     if torch is not None:
         pt_params = [torch.tensor(p, requires_grad=True) for p in init_weights()]
         xt, yt = torch.from_numpy(x), torch.from_numpy(y)
         mlp["torch (1 thread)"] = lambda: torch_step(pt_params, xt, yt)
-    m = interleaved(mlp, 10)
+    m = interleaved(mlp, 10, rounds)
     print("\nMLP 784-256-128-10, batch 64, one SGD step:")
     for name, timing in m.items():
         show(name, timing, 1e3, "ms")
-    rows.append(("MLP step: dyngraph / numpy (goal <= 1.20)",
-                 m["dyngraph"].median / m["numpy by hand"].median))
-    if torch is not None:
-        rows.append(("MLP step: dyngraph / torch (goal < 1.00)",
-                     m["dyngraph"].median / m["torch (1 thread)"].median))
+    for name in engines(baseline):
+        rows.append((f"MLP step: {name} / numpy (goal <= 1.20)",
+                     m[name].median / m["numpy by hand"].median))
+        if torch is not None:
+            rows.append((f"MLP step: {name} / torch (goal < 1.00)",
+                         m[name].median / m["torch (1 thread)"].median))
 
     print("\nratios (medians of wall-clock time):")
     for name, ratio in rows:
-        print(f"  {name:44s} {ratio:5.2f}")
+        print(f"  {name:56s} {ratio:5.2f}")
 
 
 if __name__ == "__main__":

@@ -150,16 +150,18 @@ def _strip_listening(fn: Callable[..., object]) -> Callable[..., object]:
 
 
 class CompiledOut:
-    """Swap in apply() and Module.__call__ without the instrumentation, then restore them."""
+    """Swap in apply() (and its two-input form the operators call) and Module.__call__
+    without the instrumentation, then restore them."""
 
     def __enter__(self) -> CompiledOut:
-        self.original = tensor_mod.apply
-        stripped = _strip_listening(self.original)
         self.patched: list[tuple[object, str, object]] = []
-        for name, module in list(sys.modules.items()):
-            if name.startswith("dyngraph") and getattr(module, "apply", None) is self.original:
-                self.patched.append((module, "apply", self.original))
-                module.apply = stripped  # type: ignore[attr-defined]
+        for attr in ("apply", "_apply_binary"):
+            original = getattr(tensor_mod, attr)
+            stripped = _strip_listening(original)
+            for name, module in list(sys.modules.items()):
+                if name.startswith("dyngraph") and getattr(module, attr, None) is original:
+                    self.patched.append((module, attr, original))
+                    setattr(module, attr, stripped)
         module_cls = dg.nn.Module
 
         def call(self: dg.nn.Module, *args: object, **kwargs: object) -> object:

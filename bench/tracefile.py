@@ -11,8 +11,13 @@ neighbour slows all alike):
 - open: ``read_trace`` plus ``iterations`` (frames indexed and checksummed, nothing decoded);
 - iter_events: every event built as an object, streamed (bounded memory);
 - walk: every iteration's ``events`` of the opened trace (frames decoded into the cache);
-- graphs: every iteration's ``graph`` too (decoding plus dyngraph.capture.graph's GraphBuilder),
-  for scale: that part is the graph builder's, not the decoder's.
+- graphs: every iteration's ``graph`` (its rows decoded; the nodes are made when first
+  looked into);
+- nodes: every iteration's graph with its nodes made (``graph.nodes``): reading plus every
+  graph, end to end.
+
+Then the bytes of a repeated iteration in each frame format against format 3's (an MLP
+784-256-128-10 and a 1,000-op chain, each stats mode; frames cut every 1,024 events).
 """
 
 from __future__ import annotations
@@ -64,7 +69,12 @@ def measure(path: str, rounds: int) -> dict[str, float]:
         for it in dg.read_trace(path).iterations:
             _ = it.graph
 
-    ways = {"open": open_lazy, "iter_events": stream, "walk": walk, "graphs": graphs}
+    def nodes() -> None:
+        for it in dg.read_trace(path).iterations:
+            _ = it.graph.nodes
+
+    ways = {"open": open_lazy, "iter_events": stream, "walk": walk, "graphs": graphs,
+            "nodes": nodes}
     best = dict.fromkeys(ways, float("inf"))
     for _ in range(rounds):
         for name, fn in ways.items():
@@ -84,7 +94,7 @@ def main() -> None:
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
     warnings.simplefilter("ignore")
     print(f"{'recording':<18}{'events':>9}{'B/event':>9}  {'open':>11}{'iter_events':>13}"
-          f"{'walk':>11}{'graphs':>11}   (events/s; full decode / open)")
+          f"{'walk':>11}{'graphs':>11}{'nodes':>11}   (events/s; full decode / open)")
     with tempfile.TemporaryDirectory() as tmp:
         for name, demo, steps in (("mlp", mlp.main, mlp_steps),
                                   ("rnn_varlen", rnn_varlen.main, rnn_steps)):
@@ -95,10 +105,64 @@ def main() -> None:
                 rate = {k: n / v for k, v in s.items()}
                 print(f"{name + ':' + stats:<18}{n:>9,}{os.path.getsize(path) / n:>9.0f}  "
                       f"{rate['open']:>11,.0f}{rate['iter_events']:>13,.0f}"
-                      f"{rate['walk']:>11,.0f}{rate['graphs']:>11,.0f}   "
+                      f"{rate['walk']:>11,.0f}{rate['graphs']:>11,.0f}"
+                      f"{rate['nodes']:>11,.0f}   "
                       f"(x{s['iter_events'] / s['open']:.0f} slower)")
                 os.remove(path)
-    print("goal: full decode (iter_events, walk) >= 500,000 events/s")
+        print("goal: reading + every graph (nodes) >= 1,000,000 events/s")
+        repeated_bytes(tmp, quick=args.quick)
+
+
+def repeated_bytes(tmp: str, quick: bool) -> None:
+    """A repeated iteration's bytes in frame formats 4 and 5 against format 3's."""
+    from dyngraph.capture import tracefile as tf
+
+    def saved(events: list, version: int) -> int:
+        path = os.path.join(tmp, f"bytes-{version}.dgtrace")
+        written, interval = tf.WRITE_VERSION, tf.FRAME_INTERVAL
+        tf.WRITE_VERSION, tf.FRAME_INTERVAL = version, 1e9  # (cut every 1,024 events)
+        try:
+            dg.Trace(events).save(path)
+        finally:
+            tf.WRITE_VERSION, tf.FRAME_INTERVAL = written, interval
+        return os.path.getsize(path)
+
+    def mlp_steps(stats: str, steps: int) -> list:
+        dg.manual_seed(0)
+        nn = dg.nn
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                              nn.Linear(128, 10))
+        opt = dg.optim.SGD(model.parameters(), lr=0.01)
+        x, y = dg.randn(64, 784), dg.tensor(list(range(10)) * 6 + [0, 1, 2, 3])
+        with dg.trace(stats=stats) as t:
+            for _ in range(steps):
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+        return list(t.events)
+
+    def chain_steps(stats: str, steps: int) -> list:
+        x = dg.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        with dg.trace(stats=stats) as t:
+            for _ in range(steps):
+                y = x
+                for _ in range(500):
+                    y = y * 1.0001 + 0.5
+                y.sum().backward()
+        return list(t.events)
+
+    print("\nbytes of a repeated iteration (and against format 3's)")
+    runs = (("mlp", mlp_steps, 11, 21), ("chain", chain_steps, 2, 4)) if quick else \
+        (("mlp", mlp_steps, 21, 41), ("chain", chain_steps, 3, 6))
+    for name, make, a, b in runs:
+        for stats in ("none", "cheap", "full"):
+            events = make(stats, b)
+            fewer = [e for e in events if e.iteration <= a]
+            per = {v: (saved(events, v) - saved(fewer, v)) / (b - a) for v in (3, 4, 5)}
+            print(f"  {name + ':' + stats:<12} format 3 {per[3]:>9,.0f} B   format 4 "
+                  f"{per[4]:>9,.0f} ({per[4] / per[3]:>4.0%})   format 5 {per[5]:>9,.0f} "
+                  f"({per[5] / per[3]:>4.0%})")
+    print("goal: a repeated iteration's bytes <= 30% of format 3's")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,58 @@
-"""Suite-wide pytest settings."""
+"""Suite-wide pytest settings: how many workers, and the order that keeps them busy."""
 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
+
+import pytest
+
+# Seconds the slowest test files take on a quiet 2-core machine (estimated: each file's
+# share of two whole runs at loads of 3 to 13, scaled to the 6:00 a quiet run took). Only
+# their order of size matters: see pytest_collection_modifyitems. A file not listed counts
+# as fast; one that has grown slow belongs here.
+SLOW_FILES = {
+    "tests/demos/test_training.py": 46,
+    "tests/torch_backend/test_runtime.py": 42,
+    "tests/tui/test_app_replay.py": 39,
+    "tests/torch_backend/test_sync_budget.py": 32,
+    "tests/torch_backend/test_programs.py": 26,
+    "tests/hostile/test_cli_safety.py": 23,
+    "tests/hostile/test_display_cli.py": 22,
+    "tests/runtime/test_hangs.py": 22,
+    "tests/tui/test_session_ux.py": 22,
+    "tests/runtime/test_cli.py": 20,
+    "tests/torch_backend/test_true_records.py": 20,
+    "tests/tui/test_app_live.py": 20,
+    "tests/runtime/test_breakpoints.py": 18,
+    "tests/compile/test_lane.py": 17,
+    "tests/tui/test_replay_ux.py": 17,
+    "tests/hostile/test_trace_fuzz.py": 15,
+    "tests/engine/test_differential.py": 15,
+    "tests/tui/test_snapshots.py": 14,
+    "tests/compile/test_runtime.py": 14,
+    "tests/tui/test_python_pane.py": 13,
+    "tests/tui/test_live_ux.py": 13,
+    "tests/ranks/test_jobs.py": 13,
+    "tests/tui/test_tmux.py": 13,
+    "tests/hostile/test_display_panes.py": 13,
+    "tests/ranks/test_issue_reproduction.py": 12,
+    "tests/hostile/test_display_source.py": 12,
+    "tests/hostile/test_trace_cli.py": 11,
+    "tests/exporters/test_big_exports.py": 11,
+    "tests/compat/test_programs.py": 10,
+    "tests/runtime/test_process.py": 9,
+    "tests/hostile/test_trace_regressions.py": 9,
+    "tests/torch_backend/test_debugger_tmux.py": 9,
+    "tests/torch_backend/test_autograd_differential.py": 8,
+    "tests/engine/test_training.py": 8,
+    "tests/runtime/test_inspection.py": 7,
+    "tests/engine/test_inplace_strided.py": 6,
+    "tests/runtime/test_stepping.py": 6,
+    "tests/torch_backend/test_capture.py": 6,
+    "tests/exporters/test_export_batch.py": 5,
+    "tests/viewer/test_page.py": 5,
+}
 
 
 def pytest_xdist_auto_num_workers(config):  # type: ignore[no-untyped-def]
@@ -15,3 +65,41 @@ def pytest_xdist_auto_num_workers(config):  # type: ignore[no-untyped-def]
         return int(wanted)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return cores or 1
+
+
+def file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def balanced_order(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The tests as ``workers`` runs of equal count (xdist's worksteal hands worker i the
+    i-th run of the list), each holding an equal share of the slow files, slowest first.
+
+    A worker then ends on fast tests: when one runs dry it steals the tail of another's
+    queue, and a tail of fast tests splits evenly, where one slow test left at the end
+    (65 s for the compiled var-len demo on a loaded machine) kept the other worker idle.
+    A file's tests stay together and in their order: module-scoped fixtures (a recording
+    several tests read) run once."""
+    files: dict[str, list[pytest.Item]] = defaultdict(list)
+    for item in items:
+        files[file_of(item)].append(item)
+    slow = sorted((f for f in files if f in SLOW_FILES), key=lambda f: (-SLOW_FILES[f], f))
+    fast = sorted((f for f in files if f not in SLOW_FILES), key=lambda f: (-len(files[f]), f))
+    runs: list[list[str]] = [[] for _ in range(workers)]
+    seconds = [0.0] * workers
+    counts = [0] * workers
+    for f in slow:  # the longest first, each to the run with the least work so far
+        i = min(range(workers), key=lambda w: (seconds[w], w))
+        runs[i].append(f)
+        seconds[i] += SLOW_FILES[f]
+        counts[i] += len(files[f])
+    for f in fast:  # then the many fast files, each to the run with the fewest tests
+        i = min(range(workers), key=lambda w: (counts[w], w))
+        runs[i].append(f)
+        counts[i] += len(files[f])
+    return [item for run in runs for f in run for item in files[f]]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = balanced_order(items, max(1, workers))

@@ -238,3 +238,86 @@ def test_every_private_torch_api_of_the_compile_lane_is_in_its_adapter():
                       if isinstance(node, ast.Name) and node.id == "torch"]
     assert offenders == []
     assert (ROOT / COMPILE_ADAPTER).read_text().count("CHECKED_VERSIONS") >= 2
+
+
+_STARTUP_PROBE = """
+import sys
+import dyngraph
+from dyngraph import cli
+from dyngraph.debug import commands, session  # what `dyngraph record` runs in its parent
+from dyngraph.debug import child  # what the child that runs a PyTorch script imports
+heavy = ("dyngraph.engine", "dyngraph.nn", "dyngraph.optim", "dyngraph.distributions",
+         "textual", "torch")
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("textual", "torch")
+             or any(m == h or m.startswith(h + ".") for h in heavy if "." in h)))
+t = dyngraph.tensor([1.0, 2.0])
+print(float((t * 2).sum()), type(dyngraph.nn.Linear(2, 1)).__name__,
+      "dyngraph.optim" in sys.modules, "dyngraph.distributions" in sys.modules)
+"""
+
+
+def test_the_package_root_loads_the_engine_only_when_a_name_of_it_is_used():
+    """``import dyngraph`` (the CLI, the child that runs a PyTorch script) costs the capture
+    layer only; the first engine name loads what ``import dyngraph`` always gave a script."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _STARTUP_PROBE], capture_output=True,
+                         text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    loaded_before, used = out.stdout.splitlines()
+    assert loaded_before == "[]"
+    assert used == "6.0 Linear True True"
+
+
+def test_every_public_name_of_the_package_root_resolves():
+    import dyngraph
+
+    missing = [name for name in dyngraph.__all__ if not hasattr(dyngraph, name)]
+    assert missing == []
+    assert set(dyngraph.__all__) <= set(dir(dyngraph))
+    assert dyngraph.bool is dyngraph.engine.dtypes.bool_
+    assert dyngraph.trace(dyngraph.eye(3)).item() == 3.0  # torch.trace, not a recording
+    try:
+        dyngraph.fft  # noqa: B018
+    except AttributeError as e:
+        assert "dyngraph does not implement torch.fft" in str(e)
+    else:
+        raise AssertionError("dyngraph.fft resolved")
+
+
+_RACE_PROBE = """
+import threading
+import dyngraph
+
+barrier = threading.Barrier(8)
+errors = []
+
+def first_use(i):
+    barrier.wait()
+    try:
+        x = dyngraph.ones(2, requires_grad=True) if i % 2 else dyngraph.nn.Linear(2, 1).weight
+        (x * 2).sum().backward()
+    except Exception as e:
+        errors.append(repr(e))
+
+threads = [threading.Thread(target=first_use, args=(i,)) for i in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(errors)
+"""
+
+
+def test_threads_reading_their_first_engine_name_at_once_all_get_it():
+    """A script whose threads start at once (a data loader's and the main one) loads the
+    engine once: the others wait for it (loaded alongside, one thread found a module half
+    made, ImportError or a _DeadlockError, 8 runs in 8)."""
+    import subprocess
+    import sys
+
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _RACE_PROBE], capture_output=True,
+                             text=True, timeout=120, cwd=ROOT)
+        assert (out.returncode, out.stdout.strip()) == (0, "[]"), out.stderr

@@ -46,7 +46,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections.abc import Callable, Sequence
-from itertools import compress, islice, repeat
+from itertools import chain, compress, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -114,6 +114,45 @@ def _first_shift(rows: Sequence[Any], templates: Sequence[Any], ids: bool) -> in
     return 0
 
 
+_FAR = 1 << 62  # (values and shifts below this in size add up within int64)
+
+
+def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
+                     shifts: Sequence[int], ids: bool
+                     ) -> tuple[list[bool], list[Any] | None, list[bool]] | None:
+    """``_chosen`` in numpy, for plain integers of sizes whose sums cannot wrap and id
+    lists as long as their templates' (None otherwise: ``_chosen`` does it in Python),
+    with ``_differs`` of the values and those implied (which are then not made)."""
+    if ids:
+        lengths = list(map(len, templates))
+        if list(map(len, values)) != lengths:
+            return None
+        flat_v: Any = list(chain.from_iterable(values))
+        flat_t: Any = list(chain.from_iterable(templates))
+    else:
+        flat_v, flat_t = values, templates
+    if not set(map(type, flat_v)) <= {int} or not set(map(type, flat_t)) <= {int}:
+        return None  # (a bool is no int here: it must be written as it is)
+    try:
+        v, t = np.array(flat_v, np.int64), np.array(flat_t, np.int64)
+        d = np.array(shifts, np.int64)
+    except OverflowError:
+        return None
+    if len(t) and (max(t.max(), v.max(), d.max()) >= _FAR or
+                   min(t.min(), v.min(), d.min()) <= -_FAR):
+        return None
+    if ids:
+        d = np.repeat(d, lengths)
+    moved = t + d
+    bits = (d != 0) & (t >= 0) & (v == moved)
+    other = v != np.where(bits, moved, t)
+    if not ids:
+        return bits.tolist(), None, other.tolist()
+    ends = np.cumsum(np.array(lengths, np.int64))
+    seen = np.concatenate(([0], np.cumsum(other)))
+    return bits.tolist(), None, (seen[ends] > seen[ends - lengths]).tolist()
+
+
 def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list[Any]:
     """Every value shifted (the seqs: they all move)."""
     if not any(shifts):
@@ -125,9 +164,13 @@ def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list
 
 
 def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[int],
-            ids: bool) -> tuple[list[bool], list[Any]]:
+            ids: bool) -> tuple[list[bool], list[Any] | None, list[bool] | None]:
     """Per template value (per id of an id list), whether it is shifted: an id of a tensor
-    made in the iteration moves, a parameter's stays. The bits, and the values implied."""
+    made in the iteration moves, a parameter's stays. The bits, the values implied, and
+    which values differ from those (None: not known yet, ``_differs`` says)."""
+    fast = _chosen_in_numpy(values, templates, shifts, ids)
+    if fast is not None:
+        return fast
     bits: list[bool] = []
     implied: list[Any] = []
     if ids:
@@ -140,26 +183,12 @@ def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[in
             else:
                 bits += [False] * len(t)
                 implied.append(t)
-        return bits, implied
+        return bits, implied, None
     for v, t, d in zip(values, templates, shifts, strict=True):
         b = bool(d) and t >= 0 and v == t + d
         bits.append(b)
         implied.append(t + d if b else t)
-    return bits, implied
-
-
-def _apply_bits(templates: Sequence[Any], shifts: Sequence[int], bits: list[bool],
-                ids: bool) -> list[Any]:
-    if not ids:
-        return [t + d if b else t for t, d, b in zip(templates, shifts, bits, strict=True)]
-    out, at = [], 0
-    for t, d in zip(templates, shifts, strict=True):
-        n = len(t)
-        row = bits[at:at + n]
-        at += n
-        out.append(tuple([y + d if b else y for y, b in zip(t, row, strict=True)])
-                   if any(row) else t)
-    return out
+    return bits, implied, None
 
 
 def _packed(bits: list[bool]) -> bytes:
@@ -197,38 +226,59 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
             full.extend(rows[a:b])
     if not templated:
         return None
+    head = [codes, columns._swap(array("I", table)).tobytes(),
+            columns.encode_payload(full, flags & ~FLAG_TEMPLATES)]
+    body = encode_against(rows, codes, [(a, b, rows, ta, ta) for a, b, ta in templated])
+    meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags | FLAG_TEMPLATES,
+                            rows[0][1])
+    return meta + columns.join_blocks([*head, *body])
+
+
+# A templated segment, for the shared parts of formats 4 and 5: (start, end) in the
+# frame, then the rows its template's are taken from and where in them it begins, and a
+# key naming that place (kinds at one key are always the same).
+Templated = tuple[int, int, Sequence[Row], int, Any]
+
+
+def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templated],
+                   compact: bool = False) -> list[bytes]:
+    """The blocks that follow the full segments: the seq shifts, the tables, then the
+    templated segments' fields kind by kind (see the module's docstring). ``compact``
+    (format 5): each kind's blocks begin with a bit per optional block (a mask, the
+    shifts of a field, statistics of a summary form), and only those set follow."""
     t = columns._Tables()
     blocks: list[bytes] = []
-    shifts_seq = [rows[a][1] - rows[ta][1] for a, _, ta in templated]
+    shifts_seq = [rows[a][1] - base[start][1] for a, _, base, start, _ in templated]
     # The templated rows of each kind, with their templates and segment numbers.
     by_kind: dict[int, tuple[list[Row], list[Row], list[int]]] = {}
-    places: dict[int, dict[int, list[int]]] = {}
-    for s, (a, b, ta) in enumerate(templated):
-        for code, at in _places(places, codes, ta, b - a).items():
+    places: dict[Any, dict[int, list[int]]] = {}
+    for s, (a, b, base, start, key) in enumerate(templated):
+        for code, at in _places(places, key, codes, a, b - a).items():
             group = by_kind.get(code)
             if group is None:
                 group = by_kind[code] = ([], [], [])
             group[0].extend([rows[a + k] for k in at])
-            group[1].extend([rows[ta + k] for k in at])
+            group[1].extend([base[start + k] for k in at])
             group[2].extend(repeat(s, len(at)))
     for code in sorted(by_kind):
+        first = len(blocks)
+        present: list[bool] | None = [] if compact else None
         _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
-                     blocks)
-    head = [codes, columns._swap(array("I", table)).tobytes(),
-            columns.encode_payload(full, flags & ~FLAG_TEMPLATES),
-            columns._swap(array("q", shifts_seq)).tobytes()]
-    meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags | FLAG_TEMPLATES,
-                            rows[0][1])
-    return meta + columns.join_blocks([*head, *columns.table_blocks(t), *blocks])
+                     blocks, present)
+        if present is not None:
+            blocks.insert(first, np.packbits(np.array(present, dtype=bool)).tobytes())
+    return [columns._swap(array("q", shifts_seq)).tobytes(), *columns.table_blocks(t),
+            *blocks]
 
 
-def _places(cache: dict[int, dict[int, list[int]]], codes: bytes, start: int, n: int
-            ) -> dict[int, list[int]]:
-    """Where each kind's events sit in the template segment at ``start`` (made once per
-    template: every segment that repeats it has them at the same places)."""
-    found = cache.get(start)
+def _places(cache: dict[Any, dict[int, list[int]]], key: Any, codes: bytes, start: int,
+            n: int) -> dict[int, list[int]]:
+    """Where each kind's events sit in ``codes[start:start + n]``, a segment like every
+    other at ``key`` (made once per key: every segment that repeats a template has them
+    at the same places)."""
+    found = cache.get(key)
     if found is None:
-        found = cache[start] = {}
+        found = cache[key] = {}
         for k, code in enumerate(codes[start:start + n]):
             found.setdefault(code, []).append(k)
     return found
@@ -236,11 +286,11 @@ def _places(cache: dict[int, dict[int, list[int]]], codes: bytes, start: int, n:
 
 def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list[int],
                  shifts_seq: list[int], n_segments: int, t: columns._Tables,
-                 blocks: list[bytes]) -> None:
+                 blocks: list[bytes], present: list[bool] | None = None) -> None:
     cols = list(zip(*rows, strict=True))
     tcols = list(zip(*templates, strict=True))
     implied = _shifted(tcols[1], [shifts_seq[s] for s in segment], False)
-    _sparse("int", cols[1], implied, t, blocks)
+    _sparse("int", cols[1], implied, t, blocks, present)
     # Each segment's rows of this kind: segment numbers ascend with the rows.
     spans, first = [], 0
     for k in range(1, len(segment) + 1):
@@ -248,11 +298,23 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             spans.append((segment[first], first, k))
             first = k
     for i, _name, ftype, how in PLANS[kind]:
+        if how == DENSE and ftype == "count" and present is not None:
+            _narrow(cols[i], blocks)
+            continue
+        if how == DENSE and ftype == "summaries" and present is not None:
+            # (as many as the template's, per event: each against the template's, as a
+            # summary field is; else the column as written)
+            if _optional(present, list(map(len, cols[i])) != list(map(len, tcols[i]))):
+                columns._encode_column(ftype, cols[i], t, blocks, [])
+            else:
+                _encode_summaries([x for v in cols[i] for x in v],
+                                  [x for v in tcols[i] for x in v], t, blocks, present)
+            continue
         if how == DENSE:
             columns._encode_column(ftype, cols[i], t, blocks, [])
             continue
         if how == SUMMARY:
-            _encode_summaries(cols[i], tcols[i], t, blocks)
+            _encode_summaries(cols[i], tcols[i], t, blocks, present)
             continue
         if how == SHIFTED:
             ids = ftype == "ids"
@@ -260,20 +322,58 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             col, tcol = cols[i], tcols[i]
             for s, a, b in spans:
                 shifts[s] = _first_shift(col[a:b], tcol[a:b], ids)
-            blocks.append(columns._swap(array("q", shifts)).tobytes())
-            bits, implied = _chosen(cols[i], tcols[i], [shifts[s] for s in segment], ids)
-            blocks.append(_packed(bits))
-            _sparse(ftype, cols[i], implied, t, blocks)
+            bits, moved, other = _chosen(cols[i], tcols[i], [shifts[s] for s in segment],
+                                         ids)
+            if _optional(present, any(shifts)):
+                blocks.append(columns._swap(array("q", shifts)).tobytes())
+                blocks.append(_packed(bits))
+            _sparse(ftype, cols[i], moved or (), t, blocks, present, other)
         else:
-            _sparse(ftype, cols[i], tcols[i], t, blocks)
+            _sparse(ftype, cols[i], tcols[i], t, blocks, present)
+
+
+def _narrow(col: Sequence[int], blocks: list[bytes]) -> None:
+    """A column of counts (durations) in compact frames: its item size (4 when every
+    count fits 32 bits, else 8), then the counts."""
+    if not col or max(col) < 1 << 32:
+        blocks.append(b"\x04" + np.array(col, "<u4").tobytes())
+    else:
+        blocks.append(b"\x08" + np.array(col, "<i8").tobytes())
+
+
+def _wide(r: columns._Reader, kind: str, name: str, n: int) -> list[int]:
+    """``_narrow``'s column read back, checked."""
+    block = r.block()
+    size = block[0] if len(block) else 0
+    if size not in (4, 8) or len(block) != 1 + size * n:
+        raise TraceFileError(f"events frame holds {len(block)} bytes of {kind} {name}, "
+                             f"expected 1 + 4 or 8 per event for {n}")
+    col: list[int] = np.frombuffer(block[1:], "<u4" if size == 4 else "<i8").tolist()
+    if col and min(col) < 0:
+        raise TraceFileError(f"malformed {kind} events: a negative {name}")
+    return col
+
+
+def _optional(present: list[bool] | None, wanted: bool) -> bool:
+    """Are an optional block's contents written? Always, but in compact frames (format 5,
+    ``present``) only when ``wanted``, which is noted there."""
+    if present is None:
+        return True
+    present.append(wanted)
+    return wanted
 
 
 def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: columns._Tables,
-            blocks: list[bytes]) -> None:
-    """A mask of the values that differ from what is implied, and those values."""
-    mask = _differs(values, implied)
-    blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask) else b"")
-    columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
+            blocks: list[bytes], present: list[bool] | None = None,
+            mask: list[bool] | None = None) -> None:
+    """A mask of the values that differ from what is implied (``mask``, when known), and
+    those values."""
+    if mask is None:
+        mask = _differs(values, implied)
+    if _optional(present, any(mask)):
+        blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask)
+                      else b"")
+        columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
 
 
 # Summary rows (``rows.py``): cheap (shape, dtype, norm, nan, inf, sampled) and full
@@ -291,22 +391,26 @@ def _summary_form(s: Any) -> int:
 
 
 def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: columns._Tables,
-                      blocks: list[bytes]) -> None:
+                      blocks: list[bytes], present: list[bool] | None = None) -> None:
     """Blocks: a mask of the summaries written whole and those (format 3's summary
     column); then per form (6, 11), for the summaries of that form like their template's,
     the compared parts (mask and differing values, as ``_sparse``) and the statistics."""
     forms = list(map(_summary_form, values))
     whole = [f != _summary_form(s) for f, s in zip(forms, templates, strict=True)]
-    blocks.append(np.packbits(np.array(whole, dtype=bool)).tobytes() if any(whole) else b"")
-    columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
+    if _optional(present, any(whole)):
+        blocks.append(np.packbits(np.array(whole, dtype=bool)).tobytes() if any(whole)
+                      else b"")
+        columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
     for form in (6, 11):
         chosen = [f == form and not w for f, w in zip(forms, whole, strict=True)]
+        if present is not None and not any(chosen):
+            continue  # (the reader knows there are none: compact frames skip the form)
         mine = list(compress(values, chosen))
         theirs = list(compress(templates, chosen))
         cols = list(zip(*mine, strict=True)) if mine else [()] * form
         tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
         for k, ftype in _SUMMARY_SAME[form]:
-            _sparse(ftype, cols[k], tcols[k], t, blocks)
+            _sparse(ftype, cols[k], tcols[k], t, blocks, present)
         for k in _SUMMARY_FLOATS[form]:
             columns._floats(cols[k], blocks)
         if form == 11:
@@ -316,24 +420,32 @@ def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: column
 
 
 def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Sequence[Any],
-                      where: Callable[[int], int]) -> list[Any]:
+                      where: Callable[[int], int], present: Present | None = None
+                      ) -> list[Any]:
     n = len(templates)
     r = frame.r
-    whole_at = _mask(r, n, name)
-    written = frame.column(kind, name, "summary", len(whole_at), where)
+    whole_at: list[int] = []
+    written: list[Any] = []
+    if present is None or present.next():
+        whole_at = _mask(r, n, name)
+        written = frame.column(kind, name, "summary", len(whole_at), where)
     out = list(templates)
     for k, v in zip(whole_at, written, strict=True):
         out[k] = v
-    whole = set(whole_at)
+    forms = np.fromiter(map(_summary_form, templates), np.int64, n)
+    forms[whole_at] = 0  # (written whole: none of the forms below)
     for form in (6, 11):
-        at = [k for k, s in enumerate(templates) if k not in whole and _summary_form(s) == form]
+        at = np.flatnonzero(forms == form).tolist()
         m = len(at)
+        if present is not None and not m:
+            continue  # (compact: a form no summary has is not written)
         frame.charge(m * (framecost.TUPLE + framecost.ITEM * form), f"{kind} {name}")
         theirs = [templates[k] for k in at]
         tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
         cols: list[Any] = [None] * form
         for k, ftype in _SUMMARY_SAME[form]:
-            cols[k] = _filled(frame, kind, f"{name} part", ftype, m, tcols[k], where)
+            cols[k] = _filled(frame, kind, f"{name} part", ftype, m, tcols[k], where,
+                              present)
         counts = [cols[k] for k, ftype in _SUMMARY_SAME[form] if ftype == "int"]
         if m and min(map(min, counts)) < 0:
             raise TraceFileError(f"malformed {kind} events: a {name} with a negative count")
@@ -344,9 +456,36 @@ def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Se
             frame.charge(framecost.ITEM * sum(lengths), "summaries' previews")
             values = iter(r.column("d", sum(lengths), "previews"))
             cols[_PREVIEW] = [tuple(islice(values, length)) for length in lengths]
+        for col in cols:
+            frame.hold(col)
         for k, summary in zip(at, zip(*cols, strict=True), strict=True):
             out[k] = summary
-    return out
+    return frame.hold(out)
+
+
+class Present:
+    """A compact frame's bits of one kind (``encode_against``): whether each optional
+    block is written, read in the order written."""
+
+    __slots__ = ("at", "bits", "kind")
+
+    def __init__(self, packed: bytes, kind: str) -> None:
+        self.bits = np.unpackbits(np.frombuffer(packed, np.uint8)).tolist()
+        self.at = 0
+        self.kind = kind
+
+    def next(self) -> bool:
+        if self.at >= len(self.bits):
+            raise TraceFileError(f"events frame's {self.kind} events lack their blocks' "
+                                 "bits")
+        self.at += 1
+        return bool(self.bits[self.at - 1])
+
+    def done(self) -> None:
+        """Every bit read, and those after (to the byte's end) unset."""
+        if len(self.bits) - self.at >= 8 or any(self.bits[self.at:]):
+            raise TraceFileError(f"events frame's {self.kind} events hold more blocks' "
+                                 "bits than blocks")
 
 
 def _mask(r: columns._Reader, n: int, name: str) -> list[int]:
@@ -365,53 +504,88 @@ def decode_payload(payload: bytes | memoryview, lo: int, hi: int,
                    position: int | None = STREAM, settle: bool = False) -> list[Row]:
     """The rows of a format-4 payload, every value checked (``columns.decode_payload``'s
     contract)."""
-    count, _lo, _hi, flags, _seq = EVENTS_META.unpack_from(payload)
     r = columns._Reader(payload)
+    codes = read_kinds(r, payload, position)
+    segments = [(a, b, it, None if ta < 0 else SELF, ta, ta)
+                for a, b, it, ta in _read_segments(r, codes, len(codes), lo, hi)]
+    return decode_body(r, payload, codes, lo, hi, segments, settle)
+
+
+def read_kinds(r: columns._Reader, payload: bytes | memoryview, position: int | None
+               ) -> bytes:
+    """A templated payload's first block, its events' kinds, checked."""
+    count = EVENTS_META.unpack_from(payload)[0]
     codes = r.raw(count, "event kinds")
     if codes and max(codes) >= len(columns.KINDS):
         k = codes.index(max(codes))
         raise TraceFileError(f"unknown event kind {codes[k]} (event {k})")
     columns._check_headers(codes, position)
-    segments = _read_segments(r, codes, count, lo, hi)
-    nested = bytes(r.block())
-    full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3)
-    templated = [(a, b, it, ta) for a, b, it, ta in segments if ta >= 0]
-    _check_full(full, codes, [(a, b, it) for a, b, it, ta in segments if ta < 0])
+    return codes
+
+
+SELF: Any = ()  # (a segment's template is in the frame itself: format 4)
+COPIED: Any = ("copied",)  # (a segment's key: its rows are its template's, as they are)
+# A segment, decoding: (start, end, iteration, the rows its template's are taken from
+# (None: written in full; SELF: the frame's own), where in them it begins, a key naming
+# that place).
+Segment = tuple[int, int, int, Any, int, Any]
+
+
+def decode_body(r: columns._Reader, payload: bytes | memoryview, codes: bytes, lo: int,
+                hi: int, segments: list[Segment], settle: bool, compact: bool = False
+                ) -> list[Row]:
+    """The rows of a templated payload from its nested full rows on (formats 4 and 5:
+    the segments read and checked by the caller, templates' kinds included; ``compact``
+    as for ``encode_against``)."""
+    count = len(codes)
+    nested = bytes(r.block())  # (empty: no segment is written in full)
+    full = columns.decode_payload(nested, lo, hi, STREAM, settle=False, version=3) \
+        if nested else []
+    templated = [s for s in segments if s[3] is not None and s[5] is not COPIED]
+    _check_full(full, codes, [(a, b, it) for a, b, it, base, _, _ in segments
+                              if base is None])
     shifts_seq = r.column("q", len(templated), "seq shifts")
     allowance = framecost.Allowance(count, len(payload))
     # Rows in frame order: the full segments' as decoded, then the templated ones filled in.
     out: list[Any] = [None] * count
     where = 0
-    for a, b, _, ta in segments:
-        if ta < 0:
+    for a, b, _, base, start, key in segments:
+        if base is None:
             out[a:b] = full[where:where + b - a]
             where += b - a
-    by_kind: dict[int, tuple[list[int], list[int], list[int]]] = {}
-    places: dict[int, dict[int, list[int]]] = {}
-    for s, (a, b, _, ta) in enumerate(templated):
-        for code, at in _places(places, codes, ta, b - a).items():
+        elif key is COPIED:
+            out[a:b] = base[start:start + b - a]
+    by_kind: dict[int, tuple[list[int], list[Row], list[int]]] = {}
+    places: dict[Any, dict[int, list[int]]] = {}
+    for s, (a, b, _, base, start, key) in enumerate(templated):
+        rows = out if base is SELF else base
+        for code, at in _places(places, key, codes, a, b - a).items():
             group = by_kind.get(code)
             if group is None:
                 group = by_kind[code] = ([], [], [])
             group[0].extend([a + k for k in at])
-            group[1].extend([ta + k for k in at])
+            group[1].extend([rows[start + k] for k in at])
             group[2].extend(repeat(s, len(at)))
     ops = len(by_kind.get(columns.CODES["op"], ((),))[0])
     frame = columns._Frame(r, lo, hi, allowance, ops)
-    iterations = [it for _, _, it, _ in templated]
+    iterations = [it for _, _, it, _, _, _ in templated]
     for code in sorted(by_kind):
-        positions, template_positions, segment = by_kind[code]
+        positions, template_rows, segment = by_kind[code]
         kind = columns.KINDS[code]
         allowance.charge(len(positions) * (framecost.TUPLE + framecost.ITEM
                                            * len(ev.FIELD_NAMES[kind])), f"{kind} events")
-        rows = _decode_kind(frame, kind, [out[p] for p in template_positions], segment,
-                            shifts_seq, iterations, len(templated))
+        present = Present(bytes(r.raw(None, f"{kind} blocks' bits")), kind) if compact \
+            else None
+        rows = _decode_kind(frame, kind, template_rows, segment, shifts_seq, iterations,
+                            len(templated), present)
+        if present is not None:
+            present.done()
         for p, row in zip(positions, rows, strict=True):
             out[p] = row
     r.done()
     frame.check_referenced()
     if settle:
-        gc.collect(0)
+        gc.collect(0)  # (every list of values made held by ``frame``: see columns.py)
     return out
 
 
@@ -458,48 +632,92 @@ def _check_full(full: list[Row], codes: bytes, segments: list[tuple[int, int, in
 
 
 def _decode_kind(frame: columns._Frame, kind: str, templates: list[Row], segment: list[int],
-                 shifts_seq: list[int], iterations: list[int], n_segments: int
-                 ) -> list[Row]:
+                 shifts_seq: list[int], iterations: list[int], n_segments: int,
+                 present: Present | None = None) -> list[Row]:
     n = len(templates)
     where: Callable[[int], int] = int
     tcols = list(zip(*templates, strict=True))
     seqs = _filled(frame, kind, "seq", "int", n,
-                   _shifted(tcols[1], [shifts_seq[s] for s in segment], False), where)
+                   _shifted(tcols[1], [shifts_seq[s] for s in segment], False), where,
+                   present)
     if seqs and min(seqs) < 0:
         raise TraceFileError(f"malformed {kind} event: seq is {min(seqs)}")
     cols: list[Any] = []
     for i, name, ftype, how in PLANS[kind]:
+        if how == DENSE and ftype == "count" and present is not None:
+            cols.append(_wide(frame.r, kind, name, n))
+            continue
+        if how == DENSE and ftype == "summaries" and present is not None and \
+                not present.next():
+            flat = _decode_summaries(frame, kind, name, [x for v in tcols[i] for x in v],
+                                     where, present)
+            cols.append(frame.hold(columns._grouped(flat, list(map(len, tcols[i])))))
+            continue
         if how == DENSE:
             cols.append(frame.column(kind, name, ftype, n, where))
             continue
         if how == SUMMARY:
-            cols.append(_decode_summaries(frame, kind, name, tcols[i], where))
+            cols.append(_decode_summaries(frame, kind, name, tcols[i], where, present))
             continue
         implied: Sequence[Any] = tcols[i]
-        if how == SHIFTED:
+        if how == SHIFTED and (present is None or present.next()):
             shifts = frame.r.column("q", n_segments, f"{name} shifts")
             if shifts and (min(shifts) <= -_INT64 or max(shifts) >= _INT64):
                 raise TraceFileError(f"malformed {kind} events: a {name} shift out of range")
-            ids = ftype == "ids"
-            slots = sum(map(len, tcols[i])) if ids else n
-            bits = [False] * slots
-            for k in _mask(frame.r, slots, f"{name} shifted"):
-                bits[k] = True
-            implied = _apply_bits(tcols[i], [shifts[s] for s in segment], bits, ids)
-            _check_ints(kind, name, ftype, implied)
-        cols.append(_filled(frame, kind, name, ftype, n, implied, where))
+            # (held: the tuples in it were made after it, and stay before the rows)
+            implied = frame.hold(_shifted_by_mask(frame.r, kind, name, ftype, tcols[i],
+                                                  [shifts[s] for s in segment]))
+        cols.append(_filled(frame, kind, name, ftype, n, implied, where, present))
+    for col in cols:  # (held till the frame is decoded: see ``columns.decode_payload``)
+        frame.hold(col)
     return list(zip(repeat(kind), seqs, [iterations[s] for s in segment], *cols))
 
 
-def _check_ints(kind: str, name: str, ftype: str, values: Sequence[Any]) -> None:
-    flat = [x for t in values for x in t] if ftype == "ids" else values
-    if flat and (min(flat) < (0 if ftype == "count" else -_INT64) or max(flat) >= _INT64):
-        raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+def _shifted_by_mask(r: columns._Reader, kind: str, name: str, ftype: str,
+                     templates: Sequence[Any], shifts: Sequence[int]) -> list[Any]:
+    """The template's integers (``ids``: its id lists) with the shift of their event added
+    to those the next mask block marks (in numpy: a shift that would leave int64 is
+    refused, never wrapped)."""
+    ids = ftype == "ids"
+    lengths = np.fromiter(map(len, templates), np.int64, len(templates)) if ids else None
+    flat = np.fromiter(chain.from_iterable(templates) if ids else templates, np.int64)
+    at = _mask_array(r, len(flat), f"{name} shifted")
+    if len(at):
+        per = np.array(shifts, np.int64)
+        by_slot = (per if lengths is None else np.repeat(per, lengths))[at]
+        values = flat[at]
+        if np.any(values > np.where(by_slot > 0, _MAX64 - by_slot, _MAX64)) or np.any(
+                values < np.where(by_slot < 0, -_MAX64 - 1 - by_slot, -_MAX64 - 1)):
+            raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+        flat[at] = values + by_slot
+        if ftype == "count" and flat.min() < 0:
+            raise TraceFileError(f"malformed {kind} events: a shifted {name} out of range")
+    if not ids:
+        return flat.tolist()  # type: ignore[no-any-return]
+    assert lengths is not None
+    return columns._grouped(flat.tolist(), lengths.tolist())
+
+
+_MAX64 = (1 << 63) - 1
+
+
+def _mask_array(r: columns._Reader, n: int, name: str) -> np.ndarray:
+    """``_mask``'s positions, as an array."""
+    packed = r.raw(None, f"{name} mask")
+    if not packed:
+        return np.empty(0, np.intp)
+    if len(packed) != (n + 7) // 8:
+        raise TraceFileError(f"events frame holds a {name} mask of {len(packed)} bytes "
+                             f"for {n} events")
+    return np.flatnonzero(np.unpackbits(np.frombuffer(packed, np.uint8), count=n))
 
 
 def _filled(frame: columns._Frame, kind: str, name: str, ftype: str, n: int,
-            implied: Sequence[Any], where: Callable[[int], int]) -> list[Any]:
+            implied: Sequence[Any], where: Callable[[int], int],
+            present: Present | None = None) -> list[Any]:
     """``implied`` with the values the mask says differ replaced by those written."""
+    if present is not None and not present.next():
+        return list(implied)
     at = _mask(frame.r, n, name)
     values = frame.column(kind, name, ftype, len(at), where)
     if not at:

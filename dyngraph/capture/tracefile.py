@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import TraceFileError, UserError
-from . import columns, templates
+from . import columns, templates, templatetable
 from . import events as ev
 from .decoding import (  # decoding lives there; these names are still found here
     _ARRAY_KINDS,  # noqa: F401
@@ -60,10 +60,16 @@ JSON_VERSION = 1
 # Frames in columns with iteration templates (``templates.py``): written for a frame in
 # which an iteration repeats an earlier one, format 3 otherwise; the newest format read.
 TEMPLATE_VERSION = templates.VERSION
-NEWEST_VERSION = TEMPLATE_VERSION
-WRITE_VERSION = TEMPLATE_VERSION  # what encode_rows writes unless told (3: no templates)
+# Frames of a file naming its table of templates (``templatetable.py``), and template
+# frames: what TraceWriter writes; the newest format read.
+TABLE_VERSION = templatetable.VERSION
+NEWEST_VERSION = TABLE_VERSION
+# What TraceWriter writes (5: with the file's templates) and encode_rows, a frame alone,
+# unless told (at most 4; 3: no templates).
+WRITE_VERSION = TABLE_VERSION
 EVENTS = ord("E")
 CONTROL = ord("C")
+TEMPLATE = templatetable.TEMPLATE  # a template frame (format 5's)
 FRAME_HEADER = struct.Struct("<2sBBII")
 FLAG_VALUES = 1  # the frame holds TensorValues events
 MAX_FRAME = 1 << 30  # a length above this is garbage, not a frame
@@ -71,8 +77,10 @@ BATCH_EVENTS = 1024  # TraceWriter writes a frame at least this often (and at it
 # ... but at most one frame per FRAME_INTERVAL seconds at iteration ends: an iteration of a
 # few dozen events (an MLP step, about a millisecond) would otherwise cost a frame each, and
 # a frame's fixed cost is most of such an iteration's encoding. A process killed loses at
-# most the last FRAME_INTERVAL of events.
-FRAME_INTERVAL = 0.01
+# most the last FRAME_INTERVAL of events. 50 ms, not 10: a templated frame's fixed cost
+# (a few blocks per kind of event, written and read) is most of what its events cost, and
+# at 10 ms it was a frame per two MLP steps on a busy machine (reading took twice as long).
+FRAME_INTERVAL = 0.05
 
 __all__ = [
     "FrameDecoder", "TraceWriter", "decode_array", "encode_array", "encode_events",
@@ -192,7 +200,7 @@ def encode_rows(rows: Sequence[Row], version: int | None = None) -> bytes:
     ``version=1`` or a value columns cannot hold (an id of 2^63 or more, a field of the
     wrong type), as JSON (format 1)."""
     if version is None:
-        version = WRITE_VERSION
+        version = min(WRITE_VERSION, TEMPLATE_VERSION)
     flags = 0
     for r in rows:
         if r[0] == "values":
@@ -250,21 +258,28 @@ class _FullRow:
 _SUMMARY_SLOTS = {"op": (16,), "tensor": (9,), "grad": (5,), "backward_step": (7, 8, 12)}
 
 
+Table = templatetable.Lookup  # a template by id (format 5's frames)
+
+
 def decode_events_payload(payload: bytes | memoryview, position: int | None = STREAM,
-                          version: int | None = None) -> list[ev.Event]:
+                          version: int | None = None, table: Table | None = None
+                          ) -> list[ev.Event]:
     """The events of an events frame's payload (metadata included), of frame format
-    ``version`` (None: told from the payload itself, for callers that kept only it)."""
+    ``version`` (None: told from the payload itself, for callers that kept only it);
+    ``table``: the templates of the frames before it (format 5)."""
     if version is None:
         version = _sniff(payload)
     if version == JSON_VERSION:
         return decode_json_payload(payload, position)
-    return events_of(decode_rows_payload(payload, position, version=version))
+    return events_of(decode_rows_payload(payload, position, version=version, table=table))
 
 
 def decode_rows_payload(payload: bytes | memoryview, position: int | None = STREAM,
-                        keep: bool = False, version: int = FORMAT_VERSION) -> list[Row]:
+                        keep: bool = False, version: int = FORMAT_VERSION,
+                        table: Table | None = None) -> list[Row]:
     """The rows of a column events frame's payload (metadata included; frame format
-    ``version``), checked against the metadata as ``decode_events_payload`` checks events.
+    ``version``; ``table`` as for ``decode_events_payload``), checked against the
+    metadata as ``decode_events_payload`` checks events.
 
     ``keep``: the rows will be kept (a trace's), so they are settled
     (``columns.decode_payload``) if the program lets the collector run at all (one that
@@ -278,7 +293,10 @@ def decode_rows_payload(payload: bytes | memoryview, position: int | None = STRE
     gc.disable()  # (as decoding.decode_events_payload does, for the same reason)
     try:
         settle = keep and enabled and gc.get_threshold()[0] > 0
-        if version == TEMPLATE_VERSION:
+        if version == TABLE_VERSION:
+            rows = templatetable.decode_payload(payload, lo, hi, position, table,
+                                                settle=settle)
+        elif version == TEMPLATE_VERSION:
             rows = templates.decode_payload(payload, lo, hi, position, settle=settle)
         else:
             rows = columns.decode_payload(payload, lo, hi, position, settle=settle,
@@ -345,7 +363,8 @@ def check_header(buf: bytes | bytearray | memoryview, pos: int = 0,
             f"frame format {version} is from a newer dyngraph (this one reads up to "
             f"{NEWEST_VERSION}); upgrade dyngraph"
         )
-    if version < 1 or ftype not in (EVENTS, CONTROL) or length > MAX_FRAME:
+    if version < 1 or ftype not in (EVENTS, CONTROL, TEMPLATE) or length > MAX_FRAME or (
+            ftype == TEMPLATE and version != TABLE_VERSION):
         raise TraceFileError(f"damaged frame header at byte {at}")
     return ftype, length
 
@@ -362,6 +381,7 @@ class FrameDecoder:
     def __init__(self) -> None:
         self._buf = bytearray()
         self.offset = 0  # bytes consumed so far, for error messages
+        self.templates = templatetable.ReaderTable()  # the stream's template frames'
 
     @property
     def pending(self) -> int:
@@ -375,6 +395,7 @@ class FrameDecoder:
         pos = 0
         size = len(buf)
         hsize = FRAME_HEADER.size
+        table = self.templates
         try:
             while size - pos >= hsize:
                 ftype, length = check_header(buf, pos, at=self.offset + pos)
@@ -388,7 +409,12 @@ class FrameDecoder:
                         f"damaged frame at byte {self.offset + pos} of the stream "
                         "(checksum mismatch)")
                 if ftype == EVENTS:
-                    out.append(decode_events_payload(payload, STREAM, version))
+                    out.append(decode_events_payload(
+                        payload, STREAM, version,
+                        lambda id, settle: table.get(id, len(table))))  # (decoded now)
+                elif ftype == TEMPLATE:  # kept for the frames that name it
+                    table.add(payload, payload[:templatetable.HEAD],
+                              f"at byte {self.offset + pos} of the stream")
                 else:
                     out.append(decode_message_payload(payload))
                 pos = end
@@ -448,6 +474,9 @@ class TraceWriter:
         self.events_written = 0
         self.bytes_written = 0
         self._last_write = time.monotonic()
+        # The file's iteration templates (format 5), unless told to write an older format.
+        self._table = templatetable.WriterTable() if WRITE_VERSION == TABLE_VERSION \
+            else None
         try:
             self._write_frame([row_of(header)])
         except OSError as exc:
@@ -548,7 +577,7 @@ class TraceWriter:
         assert self._file is not None
         if self.error is not None:
             return  # the disk refused a frame: later ones would make a gap, not a trace
-        data = encode_rows(events)
+        data = self._encode(events)
         view = memoryview(data)
         try:
             while view:  # a raw write may take only part of it
@@ -561,6 +590,31 @@ class TraceWriter:
         self._last_write = time.monotonic()
         if not self.in_place and self.events_written > 1 and self._records(events):
             self._move_in_place()
+
+    def _encode(self, rows: Sequence[Row]) -> bytes:
+        """The frames of ``rows``: with the file's templates, the template frames they
+        make first, then an events frame that names them (format 5; format 3 when no
+        iteration follows a template, or ``encode_rows``'s choice for a value columns
+        cannot hold)."""
+        table = self._table
+        if table is None or not rows:
+            return encode_rows(rows)
+        flags = FLAG_VALUES if any(r[0] == "values" for r in rows) else 0
+        made: list[bytes] = []
+        payload = None
+        try:
+            # (eager: the file's first recorded frame, written at once, holds its first
+            # iteration alone)
+            payload = table.encode(rows, flags, made, eager=not self.in_place)
+        except (TypeError, ValueError, OverflowError, KeyError, AttributeError,
+                struct.error):
+            pass  # in full, below (the template frames made are written all the same)
+        frames = [_frame(TEMPLATE, p, TABLE_VERSION) for p in made]
+        if payload is None:
+            frames.append(encode_rows(rows, FORMAT_VERSION))
+        else:
+            frames.append(_frame(EVENTS, payload, TABLE_VERSION))
+        return b"".join(frames)
 
     @staticmethod
     def _records(rows: Sequence[Row]) -> bool:

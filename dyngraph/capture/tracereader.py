@@ -26,12 +26,12 @@ import sys
 import warnings
 import weakref
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import BinaryIO
 
 from ..errors import TraceFileError, TraceFileWarning
-from . import columns, templates
+from . import columns, templates, templatetable
 from . import events as ev
 from .decoding import EVENTS_META, FIRST_FRAME, LATER_FRAME
 from .rows import Row, rows_of
@@ -42,6 +42,8 @@ from .tracefile import (
     JSON_VERSION,
     MAGIC,
     NEWEST_VERSION,
+    TABLE_VERSION,
+    TEMPLATE,
     TEMPLATE_VERSION,
     check_header,
     decode_events_payload,
@@ -124,10 +126,11 @@ class FrameRef:
     """An events frame of a file: where it is and what its metadata says, not decoded."""
 
     __slots__ = ("count", "first_iteration", "last_iteration", "flags", "first_seq",
-                 "offset", "length", "position", "file", "version")
+                 "offset", "length", "position", "file", "version", "table", "known")
 
     def __init__(self, meta: bytes, offset: int, length: int, position: int,
-                 file: _File | None, version: int = FORMAT_VERSION) -> None:
+                 file: _File | None, version: int = FORMAT_VERSION,
+                 table: templatetable.ReaderTable | None = None) -> None:
         self.version = version  # the frame format: 3 (2 before schema 3) columns, 1 JSON
         (self.count, self.first_iteration, self.last_iteration, self.flags,
          self.first_seq) = EVENTS_META.unpack_from(meta)
@@ -135,13 +138,25 @@ class FrameRef:
         self.length = length  # of the payload
         self.position = position  # FIRST_FRAME or LATER_FRAME
         self.file = file
+        # The file's iteration templates (format 5), of which the frames before this one
+        # held the first ``known``.
+        self.table = table
+        self.known = 0 if table is None else len(table)
+
+    def templates(self, id: int, settle: bool = False) -> templatetable.Template:
+        """Template ``id`` of the file, as this frame may name it."""
+        if self.table is None:
+            raise TraceFileError(f"events frame names iteration template {id}, which no "
+                                 "frame before it holds")
+        return self.table.get(id, self.known, settle)
 
     def decode(self) -> list[ev.Event]:
         """The frame's events; TraceFileError naming the file and the frame's byte."""
         assert self.file is not None, "a streamed frame is decoded as it is read"
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
-            return decode_events_payload(payload, self.position, self.version)
+            return decode_events_payload(payload, self.position, self.version,
+                                         self.templates)
         except TraceFileError as exc:
             raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
                          ) from None
@@ -155,7 +170,7 @@ class FrameRef:
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
             return decode_rows_payload(payload, self.position, keep=True,
-                                       version=self.version)
+                                       version=self.version, table=self.templates)
         except TraceFileError as exc:
             raise _error(self.file.name, f"{exc} (in the frame at byte {self.offset})"
                          ) from None
@@ -165,7 +180,10 @@ class FrameRef:
         a count too big for its bytes, a backwards iteration range, iterations or seqs
         that go back from the frame before."""
         at = f"(the frame at byte {self.offset})"
-        if self.count * 2 > self.length - EVENTS_META.size:  # an event takes >= 2 bytes
+        # An event takes at least 2 bytes; 1 in format 5 (its kind: a segment may be
+        # its template's rows as they are)
+        if self.count * (1 if self.version == TABLE_VERSION else 2) > \
+                self.length - EVENTS_META.size:
             raise _error(name, f"events frame says it holds {self.count:,} events in "
                                f"{self.length:,} bytes {at}")
         if self.first_iteration > self.last_iteration:
@@ -199,12 +217,14 @@ class FrameRef:
             return [lo]
         if self.version == JSON_VERSION:
             return sorted({e.iteration for e in self.decode() if type(e) is not ev.Header})
-        # A column frame (the writer makes one of several iterations every 10 ms): its
+        # A column frame (the writer makes one of several iterations every 50 ms): its
         # iterations column says, read without decoding the rest.
         assert self.file is not None
         payload = self.file.read(self.offset + _HSIZE, self.length)
         try:
-            if self.version == TEMPLATE_VERSION:
+            if self.version == TABLE_VERSION:
+                found = templatetable.frame_iterations(payload, lo, hi)
+            elif self.version == TEMPLATE_VERSION:
                 found = templates.frame_iterations(payload, lo, hi)
             else:
                 found = columns.frame_iterations(payload, lo, hi)
@@ -230,6 +250,7 @@ class _Walk:
         self.events = 0  # in the frames walked so far
         self.frames = 0
         self.empty: list[int] = []  # offsets of empty events frames (ignored)
+        self.table = templatetable.ReaderTable()  # the template frames met (format 5)
 
     def __iter__(self) -> Iterator[tuple[FrameRef, bytes | None]]:
         name, read = self.name, self.f.read
@@ -260,10 +281,16 @@ class _Walk:
                 return
             if crc != FRAME_HEADER.unpack(head)[4]:
                 raise _error(name, f"damaged frame at byte {pos} (checksum mismatch)")
+            if ftype == TEMPLATE and previous is not None:
+                self._template(payload, meta, pos, length)
+                pos = end
+                head = read(_HSIZE)
+                continue
             if ftype != EVENTS or length < EVENTS_META.size:
                 raise _error(name, f"damaged frame at byte {pos} (not an events frame)")
             position = LATER_FRAME if previous is not None else FIRST_FRAME
-            ref = FrameRef(meta, pos, length, position, self.file, head[3])
+            ref = FrameRef(meta, pos, length, position, self.file, head[3],
+                           self.table if self.table else None)
             if ref.count == 0:
                 self.empty.append(pos)  # holds nothing: nothing to refuse either
             else:
@@ -277,6 +304,23 @@ class _Walk:
         if self.frames == 0:
             raise _error(name, "no events in the file (every frame is empty)")
 
+    def _template(self, payload: bytes | None, meta: bytes, pos: int, length: int) -> None:
+        """A template frame: kept for the frames after it (a file's read again when
+        first needed)."""
+        source: bytes | Callable[[], bytes]
+        if payload is not None:
+            source = payload
+        else:
+            file = self.file
+            assert file is not None
+
+            def source() -> bytes:
+                return file.read(pos + _HSIZE, length)
+        try:
+            self.table.add(source, meta, f"at byte {pos}")
+        except TraceFileError as exc:
+            raise _error(self.name, str(exc)) from None
+
     def _payload(self, length: int) -> tuple[bytes | None, int, bytes]:
         """(payload if kept, its CRC, its first bytes), reading a chunk at a time so a
         frame that is not kept never sits in memory whole."""
@@ -285,14 +329,14 @@ class _Walk:
             data = read(length)
             if len(data) < length:
                 return None, -1, b""
-            return (data if self.keep else None), zlib.crc32(data), data[:EVENTS_META.size]
+            return (data if self.keep else None), zlib.crc32(data), data[:templatetable.HEAD]
         crc, meta, left = 0, b"", length
         while left:
             chunk = read(min(left, CHUNK))
             if not chunk:
                 return None, -1, b""
             crc = zlib.crc32(chunk, crc)
-            meta = meta or chunk[:EVENTS_META.size]
+            meta = meta or chunk[:templatetable.HEAD]
             left -= len(chunk)
         return None, crc, meta
 
@@ -440,7 +484,7 @@ def iter_events(path: str | os.PathLike[str], chunk_size: int = CHUNK) -> Iterat
         for ref, payload in _reading(name, walk):
             try:
                 events = decode_events_payload(payload, ref.position,  # type: ignore[arg-type]
-                                               ref.version)
+                                               ref.version, ref.templates)
             except TraceFileError as exc:
                 raise _error(name, f"{exc} (in the frame at byte {ref.offset})") from None
             if ref.position == FIRST_FRAME:

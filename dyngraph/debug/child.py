@@ -15,6 +15,7 @@ import argparse
 import atexit
 import builtins
 import faulthandler
+import importlib
 import io
 import os
 import signal
@@ -78,6 +79,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
         # what it recorded (and the statistics still on the device) is delivered first.
         signal.signal(signal.SIGTERM, _terminated)
     os.register_at_fork(after_in_child=lambda: _detach_after_fork(agent, capture))
+    if config.get("pause_at_start", False):
+        # The debugger pauses before the first line: load the numpy engine while the user
+        # reads the screen, as `import dyngraph` once did. Loaded at the script's first
+        # `torch.tensor(...)`, the first `n` took half a second and a second `n` pressed
+        # in it was lost. Headless runs skip it: a PyTorch script never needs the engine.
+        importlib.import_module("dyngraph._everything")
     agent.start(path, list(ns.args), bool(config.get("pause_at_start", False)), capture)
     status, reason = run_script(path, list(ns.args), agent)
     _end(agent, capture, status, reason)

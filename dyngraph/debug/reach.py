@@ -49,7 +49,10 @@ class Seen:
 
 def engine_ops() -> set[str]:
     """Every op name dyngraph's own engine can emit."""
-    from ..engine.ops import OPS  # (lazily: the engine is big and only this needs it)
+    # (lazily: the engine is big and only this needs it.) Every module that registers ops
+    # (nn's on first use), as a script's first engine name loads them.
+    from .. import _everything  # noqa: F401
+    from ..engine.ops import OPS
 
     return set(OPS)
 

@@ -18,6 +18,7 @@ from .ops_shape import SORT_VALUES, TOPK_VALUES
 from .tensor import Tensor, _to_array, _wrap, apply
 
 _ADD, _SUB, _MUL, _DIV = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"]
+_SUM, _MEAN = OPS["sum"], OPS["mean"]
 
 
 def _dims(dim: Any) -> Any:
@@ -415,17 +416,20 @@ def _reduce_dtype(input: Tensor, dtype: Any) -> Tensor:
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    return apply(OPS["sum"], _reduce_dtype(input, dtype), dim=_dims(dim), keepdim=keepdim)
+    if dtype is not None:
+        input = to(input, dtype)
+    return apply(_SUM, input, dim=dim if dim is None else _dims(dim), keepdim=keepdim)
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    input = _reduce_dtype(input, dtype)
+    if dtype is not None:
+        input = to(input, dtype)
     if input._array.dtype.kind not in "fc":
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating "
             f"point or complex dtype. Got: {_torch_name(input)}"
         )
-    return apply(OPS["mean"], input, dim=_dims(dim), keepdim=keepdim)
+    return apply(_MEAN, input, dim=dim if dim is None else _dims(dim), keepdim=keepdim)
 
 
 def _torch_name(t: Tensor) -> str:

@@ -1,5 +1,6 @@
 """Binds the functions of ``functions*.py`` and ``inplace.py`` to Tensor as methods and
-operators. The hottest operators call ``apply`` directly: one Python call fewer per op."""
+operators. The hottest operators call ``apply``'s two-input form ``_apply_binary``
+directly: one Python call fewer per op, and no argument packing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from . import functions as fn
 from . import functions_shape as fs
 from . import inplace
 from .ops import OPS
-from .tensor import Tensor, apply
+from .tensor import Tensor, _apply_binary
 from .views import view_op
 
 _ADD, _SUB, _MUL, _DIV, _MATMUL = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["matmul"]
@@ -17,47 +18,47 @@ _GETITEM = OPS["getitem"]
 
 
 def __add__(self: Tensor, other: Any) -> Tensor:
-    return apply(_ADD, self, other)
+    return _apply_binary(_ADD, self, other)
 
 
 def __radd__(self: Tensor, other: Any) -> Tensor:
-    return apply(_ADD, other, self)
+    return _apply_binary(_ADD, other, self)
 
 
 def __sub__(self: Tensor, other: Any) -> Tensor:
-    return apply(_SUB, self, other)
+    return _apply_binary(_SUB, self, other)
 
 
 def __rsub__(self: Tensor, other: Any) -> Tensor:
-    return apply(_SUB, other, self)
+    return _apply_binary(_SUB, other, self)
 
 
 def __mul__(self: Tensor, other: Any) -> Tensor:
-    return apply(_MUL, self, other)
+    return _apply_binary(_MUL, self, other)
 
 
 def __rmul__(self: Tensor, other: Any) -> Tensor:
-    return apply(_MUL, other, self)
+    return _apply_binary(_MUL, other, self)
 
 
 def __truediv__(self: Tensor, other: Any) -> Tensor:
-    return apply(_DIV, self, other)
+    return _apply_binary(_DIV, self, other)
 
 
 def __rtruediv__(self: Tensor, other: Any) -> Tensor:
-    return apply(_DIV, other, self)
+    return _apply_binary(_DIV, other, self)
 
 
 def __matmul__(self: Tensor, other: Any) -> Any:
     if type(other) in _NUMBERS:  # Python's own TypeError, as PyTorch's
         return NotImplemented
-    return apply(_MATMUL, self, other)
+    return _apply_binary(_MATMUL, self, other)
 
 
 def __rmatmul__(self: Tensor, other: Any) -> Any:
     if type(other) in _NUMBERS:
         return NotImplemented
-    return apply(_MATMUL, other, self)
+    return _apply_binary(_MATMUL, other, self)
 
 
 _NUMBERS = (bool, int, float, complex)

@@ -99,10 +99,10 @@ def _at_user_line(text: str) -> tuple[str, int, str] | tuple[()] | None:
 def _op_of(frame: FrameType) -> str:
     """"op div" in ``apply()``, "backward of op div" in the backward pass, else ""."""
     name = frame.f_code.co_name
-    if name not in ("apply", "run_backward"):
+    if name not in ("apply", "_apply_binary", "run_backward"):
         return ""
     local: Any = frame.f_locals  # a snapshot; read only on this rare path
-    if name == "apply":
+    if name != "run_backward":
         op = getattr(local.get("op"), "name", "")
         return f"op {op}" if op else ""
     op = getattr(getattr(local.get("node"), "op", None), "name", "")

@@ -348,12 +348,15 @@ def _threshold_backward(g: np.ndarray, out: np.ndarray) -> np.ndarray:
     A product with the mask computes the same at a fraction of np.where's cost (this runs
     on every hidden layer of every step) when every gradient is finite; otherwise (a run
     already going wrong) 0 * inf would be NaN where the select gives 0, so the select runs.
+    ``out`` is relu's output, never below 0: "not ``out <= 0``" (``out > 0``, or NaN) is
+    ``out != 0``, one comparison.
     """
-    if g.ndim and np.isfinite(g).all():
-        keep = out <= 0
-        np.logical_not(keep, out=keep)
-        return g * keep
+    if g.ndim and _all_true(np.isfinite(g), axis=None):  # (ndarray.all: a Python wrapper)
+        return g * (out != 0)
     return np.where(out <= 0, 0, g)
+
+
+_all_true = np.logical_and.reduce
 
 
 @register("leaky_relu")
@@ -543,6 +546,8 @@ def matmul(a, b, needs_input_grad=(True, True)):
     need_a, need_b = needs_input_grad
 
     def backward(g):
+        if a.ndim == 2 and b.ndim == 2:  # (a layer's every step: the plainest form)
+            return (g @ b.T if need_a else None), (a.T @ g if need_b else None)
         if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
             return (g * b if need_a else None), (g * a if need_b else None)
         a2 = a[None, :] if a.ndim == 1 else a

@@ -72,7 +72,7 @@ def _spread(g: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...], keepdi
     if size > _SPREAD_COPY_LIMIT:
         return np.broadcast_to(g, shape)
     out = np.empty(shape, g.dtype)
-    np.copyto(out, g)
+    out[...] = g  # (np.copyto is a Python wrapper; the setitem is not)
     return out
 
 

@@ -611,6 +611,66 @@ def apply(op: OpDef, *inputs: Any, **attrs: Any) -> Tensor:
     return out
 
 
+def _apply_binary(op: OpDef, x: Any, y: Any) -> Tensor:
+    """``apply(op, x, y)`` for the arithmetic operators (``a + b``, ``a @ b``): the same
+    result, graph node and dtype, without packing ``*inputs`` and ``**attrs`` (a tiny op
+    pays for that tuple and dict on every call; a recorded op too). A failing forward runs
+    again inside ``apply``, so that its errors are translated there and name the op as
+    ever (forwards are pure: running one twice changes nothing)."""
+    listening = tracer.listening
+    if listening:
+        start = now_ns()
+    enabled = grad_mode.enabled
+    failed = False
+    try:
+        if isinstance(x, Tensor):
+            ex = x.grad_fn or x if x.requires_grad and enabled else None
+            a = x._array
+        else:
+            ex, a = None, x
+        if isinstance(y, Tensor):
+            ey = y.grad_fn or y if y.requires_grad and enabled else None
+            b = y._array
+            if type(a) is _ndarray and a.dtype is not b.dtype and op.promotes:
+                a, b = promoted(a, b)
+        else:
+            ey, b = None, y
+        if op.needs_input_grad:
+            out_data, backward_fn = op.forward(
+                a, b, needs_input_grad=(ex is not None, ey is not None))
+        else:
+            out_data, backward_fn = op.forward(a, b)
+    except Exception:  # noqa: BLE001  (apply raises it again, as it always has)
+        failed = True
+    if failed:  # (outside the handler: the error apply raises chains to nothing of ours)
+        return apply(op, x, y)
+    if type(out_data) is not _ndarray:  # a numpy scalar, from an op on 0-d arrays
+        scalar, out_data = out_data, np.asarray(out_data)
+        if backward_fn is not None:
+            versions.rebind(backward_fn, scalar, out_data)
+    dt = out_data.dtype
+    if dt is not _F32 and (dt is _F64 or dt is _F16 or dt.kind == "c") and not op.exact:
+        out_data = _demote((x, y), out_data)
+    out = Tensor.__new__(Tensor)
+    out._array = out_data
+    out._id = oid = next(_ids)
+    if (ex is not None or ey is not None) and backward_fn is not None:
+        out.requires_grad = True
+        out.grad_fn = node = _new_node(Node)  # (as in apply)
+        node.op = op
+        node.backward_fn = backward_fn
+        node.inputs = (ex, ey)
+        node.out_id = oid
+        node.shape = out_data.shape
+        node.dtype = out_data.dtype
+    else:
+        out.requires_grad = False
+        out.grad_fn = None
+    if listening:
+        _record_op(op.name, (x, y), out, {}, enabled, now_ns() - start)
+    return out
+
+
 def _forward_any(op: OpDef, inputs: tuple[Any, ...], attrs: dict[str, Any], enabled: bool
                  ) -> tuple[Any, Any, tuple[Any, ...] | None]:
     """``apply``'s general case: any number of inputs, and ``needs_input_grad`` ops."""

@@ -90,7 +90,7 @@ def _forget(key: int, ref: weakref.ref[np.ndarray]) -> None:
 def bump(array: np.ndarray, fn_name: str | None = None) -> None:
     """Record that an in-place op just changed ``array``'s memory."""
     global newest
-    owner = root(array)
+    owner = array if array.base is None else root(array)  # (an optimizer's parameter)
     key = id(owner)
     record = _records.get(key)
     if record is None or record.ref() is not owner:

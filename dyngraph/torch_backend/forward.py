@@ -83,6 +83,7 @@ class ForwardCapture(TorchFunctionMode):
         self._summaries: Callable[[Sequence[_Tensor | None]], list[Any]] = stats.none
         self._one: Callable[[_Tensor], Any] = lambda t: None
         self._full_one: Callable[[_Tensor], Any] = _full_now
+        self._late = 0  # views whose node is read after the op that rebuilds it (``_own_late``)
 
     def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
@@ -220,6 +221,8 @@ class ForwardCapture(TorchFunctionMode):
                       grad_enabled, duration, self._one(o), o, flat)
             if s1 > s0:
                 self._on_window(s0, s1, oid, name)
+                if self._late:
+                    self._own_late(flat)
             self._own(o, oid)
             if kind == INPLACE:
                 self._changed_in_place(o, oid, grad_enabled)
@@ -238,6 +241,8 @@ class ForwardCapture(TorchFunctionMode):
                       duration if i == 0 else 0, summaries[i], o, flat)
         if s1 > s0:
             self._on_window(s0, s1, first, name)
+            if self._late:
+                self._own_late(flat)
         for o, oid in zip(outs, oids, strict=True):
             self._own(o, oid, several=True)
 
@@ -303,6 +308,8 @@ class ForwardCapture(TorchFunctionMode):
             t.emit_values(oid, shape, o)
         if s1 > s0:
             self._on_window(s0, s1, oid, name)
+            if self._late:
+                self._own_late(flat)
         if requires_grad:  # (``_own``, inline: a tensor that needs no grad has no node)
             fn = grad_fn_of(o)
             if fn is not None:
@@ -325,6 +332,35 @@ class ForwardCapture(TorchFunctionMode):
                 self._on_several(seq, t.output_nr, t)
         if t._is_view():
             _note_version(t, tid)
+
+    def _own_later(self, t: _Tensor, tid: int) -> None:
+        """``_own`` for view ``t`` after the next op that takes it into the graph.
+
+        Autograd rebuilds the node of a view whose memory changed when the view is next
+        read in the graph, and numbers it then. Read by the capture earlier (say under
+        ``no_grad``), it would be rebuilt earlier, with a smaller number than in the plain
+        run; backward runs nodes by their numbers, so gradients would be summed in another
+        order and differ in their last bits. The op that uses the view has rebuilt it:
+        its node is read after that op (``_own_late``)."""
+        _note_version(t, tid)
+        try:
+            t._dg_late = tid  # type: ignore[attr-defined]
+        except RuntimeError:
+            return
+        self._late += 1
+
+    def _own_late(self, flat: Sequence[Any]) -> None:
+        """Own the views in ``flat`` (the inputs of an op that just made autograd nodes:
+        ``setitem``'s include the value written) whose node was left to be read after such
+        an op (``_own_later``)."""
+        for t in flat:
+            if not isinstance(t, _Tensor):
+                continue
+            tid = t.__dict__.pop("_dg_late", None)
+            if tid is not None:
+                self._late -= 1
+                if tid in tracer.known:
+                    self._own(t, tid)
 
     def _changed_in_place(self, t: _Tensor, tid: int, grad_enabled: bool) -> None:
         """``t`` (now ``tid``) was changed in place. Through a view, its base changed too:
@@ -482,17 +518,22 @@ class ForwardCapture(TorchFunctionMode):
         oid = new_id(t)
         tracer.op("as_strided", (bid,), oid, shape_of(t), dtype_of(t),
                   t.requires_grad, {}, _grad_enabled(), 0, self._one(t), t, (base,))
-        self._own(t, oid)
+        self._own_later(t, oid)
         return oid
 
     def announce(self, t: _Tensor, tid: int, own: bool = True) -> None:
         """``t`` enters this iteration's graph from outside it (a leaf, a parameter ...);
         ``own``: a non-leaf's gradient is its node's (see ``_own``)."""
         name, is_param = self.names.get(tid, ("", False))
-        grad_fn = grad_fn_of(t)
-        # (no node is not a leaf where the node is only unreadable: a split piece whose
-        # base changed in place, used under no_grad, is no leaf to hook)
-        leaf = grad_fn is None and _is_leaf(t)
+        if _rebuilt_when_read(t):  # (its node is not read now: see ``_own_later``)
+            grad_fn, leaf = None, False
+            if own:
+                self._own_later(t, tid)
+        else:
+            grad_fn = grad_fn_of(t)
+            # (no node is not a leaf where the node is only unreadable: a split piece
+            # whose base changed in place, used under no_grad, is no leaf to hook)
+            leaf = grad_fn is None and _is_leaf(t)
         if leaf and t.requires_grad:
             self._on_leaf(t, tid)
         elif grad_fn is not None and own:  # computed before: its node's slot's gradient
@@ -611,6 +652,13 @@ def _version_of(t: Any) -> int | None:
         return t._version  # type: ignore[no-any-return]
     except (AttributeError, RuntimeError):
         return None
+
+
+def _rebuilt_when_read(t: _Tensor) -> bool:
+    """Would reading ``t.grad_fn`` now make autograd rebuild it? ``t`` is a view the
+    capture has seen whose memory changed since (see ``Forward._own_later``)."""
+    seen = t.__dict__.get("_dg_v")
+    return seen is not None and t.requires_grad and _version_of(t) != seen[1]
 
 
 def _note_version(view: _Tensor, tid: int) -> None:

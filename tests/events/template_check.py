@@ -23,30 +23,45 @@ def saved(events: list, path: Path, version: int) -> Path:
 
 
 def frame_versions(path: Path) -> list[int]:
+    return [version for _, version in frame_types(path)]
+
+
+def frame_types(path: Path) -> list[tuple[int, int]]:
+    """(frame type, format version) of each frame of the file at ``path``."""
     data, pos, out = path.read_bytes(), 0, []
     while pos < len(data):
-        _, _, version, length, _ = tf.FRAME_HEADER.unpack_from(data, pos)
-        out.append(version)
+        _, ftype, version, length, _ = tf.FRAME_HEADER.unpack_from(data, pos)
+        out.append((ftype, version))
         pos += tf.FRAME_HEADER.size + length
     return out
 
 
 def assert_templates_read_back_identical(events: list, tmp_path: Path, name: str,
-                                         repeats: bool = True) -> None:
-    """Every event read from the templated file equals the one read from the format-3
-    file and the one recorded; when iterations ``repeats`` within a frame, the templated
-    file uses templates and is smaller."""
+                                         repeats: bool = True, in_frames: bool = True
+                                         ) -> None:
+    """Every event read from the templated files (format 4, templates within a frame;
+    format 5, the file's table of templates) equals the one read from the format-3 file
+    and the one recorded; when iterations ``repeats``, the templated files use templates
+    and are smaller (format 4 only if they repeat ``in_frames``: an iteration longer
+    than half a frame has no earlier one beside it)."""
     plain = saved(events, tmp_path / f"{name}-3.dgtrace", tf.FORMAT_VERSION)
-    templated = saved(events, tmp_path / f"{name}-4.dgtrace", tf.TEMPLATE_VERSION)
     assert set(frame_versions(plain)) == {tf.FORMAT_VERSION}
-    assert (tf.TEMPLATE_VERSION in frame_versions(templated)) == repeats, name
     from_plain = list(dg.read_trace(plain).events)
-    from_templated = list(dg.read_trace(templated).events)
-    assert len(from_templated) == len(events)
-    for k, (a, b, c) in enumerate(zip(from_templated, from_plain, events[:1] + events[1:],
-                                      strict=True)):
-        assert a == b, (name, k, a, b)
-        if k:  # (the header's created time is rounded the same way in both files)
-            assert a == c, (name, k, a, c)
-    if repeats:
-        assert templated.stat().st_size < plain.stat().st_size
+    for version in (tf.TEMPLATE_VERSION, tf.TABLE_VERSION):
+        templated = saved(events, tmp_path / f"{name}-{version}.dgtrace", version)
+        expected = repeats and (in_frames or version == tf.TABLE_VERSION)
+        if version == tf.TEMPLATE_VERSION or repeats:
+            assert (version in frame_versions(templated)) == expected, (name, version)
+        else:  # (the first iteration is a template at once, written as its rows: one
+            # frame head and a byte per event of it more, whatever follows)
+            assert templated.stat().st_size <= plain.stat().st_size + 300, name
+        from_templated = list(dg.read_trace(templated).events)
+        assert len(from_templated) == len(events)
+        for k, (a, b, c) in enumerate(zip(from_templated, from_plain, events, strict=True)):
+            assert a == b, (name, version, k, a, b)
+            if k:  # (the header's created time is rounded the same way in both files)
+                assert a == c, (name, version, k, a, c)
+        if version == tf.TABLE_VERSION:  # streamed, the templates met on the way
+            assert list(tf.iter_events(templated)) == from_templated
+        if expected:
+            assert templated.stat().st_size < plain.stat().st_size

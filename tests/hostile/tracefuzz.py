@@ -413,7 +413,7 @@ def record_tiny(path: Path, stats: str, values: str = "none", steps: int = 3,
                            traceback="Traceback ...", at_seq=seq, file="train.py", line=7),
         ev.RunEnd(seq=seq + 4, iteration=it, status=1, reason="exception"),
     ]
-    if version in (tf.FORMAT_VERSION, tf.TEMPLATE_VERSION):
+    if version in (tf.FORMAT_VERSION, tf.TEMPLATE_VERSION, tf.TABLE_VERSION):
         written, tf.WRITE_VERSION = tf.WRITE_VERSION, version
         try:
             dg.Trace(events).save(path)

@@ -28,6 +28,7 @@ and raises ``Mismatch`` (with the program as code) unless:
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import warnings
@@ -75,6 +76,8 @@ class Run:
     passes: list[Pass] = field(default_factory=list)
     ids: list[dict[str, int | None]] = field(default_factory=list)  # after each line
     events: list[ev.Event] = field(default_factory=list)
+    # after each line: how many events the trace held then (the captured run)
+    marks: list[int] = field(default_factory=list)
     # values whose retained .grad PyTorch gets wrong (see ``_siblings_changed``)
     unreliable: set[str] = field(default_factory=set)
     # per line: the values outside any graph (no grad) it changed in place: no op records
@@ -202,6 +205,8 @@ def run_captured(program: Program) -> Run:
                 run.error = (i, type(err))
                 break
             run.ids.append({n: _current_id(t) for n, t in tensors_and_parameters(env).items()})
+            if lib is dyngraph:  # (on PyTorch reading the events reads the statistics)
+                run.marks.append(len(trace.events))
     run.events = list(trace.events)
     return run
 
@@ -330,6 +335,14 @@ def _bitwise(plain: Run, captured: Run) -> list[str]:
     return out
 
 
+def _line_of(run: Run, event: ev.Event) -> int:
+    """The line during which ``event`` reached the trace (by the events after each line)."""
+    if not run.marks:  # (PyTorch capture: an id is given as a value enters)
+        return -1
+    at = next(k for k, e in enumerate(run.events) if e is event)
+    return bisect.bisect_right(run.marks, at)
+
+
 def _ops_by_output(events: list[ev.Event]) -> dict[int, ev.Event]:
     found: dict[int, ev.Event] = {}
     for e in events:
@@ -356,6 +369,13 @@ def _forward(program: Program, plain: Run, captured: Run) -> list[str]:
                 continue  # (a value computed before: summarised when it entered)
             problem = summary_problem(e.summary, plain.values[i][n],
                                       bound=_later(plain.changes, n, i))
+            entered = _line_of(captured, e)
+            if problem and type(e) is ev.TensorCreated and entered > i and any(
+                    summary_problem(e.summary, plain.values[j][n]) is None
+                    for j in (entered - 1, entered) if n in plain.values[j]):
+                # (the numpy engine numbers a value when it is made, ``g5`` of an
+                # ``autograd.grad``; it enters the graph later, holding its value then)
+                problem = None
             if problem and i and i in plain.changes.get(n, ()) and summary_problem(
                     e.summary, plain.values[i - 1][n], bound=True) is None:
                 # (read again earlier in the line, then changed in place through another
