@@ -26,6 +26,7 @@ from dyngraph.debug.breakpoints import same_file
 from dyngraph.debug.inspection import EvalResult, FrameView, InspectError
 from dyngraph.debug.reach import Seen, check, engine_ops
 
+from . import collector
 from .breakpoints import Breakpoint, history_hit
 from .model import STEP_KINDS, Model
 
@@ -360,7 +361,8 @@ class ReplaySource(Source):
             return got
         model = self.model
         was_empty = model.cursor < 0
-        model.ingest(got)
+        with collector.paused():
+            model.ingest(got)
         if was_empty:
             first = model.next_step(0)
             model.move_to(first if first is not None else -1)
