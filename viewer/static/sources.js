@@ -4,10 +4,66 @@
 
 const DG = globalThis.DG || (globalThis.DG = {});
 
+// A packed part (viewer/packing.py) back as viewer/data.py made it; a part that is not
+// packed (the notebook widget's) is returned as it is.
+const bytesOf = text => {
+  const bin = atob(text);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+};
+
+const floatsOf = packed => {
+  const bytes = bytesOf(packed.$f32);
+  const view = new DataView(bytes.buffer);
+  const none = packed.$none ? bytesOf(packed.$none) : null;
+  const n = bytes.length / 4, out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    if (none && none[i]) { out[i] = null; continue; }
+    const v = view.getFloat32(4 * i, true);
+    out[i] = Number.isFinite(v) ? v : (Number.isNaN(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
+  }
+  return out;
+};
+
+DG.unpackValues = function (V) {
+  for (const name of Object.keys(V)) {
+    const col = V[name];
+    if (col && typeof col === "object" && !Array.isArray(col) && "$f32" in col) V[name] = floatsOf(col);
+  }
+  return V;
+};
+
+DG.unpackStructure = function (S) {
+  if (!S.sigIdx) return S;
+  const table = S.sigTable;
+  S.sig = S.sigIdx.map(k => table[k]);
+  delete S.sigIdx; delete S.sigTable;
+  const tree = S.tree;
+  if (tree.scopeIdx) {
+    const calls = tree.calls;
+    tree.scope_of = tree.scopeIdx.map(k => (k >= 0 ? calls[k].key : ""));
+    delete tree.scopeIdx;
+  }
+  if (S.keyOcc) {  // module \t what \t file:line \t occurrence, as viewer/data.py's _key_text
+    const t = S.tables, occ = S.keyOcc, out = new Array(occ.length);
+    for (let i = 0; i < occ.length; i++) {
+      const what = t.op[S.op[i]] || S.name[i] || t.kind[S.kind[i]];
+      out[i] = t.module[S.module[i]] + "\t" + what + "\t" + t.file[S.file[i]] + ":" + S.line[i] +
+        "\t" + occ[i];
+    }
+    S.key = out;
+    delete S.keyOcc;
+  }
+  return S;
+};
+
 // A source from part getters (each returns a promise): the sparkline's history is read
 // from every iteration's values, matching the node by its stable key.
-DG.partsSource = function (meta, structure, values) {
+DG.partsSource = function (meta, rawStructure, rawValues) {
   const histories = new Map();
+  const structure = async s => DG.unpackStructure(await rawStructure(s));
+  const values = async p => DG.unpackValues(await rawValues(p));
   return {
     meta, structure, values,
     history: async key => {
