@@ -25,3 +25,29 @@ def paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+FREEZE_ABOVE = 50_000  # events: a trace this big is frozen once loaded (see ``Hold``)
+
+
+class Hold:
+    """The collector off while a trace loads (the decoding thread's events, the model's
+    graph: all of it lives on), and, for a big trace, its objects frozen once loaded
+    (``gc.freeze``): the next full collection would otherwise walk a million of them,
+    likely during the first key the user presses; they live as long as the app anyway.
+    """
+
+    def __init__(self) -> None:
+        self._enabled = gc.isenabled()
+        self._held = True
+        gc.disable()
+
+    def release(self, events: int = 0) -> None:
+        """Collect as usual again (once; later calls do nothing)."""
+        if not self._held:
+            return
+        self._held = False
+        if events > FREEZE_ABOVE:
+            gc.freeze()
+        if self._enabled:
+            gc.enable()

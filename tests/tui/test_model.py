@@ -261,6 +261,31 @@ def test_a_trace_loading_in_chunks_grows_the_cursors_graph_without_rebuilding(ti
     assert model._as_of is as_of
 
 
+def test_loading_a_trace_file_leaves_the_cyclic_collector_as_it_was(nan_trace_path):
+    """The collector is held off while a trace file loads (its events and graph all live
+    on) and runs again once it is read, or once the source is closed half-way."""
+    import gc
+    import time
+
+    import dyngraph
+
+    assert gc.isenabled()
+    source = ReplaySource(Model(), dyngraph.read_trace(nan_trace_path))
+    source.pump()
+    deadline = time.monotonic() + 60
+    while source.loading and time.monotonic() < deadline:
+        source.pump()
+        time.sleep(0.005)
+    assert not source.loading and gc.isenabled()
+    source.close()
+    assert gc.isenabled()
+    half = ReplaySource(Model(), dyngraph.read_trace(nan_trace_path))
+    half.pump()
+    half.close()
+    time.sleep(0.2)  # (its thread ends on its own)
+    assert gc.isenabled()
+
+
 def test_a_node_without_its_gradient_keeps_every_other_field():
     """The cursor's graph before backward shows nodes without gradients, copied field by
     field for speed: every other field of the node survives the copy."""
