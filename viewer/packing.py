@@ -9,8 +9,9 @@ second reading and parsing text the page could rebuild. ``pack_structure`` and
 - a structure's ``key`` column (``module\\twhat\\tfile:line\\toccurrence``, 2.9 MB) becomes
   the occurrence numbers alone (``keyOcc``): the rest is in other columns;
 - its tree's ``scope_of`` (one call key per node, 3 MB) becomes indexes into the tree's
-  calls (``scopeIdx``), and ``sig`` (16-digit numbers) indexes into a table (``sigIdx``,
-  ``sigTable``);
+  calls (``scopeIdx``), the calls become columns (``callCols``: a call's key, label and
+  children follow from its path, number and parent), and ``sig`` (16-digit numbers)
+  indexes into a table (``sigIdx``, ``sigTable``);
 - a values part's statistics columns become little-endian float32 bytes in base64
   (``{"$f32": ..., "$none": ...}``, ``$none`` marking the nodes without a summary).
   The part holds each statistic to 6 significant digits, which float32 keeps (it holds
@@ -46,6 +47,10 @@ def pack_structure(part: dict[str, Any]) -> dict[str, Any]:
     if all(s == "" or s in index for s in tree["scope_of"]):
         packed = {k: v for k, v in tree.items() if k != "scope_of"}
         packed["scopeIdx"] = [index[s] if s else -1 for s in tree["scope_of"]]
+        columns = _pack_calls(tree["calls"], index)
+        if columns is not None:
+            del packed["calls"]
+            packed["callCols"] = columns
         out["tree"] = packed
     table: dict[int, int] = {}
     out["sigIdx"] = [table.setdefault(s, len(table)) for s in part["sig"]]
@@ -62,13 +67,63 @@ def unpack_structure(part: dict[str, Any]) -> dict[str, Any]:
     out["sig"] = [table[k] for k in out.pop("sigIdx")]
     tree = out["tree"]
     if "scopeIdx" in tree:
-        calls = tree["calls"]
-        unpacked = {k: v for k, v in tree.items() if k != "scopeIdx"}
+        calls = tree["calls"] if "calls" in tree else _unpack_calls(tree["callCols"])
+        unpacked = {k: v for k, v in tree.items() if k not in ("scopeIdx", "callCols")}
+        unpacked["calls"] = calls
         unpacked["scope_of"] = [calls[k]["key"] if k >= 0 else "" for k in tree["scopeIdx"]]
         out["tree"] = unpacked
     if "keyOcc" in out:
         out["key"] = _keys(out, out.pop("keyOcc"))
     return out
+
+
+_CALL_NUMBERS = ("first", "size", "direct")
+
+
+def _pack_calls(calls: list[dict[str, Any]], index: dict[str, int]
+                ) -> dict[str, list[Any]] | None:
+    """The module tree's calls as columns (11,000 calls: 2.6 MB as objects): each call's
+    key, label and children follow from its path, its number and its parent (as
+    ``folding.ModuleTree.build`` makes them); None if some call does not."""
+    paths: dict[str, int] = {}
+    out: dict[str, list[Any]] = {"path": [], "k": [], "parent": [], "run": []}
+    out.update({name: [] for name in _CALL_NUMBERS})
+    for call in calls:
+        path, _, k = call["key"].rpartition("#")
+        if not path or not k.isdigit() or path != call["path"] or (
+                call["parent"] and index.get(call["parent"], len(out["k"])) >= len(out["k"])):
+            return None  # (a parent comes before its children)
+        out["path"].append(paths.setdefault(path, len(paths)))
+        out["k"].append(int(k))
+        out["parent"].append(index[call["parent"]] if call["parent"] else -1)
+        out["run"].append(call["run"])
+        for name in _CALL_NUMBERS:
+            out[name].append(call[name])
+    out["pathTable"] = list(paths)
+    runs: dict[str, int] = {}
+    out["run"] = [runs.setdefault(r, len(runs)) for r in out["run"]]
+    out["runTable"] = list(runs)
+    return out if _unpack_calls(out) == calls else None
+
+
+def _unpack_calls(cols: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """``_pack_calls`` undone (``sources.js`` does the same)."""
+    paths, runs = cols["pathTable"], cols["runTable"]
+    counts: dict[str, int] = {}
+    for p in cols["path"]:
+        counts[paths[p]] = counts.get(paths[p], 0) + 1
+    calls: list[dict[str, Any]] = []
+    for c, p in enumerate(cols["path"]):
+        path, k, parent = paths[p], cols["k"][c], cols["parent"][c]
+        calls.append({"key": f"{path}#{k}", "path": path,
+                      "parent": calls[parent]["key"] if parent >= 0 else "",
+                      "first": cols["first"][c], "size": cols["size"][c],
+                      "direct": cols["direct"][c], "children": [],
+                      "run": runs[cols["run"][c]],
+                      "label": f"{path} #{k}" if counts[path] > 1 else path})
+        if parent >= 0:
+            calls[parent]["children"].append(calls[c]["key"])
+    return calls
 
 
 def _keys(part: dict[str, Any], occurrences: list[int]) -> list[str]:

@@ -34,12 +34,32 @@ DG.unpackValues = function (V) {
   return V;
 };
 
+// The module tree's calls from columns (viewer/packing.py's _unpack_calls).
+const callsOf = cols => {
+  const paths = cols.pathTable, runs = cols.runTable, counts = new Map();
+  for (const p of cols.path) counts.set(p, (counts.get(p) || 0) + 1);
+  const calls = new Array(cols.path.length);
+  for (let c = 0; c < calls.length; c++) {
+    const path = paths[cols.path[c]], k = cols.k[c], parent = cols.parent[c];
+    const key = path + "#" + k;
+    calls[c] = {key, path, parent: parent >= 0 ? calls[parent].key : "", first: cols.first[c],
+                size: cols.size[c], direct: cols.direct[c], children: [], run: runs[cols.run[c]],
+                label: counts.get(cols.path[c]) > 1 ? path + " #" + k : path};
+    if (parent >= 0) calls[parent].children.push(key);
+  }
+  return calls;
+};
+
 DG.unpackStructure = function (S) {
   if (!S.sigIdx) return S;
   const table = S.sigTable;
   S.sig = S.sigIdx.map(k => table[k]);
   delete S.sigIdx; delete S.sigTable;
   const tree = S.tree;
+  if (tree.callCols) {
+    tree.calls = callsOf(tree.callCols);
+    delete tree.callCols;
+  }
   if (tree.scopeIdx) {
     const calls = tree.calls;
     tree.scope_of = tree.scopeIdx.map(k => (k >= 0 ? calls[k].key : ""));
