@@ -7,30 +7,50 @@ const DG = globalThis.DG || (globalThis.DG = {});
 // A packed part (viewer/packing.py) back as viewer/data.py made it; a part that is not
 // packed (the notebook widget's) is returned as it is.
 const bytesOf = text => {
+  if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
   const bin = atob(text);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 };
 
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 const floatsOf = packed => {
   const bytes = bytesOf(packed.$f32);
-  const view = new DataView(bytes.buffer);
-  const none = packed.$none ? bytesOf(packed.$none) : null;
   const n = bytes.length / 4, out = new Array(n);
+  let f;
+  if (LITTLE) {
+    f = new Float32Array(bytes.buffer, bytes.byteOffset, n);
+  } else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset);
+    f = new Float32Array(n);
+    for (let i = 0; i < n; i++) f[i] = view.getFloat32(4 * i, true);
+  }
+  const none = packed.$none ? bytesOf(packed.$none) : null;
   for (let i = 0; i < n; i++) {
-    if (none && none[i]) { out[i] = null; continue; }
-    const v = view.getFloat32(4 * i, true);
-    out[i] = Number.isFinite(v) ? v : (Number.isNaN(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity"));
+    const v = f[i];
+    out[i] = none && none[i] ? null : (v - v === 0 ? v :
+      (v !== v ? "NaN" : (v > 0 ? "Infinity" : "-Infinity")));
   }
   return out;
 };
 
+// A statistics column is decoded when first read: switching iterations reads the
+// gradient norms (the colours); the others wait for a node's panel.
 DG.unpackValues = function (V) {
+  if (V._unpacked) return V;
   for (const name of Object.keys(V)) {
     const col = V[name];
-    if (col && typeof col === "object" && !Array.isArray(col) && "$f32" in col) V[name] = floatsOf(col);
+    if (col && typeof col === "object" && !Array.isArray(col) && "$f32" in col) {
+      let got = null;
+      Object.defineProperty(V, name, {
+        configurable: true, enumerable: true,
+        get: () => (got === null ? (got = floatsOf(col)) : got),
+      });
+    }
   }
+  if (Object.isExtensible(V)) Object.defineProperty(V, "_unpacked", {value: true});
   return V;
 };
 
