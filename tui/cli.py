@@ -73,15 +73,21 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
                                   **options)
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot start {script}: {exc}") from None
+    held: Any = _NOT_HELD
     try:
         for bp in breakpoints:
             source.add_breakpoint(bp)
         app = DebuggerApp(source, export_dir=export_dir, title=title, files_near=str(script))
+        # From here until the script's output is printed, SIGINT never raises: inside the
+        # app ctrl+c is a key, and a SIGINT sent from outside asks the app to quit. Once
+        # the app restores the terminal, ctrl+c is a signal again, and one more press
+        # (users press it more than once to quit) would cut the script's output short;
+        # holding it only after ``run()`` returned left that window open under load.
+        held = _ctrl_c_held(app)
         status = app.run()
     finally:
-        # Out of the app, ctrl+c is a signal again: one more press (users press it more
-        # than once to quit) would cut the script's output short. Closing is bounded.
-        held = _ctrl_c_held()
+        if held is _NOT_HELD:  # (the app never started)
+            held = _ctrl_c_held(None)
         source.close()
         end_children()
     try:
@@ -96,10 +102,19 @@ def _run_live(script: Path, script_args: list[str], *, stats: str, export_dir: s
     return exit_status(app.return_code, status)
 
 
-def _ctrl_c_held() -> Any:
-    """Ignore SIGINT from now on (main thread only); the handler it replaced."""
+_NOT_HELD = object()
+
+
+def _ctrl_c_held(app: Any) -> Any:
+    """From now on SIGINT asks ``app`` to quit while it runs and is ignored otherwise
+    (main thread only); the handler it replaced."""
+
+    def pressed(signum: int, frame: Any) -> None:
+        if app is not None and app.is_running:
+            app.exit()
+
     try:
-        return signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return signal.signal(signal.SIGINT, pressed)
     except ValueError:  # not the main thread: nothing to hold
         return None
 
