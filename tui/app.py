@@ -31,6 +31,7 @@ from dyngraph.capture.paths import resolve as resolve_path
 from dyngraph.debug.breakpoints import reads_per_op
 from dyngraph.textsafe import shown
 
+from . import collector
 from . import messages as msg
 from .app_actions import DebuggerActions
 from .console_screen import ConsoleScreen, ConsoleState
@@ -294,7 +295,7 @@ class DebuggerApp(DebuggerActions):
         model = self.model
         self.redraws += 1
         self._last_full = time.monotonic()
-        with self.batch_update():
+        with self.batch_update(), collector.paused():
             found = model.graph_at_cursor()
             graph = found if found is not None else Graph(iteration=1)  # (empty is falsy)
             self.graph = graph

@@ -31,7 +31,7 @@ from dyngraph.capture.folding import FOLD_ABOVE, ModuleTree
 from dyngraph.capture.graph import Graph
 from dyngraph.errors import UserError
 
-from . import raster
+from . import collector, raster
 from .canvas_fold import (  # noqa: F401 - the canvas's names, re-exported
     COPY_SHARED,
     UNIT_KIND,
@@ -105,14 +105,39 @@ class Canonical:
         inputs: dict[int, list[tuple[int, int]]] = {}
         for e in graph.edges:
             inputs.setdefault(e.dst, []).append((e.index, e.src))
-        self.sigs = [self._sig(n, inputs.get(n.id, ())) for n in nodes]
+        self.sigs = self._sigs(nodes, inputs)
         self._edges = len(graph.edges)
+
+    def _sigs(self, nodes: list[Any], inputs: dict[int, list[tuple[int, int]]]) -> list[Sig]:
+        """``_sig`` of every node, inline: a 50,000-node iteration's first picture pays
+        this once per node."""
+        index, scopes, scope_of = self.index, self._scopes, self._scope
+        out: list[Sig] = []
+        append = out.append
+        for n in nodes:
+            got = inputs.get(n.id)
+            if got is None:
+                ins: tuple[int, ...] = ()
+            else:
+                if len(got) > 1:
+                    got.sort()
+                ins = tuple([index.get(src, -1) for _, src in got])
+            call = getattr(n, "call", 0)
+            scope = scopes.get(call) if call else ()
+            if scope is None:
+                scope = scope_of(call)
+            shape = n.shape
+            append((n.kind, n.op, n.name, shape if type(shape) is tuple else tuple(shape),
+                    n.module, bool(n.requires_grad), ins, scope, n.dtype))
+        return out
 
     def _grow(self, graph: Graph) -> bool:
         """Append nodes added since the last update (GraphBuilder only ever appends)."""
         n = len(self.ids)
         if len(graph.nodes) < n or len(graph.edges) < self._edges:
             return False
+        if len(graph.nodes) > 2 * n + 64:  # a jump (to the end of a big forward pass):
+            return False  # one pass over everything beats patching most of it twice
         new = list(graph.nodes.values())[n:] if len(graph.nodes) > n else []
         last = graph.nodes.get(self.ids[-1]) if self.ids else None
         if (self.ids and last is None) or any(
@@ -422,7 +447,8 @@ class LayoutWorker:
             entry, error = None, None
             try:
                 rule = Collapse(collapsed=job.user[0], expanded=job.user[1], fold=job.auto)
-                entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
+                with collector.paused():
+                    entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
                 self.cache.add(entry)
             except Exception as exc:  # a layout failure must never take the UI down
                 text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"

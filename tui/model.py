@@ -22,10 +22,12 @@ from __future__ import annotations
 import bisect
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from dyngraph.capture import events as ev
 from dyngraph.capture.graph import Graph, GraphBuilder, GraphDiff, GraphNode, diff_graphs
+
+from .graph_as_of import AsOf, graph_as_of  # noqa: F401 - (``graph_as_of`` re-exported)
 
 # Events a step lands on: the moments that change one node.
 STEP_KINDS = frozenset({"op", "backward_step"})
@@ -101,7 +103,7 @@ class Model:
         self._stripped: tuple[Graph | None, dict[int, GraphNode]] = (None, {})
         self._view: Graph | None = None  # the cursor's graph, refilled as the cursor moves
         self._as_of: AsOf | None = None  # how to refill it by what changed since last time
-        self._inputs: tuple[object, dict[int, list[int]]] = (None, {})
+        self._inputs: tuple[tuple[Graph | None, int], dict[int, list[int]]] = ((None, 0), {})
         self._diffs: dict[int, GraphDiff] = {}  # of complete iterations (they stay so)
 
     # -- ingest --------------------------------------------------------------------------
@@ -289,10 +291,11 @@ class Model:
         _, pos, builder = self._open
         events = self.events
         end = len(events)
-        for i in range(pos, end):
-            event = events[i]
-            if event.kind in GRAPH_KINDS and event.iteration == index:
-                builder.add(event)
+        kinds = GRAPH_KINDS
+        # One ``add_all`` over the chunk, not ``add`` per event: a big trace loading feeds
+        # 100,000 events here.
+        builder.add_all([e for e in events[pos:end]
+                         if e.kind in kinds and e.iteration == index])
         self._open = (index, end, builder)
         graph = builder.finished[-1] if builder.finished else builder.current
         graph.iteration = index
@@ -332,7 +335,8 @@ class Model:
         view = self._view
         if view is None or view.iteration != info.index:
             view = self._view = Graph(iteration=info.index)
-        if self._as_of is None or self._as_of.graph is not graph or self._as_of.stale():
+        as_of = self._as_of
+        if as_of is None or as_of.graph is not graph or (as_of.stale() and not as_of.grow()):
             self._as_of = AsOf.of(graph)
         if self._as_of is not None:
             return self._as_of.fill(seq, view, self._stripped[1])
@@ -345,13 +349,15 @@ class Model:
         graph = self.graph(info.index) if info is not None else None
         if graph is None:
             return []
-        key = (id(graph), len(graph.edges))
-        if self._inputs[0] != key:
-            index: dict[int, list[int]] = {}
-            for e in graph.edges:
-                index.setdefault(e.dst, []).append(e.src)
-            self._inputs = (key, index)
-        return self._inputs[1].get(node_id, [])
+        (seen, done), index = self._inputs
+        edges = graph.edges
+        if seen is not graph or done > len(edges):
+            done, index = 0, {}
+        # Edges are only ever appended: while a big trace loads, index what came since.
+        for e in edges[done:] if done else edges:
+            index.setdefault(e.dst, []).append(e.src)
+        self._inputs = ((graph, len(edges)), index)
+        return index.get(node_id, [])
 
     def compile_event_at_cursor(self) -> ev.CompileEvent | None:
         """The compile event the cursor is on, or that the pause at the cursor is about
@@ -428,147 +434,3 @@ class Model:
         norms = self._norms
         key = node.key
         return [norms[i].get(key) if i in norms else None for i in done]
-
-
-def graph_as_of(graph: Graph, seq: int, stripped: dict[int, GraphNode] | None = None,
-                into: Graph | None = None) -> Graph:
-    """``graph`` as it was when event ``seq`` had just happened.
-
-    The result is ``into`` (refilled) or a new Graph; ``graph`` itself is never changed.
-    Refilling one Graph object while the cursor stays in an iteration lets the graph pane
-    tell "nodes were appended" or "nothing moved but gradients" from a different graph.
-    ``stripped`` caches gradient-free copies of nodes between calls on the same graph.
-    """
-    if stripped is None:
-        stripped = {}
-    nodes = graph.nodes
-    out = into if into is not None else Graph(iteration=graph.iteration)
-    out.iteration = graph.iteration
-    out.calls = graph.calls  # only ever added to; a call without ops so far draws nothing
-    if nodes and all(n.seq <= seq and n.backward_seq <= seq for n in nodes.values()) and all(
-            g.seq <= seq for g in graph.grad_nodes.values()):
-        out.nodes = dict(nodes)
-        out.edges = list(graph.edges)
-        out.backward_order = list(graph.backward_order)
-        out.grad_nodes = graph.grad_nodes  # (never changed: a finished iteration's)
-        out.complete = graph.complete
-        out._structure_key = graph._structure_key
-        return out
-    kept: dict[int, GraphNode] = {}
-    for node_id, node in nodes.items():
-        if node.seq > seq:
-            continue
-        if node.backward_seq > seq:
-            bare = stripped.get(node_id)
-            if bare is None or bare.seq != node.seq:
-                bare = stripped[node_id] = replace(node, grad=None, grad_fn="", backward_seq=0)
-            node = bare
-        kept[node_id] = node
-    out.nodes = kept
-    out.edges = [e for e in graph.edges if e.src in kept and e.dst in kept]
-    out.backward_order = [i for i in graph.backward_order if kept.get(i) is not None
-                          and kept[i].backward_seq]
-    out.grad_nodes = {i: g for i, g in graph.grad_nodes.items() if g.seq <= seq}
-    out.complete = False
-    out._structure_key = None
-    return out
-
-
-class AsOf:
-    """``graph_as_of`` for one graph, paid by what changed since the last call.
-
-    A graph's nodes are created in seq order, its edges appended as their consumer is
-    created and its backward order as backward reaches nodes: the graph at any seq keeps
-    a prefix of each. A step moves the cursor by one event, so refilling the view costs
-    the few nodes that came or went (and the gradients that did), not a pass over a
-    50,000-node iteration. ``of`` returns None for a graph not built that way.
-    """
-
-    def __init__(self, graph: Graph, nodes: list[GraphNode], edge_end: list[int],
-                 back_seqs: list[int]) -> None:
-        self.graph = graph
-        self.nodes = nodes
-        self.seqs = [n.seq for n in nodes]
-        self.edge_end = edge_end  # edges kept with the first k+1 nodes
-        self.back_seqs = back_seqs  # the seq at which backward reached backward_order[k]
-        self._view: Graph | None = None
-        self._kept = 0  # nodes[:kept] are in the view
-        self._reached = 0  # backward_order[:reached] counts as reached
-
-    @classmethod
-    def of(cls, graph: Graph) -> AsOf | None:
-        nodes = list(graph.nodes.values())
-        seqs = [n.seq for n in nodes]
-        if any(a > b for a, b in zip(seqs, seqs[1:], strict=False)):
-            return None
-        position = {n.id: k for k, n in enumerate(nodes)}
-        edge_end = [0] * len(nodes)
-        last = -1
-        for e, edge in enumerate(graph.edges):
-            k = position.get(edge.dst, -1)
-            if k < last or k < 0:
-                return None
-            for j in range(last + 1, k):
-                edge_end[j] = e
-            last = k
-            edge_end[k] = e + 1
-        for j in range(last + 1, len(nodes)):
-            edge_end[j] = len(graph.edges)
-        back: list[int] = []
-        for node_id in graph.backward_order:
-            node = graph.nodes.get(node_id)
-            back.append(node.backward_seq if node is not None else 0)
-        # A leaf accumulated twice is listed twice but keeps its last seq: order by the
-        # seq of each listing is what matters, and a repeat breaks it; then no shortcut.
-        if any(a > b for a, b in zip(back, back[1:], strict=False)):
-            return None
-        return cls(graph, nodes, edge_end, back)
-
-    def stale(self) -> bool:
-        """Has the graph grown since (a live run's open iteration)?"""
-        graph = self.graph
-        return (len(graph.nodes) != len(self.nodes) or len(graph.backward_order) != len(
-            self.back_seqs) or (self.edge_end and len(graph.edges) != self.edge_end[-1])
-            or (not self.edge_end and bool(graph.edges)))
-
-    def fill(self, seq: int, into: Graph, stripped: dict[int, GraphNode]) -> Graph:
-        """``graph_as_of(self.graph, seq, stripped, into)``, by difference when ``into``
-        was filled by this object last time."""
-        graph = self.graph
-        kept = bisect.bisect_right(self.seqs, seq)
-        reached = bisect.bisect_right(self.back_seqs, seq)
-        if self._view is not into:
-            into.nodes = {}
-            self._kept = self._reached = 0
-        self._view = into
-        nodes = into.nodes
-        order = graph.backward_order
-
-        def shown(node: GraphNode) -> GraphNode:
-            if node.backward_seq <= seq:
-                return node
-            bare = stripped.get(node.id)
-            if bare is None or bare.seq != node.seq:
-                bare = stripped[node.id] = replace(node, grad=None, grad_fn="",
-                                                   backward_seq=0)
-            return bare
-
-        if kept < self._kept:
-            for node in self.nodes[kept:self._kept]:
-                nodes.pop(node.id, None)
-        # Gradients that came or went since last time, on nodes that stay.
-        lo, hi = sorted((reached, self._reached))
-        for node_id in order[lo:hi]:
-            if node_id in nodes:
-                nodes[node_id] = shown(graph.nodes[node_id])
-        for node in self.nodes[self._kept:kept]:
-            nodes[node.id] = shown(node)
-        self._kept, self._reached = kept, reached
-        into.iteration = graph.iteration
-        into.calls = graph.calls
-        into.edges = graph.edges[:self.edge_end[kept - 1]] if kept else []
-        into.backward_order = [i for i in order[:reached] if i in nodes]
-        whole = kept == len(self.nodes) and reached == len(order)
-        into.complete = graph.complete if whole else False
-        into._structure_key = graph._structure_key if whole else None
-        return into

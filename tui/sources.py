@@ -26,6 +26,7 @@ from dyngraph.debug.breakpoints import same_file
 from dyngraph.debug.inspection import EvalResult, FrameView, InspectError
 from dyngraph.debug.reach import Seen, check, engine_ops
 
+from . import collector
 from .breakpoints import Breakpoint, history_hit
 from .model import STEP_KINDS, Model
 
@@ -300,6 +301,7 @@ class ReplaySource(Source):
         self.error: BaseException | None = None
         events = trace.events
         self._iterator = None
+        self._hold: collector.Hold | None = None
         if isinstance(events, list):  # already in memory: no need for a thread
             self._queue.put(events)
             self._queue.put(None)
@@ -310,6 +312,7 @@ class ReplaySource(Source):
     def _start(self) -> None:
         """Read the first iteration here (the first screen needs it), the rest on a thread."""
         iterator, self._iterator = self._iterator, None
+        self._hold = collector.Hold()  # (released by the thread once the trace is read)
         head: list[ev.Event] = []
         try:
             for event in iterator:  # type: ignore[union-attr]
@@ -326,19 +329,25 @@ class ReplaySource(Source):
                          daemon=True).start()
 
     def _decode(self, iterator) -> None:
+        read = 0
         try:
             chunk: list[ev.Event] = []
             for event in iterator:
                 chunk.append(event)
                 if len(chunk) >= self.CHUNK:
+                    read += len(chunk)
                     self._queue.put(chunk)
                     chunk = []
                     time.sleep(0.002)  # hand the GIL to the UI between chunks
+            read += len(chunk)
             self._queue.put(chunk)
             self._queue.put(None)
         except BaseException as exc:  # shown by the app; what was read stays usable
             self._queue.put(exc)
             self._queue.put(None)
+        finally:
+            if self._hold is not None:
+                self._hold.release(read)
 
     def pump(self) -> list[ev.Event]:
         if self._iterator is not None:
@@ -360,7 +369,8 @@ class ReplaySource(Source):
             return got
         model = self.model
         was_empty = model.cursor < 0
-        model.ingest(got)
+        with collector.paused():
+            model.ingest(got)
         if was_empty:
             first = model.next_step(0)
             model.move_to(first if first is not None else -1)
@@ -391,6 +401,10 @@ class ReplaySource(Source):
         super()._history_move(index, reason, description)
         self._finished = False
         self._waiting = None
+
+    def close(self) -> None:
+        if self._hold is not None:  # (quit while the trace was still loading)
+            self._hold.release()
 
     def _at_frontier(self, command: str, **kwargs: Any) -> None:
         if self.loading:

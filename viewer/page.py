@@ -20,6 +20,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .packing import pack_structure, pack_values, unpack_structure, unpack_values
+
 # In the order they build on each other (each adds to one ``DG`` namespace).
 SCRIPTS = ("fold.js", "layout.js", "draw.js", "panel.js", "viewer.js", "sources.js")
 TRANSPORTS = ("embedded", "web")
@@ -61,8 +63,8 @@ def _blocks(data: dict[str, Any]) -> list[str]:
         return f'<script type="application/json" id="{name}">{json_block(value)}</script>\n'
 
     out = [block("dg-meta", data["meta"])]
-    out += [block(f"dg-s-{s}", part) for s, part in enumerate(data["structures"])]
-    out += [block(f"dg-v-{p}", part) for p, part in enumerate(data["values"])]
+    out += [block(f"dg-s-{s}", pack_structure(part)) for s, part in enumerate(data["structures"])]
+    out += [block(f"dg-v-{p}", pack_values(part)) for p, part in enumerate(data["values"])]
     return out
 
 
@@ -73,8 +75,9 @@ def read_parts(page: str) -> dict[str, Any]:
         r'<script type="application/json" id="(dg-[msv][-\w]*)">(.*?)</script>', page, re.S)}
     count = len([k for k in found if k.startswith("dg-s-")])
     values = len([k for k in found if k.startswith("dg-v-")])
-    return {"meta": found["dg-meta"], "structures": [found[f"dg-s-{s}"] for s in range(count)],
-            "values": [found[f"dg-v-{p}"] for p in range(values)]}
+    return {"meta": found["dg-meta"],
+            "structures": [unpack_structure(found[f"dg-s-{s}"]) for s in range(count)],
+            "values": [unpack_values(found[f"dg-v-{p}"]) for p in range(values)]}
 
 
 def page_html(data: dict[str, Any] | None = None, *, transport: str = "embedded",

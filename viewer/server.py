@@ -32,6 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 from dyngraph.errors import UserError
 
 from .data import ViewerData
+from .packing import pack_structure, pack_values
 from .page import page_html
 
 LOOPBACK = "127.0.0.1"
@@ -144,10 +145,11 @@ class ViewerServer(ThreadingHTTPServer):
                 raise KeyError(path)
             n = int(number)
             meta = self.data.meta()
+            # Packed as in the exported page (``packing``): a third less to send and parse.
             if kind == "/api/structure" and n < meta["structures"]:
-                return self.data.structure(n)
+                return pack_structure(self.data.structure(n))
             if kind == "/api/values" and n < len(meta["iterations"]):
-                return self.data.values(n)
+                return pack_values(self.data.values(n))
         raise KeyError(path)
 
 

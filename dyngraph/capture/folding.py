@@ -108,9 +108,16 @@ class ModuleTree:
               sigs: Sequence[Hashable], names: Sequence[str] | None = None) -> ModuleTree:
         calls: dict[str, Call] = {}
         top: list[str] = []
-        scope_of: list[str] = []
+        scope_of = [chain[-1] if chain else "" for chain in scopes]
         members: dict[str, list[int]] = {}
-        for i, chain in enumerate(scopes):
+        # Consecutive nodes of one call share their scope: taken a stretch at a time
+        # (a 50,000-node graph has a few thousand stretches).
+        n = len(scope_of)
+        i = 0
+        while i < n:
+            chain, j = scopes[i], i + 1
+            while j < n and scope_of[j] == scope_of[i] and scopes[j] == chain:
+                j += 1
             parent = ""
             for key in chain:
                 call = calls.get(key)
@@ -118,12 +125,12 @@ class ModuleTree:
                     call = calls[key] = Call(key, path_of(key), parent, i)
                     (calls[parent].children if parent else top).append(key)
                     members[key] = []
-                call.size += 1
-                members[key].append(i)
+                call.size += j - i
+                members[key].extend(range(i, j))
                 parent = key
             if chain:
-                calls[chain[-1]].direct += 1
-            scope_of.append(chain[-1] if chain else "")
+                calls[chain[-1]].direct += j - i
+            i = j
         _label_calls(calls)
         tree = cls(len(scope_of), calls, {}, top, scope_of, inputs)
         tree._find_runs(members, scopes, sigs, names or [""] * len(scope_of))
@@ -232,18 +239,19 @@ def _call_signature(call: Call, nodes: list[int], scopes: Sequence[Sequence[str]
     local = {i: k for k, i in enumerate(nodes)}
     depth = list(scopes[nodes[0]]).index(call.key) if nodes else 0
     parts: list[Hashable] = []
-    relative: dict[str, str] = {}
+    # The scopes below the call, relative to it, once per scope object (consecutive
+    # nodes of a nested call share theirs).
+    inner_of: dict[int, tuple[str, ...]] = {}
+    base = call.path
+    get = local.get
     for i in nodes:
-        inner_keys = scopes[i][depth + 1:]
-        inner: tuple[str, ...] = ()
-        if inner_keys:
-            for k in inner_keys:
-                if k not in relative:
-                    relative[k] = _relative(path_of(k), call.path)
-            inner = tuple(relative[k] for k in inner_keys)
-        name = _relative(names[i], call.path) if names[i] else ""
-        ins = tuple(local.get(j, -1) for j in inputs[i])
-        parts.append((sigs[i], inner, name, ins))
+        chain = scopes[i]
+        inner = inner_of.get(id(chain))
+        if inner is None:
+            inner = inner_of[id(chain)] = tuple(
+                [_relative(path_of(k), base) for k in chain[depth + 1:]])
+        name = _relative(names[i], base) if names[i] else ""
+        parts.append((sigs[i], inner, name, tuple([get(j, -1) for j in inputs[i]])))
     return hash(tuple(parts)), len(parts)
 
 
@@ -377,8 +385,11 @@ def fold(tree: ModuleTree, expanded: Iterable[str],
     index: dict[str, int] = {}
     unit_of: list[int] = []
     pending: list[int] = []  # bookkeeping nodes shown as themselves, grouped below
+    last_scope, found = "", ("", "")
     for i, scope in enumerate(tree.scope_of):
-        unit_key, frame = resolve(scope) if scope else ("", "")
+        if scope != last_scope:  # (consecutive nodes mostly share their call)
+            last_scope, found = scope, resolve(scope) if scope else ("", "")
+        unit_key, frame = found
         if unit_key:
             u = index.get(unit_key)
             if u is None:

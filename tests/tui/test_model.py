@@ -231,6 +231,78 @@ def test_stepping_pauses_stay_out_of_the_timeline_but_breakpoint_hits_do_not(tin
     assert ("breakpoint", "nan") in kinds
 
 
+def test_a_trace_loading_in_chunks_grows_the_cursors_graph_without_rebuilding(tiny_events):
+    """While a big trace loads, its iteration's graph grows under a cursor that stays put:
+    the graph at the cursor is taken in chunk by chunk (``AsOf.grow``, one object all
+    along; a 50,000-node iteration was rescanned on every chunk) and is, after each chunk
+    and wherever the cursor then goes, what ``graph_as_of`` builds from scratch."""
+    from dyngraph.tui.model import graph_as_of
+
+    model = Model()
+    first = next(i for i, e in enumerate(tiny_events) if e.kind == "op")
+    model.ingest(tiny_events[:first + 1])
+    model.move_to(first)
+    model.graph_at_cursor()
+    as_of = model._as_of
+    assert as_of is not None
+    end = next(i for i, e in enumerate(tiny_events) if e.kind == "iteration_end")
+    for lo in range(first + 1, end + 1, 7):
+        model.ingest(tiny_events[lo:min(lo + 7, end + 1)])
+        for cursor in (first, len(model.events) - 1):
+            model.move_to(cursor)
+            got = model.graph_at_cursor()
+            want = graph_as_of(model.graph(1), model.events[cursor].seq)
+            assert list(got.nodes) == list(want.nodes), cursor
+            assert [(n.grad, n.backward_seq) for n in got.nodes.values()] == [
+                (n.grad, n.backward_seq) for n in want.nodes.values()]
+            assert got.edges == want.edges and got.backward_order == want.backward_order
+            assert model.inputs_of(model.current_node_id() or -1) == [
+                e.src for e in want.edges if e.dst == model.current_node_id()]
+    assert model._as_of is as_of
+
+
+def test_loading_a_trace_file_leaves_the_cyclic_collector_as_it_was(nan_trace_path):
+    """The collector is held off while a trace file loads (its events and graph all live
+    on) and runs again once it is read, or once the source is closed half-way."""
+    import gc
+    import time
+
+    import dyngraph
+
+    assert gc.isenabled()
+    source = ReplaySource(Model(), dyngraph.read_trace(nan_trace_path))
+    source.pump()
+    deadline = time.monotonic() + 60
+    while source.loading and time.monotonic() < deadline:
+        source.pump()
+        time.sleep(0.005)
+    assert not source.loading and gc.isenabled()
+    source.close()
+    assert gc.isenabled()
+    half = ReplaySource(Model(), dyngraph.read_trace(nan_trace_path))
+    half.pump()
+    half.close()
+    time.sleep(0.2)  # (its thread ends on its own)
+    assert gc.isenabled()
+
+
+def test_a_node_without_its_gradient_keeps_every_other_field():
+    """The cursor's graph before backward shows nodes without gradients, copied field by
+    field for speed: every other field of the node survives the copy."""
+    from dataclasses import fields
+
+    from dyngraph.tui.graph_as_of import without_grad
+
+    from dyngraph.capture.graph import GraphNode
+
+    values = {f.name: f"v-{f.name}" for f in fields(GraphNode)}
+    bare = without_grad(GraphNode(**values))
+    assert (bare.grad, bare.grad_fn, bare.backward_seq) == (None, "", 0)
+    for f in fields(GraphNode):
+        if f.name not in ("grad", "grad_fn", "backward_seq"):
+            assert getattr(bare, f.name) == values[f.name], f.name
+
+
 def test_the_graph_at_the_cursor_by_difference_is_the_graph_as_of_that_event(tiny_events):
     """Stepping refills the cursor's graph by what changed (``AsOf``); at every event,
     forwards, backwards and in jumps, it is what ``graph_as_of`` builds from scratch."""

@@ -128,3 +128,29 @@ def test_a_trace_without_graphs_still_makes_a_page():
     data = ViewerData.from_trace(t)
     assert data.meta()["iterations"] == [] and data.meta()["firstNaN"] is None
     assert "dg-root" in page_html(data.everything())
+
+
+def test_a_page_carries_its_parts_packed_and_gives_them_back_exactly():
+    """The exported page and view --web send each part packed (keys rebuilt from columns,
+    scopes, calls and signatures as indexes, statistics as float32 bytes): smaller, and
+    unpacked it is the very part made, NaN, Inf and missing summaries included."""
+    from dyngraph.viewer import packing
+
+    data = ViewerData.from_trace(RUN)
+    plain = json.loads(json.dumps(data.everything()))
+    for s, part in enumerate(plain["structures"]):
+        packed = packing.pack_structure(part)
+        assert {"keyOcc", "sigIdx"} <= set(packed) and "key" not in packed
+        assert {"scopeIdx", "callCols"} <= set(packed["tree"])
+        assert len(json_block(packed)) < len(json_block(part)) * 0.75, s
+        assert packing.unpack_structure(json.loads(json_block(packed))) == part
+    nan = plain["values"][NAN_ITERATION - 1]
+    assert None in nan["vnorm"] and None in nan["gnorm"]
+    spelled = dict(nan, vmax=["NaN", "Infinity", "-Infinity", None, -0.0] + nan["vmax"][5:])
+    for part in [*plain["values"], spelled]:
+        packed = packing.pack_values(part)
+        assert isinstance(packed["vnorm"], dict) and "$f32" in packed["vnorm"]
+        assert packing.unpack_values(json.loads(json_block(packed))) == part
+    # A number float32 cannot hold stays as it was.
+    odd = dict(nan, vmax=[1e300] + nan["vmax"][1:])
+    assert packing.pack_values(odd)["vmax"] == odd["vmax"]

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from dyngraph.viewer import ViewerData
+from dyngraph.viewer.packing import unpack_structure, unpack_values
 from dyngraph.viewer.server import ViewerServer
 from viewer_runs import training_run
 
@@ -75,9 +76,13 @@ def test_parts_are_served_and_unknown_ones_are_404(server):
     meta = json.loads(body)
     assert status == 200 and len(meta["iterations"]) == 4
     s = meta["iterations"][1]["structure"]
-    structure = json.loads(get(server, with_token(server, f"/api/structure/{s}"))[1])
-    values = json.loads(get(server, with_token(server, "/api/values/1"))[1])
+    # (packed on the wire, ``viewer/packing.py``; the page unpacks them as this does)
+    structure = unpack_structure(json.loads(
+        get(server, with_token(server, f"/api/structure/{s}"))[1]))
+    values = unpack_values(json.loads(get(server, with_token(server, "/api/values/1"))[1]))
     assert structure["n"] == meta["iterations"][1]["nodes"] == len(values["id"])
+    assert structure == json.loads(json.dumps(server.data.structure(s)))
+    assert values == json.loads(json.dumps(server.data.values(1)))
     key = structure["key"][5]
     status, body = get(server, with_token(server, "/api/history?key=" +
                                           key.replace("\t", "%09").replace(":", "%3A")))
