@@ -70,8 +70,10 @@ def test_record_and_check_read_the_device_at_most_twice_per_iteration(tmp_path):
     assert_within_budget(reads_of(checked.stdout))
 
 
-def test_debug_without_value_breakpoints_reads_nothing_per_op():
-    session = Session.start(BUDGET, (), stats="full", pause_at_start=False)
+def debugged_to_the_end(script: str) -> tuple[Session, str]:
+    """``script`` run to its end under the debugger (full statistics, no pause): the
+    session and what the script printed."""
+    session = Session.start(script, (), stats="full", pause_at_start=False)
     text = []
     try:
         deadline = time.monotonic() + 120
@@ -80,8 +82,13 @@ def test_debug_without_value_breakpoints_reads_nothing_per_op():
         text += [e.text for e in session.poll() if type(e) is ev.ScriptOutput]
     finally:
         session.close()
+    return session, "".join(text)
+
+
+def test_debug_without_value_breakpoints_reads_nothing_per_op():
+    session, text = debugged_to_the_end(BUDGET)
     assert session.state.exit_status == 0
-    assert_within_budget(reads_of("".join(text)))
+    assert_within_budget(reads_of(text))
 
 
 @pytest.mark.parametrize("stats", ["cheap", "full"])
@@ -245,16 +252,8 @@ def test_the_debugger_keeps_gradients_without_autograd_copying_them():
     script = str(SCRIPTS / "handover.py")
     plain = subprocess.run([sys.executable, script], capture_output=True, text=True,
                            timeout=120, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
-    session = Session.start(script, (), stats="full", pause_at_start=False)
-    text = []
-    try:
-        deadline = time.monotonic() + 120
-        while not session.state.finished and time.monotonic() < deadline:
-            text += [e.text for e in session.poll(0.1) if type(e) is ev.ScriptOutput]
-        text += [e.text for e in session.poll() if type(e) is ev.ScriptOutput]
-    finally:
-        session.close()
-    handed = [x for x in "".join(text).splitlines() if x.startswith("HANDED")]
+    session, text = debugged_to_the_end(script)
+    handed = [x for x in text.splitlines() if x.startswith("HANDED")]
     assert "HANDED ['0.bias', '0.weight', '2.bias', '2.weight']" in plain.stdout
     assert handed == [plain.stdout.strip()]
 
