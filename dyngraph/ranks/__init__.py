@@ -8,6 +8,7 @@ flight recorder for the collectives (``collectives.py``). There is no server, la
 transport of dyngraph's own: ``dyngraph record --nproc N`` calls ``torch.distributed.run``
 (``launch.py``).
 
-``job``, ``records`` and ``exchange`` import no torch; ``collectives`` does, and is
-imported only once the script has imported torch (``runtime.py``).
+``job``, ``records`` and ``exchange`` import no torch; the collectives' torch side lives
+with the PyTorch backend (``torch_backend/collectives.py``) and is imported only once the
+script has imported torch (``runtime.py``).
 """

@@ -78,7 +78,7 @@ class RankRuntime:
             self._import = after_import("torch", self._torch_imported)
 
     def _torch_imported(self) -> None:
-        from .collectives import Collectives
+        from ..torch_backend.collectives import Collectives
 
         self.collectives = Collectives(self._collective, self._world_checkpoint)
         self.collectives.fr_env = self._fr_env
@@ -122,7 +122,7 @@ class RankRuntime:
     # -- checkpoints ---------------------------------------------------------------------
     def _exchange(self) -> Exchange | None:
         if self.exchange is None and self.collectives is not None:
-            from .collectives import job_store
+            from ..torch_backend.collectives import job_store
 
             found = job_store(self.job.prefix)
             if found is not None:

@@ -1,4 +1,5 @@
-"""Collectives as events, and the store of the job: the torch side of ``dyngraph.ranks``.
+"""Collectives as events, and the store of the job: the torch side of ``dyngraph.ranks``,
+kept with the rest of the PyTorch backend (the one place that imports torch).
 
 Imported only once the script has imported torch (``runtime.RankRuntime`` waits for it).
 
@@ -38,9 +39,9 @@ import torch.distributed as dist
 from ..capture import events as ev
 from ..capture.rows import row_of
 from ..capture.tracing import now_ns, tracer
-from ..torch_backend import backend as torch_backend
-from ..torch_backend.ids import id_of
-from ..torch_backend.stats import SUMMARIZERS, dtype_name, shape_of
+from . import backend as torch_backend
+from .ids import id_of
+from .stats import SUMMARIZERS, dtype_name, shape_of
 
 # name -> (argument holding what goes in, argument holding what comes out, attributes)
 SPECS: dict[str, tuple[str | None, str | None, tuple[str, ...]]] = {
