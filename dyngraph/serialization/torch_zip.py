@@ -1,20 +1,21 @@
 """Read a checkpoint PyTorch wrote (``torch.save``: a zip holding ``data.pkl`` and one file
 per storage) without running any of its code.
 
-``data.pkl`` is a pickle, and unpickling can call any importable function. Here the pickle
-machine may only reach a fixed table of dyngraph's own builders (tensors, Parameters,
-OrderedDict, torch.Size, dtypes, sets, bytes): nothing is imported, and any other name,
-a whole ``nn.Module`` for example, stops the load with a line naming it. That is what
-PyTorch's own ``weights_only=True`` loader allows, implemented without PyTorch.
+``data.pkl`` is a pickle, and unpickling can call any importable function. dyngraph never
+unpickles: ``pickle_reader.py`` runs the pickle's opcodes itself, and the only names it can
+reach are a fixed table of dyngraph's own builders (tensors, Parameters, OrderedDict,
+torch.Size, dtypes, sets, bytes): nothing is imported, and any other name, a whole
+``nn.Module`` for example, stops the load with a line naming it. That is what PyTorch's own
+``weights_only=True`` loader allows, implemented without PyTorch or ``pickle``.
 """
 
 from __future__ import annotations
 
 import io
 import math
-import pickle
 import zipfile
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ import numpy as np
 from ..engine import dtypes
 from ..engine.tensor import Size, _wrap
 from .format import SerializationError
+from .pickle_reader import Builder, DamagedPickle, read_pickle
 
 _STORAGES = {
     "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
@@ -45,30 +47,69 @@ class _StorageType:
 
 def _latin1_encode(text: str, encoding: str = "latin1") -> bytes:
     """``_codecs.encode``, which protocol-2 pickles use to spell bytes objects."""
-    if encoding not in ("latin1", "latin-1"):
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
         raise SerializationError(f"load: refused _codecs.encode with encoding {encoding!r}")
     return text.encode("latin1")
+
+
+def _empty_bytes() -> bytes:
+    """``bytes()``: how a protocol-2 pickle spells ``b""``."""
+    return b""
 
 
 def _rebuild_tensor(storage: np.ndarray, offset: int, size: Any, stride: Any,
                     requires_grad: bool = False, backward_hooks: Any = None,
                     metadata: Any = None) -> Any:
+    if not isinstance(storage, np.ndarray) or not isinstance(size, tuple) \
+            or not isinstance(stride, tuple):
+        raise TypeError("a tensor needs a storage, a size and a stride")
     array = _strided(storage, offset, tuple(size), tuple(stride))
     return _wrap(array, bool(requires_grad) and array.dtype.kind == "f")
 
 
 def _rebuild_parameter(data: Any, requires_grad: bool, backward_hooks: Any,
                        state: Any = None) -> Any:
+    """``Parameter(data, requires_grad)``. The state PyTorch passes (attributes the user
+    set on the parameter) is not restored: setting names from a file on an object could
+    hide its methods."""
+    from ..engine.tensor import Tensor
     from ..nn.parameter import Parameter
 
+    if type(data) is not Tensor:
+        raise TypeError("a Parameter wraps a tensor")
     return Parameter(data, requires_grad=bool(requires_grad) and data._array.dtype.kind == "f")
+
+
+def _ordered_dict(items: Any = ()) -> OrderedDict[Any, Any]:
+    if not isinstance(items, (list, tuple, dict)):
+        raise TypeError("OrderedDict of something other than pairs")
+    return OrderedDict(items)
+
+
+def _set(items: Any = ()) -> set[Any]:
+    if not isinstance(items, (list, tuple)):
+        raise TypeError("set of something other than a list")
+    return set(items)
+
+
+def _frozenset(items: Any = ()) -> frozenset[Any]:
+    if not isinstance(items, (list, tuple)):
+        raise TypeError("frozenset of something other than a list")
+    return frozenset(items)
+
+
+def _size(dims: Any = ()) -> Size:
+    if not isinstance(dims, (list, tuple)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise TypeError("torch.Size of something other than ints")
+    return Size(dims)
 
 
 def _strided(storage: np.ndarray, offset: int, shape: tuple[int, ...],
              stride: tuple[int, ...]) -> np.ndarray:
-    """The tensor's elements in the storage: a view when they are one C-ordered run (so
-    tensors saved sharing a storage share it here too), else a copy. Bounds are checked:
-    a damaged file cannot make us read outside the storage."""
+    """The tensor's elements in the storage, as a view (so tensors saved sharing a storage,
+    a weight and a slice of it say, share it here too, as in PyTorch). Bounds are checked
+    first: a damaged file cannot make us read outside the storage."""
     ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (offset, *shape, *stride))
     if not ints or len(shape) != len(stride) or offset < 0 or min(shape, default=0) < 0 \
             or min(stride, default=0) < 0:
@@ -86,26 +127,29 @@ def _strided(storage: np.ndarray, offset: int, shape: tuple[int, ...],
     if tuple(reversed(contiguous)) == stride or count == 1:
         return storage[offset:offset + count].reshape(shape)
     item = storage.itemsize
-    view = np.lib.stride_tricks.as_strided(storage[offset:], shape, [s * item for s in stride],
-                                           writeable=False)
-    return view.copy()
+    return np.lib.stride_tricks.as_strided(storage[offset:], shape, [s * item for s in stride])
+
+
+_BUILDERS: dict[tuple[str, str], Callable[..., Any]] = {
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+    ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
+    ("collections", "OrderedDict"): _ordered_dict,
+    ("builtins", "set"): _set,
+    ("builtins", "frozenset"): _frozenset,
+    ("builtins", "bytes"): _empty_bytes,
+    ("_codecs", "encode"): _latin1_encode,
+    ("torch", "Size"): _size,
+}
+_BUILDER_OF = {key: Builder(".".join(key), function) for key, function in _BUILDERS.items()}
 
 
 def _allowed(module: str, name: str) -> Any:
-    if module == "torch._utils" and name == "_rebuild_tensor_v2":
-        return _rebuild_tensor
-    if module == "torch._utils" and name in ("_rebuild_parameter",
-                                             "_rebuild_parameter_with_state"):
-        return _rebuild_parameter
-    if (module, name) == ("collections", "OrderedDict"):
-        return OrderedDict
-    if module in ("builtins", "__builtin__") and name in ("set", "frozenset"):
-        return set if name == "set" else frozenset
-    if (module, name) == ("_codecs", "encode"):
-        return _latin1_encode
+    """What a global of the pickle stands for: a builder, a dtype or a storage type;
+    None for every name dyngraph will not build."""
+    if (module, name) in _BUILDER_OF:
+        return _BUILDER_OF[module, name]
     if module == "torch":
-        if name == "Size":
-            return Size
         if name in _STORAGES:
             return _StorageType(_STORAGES[name])
         if name in _UNSUPPORTED_STORAGES:
@@ -117,12 +161,15 @@ def _allowed(module: str, name: str) -> Any:
     return None
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, where: str) -> None:
-        super().__init__(io.BytesIO(data), encoding="utf-8")
+class _Checkpoint:
+    """One ``data.pkl`` being read: resolves its globals and its storages."""
+
+    def __init__(self, archive: zipfile.ZipFile, prefix: str, where: str,
+                 big_endian: bool) -> None:
         self.archive = archive
         self.prefix = prefix
         self.where = where
+        self.big_endian = big_endian
         self.storages: dict[str, np.ndarray] = {}
 
     def find_class(self, module: str, name: str) -> Any:
@@ -137,7 +184,7 @@ class _Unpickler(pickle.Unpickler):
                                      f"containers of them{hint}")
         return found
 
-    def persistent_load(self, pid: Any) -> Any:
+    def persistent_load(self, pid: Any) -> np.ndarray:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
             raise SerializationError(f"load: {self.where} refers to storage {str(pid)[:60]}, "
@@ -154,15 +201,15 @@ class _Unpickler(pickle.Unpickler):
                                              len(raw) != numel * dtype.itemsize):
                 raise SerializationError(f"load: storage {key} of {self.where} has the wrong "
                                          "size (damaged)")
-            order = dtype.newbyteorder(">" if self.big_endian else "<")
-            self.storages[key] = np.frombuffer(bytearray(raw), dtype=order)
+            # Native byte order once per storage, so tensors sharing it still share it.
+            storage = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder(
+                ">" if self.big_endian else "<"))
+            self.storages[key] = storage if storage.dtype.isnative else storage.astype(dtype)
         return self.storages[key]
-
-    big_endian = False
 
 
 def load_torch_zip(stream: io.BufferedIOBase | io.BytesIO, where: str) -> Any:
-    """Load a PyTorch zip checkpoint through the restricted unpickler."""
+    """Load a PyTorch zip checkpoint through the restricted pickle reader."""
     try:
         archive = zipfile.ZipFile(stream)
         pickles = [n for n in archive.namelist() if n.endswith("data.pkl")
@@ -171,35 +218,23 @@ def load_torch_zip(stream: io.BufferedIOBase | io.BytesIO, where: str) -> Any:
             raise SerializationError(f"load: {where} is a zip file but not a PyTorch "
                                      "checkpoint (no data.pkl)")
         prefix = pickles[0][:-len("data.pkl")]
-        unpickler = _Unpickler(archive.read(pickles[0]), archive, prefix, where)
         names = set(archive.namelist())
-        if f"{prefix}byteorder" in names and archive.read(f"{prefix}byteorder") == b"big":
-            unpickler.big_endian = True
-        result = unpickler.load()
+        big_endian = f"{prefix}byteorder" in names and \
+            archive.read(f"{prefix}byteorder") == b"big"
+        checkpoint = _Checkpoint(archive, prefix, where, big_endian)
+        return read_pickle(archive.read(pickles[0]), checkpoint.find_class,
+                           checkpoint.persistent_load)
     except SerializationError:
         raise
-    except (zipfile.BadZipFile, pickle.UnpicklingError, EOFError, ValueError, TypeError,
-            IndexError, KeyError, AttributeError, RecursionError, MemoryError) as e:
+    except DamagedPickle as e:
         raise SerializationError(f"load: {where} is a damaged PyTorch checkpoint "
-                                 f"({type(e).__name__}: {str(e)[:80]})") from None
-    return _native(result)
+                                 f"({_one_line(str(e))})") from None
+    except (zipfile.BadZipFile, EOFError, ValueError, TypeError, IndexError, KeyError,
+            OSError, NotImplementedError, RecursionError, MemoryError) as e:
+        raise SerializationError(f"load: {where} is a damaged PyTorch checkpoint "
+                                 f"({type(e).__name__}: {_one_line(str(e))})") from None
 
 
-def _native(value: Any) -> Any:
-    """Storages are read big- or little-endian; hand back arrays in native order (and check
-that every tensor still holds an array)."""
-    from ..engine.tensor import Tensor
-
-    if isinstance(value, Tensor):
-        if not isinstance(value._array, np.ndarray):  # a pickle BUILD that set the slot
-            raise SerializationError("load: a tensor in the checkpoint is damaged")
-        if not value._array.dtype.isnative:
-            value._array = value._array.astype(value._array.dtype.newbyteorder("="))
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            value[k] = _native(v)
-    elif isinstance(value, list):
-        value[:] = [_native(v) for v in value]
-    elif isinstance(value, tuple) and not isinstance(value, Size):
-        return type(value)(_native(v) for v in value)
-    return value
+def _one_line(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
