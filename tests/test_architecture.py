@@ -95,6 +95,46 @@ def test_viewer_imports_the_capture_layer_and_never_the_other_way_round():
     assert offenders == []
 
 
+# Modules that turn bytes into objects by running what the bytes name.
+_CODE_LOADERS = ("pickle", "_pickle", "cPickle", "cloudpickle", "dill", "marshal", "shelve",
+                 "joblib")
+
+
+def _dynamic_imports(path: Path) -> list[str]:
+    """Names passed as constants to ``__import__`` / ``importlib.import_module``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in ("__import__", "import_module") and isinstance(node.args[0].value, str):
+                found.append(node.args[0].value)
+    return found
+
+
+def test_no_module_of_the_package_imports_pickle_or_its_kin():
+    """Trace files are never pickled and a checkpoint's code never runs: PyTorch's
+    checkpoints are read by dyngraph's own pickle machine (serialization/pickle_reader.py),
+    which can only build what its allow-list names. Nothing in the package may import a
+    module that loads objects by running what a file names."""
+    offenders = []
+    for folder, package in (("dyngraph", "dyngraph"), ("tui", "dyngraph.tui"),
+                            ("exporters", "dyngraph.exporters"), ("viewer", "dyngraph.viewer")):
+        for path, pkg in _package_files(folder, package):
+            modules = [module for module, _ in _imports(path, pkg)] + _dynamic_imports(path)
+            offenders += [f"{path.relative_to(ROOT)} imports {module}" for module in modules
+                          if module.split(".")[0] in _CODE_LOADERS]
+    assert offenders == []
+
+
+def test_the_pickle_rule_catches_an_import_of_pickle(tmp_path):
+    module = tmp_path / "sneaky.py"
+    module.write_text("import importlib\nfrom pickle import loads\n"
+                      "m = importlib.import_module('marshal')\n")
+    assert [m for m, _ in _imports(module, "x")] == ["importlib", "pickle"]
+    assert _dynamic_imports(module) == ["marshal"]
+
+
 def test_every_package_folder_is_installed():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {

@@ -187,7 +187,7 @@ class _Checkpoint:
     def persistent_load(self, pid: Any) -> np.ndarray:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
-            raise SerializationError(f"load: {self.where} refers to storage {str(pid)[:60]}, "
+            raise SerializationError(f"load: {self.where} refers to storage {_describe(pid)}, "
                                      "which dyngraph cannot read")
         storage_type, key, numel = pid[1], pid[2], pid[4]
         if key not in self.storages:
@@ -233,6 +233,18 @@ def load_torch_zip(stream: io.BufferedIOBase | io.BytesIO, where: str) -> Any:
             OSError, NotImplementedError, RecursionError, MemoryError) as e:
         raise SerializationError(f"load: {where} is a damaged PyTorch checkpoint "
                                  f"({type(e).__name__}: {_one_line(str(e))})") from None
+
+
+def _describe(pid: Any) -> str:
+    """A persistent id in a message: short values as they are, others by their type (a
+    damaged id can hold a whole tensor, whose repr spans lines)."""
+    def short(value: Any) -> str:
+        text = repr(value)
+        return text if isinstance(value, (str, int, float, type(None))) and len(text) < 24 \
+            else type(value).__name__
+    items = pid if isinstance(pid, tuple) else (pid,)
+    text = ", ".join(short(v) for v in items[:6]) + (", ..." if len(items) > 6 else "")
+    return _one_line(f"({text})" if isinstance(pid, tuple) else text, 80)
 
 
 def _one_line(text: str, limit: int = 120) -> str:
