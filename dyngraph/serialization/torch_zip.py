@@ -175,7 +175,7 @@ class _Checkpoint:
     def find_class(self, module: str, name: str) -> Any:
         found = _allowed(module, name)
         if found is None:
-            what = f"{module}.{name}"
+            what = _printable(f"{module}.{name}")
             hint = (" (a whole model saved with torch.save(model): save and load "
                     "model.state_dict() instead)") if module.startswith("torch.nn") or \
                 "__main__" in module else ""
@@ -194,13 +194,13 @@ class _Checkpoint:
             try:
                 raw = self.archive.read(f"{self.prefix}data/{key}")
             except KeyError:
-                raise SerializationError(f"load: {self.where} lacks storage {key} (damaged)"
-                                         ) from None
+                raise SerializationError(f"load: {self.where} lacks storage "
+                                         f"{_printable(key)} (damaged)") from None
             dtype = storage_type.dtype
             if len(raw) % dtype.itemsize or (isinstance(numel, int) and
                                              len(raw) != numel * dtype.itemsize):
-                raise SerializationError(f"load: storage {key} of {self.where} has the wrong "
-                                         "size (damaged)")
+                raise SerializationError(f"load: storage {_printable(key)} of {self.where} "
+                                         "has the wrong size (damaged)")
             # Native byte order once per storage, so tensors sharing it still share it.
             storage = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder(
                 ">" if self.big_endian else "<"))
@@ -233,6 +233,11 @@ def load_torch_zip(stream: io.BufferedIOBase | io.BytesIO, where: str) -> Any:
             OSError, NotImplementedError, RecursionError, MemoryError) as e:
         raise SerializationError(f"load: {where} is a damaged PyTorch checkpoint "
                                  f"({type(e).__name__}: {_one_line(str(e))})") from None
+
+
+def _printable(name: str) -> str:
+    """A name from the file as it is, unless a damaged file made it span lines or pages."""
+    return name if name.isprintable() and len(name) <= 100 else repr(name[:100])
 
 
 def _describe(pid: Any) -> str:
