@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import pickletools
 import random
 import time
 import zipfile
@@ -224,6 +225,52 @@ def test_an_old_style_checkpoint_is_still_refused_as_a_pickle_file():
     data = _saved({"w": torch.ones(2)}, _use_new_zipfile_serialization=False)
     with pytest.raises(SerializationError, match="is a pickle file"):
         dg.load(io.BytesIO(data))
+
+
+_NUMPY_OF_STORAGE = {"FloatStorage": "float32", "DoubleStorage": "float64",
+                     "HalfStorage": "float16", "LongStorage": "int64", "IntStorage": "int32",
+                     "ByteStorage": "uint8", "BoolStorage": "bool"}
+
+
+def _storage_dtypes(pickled: bytes) -> dict[str, str]:
+    """Each storage key of a protocol-2 data.pkl with its numpy dtype, read off the
+    opcodes: the key is the string right after the storage type (or its memo entry)."""
+    memo, found, pending = {}, {}, None
+    for op, arg, _ in pickletools.genops(pickled):
+        if op.name == "GLOBAL" and arg.startswith("torch ") and arg.endswith("Storage"):
+            pending = _NUMPY_OF_STORAGE[arg.split()[1]]
+        elif op.name in ("BINPUT", "LONG_BINPUT"):
+            memo[arg] = pending
+        elif op.name in ("BINGET", "LONG_BINGET"):
+            pending = memo.get(arg)
+        elif op.name == "BINUNICODE" and pending:
+            found[arg], pending = pending, None
+        else:
+            pending = None
+    return found
+
+
+def test_a_big_endian_checkpoint_loads_the_same_numbers_and_sharing():
+    data = _saved({**_shared(), **{k: v for k, v in _dtypes().items()
+                                   if isinstance(v, torch.Tensor)}})
+    source = zipfile.ZipFile(io.BytesIO(data))
+    dtypes = _storage_dtypes(_pickle_of(data))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in source.namelist():
+            raw = source.read(name)
+            key = name.rsplit("/", 1)[-1]
+            if name.endswith("/byteorder"):
+                raw = b"big"
+            elif "/data/" in name and key in dtypes:
+                raw = np.frombuffer(raw, dtypes[key]).byteswap().tobytes()
+            archive.writestr(name, raw)
+    assert len(dtypes) >= 8  # every dtype's storage was swapped
+    theirs = torch.load(io.BytesIO(data), weights_only=True)
+    ours = dg.load(io.BytesIO(buffer.getvalue()))
+    _same(theirs, ours)
+    _same_sharing(_walk(theirs, []), _walk(ours, []))
+    assert all(t._array.dtype.isnative for t in _walk(ours, []))
 
 
 def _rezip(data: bytes, pickled: bytes) -> bytes:
