@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 __all__ = ["Builder", "DamagedPickle", "read_pickle"]
 
 _HIGHEST_PROTOCOL = 5
+_LONGEST_LINE = 100_000  # protocol 0's text arguments (names, numbers, strings)
 _WORK_PER_BYTE = 16  # builder work allowed per byte of stream (legit files use about 1)
 
 
@@ -87,7 +88,7 @@ def read_pickle(data: bytes, resolve: Callable[[str, str], Any],
 class _Machine:
     def __init__(self, data: bytes, resolve: Callable[[str, str], Any],
                  persistent: Callable[[Any], Any]) -> None:
-        self.data = memoryview(data).toreadonly()
+        self.data = bytes(data)
         self.pos = 0
         self.at = 0  # where the opcode being run starts, for messages
         self.resolve = resolve
@@ -99,12 +100,15 @@ class _Machine:
         self.result: Any = _MARK
 
     def run(self) -> Any:
+        data, size, table = self.data, len(self.data), _OPCODES
         while self.result is _MARK:
-            self.at = self.pos
-            code = self.read(1)[0]
-            entry = _OPCODES.get(code)
+            self.at = at = self.pos
+            if at >= size:
+                raise DamagedPickle(f"truncated at byte {at}")
+            self.pos = at + 1
+            entry = table.get(data[at])
             if entry is None:
-                self.fail(f"unknown opcode 0x{code:02x}")
+                self.fail(f"unknown opcode 0x{data[at]:02x}")
             entry[1](self)
         return self.result
 
@@ -119,15 +123,15 @@ class _Machine:
         if n < 0 or end > len(self.data):
             raise DamagedPickle(f"truncated at byte {self.pos}" if n >= 0 else
                                 f"negative length at byte {self.at}")
-        chunk = bytes(self.data[self.pos:end])
+        chunk = self.data[self.pos:end]
         self.pos = end
         return chunk
 
     def read_line(self) -> bytes:
-        end = bytes(self.data[self.pos:self.pos + 100_000]).find(b"\n")
+        end = self.data.find(b"\n", self.pos, self.pos + _LONGEST_LINE)
         if end < 0:
             raise DamagedPickle(f"truncated (a line without its end) at byte {self.pos}")
-        return self.read(end + 1)[:-1]
+        return self.read(end + 1 - self.pos)[:-1]
 
     def read_uint(self, size: int) -> int:
         return int.from_bytes(self.read(size), "little", signed=False)
