@@ -55,6 +55,9 @@ except ImportError:  # pragma: no cover - only while the canvas is not installed
 
 POLL_HZ = 20
 SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
+# Nodes in an iteration past which a trace loading lays out its forward pass's picture
+# ahead of need (below, a jump there lays it out in well under a second anyway).
+PREFETCH_ABOVE = 2000
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
@@ -124,6 +127,7 @@ class DebuggerApp(DebuggerActions):
         self._norms_busy = False
         self._norms_again = False
         self._loading = True
+        self._prefetched: set[int] = set()  # iterations whose picture was laid out ahead
         self._last_full = 0.0
         self._graph_title = ""
         self._ctrl_c = -10.0  # when ctrl+c was last pressed (a second one quits)
@@ -205,6 +209,7 @@ class DebuggerApp(DebuggerActions):
             self.post_message(msg.SourceFailed(error))
         loading = getattr(self.source, "loading", False)
         if self._loading and not loading:
+            self.model.settle()  # (the norms read the graph built while loading)
             self._start_norms()
         self._loading = loading
         state = self._state()
@@ -323,6 +328,22 @@ class DebuggerApp(DebuggerActions):
             diff = model.diff(index) if info is not None and info.changed else None
             self.main.query_one(IterationBar).show(model.iterations, index, diff)
             self._show_status(index)
+        self._prefetch_picture(info)
+
+    def _prefetch_picture(self, info: Any) -> None:
+        """While a trace loads: once the cursor's iteration has its whole forward pass and
+        is big, its module-level picture is laid out in the background (the loading
+        leaves the UI thread idle between chunks), so a jump to it draws at once."""
+        if (self.source.live or info is None or info.backward_start is None
+                or info.index in self._prefetched or GraphCanvas is None):
+            return
+        graph = self.model.graph(info.index)
+        if graph is None or len(graph.nodes) <= PREFETCH_ABOVE:
+            self._prefetched.add(info.index)
+            return
+        seq = self.model.events[info.backward_start].seq
+        if self.main.query_one(GraphCanvas).prefetch_forward(graph, seq):
+            self._prefetched.add(info.index)
 
     @property
     def main(self) -> Screen:
@@ -570,6 +591,7 @@ class DebuggerApp(DebuggerActions):
         self._last_cursor, self._last_state = -2, None
         self._norms_busy = self._norms_again = False
         self._loading = True
+        self._prefetched = set()
         self.frames = FrameFetcher(source, self.post_message)  # watches go with the old run
         output = self.main.query_one(OutputPane)
         output.flush_partial()

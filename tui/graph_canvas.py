@@ -177,6 +177,8 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         message.stop()
         if message.job.token == self._token:
             self._inflight = None
+        if message.job.made is not None:
+            self._canon.whole = message.job.made
         self._error = message.error
         self._match()
         if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
@@ -433,6 +435,33 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             return  # unrelated to what is on screen: that layout goes first
         self._want_layout = False
         self._submit(canon.sigs)
+
+    def prefetch_forward(self, graph: Graph, seq: int) -> bool:
+        """Lay out, in the background, the module-level picture of ``graph``'s forward
+        pass (its nodes created by event ``seq``, its backward's start), signatures
+        included: a jump there then draws at once, and takes its signatures from that
+        work (``Canonical.whole``) instead of a pass over every node. False when the
+        worker is busy (what is on screen goes first): ask again later.
+
+        For a trace loading: its big iterations' pictures are made while it reads.
+
+        >>> canvas.prefetch_forward(model.graph(index), backward_start_seq)  # doctest: +SKIP
+        """
+        if self._worker is None or self._worker.busy:
+            return False
+        # Copies of the lists the graph grows by (here, on the UI thread, while nothing
+        # else adds to them); the nodes are shared: their fields a picture reads stay.
+        nodes, edges, calls = list(graph.nodes.values()), list(graph.edges), dict(graph.calls)
+        iteration = graph.iteration
+
+        def make() -> cl.Canonical:
+            return cl.Canonical.forward_of(nodes, edges, calls, iteration, seq)
+
+        self._token += 1
+        self._inflight = None  # (its signatures are made in the worker)
+        self._worker.submit(cl.Job([], self._compact, self._user, auto=self.auto_collapse,
+                                   token=self._token, canon=make))
+        return True
 
     # -- drawing -------------------------------------------------------------------------
     def _style(self, key: object) -> Style:
