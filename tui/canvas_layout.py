@@ -471,12 +471,18 @@ class LayoutWorker:
         with self._cond:
             if self._closed:
                 return
+            # A layout made ahead that never started is said to be done (without an
+            # entry): whoever waits for it goes on without.
+            dropped = self._pending if self._pending is not None and (
+                self._pending.canon is not None) else None
             self._pending = job
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="graph-canvas-layout",
                                                 daemon=True)
                 self._thread.start()
             self._cond.notify()
+        if dropped is not None:
+            self.on_done(dropped, None, None)
 
     def close(self) -> None:
         with self._cond:

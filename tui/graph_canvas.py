@@ -158,6 +158,10 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._urgent = False  # the next layout answers a key: skip the worker's throttle
         self._strips: dict[tuple[object, ...], list[str | None]] = {}  # run strips drawn
         self._stats = BoxStats()  # per box: NaN/Inf, largest gradient norm
+        # (token, iteration) of the picture being laid out ahead, and the ``show`` that
+        # waits for it (see ``prefetch_forward``)
+        self._ahead: tuple[int, int] | None = None
+        self._postponed: tuple[Graph, int | None, str] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -175,11 +179,19 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def on_graph_canvas__layout_done(self, message: _LayoutDone) -> None:
         message.stop()
-        if message.job.token == self._token:
+        job = message.job
+        if job.token == self._token:
             self._inflight = None
-        if message.job.made is not None:
-            self._canon.whole = message.job.made
-        self._error = message.error
+        if job.canon is not None:  # a picture laid out ahead (``prefetch_forward``)
+            if job.made is not None:
+                self._canon.whole = job.made
+            if self._ahead is not None and self._ahead[0] == job.token:
+                self._ahead = None
+            postponed, self._postponed = self._postponed, None
+            if postponed is not None:  # the jump that waited for it
+                self.show(postponed[0], current=postponed[1], mode=postponed[2])
+        else:
+            self._error = message.error
         self._match()
         if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
             self._request_layout()
@@ -204,6 +216,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         """
         if mode not in ("forward", "backward"):
             raise ValueError(f"mode must be 'forward' or 'backward', got {mode!r}")
+        if self._waits_for_ahead(graph, mode):
+            self._postponed = (graph, current, mode)
+            self.refresh()
+            return
+        self._postponed = None
         self._graph = graph
         self._mode = mode
         shown = self._backward_of(graph) if mode == "backward" else graph
@@ -218,9 +235,22 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             self._follow(current)
         self.refresh()
 
+    def _waits_for_ahead(self, graph: Graph, mode: str) -> bool:
+        """Should showing ``graph`` wait for the picture being laid out ahead? Yes when
+        that is this iteration's forward pass and ``graph`` would otherwise take a pass
+        over all its nodes here (a jump into it): the worker is making those very
+        signatures, and two passes at once only slow each other down."""
+        ahead = self._ahead
+        if ahead is None or mode != "forward" or graph.iteration != ahead[1]:
+            return False
+        n, have = len(graph.nodes), len(self._canon.ids)
+        return n > 64 and (graph is not self._canon.graph or n > 2 * have + 64)
+
     @property
     def status(self) -> str:
         """One line about what is not drawn yet (pending layout, failure), or ''."""
+        if self._postponed is not None:
+            return "laying out the module-level picture…"
         key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph))
         if self._status[0] == key:
             return self._status[1]
@@ -459,6 +489,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
         self._token += 1
         self._inflight = None  # (its signatures are made in the worker)
+        self._ahead = (self._token, iteration)
         self._worker.submit(cl.Job([], self._compact, self._user, auto=self.auto_collapse,
                                    token=self._token, canon=make))
         return True
