@@ -59,6 +59,7 @@ SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 # ahead of need (below, a jump there lays it out in well under a second anyway).
 PREFETCH_ABOVE = 2000
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
+LOADING_ROWS = 0.5  # seconds between the timeline's row counts while a trace loads
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
 CTRL_C_AGAIN = 1.0  # seconds: a second ctrl+c this soon quits
@@ -129,6 +130,7 @@ class DebuggerApp(DebuggerActions):
         self._loading = True
         self._prefetched: set[int] = set()  # iterations whose picture was laid out ahead
         self._last_full = 0.0
+        self._timeline_at = 0.0
         self._graph_title = ""
         self._ctrl_c = -10.0  # when ctrl+c was last pressed (a second one quits)
         self._exporter = Exporter(self._export_done)
@@ -322,8 +324,15 @@ class DebuggerApp(DebuggerActions):
             self._show_variables()
             self._show_source(graph, current)
             info = model.cursor_iteration()
-            timeline = self.main.query_one(Timeline)
-            timeline.show(model.events, info.rows or [] if info else [], model.cursor)
+            # While a trace loads, the cursor's iteration gains rows every tick, and each
+            # new row count lays the whole screen out again (27 ms a time at 50,000
+            # nodes): the timeline takes them in twice a second, and at once on a move.
+            now = time.monotonic()
+            if moved or not getattr(self.source, "loading", False) or (
+                    now - self._timeline_at >= LOADING_ROWS):
+                self._timeline_at = now
+                timeline = self.main.query_one(Timeline)
+                timeline.show(model.events, info.rows or [] if info else [], model.cursor)
             index = info.index if info else 0
             diff = model.diff(index) if info is not None and info.changed else None
             self.main.query_one(IterationBar).show(model.iterations, index, diff)
