@@ -217,6 +217,7 @@ class DebuggerApp(DebuggerActions):
         state = self._state()
         if state != self._last_state and not events:
             self.refresh_view()
+        self._prefetch_picture()
 
     def _state(self) -> SourceState:
         try:
@@ -337,20 +338,24 @@ class DebuggerApp(DebuggerActions):
             diff = model.diff(index) if info is not None and info.changed else None
             self.main.query_one(IterationBar).show(model.iterations, index, diff)
             self._show_status(index)
-        self._prefetch_picture(info)
 
-    def _prefetch_picture(self, info: Any) -> None:
-        """While a trace loads: once the cursor's iteration has its whole forward pass and
-        is big, its module-level picture is laid out in the background (the loading
-        leaves the UI thread idle between chunks), so a jump to it draws at once."""
+    def _prefetch_picture(self) -> None:
+        """A replay: once the cursor's iteration has its whole forward pass in and is big,
+        its module-level picture is laid out in the background while the trace goes on
+        loading, so a jump to it (``f``, the end of the iteration) draws at once. Asked
+        on every tick until the layout worker is free for it."""
+        model = self.model
+        info = model.cursor_iteration()
         if (self.source.live or info is None or info.backward_start is None
-                or info.index in self._prefetched or GraphCanvas is None):
+                or info.index in self._prefetched or GraphCanvas is None
+                or not self._panes_ready()):
             return
-        graph = self.model.graph(info.index)
-        if graph is None or len(graph.nodes) <= PREFETCH_ABOVE:
+        graph = model.graph(info.index)
+        if graph is None or len(graph.nodes) <= PREFETCH_ABOVE or (
+                model.cursor >= info.backward_start):  # (there already: drawn as usual)
             self._prefetched.add(info.index)
             return
-        seq = self.model.events[info.backward_start].seq
+        seq = model.events[info.backward_start].seq
         if self.main.query_one(GraphCanvas).prefetch_forward(graph, seq):
             self._prefetched.add(info.index)
 

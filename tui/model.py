@@ -292,12 +292,13 @@ class Model:
         return self._feed_open(index)
 
     def settle(self) -> None:
-        """Cache the open iteration's graph once it is complete (a trace that finished
-        loading): it was built as the events came, and the gradient norms' thread reads
-        the cache; without this it built the 50,000-node iteration again (0.25 s of CPU)
-        while the first picture was being drawn. Call on the UI thread."""
-        if self._open is not None:
-            info = self._by_index.get(self._open[0])
+        """Cache the graphs the UI has or is about to build before the gradient norms'
+        thread reads the cache (a trace that finished loading): the open iteration's, built
+        as the events came, and the cursor's. Without this the thread built the
+        50,000-node iteration a second time (0.25 s of CPU) while the first picture was
+        being drawn. Call on the UI thread."""
+        for info in (self._by_index.get(self._open[0]) if self._open is not None else None,
+                     self.cursor_iteration()):
             if info is not None and info.complete:
                 self.graph(info.index)
 
