@@ -70,13 +70,13 @@ class BoxStats:
         if upto > start:  # nodes come (a jump: 50,000 of them; only NaN/Inf is kept)
             came = ids[start:upto]
             counted += came
-            get, values, bad = nodes.get, self._values, self._bad
+            get, values, per_box = nodes.get, self._values, self._bad
             for i, node in enumerate(map(get, came), start):
                 s = node.summary if node is not None else None
                 if s is not None and (s.nan or s.inf):
                     box = to_box[i]
                     values[node.id] = (box, True)  # type: ignore[union-attr]
-                    bad[box] = bad.get(box, 0) + 1
+                    per_box[box] = per_box.get(box, 0) + 1
         self._upto = upto
         order = graph.backward_order
         if order != self._order:

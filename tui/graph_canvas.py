@@ -162,6 +162,7 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         # waits for it (see ``prefetch_forward``)
         self._ahead: tuple[int, int] | None = None
         self._postponed: tuple[Graph, int | None, str] | None = None
+        self._painted: tuple[object, ...] = ()  # what ``show`` last painted (see there)
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -233,7 +234,14 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._current = current
         if moved:
             self._follow(current)
-        self.refresh()
+        # What the pane draws follows from these: unchanged (a trace loading while the
+        # cursor stays put, 20 times a second), the pane is not painted again.
+        drawn = (id(graph), mode, len(graph.nodes), len(graph.edges),
+                 len(graph.backward_order), len(graph.grad_nodes), id(self._entry),
+                 self._upto, current)
+        if changed or moved or drawn != self._painted:
+            self._painted = drawn
+            self.refresh()
 
     def _waits_for_ahead(self, graph: Graph, mode: str) -> bool:
         """Should showing ``graph`` wait for the picture being laid out ahead? Yes when
