@@ -356,7 +356,11 @@ class DebuggerApp(DebuggerActions):
             self._prefetched.add(info.index)
             return
         seq = model.events[info.backward_start].seq
-        if self.main.query_one(GraphCanvas).prefetch_forward(graph, seq):
+
+        def strip(nodes: list[Any]) -> None:
+            model.strip_ahead(graph, nodes, seq)
+
+        if self.main.query_one(GraphCanvas).prefetch_forward(graph, seq, also=strip):
             self._prefetched.add(info.index)
 
     @property

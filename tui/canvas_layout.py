@@ -437,6 +437,7 @@ class Job:
     # kept in ``made`` for the canvas (``GraphCanvas.prefetch_forward``).
     canon: Callable[[], Canonical] | None = None
     made: Canonical | None = None
+    after: Callable[[], None] | None = None  # more work ahead, once the layout is made
 
 
 Done = Callable[[Job, "Entry | None", "str | None"], None]
@@ -519,6 +520,8 @@ class LayoutWorker:
                     if entry is None or n < len(job.sigs) or not job.sigs:
                         entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
                         self.cache.add(entry)
+                    if job.after is not None:
+                        job.after()
             except Exception as exc:  # a layout failure must never take the UI down
                 text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
                 error = (text.splitlines() or [""])[0]

@@ -474,12 +474,15 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._want_layout = False
         self._submit(canon.sigs)
 
-    def prefetch_forward(self, graph: Graph, seq: int) -> bool:
+    def prefetch_forward(self, graph: Graph, seq: int,
+                         also: Callable[[list[Any]], None] | None = None) -> bool:
         """Lay out, in the background, the module-level picture of ``graph``'s forward
         pass (its nodes created by event ``seq``, its backward's start), signatures
         included: a jump there then draws at once, and takes its signatures from that
         work (``Canonical.whole``) instead of a pass over every node. False when the
-        worker is busy (what is on screen goes first): ask again later.
+        worker is busy (what is on screen goes first): ask again later. ``also`` is
+        given the same snapshot of the graph's nodes, in the worker, once the layout is
+        made (what else a jump there will need: the model's gradient-free copies).
 
         For a trace loading: its big iterations' pictures are made while it reads.
 
@@ -495,11 +498,15 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         def make() -> cl.Canonical:
             return cl.Canonical.forward_of(nodes, edges, calls, iteration, seq)
 
+        def after() -> None:
+            if also is not None:
+                also(nodes)
+
         self._token += 1
         self._inflight = None  # (its signatures are made in the worker)
         self._ahead = (self._token, iteration)
         self._worker.submit(cl.Job([], self._compact, self._user, auto=self.auto_collapse,
-                                   token=self._token, canon=make))
+                                   token=self._token, canon=make, after=after))
         return True
 
     # -- drawing -------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from dyngraph.capture import events as ev
 from dyngraph.capture.graph import Graph, GraphBuilder, GraphDiff, GraphNode, diff_graphs
 
-from .graph_as_of import AsOf, graph_as_of  # noqa: F401 - (``graph_as_of`` re-exported)
+from .graph_as_of import AsOf, graph_as_of, without_grad  # noqa: F401 - (``graph_as_of`` re-exported)
 
 # Events a step lands on: the moments that change one node.
 STEP_KINDS = frozenset({"op", "backward_step"})
@@ -301,6 +301,21 @@ class Model:
                      self.cursor_iteration()):
             if info is not None and info.complete:
                 self.graph(info.index)
+
+    def strip_ahead(self, graph: Graph, nodes: list[GraphNode], seq: int) -> None:
+        """Make the gradient-free copies of ``nodes`` (a snapshot of ``graph``'s, those
+        created by event ``seq``) that the graph at the cursor shows before backward
+        reaches them, ahead of need: on a worker, while a trace loads. A jump to the end
+        of a 50,000-node forward pass then refills the view without copying 50,000
+        nodes (0.1 s). Copies made before or after backward set a node's gradient are
+        alike (the gradient fields are the ones cleared)."""
+        stripped = self._stripped
+        if stripped[0] is not graph:  # (the UI thread makes the same swap in its turn)
+            stripped = self._stripped = (graph, {})
+        cache = stripped[1]
+        for node in nodes:
+            if node.seq <= seq and node.id not in cache:
+                cache[node.id] = without_grad(node)
 
     def _feed_open(self, index: int) -> Graph:
         assert self._open is not None

@@ -92,6 +92,9 @@ async def test_a_big_trace_lays_out_its_picture_while_loading_and_the_jump_makes
         await wait_for(pilot, lambda: canvas.scene is not None and not canvas.status)
         await pilot.pause()
         assert len(app.graph.nodes) == forward
+        # Before backward, no gradient is shown (the copies without them made ahead).
+        assert all(n.grad is None for n in app.graph.nodes.values())
+        assert any(n.grad is not None for n in app.model.graph(1).nodes.values())
         # The jump took the signatures made ahead (no pass over its nodes here) and
         # drew the layout made ahead (no new one).
         assert not [n for n in passes if n > 64], passes
