@@ -505,6 +505,7 @@ class LayoutWorker:
                     self._cond.wait(wait)
                     continue
                 job, self._pending = self._pending, None
+                assert job is not None  # (the wait above ends with one pending)
                 self._busy = True
                 self._last_start = time.monotonic()
             entry, error = None, None
