@@ -7,6 +7,7 @@ default, derandomized)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import os
@@ -98,6 +99,18 @@ def _shared():
     return {"w": w, "again": w, "row": w[1], "list": [w, w[:, 1:]], "other": torch.randn(2)}
 
 
+def _scheduled():
+    model = torch.nn.GRU(3, 4)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    model(torch.randn(2, 1, 3))[0].sum().backward()
+    opt.step()
+    scheduler.step()
+    return {"model": model.state_dict(), "optimizer": opt.state_dict(),
+            "scheduler": scheduler.state_dict(), "epoch": 1}
+
+
+@functools.cache  # built once per process: the tests only read them
 def _cases():
     torch.manual_seed(0)
     bn = _trained(torch.nn.BatchNorm2d(3), torch.randn(2, 3, 4, 4), steps=3)
@@ -110,6 +123,10 @@ def _cases():
         "tied": _Tied().state_dict(),
         "sgd": _optimizer_state("sgd"),
         "adam": _optimizer_state("adam"),
+        "adamw_gru_scheduler": _scheduled(),
+        "transformer": torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
+                                            num_decoder_layers=1, dim_feedforward=16,
+                                            batch_first=True).state_dict(),
         "views": _views(),
         "dtypes": _dtypes(),
         "plain": _plain(),
