@@ -44,7 +44,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from ..errors import TraceFileError
-from . import columns, templates
+from . import columns, templateencode, templates
 from .decoding import EVENTS_META, STREAM
 from .rows import Row
 
@@ -112,7 +112,7 @@ class WriterTable:
         codes = codes_of(rows)
         self._batch += 1
         chosen: list[tuple[int, int, Template | None, int]] = []  # (a, b, template, offset)
-        for a, b in templates._segments(rows):
+        for a, b in templateencode._segments(rows):
             if rows[a][2] != self._iteration:
                 self._end_iteration()
                 self._iteration = rows[a][2]
@@ -161,7 +161,7 @@ class WriterTable:
         head = [codes, columns._swap(array("I", table)).tobytes(),
                 columns.encode_payload(full, flags & ~templates.FLAG_TEMPLATES)
                 if full else b""]
-        body = templates.encode_against(rows, codes, templated, compact=True)
+        body = templateencode.encode_against(rows, codes, templated, compact=True)
         meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2],
                                 flags | templates.FLAG_TEMPLATES, rows[0][1])
         return meta + columns.join_blocks([*head, *body])
