@@ -64,38 +64,36 @@ _FAR = 1 << 62  # (values and shifts below this in size add up within int64)
 
 
 def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
-                     shifts: Sequence[int], ids: bool
+                     shifts: Sequence[int], ids: bool,
+                     ints: tuple[list[int] | None, np.ndarray | None] | None = None
                      ) -> tuple[np.ndarray, list[Any] | None, np.ndarray] | None:
     """``_chosen`` in numpy, for plain integers of sizes whose sums cannot wrap and id
     lists as long as their templates' (None otherwise: ``_chosen`` does it in Python),
     with ``_differs`` of the values and those implied (which are then not made); the
     bits and the differences as boolean arrays (never made lists: ``_packed`` and
-    ``_sparse`` take them as they are)."""
-    if ids:
-        lengths = list(map(len, templates))
+    ``_sparse`` take them as they are). ``ints``: the templates' lengths and integers
+    (``TemplateColumns.ints``), when made already."""
+    if ints is None:
+        ints = (list(map(len, templates)) if ids else None,
+                _int64s(list(chain.from_iterable(templates)) if ids else templates))
+    lengths, t = ints
+    if t is None:
+        return None
+    if lengths is not None:
         if list(map(len, values)) != lengths:
             return None
-        flat_v: Any = list(chain.from_iterable(values))
-        flat_t: Any = list(chain.from_iterable(templates))
+        v = _int64s(list(chain.from_iterable(values)))
     else:
-        flat_v, flat_t = values, templates
-    if not set(map(type, flat_v)) <= {int} or not set(map(type, flat_t)) <= {int}:
-        return None  # (a bool is no int here: it must be written as it is)
-    try:
-        v = np.fromiter(flat_v, np.int64, len(flat_v))
-        t = np.fromiter(flat_t, np.int64, len(flat_t))
-        d = np.fromiter(shifts, np.int64, len(shifts))
-    except (OverflowError, ValueError):
+        v = _int64s(values)
+    d = _int64s(shifts)
+    if v is None or d is None:
         return None
-    if len(t) and (max(t.max(), v.max(), d.max()) >= _FAR or
-                   min(t.min(), v.min(), d.min()) <= -_FAR):
-        return None
-    if ids:
+    if lengths is not None:
         d = np.repeat(d, lengths)
     moved = t + d
     bits = (d != 0) & (t >= 0) & (v == moved)
     other = v != np.where(bits, moved, t)
-    if not ids:
+    if lengths is None:
         return bits, None, other
     ends = np.cumsum(np.array(lengths, np.int64))
     seen = np.concatenate(([0], np.cumsum(other)))
@@ -103,11 +101,12 @@ def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
 
 
 def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[int],
-            ids: bool) -> tuple[Any, list[Any] | None, Any]:
+            ids: bool, ints: tuple[list[int] | None, np.ndarray | None] | None = None
+            ) -> tuple[Any, list[Any] | None, Any]:
     """Per template value (per id of an id list), whether it is shifted: an id of a tensor
     made in the iteration moves, a parameter's stays. The bits, the values implied, and
     which values differ from those (None: not known yet, ``_differs`` says)."""
-    fast = _chosen_in_numpy(values, templates, shifts, ids)
+    fast = _chosen_in_numpy(values, templates, shifts, ids, ints)
     if fast is not None:
         return fast
     bits: list[bool] = []
@@ -181,15 +180,63 @@ def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
 Templated = tuple[int, int, Sequence[Row], int, Any]
 
 
+class TemplateColumns:
+    """The columns of one kind's template rows for a frame's templated segments, and
+    their integers as arrays, each made when first needed. A writer keeps them by the
+    segments' places (``encode_against``'s ``cache``): frames cut alike from iterations
+    that repeat a template (most of a long recording's) use the same ones again."""
+
+    __slots__ = ("cols", "_ints")
+
+    def __init__(self, templates: Sequence[Row]) -> None:
+        self.cols = list(zip(*templates, strict=True))
+        self._ints: dict[int, tuple[list[int] | None, np.ndarray | None]] = {}
+
+    def ints(self, i: int, ids: bool) -> tuple[list[int] | None, np.ndarray | None]:
+        """Field ``i``'s id lists' lengths (``ids``) and its integers, flat, as int64
+        (None: a value that is not a plain integer far from int64's ends)."""
+        got = self._ints.get(i)
+        if got is None:
+            col = self.cols[i]
+            lengths = list(map(len, col)) if ids else None
+            flat: Any = list(chain.from_iterable(col)) if ids else col
+            arr = _int64s(flat)
+            got = self._ints[i] = (lengths, arr)
+        return got
+
+
+def _int64s(flat: Sequence[Any]) -> np.ndarray | None:
+    """``flat`` as int64, if every item is a plain int (a bool is no int here) below
+    ``_FAR`` in size; else None."""
+    if not set(map(type, flat)) <= {int}:
+        return None
+    try:
+        arr = np.fromiter(flat, np.int64, len(flat))
+    except (OverflowError, ValueError):
+        return None
+    if len(arr) and (arr.max() >= _FAR or arr.min() <= -_FAR):
+        return None
+    return arr
+
+
+CACHED = 64  # template columns a writer keeps (``encode_against``'s cache)
+
+
 def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templated],
-                   compact: bool = False) -> list[bytes]:
+                   compact: bool = False,
+                   cache: dict[Any, TemplateColumns] | None = None) -> list[bytes]:
     """The blocks that follow the full segments: the seq shifts, the tables, then the
     templated segments' fields kind by kind (see the module's docstring). ``compact``
     (format 5): each kind's blocks begin with a bit per optional block (a mask, the
-    shifts of a field, statistics of a summary form), and only those set follow."""
+    shifts of a field, statistics of a summary form), and only those set follow.
+    ``cache``: template columns kept by the segments' keys, which must then name the
+    template rows they take (format 5's: template id, offset, length)."""
     t = columns._Tables()
     blocks: list[bytes] = []
     shifts_seq = [rows[a][1] - base[start][1] for a, _, base, start, _ in templated]
+    keys = tuple(key for _, _, _, _, key in templated)
+    if cache is not None and len(cache) > CACHED:
+        cache.clear()
     # The templated rows of each kind, with their templates and segment numbers.
     by_kind: dict[int, tuple[list[Row], list[Row], list[int]]] = {}
     places: dict[Any, dict[int, list[int]]] = {}
@@ -200,24 +247,31 @@ def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templa
             if group is None:
                 group = by_kind[code] = ([], [], [])
             group[0].extend(map(mine.__getitem__, at))
-            group[1].extend(map(theirs.__getitem__, at))
+            if cache is None or (code, keys) not in cache:
+                group[1].extend(map(theirs.__getitem__, at))
             group[2].extend(repeat(s, len(at)))
     for code in sorted(by_kind):
         first = len(blocks)
         present: list[bool] | None = [] if compact else None
-        _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
-                     blocks, present)
+        mine_rows, theirs_rows, segment = by_kind[code]
+        tc = None if cache is None else cache.get((code, keys))
+        if tc is None:
+            tc = TemplateColumns(theirs_rows)
+            if cache is not None:
+                cache[(code, keys)] = tc
+        _encode_kind(columns.KINDS[code], mine_rows, tc, segment, shifts_seq,
+                     len(templated), t, blocks, present)
         if present is not None:
             blocks.insert(first, np.packbits(np.array(present, dtype=bool)).tobytes())
     return [columns._swap(array("q", shifts_seq)).tobytes(), *columns.table_blocks(t),
             *blocks]
 
 
-def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list[int],
+def _encode_kind(kind: str, rows: list[Row], tc: TemplateColumns, segment: list[int],
                  shifts_seq: list[int], n_segments: int, t: columns._Tables,
                  blocks: list[bytes], present: list[bool] | None = None) -> None:
     cols = list(zip(*rows, strict=True))
-    tcols = list(zip(*templates, strict=True))
+    tcols = tc.cols
     _encode_seqs(cols[1], tcols[1], list(map(shifts_seq.__getitem__, segment)), t, blocks,
                  present)
     # Each segment's rows of this kind: segment numbers ascend with the rows.
@@ -257,7 +311,8 @@ def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list
             for s, a, b in spans:
                 shifts[s] = _first_shift(col[a:b], tcol[a:b], ids)
             bits, moved, other = _chosen(cols[i], tcols[i],
-                                         list(map(shifts.__getitem__, segment)), ids)
+                                         list(map(shifts.__getitem__, segment)), ids,
+                                         tc.ints(i, ids))
             if _optional(present, any(shifts)):
                 blocks.append(columns._swap(array("q", shifts)).tobytes())
                 blocks.append(_packed(bits))

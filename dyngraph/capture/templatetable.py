@@ -42,6 +42,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import itemgetter
+from typing import Any
 
 from ..errors import TraceFileError
 from . import columns, templateencode, templates
@@ -106,6 +107,9 @@ class WriterTable:
         self._batch = 0  # batches encoded
         self._at: tuple[int, int, int] | None = None  # (see Template.at) the iteration's
         self._at_end: tuple[int, int, int] | None = None  # ... of the last one ended
+        # The template columns of the frames written, by kind and segments' places
+        # (``templateencode.TemplateColumns``)
+        self._columns: dict[Any, templateencode.TemplateColumns] = {}
 
     def encode(self, rows: Sequence[Row], flags: int, made: list[bytes],
                eager: bool = False) -> bytes | None:
@@ -161,7 +165,8 @@ class WriterTable:
         head = [codes, columns._swap(array("I", table)).tobytes(),
                 columns.encode_payload(full, flags & ~templates.FLAG_TEMPLATES)
                 if full else b""]
-        body = templateencode.encode_against(rows, codes, templated, compact=True)
+        body = templateencode.encode_against(rows, codes, templated, compact=True,
+                                             cache=self._columns)
         meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2],
                                 flags | templates.FLAG_TEMPLATES, rows[0][1])
         return meta + columns.join_blocks([*head, *body])
