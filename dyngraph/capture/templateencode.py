@@ -40,8 +40,8 @@ from .templates import (
 
 def _segments(rows: Sequence[Row]) -> list[tuple[int, int]]:
     """(start, end) of each run of rows of one iteration."""
-    iterations = list(map(_ITERATION, rows))
-    cuts = [i for i in range(1, len(iterations)) if iterations[i] != iterations[i - 1]]
+    iterations = np.fromiter(map(_ITERATION, rows), np.int64, len(rows))
+    cuts = (np.flatnonzero(np.diff(iterations)) + 1).tolist()
     starts = [0, *cuts]
     return list(zip(starts, [*cuts, len(rows)], strict=True))
 
@@ -405,4 +405,4 @@ def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: column
         if form == 11:
             previews = list(map(columns._PREVIEW_CUT, cols[_PREVIEW]))
             blocks.append(columns._swap(array("I", map(len, previews))).tobytes())
-            blocks.append(columns._swap(array("d", [x for p in previews for x in p])).tobytes())
+            blocks.append(columns._swap(array("d", chain.from_iterable(previews))).tobytes())

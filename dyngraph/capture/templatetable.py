@@ -17,7 +17,7 @@ it, and never templated. Format 5 keeps the templates in the file, not the frame
   to the first event of another kind and in full from there). The segment's kinds must
   be the template's at that place. ``COPY`` as the offset: the segment is the template's
   rows as they are (the iteration the template was made of, in the same frame). Each
-  kind's blocks are compact (``templates.encode_against``): a bit per optional block,
+  kind's blocks are compact (``templateencode.encode_against``): a bit per optional block,
   and only those set follow.
 
 A template frame comes before the first frame that names it. A reader keeps the templates
