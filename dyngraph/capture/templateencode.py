@@ -186,11 +186,27 @@ class TemplateColumns:
     segments' places (``encode_against``'s ``cache``): frames cut alike from iterations
     that repeat a template (most of a long recording's) use the same ones again."""
 
-    __slots__ = ("cols", "_ints")
+    __slots__ = ("cols", "_flat", "_ints", "_memos")
 
     def __init__(self, templates: Sequence[Row]) -> None:
         self.cols = list(zip(*templates, strict=True))
         self._ints: dict[int, tuple[list[int] | None, np.ndarray | None]] = {}
+        self._flat: dict[int, list[Any]] = {}
+        self._memos: dict[int, dict[Any, Any]] = {}
+
+    def flat(self, i: int) -> list[Any]:
+        """Field ``i``'s lists (a backward step's summary lists) one after another."""
+        got = self._flat.get(i)
+        if got is None:
+            got = self._flat[i] = list(chain.from_iterable(self.cols[i]))
+        return got
+
+    def memo(self, i: int) -> dict[Any, Any]:
+        """What ``_encode_summaries`` keeps of field ``i``'s template summaries."""
+        got = self._memos.get(i)
+        if got is None:
+            got = self._memos[i] = {}
+        return got
 
     def ints(self, i: int, ids: bool) -> tuple[list[int] | None, np.ndarray | None]:
         """Field ``i``'s id lists' lengths (``ids``) and its integers, flat, as int64
@@ -272,8 +288,7 @@ def _encode_kind(kind: str, rows: list[Row], tc: TemplateColumns, segment: list[
                  blocks: list[bytes], present: list[bool] | None = None) -> None:
     cols = list(zip(*rows, strict=True))
     tcols = tc.cols
-    _encode_seqs(cols[1], tcols[1], list(map(shifts_seq.__getitem__, segment)), t, blocks,
-                 present)
+    _encode_seqs(cols[1], tc, shifts_seq, segment, t, blocks, present)
     # Each segment's rows of this kind: segment numbers ascend with the rows.
     cuts = (np.flatnonzero(np.diff(np.fromiter(segment, np.int64, len(segment)))) + 1
             ).tolist()
@@ -290,13 +305,13 @@ def _encode_kind(kind: str, rows: list[Row], tc: TemplateColumns, segment: list[
                 columns._encode_column(ftype, cols[i], t, blocks, [])
             else:
                 _encode_summaries(list(chain.from_iterable(cols[i])),
-                                  list(chain.from_iterable(tcols[i])), t, blocks, present)
+                                  tc.flat(i), t, blocks, present, tc.memo(i))
             continue
         if how == DENSE:
             columns._encode_column(ftype, cols[i], t, blocks, [])
             continue
         if how == SUMMARY:
-            _encode_summaries(cols[i], tcols[i], t, blocks, present)
+            _encode_summaries(cols[i], tcols[i], t, blocks, present, tc.memo(i))
             continue
         if how == SHIFTED:
             ids = ftype == "ids"
@@ -321,20 +336,23 @@ def _encode_kind(kind: str, rows: list[Row], tc: TemplateColumns, segment: list[
             _sparse(ftype, cols[i], tcols[i], t, blocks, present)
 
 
-def _encode_seqs(seqs: Sequence[int], templates: Sequence[int], shifts: Sequence[int],
-                 t: columns._Tables, blocks: list[bytes], present: list[bool] | None) -> None:
-    """The seqs against the template's shifted by their segment's (``_sparse``): compared
-    in numpy when they are plain integers far from int64's ends (every seq of a segment
-    moves alike, so the mask is almost always empty)."""
+def _encode_seqs(seqs: Sequence[int], tc: TemplateColumns, shifts: Sequence[int],
+                 segment: Sequence[int], t: columns._Tables, blocks: list[bytes],
+                 present: list[bool] | None) -> None:
+    """The seqs against the template's shifted by their segment's (``shifts``, by segment
+    number; ``_sparse``): compared in numpy when they are plain integers far from
+    int64's ends (every seq of a segment moves alike, so the mask is almost always
+    empty)."""
     n = len(seqs)
-    if n and set(map(type, seqs)) == {int} and set(map(type, templates)) == {int}:
-        v = np.fromiter(seqs, np.int64, n) if max(seqs) < _FAR and min(seqs) >= 0 else None
-        if v is not None and min(templates) >= 0 and max(templates) < _FAR and \
-                max(shifts) < _FAR and min(shifts) > -_FAR:
-            moved = np.fromiter(templates, np.int64, n) + np.array(shifts, np.int64)
-            _sparse("int", seqs, (), t, blocks, present, v != moved)
-            return
-    _sparse("int", seqs, _shifted(templates, shifts, False), t, blocks, present)
+    _, tv = tc.ints(1, False)
+    v = _int64s(seqs) if n and tv is not None else None
+    d = _int64s(shifts) if v is not None else None
+    if tv is not None and v is not None and d is not None and tv.min() >= 0:
+        moved = tv + d[np.fromiter(segment, np.intp, n)]
+        _sparse("int", seqs, (), t, blocks, present, v != moved)
+        return
+    implied = _shifted(tc.cols[1], list(map(shifts.__getitem__, segment)), False)
+    _sparse("int", seqs, implied, t, blocks, present)
 
 
 def _narrow(col: Sequence[int], blocks: list[bytes]) -> None:
@@ -373,13 +391,19 @@ def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: column
 
 
 def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: columns._Tables,
-                      blocks: list[bytes], present: list[bool] | None = None) -> None:
+                      blocks: list[bytes], present: list[bool] | None = None,
+                      memo: dict[Any, Any] | None = None) -> None:
     """Blocks: a mask of the summaries written whole and those (format 3's summary
     column); then per form (6, 11), for the summaries of that form like their template's,
-    the compared parts (mask and differing values, as ``_sparse``) and the statistics."""
+    the compared parts (mask and differing values, as ``_sparse``) and the statistics.
+    ``memo``: what is made of the templates alone, kept for the next frame like this."""
+    if memo is None:
+        memo = {}
     # (a summary's form is its length, None's 0: ``length_hint``'s default, in C)
     forms = list(map(length_hint, values))
-    tforms = list(map(length_hint, templates))
+    tforms = memo.get("forms")
+    if tforms is None:
+        tforms = memo["forms"] = list(map(length_hint, templates))
     whole = [False] * len(forms) if forms == tforms else \
         list(map(int.__ne__, forms, tforms))
     if _optional(present, any(whole)):
@@ -387,8 +411,12 @@ def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: column
                       else b"")
         columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
     for form in (6, 11):
+        tcols = None
         if forms and forms.count(form) == len(forms) and not any(whole):  # (all: in C)
-            mine, theirs = list(values), list(templates)
+            mine, theirs = list(values), templates
+            tcols = memo.get(form)
+            if tcols is None:
+                tcols = memo[form] = list(zip(*theirs, strict=True))
         else:
             chosen = [f == form and not w for f, w in zip(forms, whole, strict=True)] \
                 if any(whole) else list(map(form.__eq__, forms))
@@ -397,7 +425,8 @@ def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: column
             mine = list(compress(values, chosen))
             theirs = list(compress(templates, chosen))
         cols = list(zip(*mine, strict=True)) if mine else [()] * form
-        tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
+        if tcols is None:
+            tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
         for k, ftype in _SUMMARY_SAME[form]:
             _sparse(ftype, cols[k], tcols[k], t, blocks, present)
         for k in _SUMMARY_FLOATS[form]:
