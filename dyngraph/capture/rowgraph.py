@@ -194,19 +194,18 @@ def _build(g: Any) -> None:
 
 
 def _field(name: str) -> property:
-    slot = _SLOT[name]
-
+    # (once built, ``self`` is a Graph or a SharedGraph: its own class reads the field)
     def get(self: Graph) -> Any:
         _build(self)
-        return slot.__get__(self)
+        return getattr(self, name)
 
     def set_(self: Graph, value: Any) -> None:
         _build(self)
-        slot.__set__(self, value)
+        setattr(self, name, value)
 
     def del_(self: Graph) -> None:
         _build(self)
-        slot.__delete__(self)
+        delattr(self, name)
 
     return property(get, set_, del_)
 

@@ -38,9 +38,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
+from .events import fast_constructor
 from .graph import GradNode, Graph, GraphEdge, GraphNode
 from .rows import Row, attrs_dict, summary_builder
 
@@ -161,6 +162,7 @@ class GraphTemplate:
         # per node: (row, its id's field, its summary's field, the row that last set its
         # gradient or -1, that gradient's field, slot (-1: the field itself), call kept)
         self.places = [self._place(rows, n, graph.calls) for n in nodes]
+        self.fixed = list(map(_fixed_of, nodes))
         # per edge: (the op's row, the input slot)
         self.edges = [(e.dst_row, e.index) for e in _edge_rows(rows)]
         self.backward_order = [self.index[i] for i in graph.backward_order]
@@ -243,6 +245,30 @@ def _edge_rows(rows: Sequence[Row]) -> list[_EdgeRow]:
 
 
 # -- the graph of an iteration that follows a template ---------------------------------------
+# A node is made by storing each slot, the iteration's values first (see graph._op_node).
+_NODE_VALUES = ("id", "seq", "summary", "grad", "backward_seq", "call", "attrs")
+_NODE_FIXED = ("kind", "op", "name", "shape", "dtype", "module", "file", "line", "function",
+               "requires_grad", "grad_enabled", "grad_fn", "occurrence", "carried", "grads")
+_make_node = fast_constructor(GraphNode, _NODE_VALUES + _NODE_FIXED)
+_fixed_of = attrgetter(*_NODE_FIXED)
+
+
+def _node(place: tuple[int, int, int, int, int, int, bool], fixed: tuple[Any, ...],
+          rows: Sequence[Row], S: Callable[[Any], Any]) -> GraphNode:
+    """The node at ``place`` (``GraphTemplate.places``) of ``rows``, ``fixed`` its
+    template's fields that are not values."""
+    p, id_field, summary_field, g, field, slot, call = place
+    r = rows[p]
+    if g >= 0:
+        gr = rows[g]
+        grad, backward_seq = S(gr[field] if slot < 0 else gr[field][slot]), gr[1]
+    else:
+        grad, backward_seq = None, 0
+    return _make_node(r[id_field], r[1], S(r[summary_field]), grad, backward_seq,  # type: ignore[no-any-return]
+                      r[17] if call else 0, attrs_dict(r[9]) if id_field == 5 else {},
+                      *fixed)
+
+
 class SharedNodes(MutableMapping[int, GraphNode]):
     """A ``SharedGraph``'s nodes by id: each made from its template's prototype and the
     iteration's rows when first looked up, then kept. (Changed by anyone, it becomes a
@@ -273,44 +299,19 @@ class SharedNodes(MutableMapping[int, GraphNode]):
     def node(self, k: int) -> GraphNode:
         """The node at position ``k`` of the template's order."""
         n = self._made.get(k)
-        if n is None:
-            n = self._made[k] = self._make(k)
+        if n is None:  # (two threads may make one: both get the first kept)
+            n = self._made.setdefault(k, self._make(k))
         return n
 
     def _make(self, k: int) -> GraphNode:
-        t = self._template.nodes[k]
-        p, id_field, summary_field, g, field, slot, call = self._template.places[k]
-        rows, S = self._rows, self._S
-        r = rows[p]
-        n = _new(GraphNode)
-        n.id = r[id_field]
-        n.kind = t.kind
-        n.op = t.op
-        n.name = t.name
-        n.shape = t.shape
-        n.dtype = t.dtype
-        n.module = t.module
-        n.file = t.file
-        n.line = t.line
-        n.function = t.function
-        n.seq = r[1]
-        n.requires_grad = t.requires_grad
-        n.grad_enabled = t.grad_enabled
-        n.attrs = attrs_dict(r[9]) if n.kind == "op" else {}
-        n.summary = S(r[summary_field])
-        if g >= 0:
-            gr = rows[g]
-            n.grad = S(gr[field] if slot < 0 else gr[field][slot])
-            n.backward_seq = gr[1]
-        else:
-            n.grad = None
-            n.backward_seq = 0
-        n.grad_fn = t.grad_fn
-        n.occurrence = t.occurrence
-        n.carried = t.carried
-        n.call = r[17] if call else 0
-        n.grads = ()
-        return n
+        return _node(self._template.places[k], self._template.fixed[k], self._rows, self._S)
+
+    def _make_all(self) -> list[GraphNode]:
+        """Every node, in the template's order (those made already kept)."""
+        made, rows, S, node = self._made, self._rows, self._S, _node
+        keep = made.setdefault
+        return [made.get(k) or keep(k, node(place, fixed, rows, S)) for k, (place, fixed)
+                in enumerate(zip(self._template.places, self._template.fixed, strict=True))]
 
     def _changed(self) -> dict[int, GraphNode]:
         if self._all is None:
@@ -340,7 +341,7 @@ class SharedNodes(MutableMapping[int, GraphNode]):
     def values(self) -> Any:
         if self._all is not None:
             return self._all.values()
-        return [self.node(k) for k in range(len(self._template.nodes))]
+        return self._make_all()
 
     def items(self) -> Any:
         if self._all is not None:
@@ -387,7 +388,10 @@ def _lazy_field(name: str, make: Callable[[SharedNodes], Any]) -> property:
     def set_(self: Graph, value: Any) -> None:
         slot.__set__(self, value)
 
-    return property(get, set_)
+    def del_(self: Graph) -> None:
+        slot.__delete__(self)
+
+    return property(get, set_, del_)
 
 
 def _edges(nodes: SharedNodes) -> list[GraphEdge]:

@@ -5,6 +5,7 @@ one is looked up; and every such graph is the one ``graph_of_rows`` (and the
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from dyngraph.capture.graph import Graph, GraphBuilder
 from dyngraph.capture.rowgraph import graph_of_rows
 from dyngraph.capture.sharedgraph import GraphTemplates, SharedGraph
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "demos"))
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 def _mlp(batches: list[int], stats: str = "full") -> dg.Trace:
@@ -218,3 +219,25 @@ def test_changing_a_shared_graph_s_nodes_keeps_the_template_as_it_was(tmp_path) 
     assert len(b.nodes) == len(a.nodes) and -7 in b.nodes
     assert a.nodes[next(iter(a.nodes))].summary == before
     assert its[3 - 1].graph is b and its[1].graph.template is a.template
+
+
+def test_any_first_touch_of_a_shared_graph_sees_the_graph_of_its_rows(tmp_path) -> None:
+    from test_pending_graph import FIRST_TOUCHES
+
+    for trace in _in_memory_and_read_back(_mlp([3] * 3), tmp_path):
+        _graph(trace.iterations[0])
+        rows = trace._iteration_rows(2)
+        expected = graph_of_rows(rows, 2)
+        for name, touch in FIRST_TOUCHES.items():
+            trace._iterations.pop(2, None)  # (a fresh Iteration: its graph not made yet)
+            g = trace.iterations[1].graph
+            result = touch(g)
+            assert type(g) is SharedGraph and g == expected, name
+            if isinstance(result, Graph):  # (a copy, or a replaced one)
+                assert result == expected and expected == result, name
+            if name == "fields":  # (the nodes as a mapping of nodes: asdict converts
+                # dicts, and a shared graph's nodes are a mapping made when looked into)
+                plain = dataclasses.asdict(expected)
+                assert {k: v for k, v in result.items() if k != "nodes"} == \
+                    {k: v for k, v in plain.items() if k != "nodes"}
+                assert dict(result["nodes"]) == expected.nodes
