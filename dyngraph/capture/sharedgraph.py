@@ -5,22 +5,21 @@ Most iterations of a training run repeat the one before: the same ops from the s
 lines, the same shapes, the same wiring; only ids, seqs, summaries and durations move.
 ``graph_of_rows`` made a node object per op and leaf of every iteration all the same
 (about half of reading a trace with every graph). Here an iteration's graph is built
-only the first time its structure is seen, as a *template*; a later iteration whose rows
-are that template's with only values changed gets a ``SharedGraph``:
+once, the first time its structure is seen, as a *template*, and that iteration and every
+later one whose rows are the template's with only values changed get a ``SharedGraph``:
 
-- its structure (node kinds, ops, shapes, dtypes, modules, source lines, attributes,
-  occurrences, which input of which op is an edge, which backward step reached which
-  node) is the template's, one object for every iteration that follows it
-  (``SharedGraph.template``);
-- its values (ids, seqs, summaries, gradients, the backward graph's steps, the module
-  calls, the structure key) are read from its own rows, where each node's values sit
+- its structure (node kinds, ops, shapes, dtypes, modules, source lines, occurrences,
+  which input of which op is an edge, which backward step reached which node) is the
+  template's, one object for every iteration that follows it (``SharedGraph.template``);
+- its values (ids, seqs, summaries, gradients, attributes, the backward graph's steps,
+  the module calls, the structure key) are read from its own rows, where each node's values sit
   at the same place as in the template's rows: the rows are the columns;
 - ``nodes`` is a mapping that makes a node object only when one is looked up (and keeps
   it): a repeated iteration that nobody looks into costs no node object at all; the
   edges, backward order, module calls and backward nodes are made when first read.
 
 The graph is the one ``graph_of_rows`` makes of the same rows, field for field
-(tests/capture/test_shared_graph.py compares them on every iteration of recordings that
+(tests/events/test_shared_graph.py compares them on every iteration of recordings that
 repeat, diverge and come back).
 
 When do rows follow a template? Their kinds are the template's, position by position;
@@ -29,8 +28,8 @@ source line; a leaf's name and flags; a backward step's grad_fn) equals the
 template's; and the ids are the template's renamed: one-to-one, -1 (none) kept, per kind
 of id (tensors and backward nodes, module calls). That is exactly when the graph the
 builder would make is the template's with ids renamed, since the builder only compares
-ids with each other. Anything else (a branch taken, a shape that changed) is built in
-full, and becomes a template for the iterations that repeat it.
+ids with each other. Anything else (a branch taken, a shape that changed) is a structure
+of its own: a template of its own (up to ``MAX_TEMPLATES`` per trace, then built in full).
 """
 
 from __future__ import annotations
@@ -452,7 +451,7 @@ class SharedGraph(Graph):
     @property
     def template(self) -> GraphTemplate | None:
         """The structure this graph shares with every iteration that repeats it (None
-        once its nodes were replaced)."""
+        once its nodes were replaced by others)."""
         nodes = _SLOT["nodes"].__get__(self)
         return nodes._template if type(nodes) is SharedNodes else None
 
@@ -502,22 +501,25 @@ class GraphTemplates:
         for t in self._by_key.get(key, ()):
             if t.follows(rows):
                 return shared_graph(t, rows)
-        graph = build(rows, iteration)
         if self.count < MAX_TEMPLATES and _eligible(rows):
-            self._add(key, rows, build)
-        return graph
+            template = self._add(key, rows, build)
+            if template is not None:  # (the first iteration of a structure shares it too)
+                return shared_graph(template, rows)
+        return build(rows, iteration)
 
     def _add(self, key: tuple[int, Any], rows: Sequence[Row],
-             build: Callable[[Sequence[Row], int], Graph]) -> None:
+             build: Callable[[Sequence[Row], int], Graph]) -> GraphTemplate | None:
+        """A template made of ``rows`` (None if they make none) and kept."""
         numbered = tuple([(r[0], p + 1, *r[2:]) for p, r in enumerate(rows)])
         try:
             template = GraphTemplate(numbered, build(numbered, rows[0][2]))
         except (ValueError, TypeError, IndexError, AttributeError, KeyError):
-            return  # (rows the template code cannot place: built in full, every time)
+            return None  # (rows the template code cannot place: built in full each time)
         if not template.follows(rows):
-            return
+            return None
         with self._lock:
             kept = self._by_key.setdefault(key, [])
             kept.insert(0, template)
             del kept[_PER_KEY:]
             self.count += 1
+        return template

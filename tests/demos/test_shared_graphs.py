@@ -1,7 +1,7 @@
 """Graphs shared by repeated iterations (``capture.sharedgraph``) on every numpy demo: each
 iteration's graph, read from a file, is the one the ``GraphBuilder`` makes
 of its events; an iteration that repeats an earlier one (its events' kinds and its
-structure key) shares that one's graph structure."""
+structure key) shares that one's graph structure, one of another structure does not."""
 
 from __future__ import annotations
 
@@ -31,11 +31,13 @@ def test_a_demo_s_graphs_are_the_builder_s_shared_or_not(name, tmp_path):
     path = tmp_path / f"{name}.dgtrace"
     dg.Trace(recording.events).save(path)
     trace = dg.read_trace(path)
-    shared = assert_graphs_are_the_builders(trace)
-    seen: set = set()
+    assert_graphs_are_the_builders(trace)
+    seen: dict = {}
     for it in trace.iterations:
         rows = trace._iteration_rows(it.index)
         structure = (tuple(r[0] for r in rows), rows[-1][4])
-        assert (type(it.graph) is SharedGraph) == (structure in seen), (name, it.index)
-        seen.add(structure)
-    assert (shared == 0) == (name in CHANGING), (name, shared)
+        template = it.graph.template
+        assert type(it.graph) is SharedGraph and template is not None
+        assert (template in seen.values()) == (structure in seen), (name, it.index)
+        assert seen.setdefault(structure, template) is template
+    assert (len(seen) == len(trace.iterations)) == (name in CHANGING), (name, len(seen))

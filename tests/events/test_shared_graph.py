@@ -75,8 +75,7 @@ def test_two_iterations_of_one_template_share_one_graph_structure(tmp_path) -> N
     for trace in _in_memory_and_read_back(_mlp([3] * 5), tmp_path):
         its = trace.iterations
         graphs = [_graph(it) for it in its]
-        assert type(graphs.pop(0)) is Graph  # (the first: built in full, the template)
-        assert all(type(g) is SharedGraph for g in graphs)
+        assert all(type(g) is SharedGraph for g in graphs)  # (the first's: the template)
         # One structure object for all of them, not equal copies.
         assert all(g.template is graphs[0].template for g in graphs)
         assert graphs[0].template.graph.nodes  # (the prototypes: built once)
@@ -117,7 +116,7 @@ def test_shared_graphs_hold_each_iteration_s_own_values_as_recorded(tmp_path) ->
         assert [n.seq for n in ops_a] != [n.seq for n in ops_b]
         assert a.edges != b.edges and len(a.edges) == len(b.edges)
         assert a.grad_nodes.keys() != b.grad_nodes.keys()
-        assert assert_graphs_are_the_builders(trace) == len(its) - 1
+        assert assert_graphs_are_the_builders(trace) == len(its)
 
 
 def test_an_iteration_diverging_from_its_template_gets_its_own_graph(tmp_path) -> None:
@@ -126,24 +125,26 @@ def test_an_iteration_diverging_from_its_template_gets_its_own_graph(tmp_path) -
     for trace in _in_memory_and_read_back(_mlp([3, 3, 5, 3, 5]), tmp_path):
         its = trace.iterations
         first, same, other, back, again = (_graph(it) for it in its)
-        assert type(first) is Graph and type(other) is Graph
-        assert type(same) is SharedGraph and type(back) is SharedGraph
-        assert same.template is back.template
+        assert all(type(g) is SharedGraph for g in (first, same, other, back, again))
+        assert first.template is same.template is back.template
+        assert other.template is not same.template
         assert (5, 4) in {n.shape for n in other.nodes.values()} - \
             {n.shape for n in same.nodes.values()}
         assert type(again) is SharedGraph and again.template is not same.template
         assert [n.shape for n in other.nodes.values()] == \
             [n.shape for n in again.nodes.values()]
-        assert assert_graphs_are_the_builders(trace) == 3
+        assert assert_graphs_are_the_builders(trace) == 5
 
 
-def _two_iterations() -> tuple[GraphTemplates, tuple, int]:
+def _two_iterations() -> tuple[GraphTemplates, tuple, int, object]:
+    """Templates made of a run's first iteration, the second's rows (which follow it),
+    its index, and the template."""
     trace = _mlp([3, 3])
     templates = GraphTemplates()
-    templates.graph_of(trace._iteration_rows(1), 1, graph_of_rows)  # (the template)
+    template = templates.graph_of(trace._iteration_rows(1), 1, graph_of_rows).template
     rows = trace._iteration_rows(2)
-    assert type(templates.graph_of(rows, 2, graph_of_rows)) is SharedGraph
-    return templates, rows, 2
+    assert templates.graph_of(rows, 2, graph_of_rows).template is template is not None
+    return templates, rows, 2, template
 
 
 def _changed(rows: tuple, at: int, field: int, value) -> tuple:
@@ -158,7 +159,7 @@ def _ops(rows: tuple) -> list[int]:
 @pytest.mark.parametrize("change", ["output collides", "input rewired", "line moved",
                                     "shape changed", "input added", "call renamed"])
 def test_rows_that_are_not_the_template_s_renamed_get_their_own_graph(change) -> None:
-    templates, rows, index = _two_iterations()
+    templates, rows, index, template = _two_iterations()
     ops = _ops(rows)
     first, second, last = rows[ops[0]], rows[ops[1]], rows[ops[-1]]
     leaf = next(r[3] for r in rows if r[0] == "grad")
@@ -176,14 +177,14 @@ def test_rows_that_are_not_the_template_s_renamed_get_their_own_graph(change) ->
     else:  # an op said to run in a module call that is not the iteration's
         rows = _changed(rows, ops[0], 17, 10**9)
     g = templates.graph_of(rows, index, graph_of_rows)
-    assert type(g) is not SharedGraph
+    assert g.template is not template  # (a structure of its own)
     assert g == graph_of_rows(rows, index)
 
 
 def test_a_renamed_copy_of_the_template_is_shared_and_renamed() -> None:
     # Ids renamed one to one (as a later iteration's are): the same structure, the ids
     # (and everything keyed by them) the copy's own.
-    templates, rows, index = _two_iterations()
+    templates, rows, index, template = _two_iterations()
     shift = {}
     for r in rows:
         if r[0] == "op":
@@ -202,7 +203,7 @@ def test_a_renamed_copy_of_the_template_is_shared_and_renamed() -> None:
         renamed.append(r)
     renamed = tuple(renamed)
     g = templates.graph_of(renamed, index, graph_of_rows)
-    assert type(g) is SharedGraph
+    assert type(g) is SharedGraph and g.template is template
     assert g == graph_of_rows(renamed, index)
     assert set(g.nodes) & set(shift.values())
 
