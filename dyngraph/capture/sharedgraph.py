@@ -5,8 +5,9 @@ Most iterations of a training run repeat the one before: the same ops from the s
 lines, the same shapes, the same wiring; only ids, seqs, summaries and durations move.
 ``graph_of_rows`` made a node object per op and leaf of every iteration all the same
 (about half of reading a trace with every graph). Here an iteration's graph is built
-once, the first time its structure is seen, as a *template*, and that iteration and every
-later one whose rows are the template's with only values changed get a ``SharedGraph``:
+once, as a *template*, when its structure is seen the second time, and that iteration and
+every later one whose rows are the template's with only values changed get a
+``SharedGraph``:
 
 - its structure (node kinds, ops, shapes, dtypes, modules, source lines, occurrences,
   which input of which op is an edge, which backward step reached which node) is the
@@ -49,6 +50,7 @@ _grad_node = tuple.__new__  # (GradNode, fields)
 _KIND = itemgetter(0)
 MAX_TEMPLATES = 256  # per trace: a run whose structure never repeats makes no more
 _PER_KEY = 4  # templates kept for one (length, structure key): an id pattern that varies
+_SEEN = 1 << 14  # structures remembered as seen once
 
 # Row fields the forward graph takes as they are, by kind (``rows`` layout).
 _STATIC: dict[str, tuple[int, ...]] = {
@@ -307,10 +309,27 @@ class SharedNodes(MutableMapping[int, GraphNode]):
 
     def _make_all(self) -> list[GraphNode]:
         """Every node, in the template's order (those made already kept)."""
-        made, rows, S, node = self._made, self._rows, self._S, _node
-        keep = made.setdefault
-        return [made.get(k) or keep(k, node(place, fixed, rows, S)) for k, (place, fixed)
-                in enumerate(zip(self._template.places, self._template.fixed, strict=True))]
+        made, rows, S, make, attrs = self._made, self._rows, self._S, _make_node, attrs_dict
+        if made:  # (some looked up already: those kept)
+            keep, node = made.setdefault, _node
+            return [made.get(k) or keep(k, node(place, fixed, rows, S)) for k, (place, fixed)
+                    in enumerate(zip(self._template.places, self._template.fixed,
+                                     strict=True))]
+        out = []
+        for (p, id_field, summary_field, g, field, slot, call), fixed in zip(
+                self._template.places, self._template.fixed, strict=True):
+            r = rows[p]
+            if g < 0:
+                grad, backward_seq = None, 0
+            else:
+                gr = rows[g]
+                grad, backward_seq = S(gr[field] if slot < 0 else gr[field][slot]), gr[1]
+            out.append(make(r[id_field], r[1], S(r[summary_field]), grad, backward_seq,
+                            r[17] if call else 0, attrs(r[9]) if id_field == 5 else {},
+                            *fixed))
+        for k, n in enumerate(out):  # (another thread may have made some meanwhile)
+            out[k] = made.setdefault(k, n)
+        return out
 
     def _changed(self) -> dict[int, GraphNode]:
         if self._all is None:
@@ -485,10 +504,16 @@ def _eligible(rows: Sequence[Row]) -> bool:
 
 class GraphTemplates:
     """The templates of one trace: ``graph_of(rows, iteration)`` is ``graph_of_rows``,
-    shared with the iterations before it that had the same structure."""
+    shared with the iterations before it that had the same structure.
+
+    A structure seen once is built in full, as before: making a template costs a few
+    full builds, which a run whose graph changes every iteration (a tree per sentence)
+    would pay for nothing. The second iteration of a structure makes its template."""
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[int, Any], list[GraphTemplate]] = {}
+        self._seen: set[tuple[int, Any]] = set()  # structures seen once (bounded)
+        self._refused: set[tuple[int, Any]] = set()  # rows no template could be made of
         self.count = 0
         self._lock = threading.Lock()
 
@@ -501,10 +526,16 @@ class GraphTemplates:
         for t in self._by_key.get(key, ()):
             if t.follows(rows):
                 return shared_graph(t, rows)
-        if self.count < MAX_TEMPLATES and _eligible(rows):
-            template = self._add(key, rows, build)
-            if template is not None:  # (the first iteration of a structure shares it too)
-                return shared_graph(template, rows)
+        if self.count < MAX_TEMPLATES and key not in self._refused and _eligible(rows):
+            if key in self._seen:
+                template = self._add(key, rows, build)
+                if template is not None:
+                    return shared_graph(template, rows)
+                self._refused.add(key)
+            else:
+                if len(self._seen) >= _SEEN:
+                    self._seen.clear()
+                self._seen.add(key)
         return build(rows, iteration)
 
     def _add(self, key: tuple[int, Any], rows: Sequence[Row],

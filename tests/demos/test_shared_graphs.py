@@ -17,6 +17,7 @@ from dyngraph import demos
 sys.path.insert(0, str(Path(__file__).parents[1] / "events"))
 from test_shared_graph import assert_graphs_are_the_builders  # noqa: E402
 
+from dyngraph.capture.graph import Graph  # noqa: E402
 from dyngraph.capture.sharedgraph import SharedGraph  # noqa: E402
 
 STEPS = {"transformer": 3}
@@ -32,12 +33,15 @@ def test_a_demo_s_graphs_are_the_builder_s_shared_or_not(name, tmp_path):
     dg.Trace(recording.events).save(path)
     trace = dg.read_trace(path)
     assert_graphs_are_the_builders(trace)
-    seen: dict = {}
+    seen: dict = {}  # structure -> its template (None: seen once)
     for it in trace.iterations:
         rows = trace._iteration_rows(it.index)
         structure = (tuple(r[0] for r in rows), rows[-1][4])
         template = it.graph.template
-        assert type(it.graph) is SharedGraph and template is not None
-        assert (template in seen.values()) == (structure in seen), (name, it.index)
-        assert seen.setdefault(structure, template) is template
+        if structure not in seen:  # (its first: built on its own)
+            assert type(it.graph) is Graph and template is None, (name, it.index)
+        else:
+            assert type(it.graph) is SharedGraph, (name, it.index)
+            assert seen[structure] in (None, template), (name, it.index)
+        seen[structure] = template
     assert (len(seen) == len(trace.iterations)) == (name in CHANGING), (name, len(seen))
