@@ -10,8 +10,9 @@ numpy data. After every line, every live value must match: dtype, shape, require
 values; or both libraries must raise the same exception type. At the end the leaves'
 gradients of a weighted sum of every float value must match.
 
-Sizes: the CI profile runs a fixed, small set of examples (150 a test, derandomized, so CI never flakes
-on a new draw); ``DYNGRAPH_DIFF_EXAMPLES=2000 pytest tests/engine/test_differential.py``
+Sizes: the CI profile runs a fixed, small set of examples (150 a test, derandomized, so CI
+never flakes on a new draw);
+``DYNGRAPH_DIFF_EXAMPLES=2000 pytest tests/engine/test_differential.py``
 runs a big random search. A failure prints the shrunk program as code: keep it as a named
 test once fixed (test_regressions.py, test_regressions_fuzzer_dtypes.py).
 """
