@@ -318,8 +318,9 @@ def nonfinite_parts(t: torch.Tensor, full: bool) -> torch.Tensor:
     times as much on CPU (an attention mask of -inf, 0.5 M elements, took 33 ms at cheap
     and 75 ms at full that way; per step of a 6-layer GPT, six of them). Where ``f`` is
     finite, ``f - finite`` is exactly 0; elsewhere it is the Inf or the NaN itself, which
-    ``nan_to_num`` turns into a 0/1 mark to count (in float64: exact). The norm is that of
-    the finite elements in the tensor's float dtype, as a finite tensor's norm is."""
+    ``nan_to_num`` turns into a 0/1 mark to count. The finite elements' norm, mean and std
+    are taken in float64 (a norm that overflowed float32 comes here too, all finite).
+    Nothing is written to ``t`` (a float64 ``f`` is ``t``'s memory)."""
     f = _as_float(t).reshape(-1)
     if f.is_complex():
         f = torch.view_as_real(f).reshape(-1)
@@ -332,7 +333,7 @@ def nonfinite_parts(t: torch.Tensor, full: bool) -> torch.Tensor:
     nan = odd.nan_to_num(1.0, 0.0, 0.0).sum(dtype=count_dtype).to(_F64)
     inf = odd.nan_to_num_(0.0, 1.0, 1.0).sum(dtype=count_dtype).to(_F64)
     count = (n - nan) - inf
-    parts = [nan, inf, count, _vector_norm(finite).to(_F64)]
+    parts = [nan, inf, count, _vector_norm(finite, dtype=_F64)]  # (1e30's square: no Inf)
     if full:
         mean = finite.sum(dtype=_F64) / count.clamp(min=1)
         # (a copy, also of a float64 tensor, which ``f`` may be itself; Inf - mean is Inf)
