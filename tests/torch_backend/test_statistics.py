@@ -92,3 +92,48 @@ def test_summaries_read_at_the_iterations_end_equal_those_read_at_once_for_non_f
         assert found[mode, False] == found[mode, True], mode
         want = _truth(x)
         assert f"nan={want['nan']}, inf={want['inf']}" in found[mode, False][0]
+
+
+def _steps(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, n: int,
+           resize_at: int = -1) -> list[list[float]]:
+    """``n`` steps; each step's parameters' update norms, measured by hand (before and after
+    copies). At step ``resize_at`` the first parameter is replaced in place (``p.data``) by
+    a larger one, as pruning or growing code does."""
+    found = []
+    for i in range(n):
+        if i == resize_at:
+            p = next(model.parameters())
+            with torch.no_grad():
+                p.data = torch.randn(p.shape[0], p.shape[1] + 3)
+            model[0].in_features += 3
+            x = torch.randn(x.shape[0], x.shape[1] + 3, generator=torch.Generator().manual_seed(i))
+            opt.state.clear()
+        before = [p.detach().clone() for p in model.parameters()]
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+        found.append([float((p.detach() - b).norm()) for p, b in zip(model.parameters(), before)])
+    return found
+
+
+def test_update_norms_are_each_steps_own_change_with_the_copies_kept_between_steps():
+    """The capture keeps a CPU parameter's copy from step to step (no fresh memory per
+    step): every step's update norm is still that step's change, also after a parameter
+    was replaced by a larger one in place."""
+    def run(record: bool) -> tuple[list[list[float]], list[list[float]]]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        x = torch.randn(8, 5)
+        if not record:
+            return _steps(model, opt, x, 5, resize_at=3), []
+        with dyngraph.trace(stats="cheap", backend="torch") as tr:
+            by_hand = _steps(model, opt, x, 5, resize_at=3)
+        steps = [e for e in tr.events if e.kind == "optimizer_step"]
+        return by_hand, [[n for _, n in e.updates] for e in steps]
+
+    by_hand, recorded = run(True)
+    assert len(recorded) == 5
+    for want, got in zip(by_hand, recorded, strict=True):
+        assert got == pytest.approx(want, rel=1e-6)
+    assert run(False)[0] == by_hand  # (and the capture changed no step)
