@@ -144,6 +144,13 @@ class Graph:
                  for n in self.nodes.values()]
         return structure.signatures(nodes, ((e.src, e.dst, e.index) for e in self.edges))
 
+    @property
+    def template(self) -> Any:
+        """The structure this graph shares with the iterations of a trace that repeat it
+        (a ``sharedgraph.GraphTemplate``: the same object for all of them), or None: a
+        graph built on its own (see ``sharedgraph.SharedGraph``)."""
+        return None
+
     def __len__(self) -> int:
         return len(self.nodes)
 

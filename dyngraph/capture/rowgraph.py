@@ -18,6 +18,7 @@ from typing import Any
 from . import structure
 from .graph import GradNode, Graph, GraphEdge, GraphNode
 from .rows import Row, attrs_dict, summary_builder
+from .sharedgraph import GraphTemplates
 
 _new = object.__new__
 _grad_node = tuple.__new__  # (GradNode, fields): a NamedTuple built without its __new__
@@ -181,34 +182,38 @@ def _build(g: Any) -> None:
             pending = _PENDING.__get__(g)
         except AttributeError:  # (made empty, as copy.copy does before setting fields)
             pending = None
-        if type(pending) is tuple:  # (rows, iteration)
-            built = graph_of_rows(*pending)
+        cls: Any = Graph
+        if type(pending) is tuple:  # (rows, iteration, templates)
+            rows, iteration, templates = pending
+            built = graph_of_rows(rows, iteration) if templates is None else \
+                templates.graph_of(rows, iteration, graph_of_rows)
             for slot in _SLOT.values():
                 slot.__set__(g, slot.__get__(built))
-        g.__class__ = Graph  # type: ignore[assignment]
+            cls = type(built)  # (a SharedGraph: one iteration of a template)
+        g.__class__ = cls
 
 
 def _field(name: str) -> property:
-    slot = _SLOT[name]
-
+    # (once built, ``self`` is a Graph or a SharedGraph: its own class reads the field)
     def get(self: Graph) -> Any:
         _build(self)
-        return slot.__get__(self)
+        return getattr(self, name)
 
     def set_(self: Graph, value: Any) -> None:
         _build(self)
-        slot.__set__(self, value)
+        setattr(self, name, value)
 
     def del_(self: Graph) -> None:
         _build(self)
-        slot.__delete__(self)
+        delattr(self, name)
 
     return property(get, set_, del_)
 
 
 class PendingGraph(Graph):
     """A ``Graph`` whose nodes are built from its rows when any field is first read or
-    set (it then becomes a plain ``Graph``: same object, same fields)."""
+    set (it then becomes a plain ``Graph``, or a ``SharedGraph``: same object, same
+    fields)."""
 
     __slots__ = ()
 
@@ -216,7 +221,7 @@ class PendingGraph(Graph):
         _build(self)
         if type(other) is PendingGraph:
             _build(other)
-        return Graph.__eq__(self, other)
+        return self == other  # (as the class it became)
 
     def __repr__(self) -> str:
         _build(self)
@@ -227,10 +232,14 @@ for _name in _FIELDS:
     setattr(PendingGraph, _name, _field(_name))
 
 
-def pending_graph(rows: Sequence[Row], iteration: int) -> Graph:
+def pending_graph(rows: Sequence[Row], iteration: int,
+                  templates: GraphTemplates | None = None) -> Graph:
     """``graph_of_rows(rows, iteration)``, built when first looked at. ``rows`` must not
     change meanwhile (a file's, or a list of a recording's: rows are tuples). Kept as
-    a tuple (of tuples), a graph not looked into is no work for the cyclic collector."""
+    a tuple (of tuples), a graph not looked into is no work for the cyclic collector.
+
+    ``templates``: the trace's graph templates (``sharedgraph``): an iteration that
+    repeats one gets a ``SharedGraph``, which makes no node until one is looked up."""
     g: Any = _new(PendingGraph)
-    _PENDING.__set__(g, (rows, iteration))
+    _PENDING.__set__(g, (rows, iteration, templates))
     return g  # type: ignore[no-any-return]

@@ -39,14 +39,16 @@ as format 3 has them (``columns.py``; each a uint32 length and its bytes):
 
 Nothing here runs code from the data; every count, index and shift is checked before a row
 is built, and the rows are checked against the metadata as format 3's are.
+
+This module reads the format (and holds what writer and reader share); ``templateencode.py``
+writes it.
 """
 
 from __future__ import annotations
 
 import gc
-from array import array
 from collections.abc import Callable, Sequence
-from itertools import chain, compress, islice, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -91,68 +93,6 @@ def _plan(kind: str) -> tuple[tuple[int, str, str, str], ...]:
 PLANS = {kind: _plan(kind) for kind in columns.KINDS}
 
 
-# -- encoding --------------------------------------------------------------------------------
-def _segments(rows: Sequence[Row]) -> list[tuple[int, int]]:
-    """(start, end) of each run of rows of one iteration."""
-    iterations = list(map(_ITERATION, rows))
-    cuts = [i for i in range(1, len(iterations)) if iterations[i] != iterations[i - 1]]
-    starts = [0, *cuts]
-    return list(zip(starts, [*cuts, len(rows)], strict=True))
-
-
-def _first_shift(rows: Sequence[Any], templates: Sequence[Any], ids: bool) -> int:
-    """The shift that maps the template's values onto these: from the first non-negative
-    template value its partner differs from (0 if none does)."""
-    for value, template in zip(rows, templates, strict=True):
-        if ids:
-            if len(value) == len(template):
-                for v, t in zip(value, template, strict=True):
-                    if t >= 0 and v != t:
-                        return int(v - t)
-        elif template >= 0 and type(value) is int and value != template:
-            return value - template
-    return 0
-
-
-_FAR = 1 << 62  # (values and shifts below this in size add up within int64)
-
-
-def _chosen_in_numpy(values: Sequence[Any], templates: Sequence[Any],
-                     shifts: Sequence[int], ids: bool
-                     ) -> tuple[list[bool], list[Any] | None, list[bool]] | None:
-    """``_chosen`` in numpy, for plain integers of sizes whose sums cannot wrap and id
-    lists as long as their templates' (None otherwise: ``_chosen`` does it in Python),
-    with ``_differs`` of the values and those implied (which are then not made)."""
-    if ids:
-        lengths = list(map(len, templates))
-        if list(map(len, values)) != lengths:
-            return None
-        flat_v: Any = list(chain.from_iterable(values))
-        flat_t: Any = list(chain.from_iterable(templates))
-    else:
-        flat_v, flat_t = values, templates
-    if not set(map(type, flat_v)) <= {int} or not set(map(type, flat_t)) <= {int}:
-        return None  # (a bool is no int here: it must be written as it is)
-    try:
-        v, t = np.array(flat_v, np.int64), np.array(flat_t, np.int64)
-        d = np.array(shifts, np.int64)
-    except OverflowError:
-        return None
-    if len(t) and (max(t.max(), v.max(), d.max()) >= _FAR or
-                   min(t.min(), v.min(), d.min()) <= -_FAR):
-        return None
-    if ids:
-        d = np.repeat(d, lengths)
-    moved = t + d
-    bits = (d != 0) & (t >= 0) & (v == moved)
-    other = v != np.where(bits, moved, t)
-    if not ids:
-        return bits.tolist(), None, other.tolist()
-    ends = np.cumsum(np.array(lengths, np.int64))
-    seen = np.concatenate(([0], np.cumsum(other)))
-    return bits.tolist(), None, (seen[ends] > seen[ends - lengths]).tolist()
-
-
 def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list[Any]:
     """Every value shifted (the seqs: they all move)."""
     if not any(shifts):
@@ -163,114 +103,6 @@ def _shifted(templates: Sequence[Any], shifts: Sequence[int], ids: bool) -> list
     return [t + d if t >= 0 else t for t, d in zip(templates, shifts, strict=True)]
 
 
-def _chosen(values: Sequence[Any], templates: Sequence[Any], shifts: Sequence[int],
-            ids: bool) -> tuple[list[bool], list[Any] | None, list[bool] | None]:
-    """Per template value (per id of an id list), whether it is shifted: an id of a tensor
-    made in the iteration moves, a parameter's stays. The bits, the values implied, and
-    which values differ from those (None: not known yet, ``_differs`` says)."""
-    fast = _chosen_in_numpy(values, templates, shifts, ids)
-    if fast is not None:
-        return fast
-    bits: list[bool] = []
-    implied: list[Any] = []
-    if ids:
-        for v, t, d in zip(values, templates, shifts, strict=True):
-            if d and len(v) == len(t):
-                row = [x == y + d and y >= 0 for x, y in zip(v, t, strict=True)]
-                bits += row
-                implied.append(tuple([y + d if b else y for y, b in zip(t, row, strict=True)])
-                               if any(row) else t)
-            else:
-                bits += [False] * len(t)
-                implied.append(t)
-        return bits, implied, None
-    for v, t, d in zip(values, templates, shifts, strict=True):
-        b = bool(d) and t >= 0 and v == t + d
-        bits.append(b)
-        implied.append(t + d if b else t)
-    return bits, implied, None
-
-
-def _packed(bits: list[bool]) -> bytes:
-    return np.packbits(np.array(bits, dtype=bool)).tobytes() if any(bits) else b""
-
-
-def _differs(values: Sequence[Any], implied: Sequence[Any]) -> list[bool]:
-    # ``is not`` first: the same object is the common case, and equal. Otherwise ``!=``,
-    # the same equality format 3's tables use to share strings, shapes and attributes.
-    return [v is not t and v != t for v, t in zip(values, implied, strict=True)]
-
-
-def encode_payload(rows: Sequence[Row], flags: int) -> bytes | None:
-    """The payload of a format-4 frame holding ``rows``, or None when no segment repeats
-    an earlier one (then the frame is written in format 3). Raises as
-    ``columns.encode_payload`` does on a value the columns cannot hold."""
-    if len(rows) < 2 * MIN_ROWS or rows[0][2] == rows[-1][2]:
-        return None  # one iteration (a long one's part): nothing can repeat
-    codes = bytes(map(columns.CODES.__getitem__, map(_KIND, rows)))
-    segments = _segments(rows)
-    seen: dict[bytes, int] = {}  # kinds of a full segment -> its 1-based number
-    table: list[int] = []
-    full: list[Row] = []
-    templated: list[tuple[int, int, int]] = []  # (start, end, template's start)
-    for number, (a, b) in enumerate(segments, start=1):
-        kinds = codes[a:b]
-        template = seen.get(kinds, 0) if b - a >= MIN_ROWS else 0
-        if template and not _FULL_ONLY.isdisjoint(kinds):
-            template = 0
-        table += (b - a, rows[a][2], template)
-        if template:
-            templated.append((a, b, segments[template - 1][0]))
-        else:
-            seen.setdefault(kinds, number)
-            full.extend(rows[a:b])
-    if not templated:
-        return None
-    head = [codes, columns._swap(array("I", table)).tobytes(),
-            columns.encode_payload(full, flags & ~FLAG_TEMPLATES)]
-    body = encode_against(rows, codes, [(a, b, rows, ta, ta) for a, b, ta in templated])
-    meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2], flags | FLAG_TEMPLATES,
-                            rows[0][1])
-    return meta + columns.join_blocks([*head, *body])
-
-
-# A templated segment, for the shared parts of formats 4 and 5: (start, end) in the
-# frame, then the rows its template's are taken from and where in them it begins, and a
-# key naming that place (kinds at one key are always the same).
-Templated = tuple[int, int, Sequence[Row], int, Any]
-
-
-def encode_against(rows: Sequence[Row], codes: bytes, templated: Sequence[Templated],
-                   compact: bool = False) -> list[bytes]:
-    """The blocks that follow the full segments: the seq shifts, the tables, then the
-    templated segments' fields kind by kind (see the module's docstring). ``compact``
-    (format 5): each kind's blocks begin with a bit per optional block (a mask, the
-    shifts of a field, statistics of a summary form), and only those set follow."""
-    t = columns._Tables()
-    blocks: list[bytes] = []
-    shifts_seq = [rows[a][1] - base[start][1] for a, _, base, start, _ in templated]
-    # The templated rows of each kind, with their templates and segment numbers.
-    by_kind: dict[int, tuple[list[Row], list[Row], list[int]]] = {}
-    places: dict[Any, dict[int, list[int]]] = {}
-    for s, (a, b, base, start, key) in enumerate(templated):
-        for code, at in _places(places, key, codes, a, b - a).items():
-            group = by_kind.get(code)
-            if group is None:
-                group = by_kind[code] = ([], [], [])
-            group[0].extend([rows[a + k] for k in at])
-            group[1].extend([base[start + k] for k in at])
-            group[2].extend(repeat(s, len(at)))
-    for code in sorted(by_kind):
-        first = len(blocks)
-        present: list[bool] | None = [] if compact else None
-        _encode_kind(columns.KINDS[code], *by_kind[code], shifts_seq, len(templated), t,
-                     blocks, present)
-        if present is not None:
-            blocks.insert(first, np.packbits(np.array(present, dtype=bool)).tobytes())
-    return [columns._swap(array("q", shifts_seq)).tobytes(), *columns.table_blocks(t),
-            *blocks]
-
-
 def _places(cache: dict[Any, dict[int, list[int]]], key: Any, codes: bytes, start: int,
             n: int) -> dict[int, list[int]]:
     """Where each kind's events sit in ``codes[start:start + n]``, a segment like every
@@ -278,67 +110,10 @@ def _places(cache: dict[Any, dict[int, list[int]]], key: Any, codes: bytes, star
     at the same places)."""
     found = cache.get(key)
     if found is None:
-        found = cache[key] = {}
-        for k, code in enumerate(codes[start:start + n]):
-            found.setdefault(code, []).append(k)
+        kinds = np.frombuffer(codes, np.uint8, n, start)
+        found = cache[key] = {code: np.flatnonzero(kinds == code).tolist()
+                              for code in np.unique(kinds).tolist()}
     return found
-
-
-def _encode_kind(kind: str, rows: list[Row], templates: list[Row], segment: list[int],
-                 shifts_seq: list[int], n_segments: int, t: columns._Tables,
-                 blocks: list[bytes], present: list[bool] | None = None) -> None:
-    cols = list(zip(*rows, strict=True))
-    tcols = list(zip(*templates, strict=True))
-    implied = _shifted(tcols[1], [shifts_seq[s] for s in segment], False)
-    _sparse("int", cols[1], implied, t, blocks, present)
-    # Each segment's rows of this kind: segment numbers ascend with the rows.
-    spans, first = [], 0
-    for k in range(1, len(segment) + 1):
-        if k == len(segment) or segment[k] != segment[first]:
-            spans.append((segment[first], first, k))
-            first = k
-    for i, _name, ftype, how in PLANS[kind]:
-        if how == DENSE and ftype == "count" and present is not None:
-            _narrow(cols[i], blocks)
-            continue
-        if how == DENSE and ftype == "summaries" and present is not None:
-            # (as many as the template's, per event: each against the template's, as a
-            # summary field is; else the column as written)
-            if _optional(present, list(map(len, cols[i])) != list(map(len, tcols[i]))):
-                columns._encode_column(ftype, cols[i], t, blocks, [])
-            else:
-                _encode_summaries([x for v in cols[i] for x in v],
-                                  [x for v in tcols[i] for x in v], t, blocks, present)
-            continue
-        if how == DENSE:
-            columns._encode_column(ftype, cols[i], t, blocks, [])
-            continue
-        if how == SUMMARY:
-            _encode_summaries(cols[i], tcols[i], t, blocks, present)
-            continue
-        if how == SHIFTED:
-            ids = ftype == "ids"
-            shifts = [0] * n_segments
-            col, tcol = cols[i], tcols[i]
-            for s, a, b in spans:
-                shifts[s] = _first_shift(col[a:b], tcol[a:b], ids)
-            bits, moved, other = _chosen(cols[i], tcols[i], [shifts[s] for s in segment],
-                                         ids)
-            if _optional(present, any(shifts)):
-                blocks.append(columns._swap(array("q", shifts)).tobytes())
-                blocks.append(_packed(bits))
-            _sparse(ftype, cols[i], moved or (), t, blocks, present, other)
-        else:
-            _sparse(ftype, cols[i], tcols[i], t, blocks, present)
-
-
-def _narrow(col: Sequence[int], blocks: list[bytes]) -> None:
-    """A column of counts (durations) in compact frames: its item size (4 when every
-    count fits 32 bits, else 8), then the counts."""
-    if not col or max(col) < 1 << 32:
-        blocks.append(b"\x04" + np.array(col, "<u4").tobytes())
-    else:
-        blocks.append(b"\x08" + np.array(col, "<i8").tobytes())
 
 
 def _wide(r: columns._Reader, kind: str, name: str, n: int) -> list[int]:
@@ -354,28 +129,6 @@ def _wide(r: columns._Reader, kind: str, name: str, n: int) -> list[int]:
     return col
 
 
-def _optional(present: list[bool] | None, wanted: bool) -> bool:
-    """Are an optional block's contents written? Always, but in compact frames (format 5,
-    ``present``) only when ``wanted``, which is noted there."""
-    if present is None:
-        return True
-    present.append(wanted)
-    return wanted
-
-
-def _sparse(ftype: str, values: Sequence[Any], implied: Sequence[Any], t: columns._Tables,
-            blocks: list[bytes], present: list[bool] | None = None,
-            mask: list[bool] | None = None) -> None:
-    """A mask of the values that differ from what is implied (``mask``, when known), and
-    those values."""
-    if mask is None:
-        mask = _differs(values, implied)
-    if _optional(present, any(mask)):
-        blocks.append(np.packbits(np.array(mask, dtype=bool)).tobytes() if any(mask)
-                      else b"")
-        columns._encode_column(ftype, list(compress(values, mask)), t, blocks, [])
-
-
 # Summary rows (``rows.py``): cheap (shape, dtype, norm, nan, inf, sampled) and full
 # (shape, dtype, min, max, mean, std, norm, nan, inf, preview, sampled). Against a template
 # summary of the same form, shape, dtype, counts and flag are compared (they rarely move)
@@ -388,35 +141,6 @@ _PREVIEW = 9
 
 def _summary_form(s: Any) -> int:
     return 0 if s is None else len(s)
-
-
-def _encode_summaries(values: Sequence[Any], templates: Sequence[Any], t: columns._Tables,
-                      blocks: list[bytes], present: list[bool] | None = None) -> None:
-    """Blocks: a mask of the summaries written whole and those (format 3's summary
-    column); then per form (6, 11), for the summaries of that form like their template's,
-    the compared parts (mask and differing values, as ``_sparse``) and the statistics."""
-    forms = list(map(_summary_form, values))
-    whole = [f != _summary_form(s) for f, s in zip(forms, templates, strict=True)]
-    if _optional(present, any(whole)):
-        blocks.append(np.packbits(np.array(whole, dtype=bool)).tobytes() if any(whole)
-                      else b"")
-        columns._encode_column("summary", list(compress(values, whole)), t, blocks, [])
-    for form in (6, 11):
-        chosen = [f == form and not w for f, w in zip(forms, whole, strict=True)]
-        if present is not None and not any(chosen):
-            continue  # (the reader knows there are none: compact frames skip the form)
-        mine = list(compress(values, chosen))
-        theirs = list(compress(templates, chosen))
-        cols = list(zip(*mine, strict=True)) if mine else [()] * form
-        tcols = list(zip(*theirs, strict=True)) if theirs else [()] * form
-        for k, ftype in _SUMMARY_SAME[form]:
-            _sparse(ftype, cols[k], tcols[k], t, blocks, present)
-        for k in _SUMMARY_FLOATS[form]:
-            columns._floats(cols[k], blocks)
-        if form == 11:
-            previews = list(map(columns._PREVIEW_CUT, cols[_PREVIEW]))
-            blocks.append(columns._swap(array("I", map(len, previews))).tobytes())
-            blocks.append(columns._swap(array("d", [x for p in previews for x in p])).tobytes())
 
 
 def _decode_summaries(frame: columns._Frame, kind: str, name: str, templates: Sequence[Any],
@@ -744,3 +468,13 @@ def frame_iterations(payload: bytes | memoryview, lo: int, hi: int) -> list[int]
 def is_templated(payload: bytes | memoryview) -> bool:
     return len(payload) >= EVENTS_META.size and bool(
         EVENTS_META.unpack_from(payload)[3] & FLAG_TEMPLATES)
+
+
+def __getattr__(name: str) -> Any:
+    # The writer lives in templateencode.py, which imports this module; format 4's
+    # ``encode_payload`` is still reachable here, where it always was.
+    if name == "encode_payload":
+        from . import templateencode
+
+        return templateencode.encode_payload
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ it, and never templated. Format 5 keeps the templates in the file, not the frame
   to the first event of another kind and in full from there). The segment's kinds must
   be the template's at that place. ``COPY`` as the offset: the segment is the template's
   rows as they are (the iteration the template was made of, in the same frame). Each
-  kind's blocks are compact (``templates.encode_against``): a bit per optional block,
+  kind's blocks are compact (``templateencode.encode_against``): a bit per optional block,
   and only those set follow.
 
 A template frame comes before the first frame that names it. A reader keeps the templates
@@ -42,9 +42,10 @@ from array import array
 from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import itemgetter
+from typing import Any
 
 from ..errors import TraceFileError
-from . import columns, templates
+from . import columns, templateencode, templates
 from .decoding import EVENTS_META, STREAM
 from .rows import Row
 
@@ -106,13 +107,16 @@ class WriterTable:
         self._batch = 0  # batches encoded
         self._at: tuple[int, int, int] | None = None  # (see Template.at) the iteration's
         self._at_end: tuple[int, int, int] | None = None  # ... of the last one ended
+        # The template columns of the frames written, by kind and segments' places
+        # (``templateencode.TemplateColumns``)
+        self._columns: dict[Any, templateencode.TemplateColumns] = {}
 
     def encode(self, rows: Sequence[Row], flags: int, made: list[bytes],
                eager: bool = False) -> bytes | None:
         codes = codes_of(rows)
         self._batch += 1
         chosen: list[tuple[int, int, Template | None, int]] = []  # (a, b, template, offset)
-        for a, b in templates._segments(rows):
+        for a, b in templateencode._segments(rows):
             if rows[a][2] != self._iteration:
                 self._end_iteration()
                 self._iteration = rows[a][2]
@@ -161,7 +165,8 @@ class WriterTable:
         head = [codes, columns._swap(array("I", table)).tobytes(),
                 columns.encode_payload(full, flags & ~templates.FLAG_TEMPLATES)
                 if full else b""]
-        body = templates.encode_against(rows, codes, templated, compact=True)
+        body = templateencode.encode_against(rows, codes, templated, compact=True,
+                                             cache=self._columns)
         meta = EVENTS_META.pack(len(rows), rows[0][2], rows[-1][2],
                                 flags | templates.FLAG_TEMPLATES, rows[0][1])
         return meta + columns.join_blocks([*head, *body])

@@ -32,14 +32,14 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from types import TracebackType
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from ..errors import TraceFileError, UserError
-from . import columns, templates, templatetable
+from . import columns, templateencode, templates, templatetable
 from . import events as ev
 from .decoding import (  # decoding lives there; these names are still found here
     _ARRAY_KINDS,  # noqa: F401
@@ -54,6 +54,7 @@ from .decoding import decode_events_payload as decode_json_payload
 from .rows import Row, events_of, row_of, rows_of
 
 MAGIC = b"DG"
+_KIND = itemgetter(0)  # (a row's)
 FORMAT_VERSION = columns.VERSION  # events frames in columns (``columns.py``): 3 since
 # schema 3 (2 had fewer backward-step fields, still read); 1: JSON rows, still read
 JSON_VERSION = 1
@@ -209,7 +210,7 @@ def encode_rows(rows: Sequence[Row], version: int | None = None) -> bytes:
     if version in (FORMAT_VERSION, TEMPLATE_VERSION) and rows:
         try:
             if version == TEMPLATE_VERSION:
-                payload = templates.encode_payload(rows, flags)
+                payload = templateencode.encode_payload(rows, flags)
                 if payload is not None:
                     return _frame(EVENTS, payload, TEMPLATE_VERSION)
             return _frame(EVENTS, columns.encode_payload(rows, flags))  # (the current format)
@@ -596,10 +597,25 @@ class TraceWriter:
         make first, then an events frame that names them (format 5; format 3 when no
         iteration follows a template, or ``encode_rows``'s choice for a value columns
         cannot hold)."""
+        # The collector paused while a frame is encoded (as ``decode_rows_payload`` does):
+        # transposing rows into columns (``zip(*rows)``) makes an iterator per row, and
+        # each few hundred of those ran a collection over the young rows of the
+        # recording (a 1,000-op chain's templated frame cost twice what it does paused).
+        # Encoding makes no cycles; the program's own collection comes at the next
+        # allocation after, as it would have.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._encode_rows(rows)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _encode_rows(self, rows: Sequence[Row]) -> bytes:
         table = self._table
         if table is None or not rows:
             return encode_rows(rows)
-        flags = FLAG_VALUES if any(r[0] == "values" for r in rows) else 0
+        flags = FLAG_VALUES if "values" in map(_KIND, rows) else 0
         made: list[bytes] = []
         payload = None
         try:

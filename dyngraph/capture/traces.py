@@ -29,6 +29,7 @@ from . import events as ev
 from .graph import Graph, GraphBuilder, GraphDiff, backward_graph
 from .rowgraph import pending_graph
 from .rows import Row, RowEvents, event_of, events_of
+from .sharedgraph import GraphTemplates
 from .tracefile import FLAG_VALUES, JSON_VERSION, TraceWriter, encode_events
 from .tracereader import FrameRef, read_frames
 from .tracing import tracer
@@ -176,7 +177,7 @@ class Iteration:
         if self._graph is None or self._graph_stamp != stamp:
             rows = self.trace._iteration_rows(self.index)
             if rows is not None:
-                self._graph = pending_graph(rows, self.index)
+                self._graph = pending_graph(rows, self.index, self.trace._templates)
             else:
                 builder = GraphBuilder()
                 builder.current.iteration = self.index
@@ -248,6 +249,8 @@ class Trace:
         self._values_scanned = 0
         # iteration number -> frame indexes (file traces)
         self._frame_spans: dict[int, tuple[int, ...]] | None = None
+        # The graphs of iterations that repeat one structure share it (``sharedgraph``).
+        self._templates = GraphTemplates()
 
     @classmethod
     def from_frames(cls, header: ev.Header, frames: list[FrameRef],

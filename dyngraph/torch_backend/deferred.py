@@ -186,7 +186,8 @@ class StatsBuffer:
 
     def updates(self, ids: Sequence[int], norms: Sequence[torch.Tensor]) -> Pending:
         """An optimizer step's update norms (one per parameter, ``ids``), pending."""
-        numbers = torch.stack([n.to(_F64) for n in norms]) if norms else torch.zeros(0, dtype=_F64)
+        # (stacked first, then one conversion: exact, as each norm's own conversion was)
+        numbers = torch.stack(list(norms)).to(_F64) if norms else torch.zeros(0, dtype=_F64)
         return self._add(_UPDATES, numbers, tuple(ids))
 
     def _add(self, kind: int, numbers: Any, t: Any) -> Pending:

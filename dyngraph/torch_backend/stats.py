@@ -51,6 +51,7 @@ _dtype_names: dict[torch.dtype, str] = {}
 _NO_STATS: dict[tuple[tuple[int, ...], str], Summary] = {}
 _NO_STATS_ROWS: dict[tuple[tuple[int, ...], torch.dtype], tuple[Any, ...]] = {}
 _shapes: dict[Any, tuple[int, ...]] = {}
+_EXACT_COUNT = 1 << 24  # (float32's integers are exact up to here; bfloat16 is read as float32)
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -310,22 +311,38 @@ def nonfinite_parts(t: torch.Tensor, full: bool) -> torch.Tensor:
     """What ``nonfinite_summary`` needs, as one float64 device vector (no host read, no
     boolean indexing, which would read a count on a GPU): NaN count, Inf count, finite
     count, the finite elements' norm, and at ``full`` their min, max, mean, std (unbiased,
-    two passes) and the preview."""
+    two passes) and the preview.
+
+    Built from ``nan_to_num`` and sums, each one light pass over the tensor in its own
+    float dtype: ``isfinite``/``isnan``/``isinf`` and sums of their boolean masks cost 5-15
+    times as much on CPU (an attention mask of -inf, 0.5 M elements, took 33 ms at cheap
+    and 75 ms at full that way; per step of a 6-layer GPT, six of them). Where ``f`` is
+    finite, ``f - finite`` is exactly 0; elsewhere it is the Inf or the NaN itself, which
+    ``nan_to_num`` turns into a 0/1 mark to count. The finite elements' norm, mean and std
+    are taken in float64 (a norm that overflowed float32 comes here too, all finite).
+    Nothing is written to ``t`` (a float64 ``f`` is ``t``'s memory)."""
     f = _as_float(t).reshape(-1)
     if f.is_complex():
         f = torch.view_as_real(f).reshape(-1)
-    f = f.to(_F64)
-    finite = torch.isfinite(f)
-    count = finite.sum()
-    zeroed = torch.where(finite, f, 0.0)
-    parts = [torch.isnan(f).sum(), torch.isinf(f).sum(), count, _vector_norm(zeroed)]
+    n = f.numel()
+    # (marks summed in their float dtype are counted exactly up to 2^24: a float32 sum's
+    # partial sums are integers no larger; float64 beyond, which costs a conversion)
+    count_dtype = None if n <= _EXACT_COUNT else _F64
+    finite = f.nan_to_num(0.0, 0.0, 0.0)  # (the finite elements, 0 elsewhere)
+    odd = f - finite  # (0 where finite; the Inf or NaN elsewhere)
+    nan = odd.nan_to_num(1.0, 0.0, 0.0).sum(dtype=count_dtype).to(_F64)
+    inf = odd.nan_to_num_(0.0, 1.0, 1.0).sum(dtype=count_dtype).to(_F64)
+    count = (n - nan) - inf
+    parts = [nan, inf, count, _vector_norm(finite, dtype=_F64)]  # (1e30's square: no Inf)
     if full:
-        mean = zeroed.sum() / count.clamp(min=1)
-        spread = torch.where(finite, f - mean, 0.0)
-        parts += [torch.where(finite, f, math.inf).min(), torch.where(finite, f, -math.inf).max(),
-                  mean, (spread * spread).sum() / (count - 1).clamp(min=1)]
-    head = _stack([p.to(_F64) for p in parts])
-    return torch.cat([head, f[:PREVIEW]]) if full else head
+        mean = finite.sum(dtype=_F64) / count.clamp(min=1)
+        # (a copy, also of a float64 tensor, which ``f`` may be itself; Inf - mean is Inf)
+        spread = f.to(_F64, copy=True).sub_(mean).nan_to_num_(0.0, 0.0, 0.0)
+        parts += [f.nan_to_num(math.inf, math.inf, math.inf).min().to(_F64),
+                  f.nan_to_num(-math.inf, -math.inf, -math.inf).max().to(_F64),
+                  mean, torch.dot(spread, spread) / (count - 1).clamp(min=1)]
+    head = _stack(parts)
+    return torch.cat([head, f[:PREVIEW].to(_F64)]) if full else head
 
 
 def nonfinite_summary(t: torch.Tensor, numbers: list[float], full: bool) -> Summary:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import dyngraph as dg
-from dyngraph.capture import columns
+from dyngraph.capture import columnencode, columns
 from dyngraph.capture import events as ev
 from dyngraph.capture import tracefile as tf
 from dyngraph.capture.graph import Graph, GraphBuilder, backward_graph, build_graphs
@@ -69,7 +69,7 @@ def test_each_output_slots_gradient_survives_a_file(tmp_path, version):
 def _format_2_frame(rows: list[tuple], monkeypatch: pytest.MonkeyPatch) -> bytes:
     """Rows as a format-2 column frame (before schema 3's backward-step columns)."""
     short = {**columns.FIELD_TYPES, "backward_step": columns.FIELD_TYPES["backward_step"][:-4]}
-    monkeypatch.setattr(columns, "FIELD_TYPES", short)
+    monkeypatch.setattr(columnencode, "FIELD_TYPES", short)
     old = [r[:-4] if r[0] == "backward_step" else r for r in rows]
     payload = columns.encode_payload(old, 0)
     monkeypatch.undo()

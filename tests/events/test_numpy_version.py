@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 import dyngraph
-from dyngraph.capture import columns
+from dyngraph.capture import columnencode, columns
 from dyngraph.capture import events as ev
 from dyngraph.capture import tracefile as tf
 from dyngraph.capture.rows import rows_of
@@ -36,7 +36,7 @@ def test_a_recorded_trace_names_the_numpy_it_ran_on(tmp_path):
 def _older_frame(monkeypatch, short: int) -> bytes:
     """The header frame a dyngraph from before the last ``short`` header fields wrote."""
     old_types = dict(columns.FIELD_TYPES, header=columns.FIELD_TYPES["header"][:-short])
-    monkeypatch.setattr(columns, "FIELD_TYPES", old_types)
+    monkeypatch.setattr(columnencode, "FIELD_TYPES", old_types)
     frame = tf.encode_rows([rows_of([_OLD_HEADER.replace(numpy_version="2.4.6")])[0][:-short]])
     monkeypatch.undo()
     return frame

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,22 +28,61 @@ def line_of(name: str, marker: str) -> int:
     raise AssertionError(marker)
 
 
-def test_nan_is_found_at_the_op_and_line_that_made_it_forward_and_backward():
-    run = drive(TRAIN, ["--nan-at", "2"], breakpoints=[Breakpoint.nan()], stats="cheap",
-                timeout=90)
-    pause = run.pauses[0]
+# train.py's two NaNs: made in the forward at step 2 (``--nan-at 2``) and made in the
+# backward from a finite forward (``--bad-backward 2``), each with the statistics its test
+# first used.
+NANS = {"forward": (["--nan-at", "2"], "cheap"), "backward": (["--bad-backward", "2"], "none")}
+
+
+@pytest.fixture(scope="module")
+def nan_runs() -> dict[str, tuple[Run, subprocess.CompletedProcess[str]]]:
+    """Each NaN once under the debugger with a NaN breakpoint and once under ``check``,
+    for the three tests that read them (each run of train.py costs seconds of PyTorch's
+    start-up; the checks run while the debugger's sessions do)."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    checks = {name: subprocess.Popen([sys.executable, "-m", "dyngraph", "check", TRAIN, *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, env=env)
+              for name, (args, _) in NANS.items()}
+    runs = {}
+    try:
+        for name, (args, stats) in NANS.items():
+            debugged = drive(TRAIN, args, breakpoints=[Breakpoint.nan()], stats=stats,
+                             timeout=90)
+            out, err = checks[name].communicate(timeout=120)
+            runs[name] = (debugged, subprocess.CompletedProcess(args, checks[name].returncode,
+                                                                out, err))
+    finally:
+        for proc in checks.values():
+            proc.kill()
+            proc.wait()
+    return runs
+
+
+def test_nan_is_found_at_the_op_and_line_that_made_it_forward_and_backward(nan_runs):
+    pause = nan_runs["forward"][0].pauses[0]
     assert pause.hit.reason == "nan" and pause.hit.iteration == 2
     assert type(pause.at) is ev.Op and pause.at.op == "log"
     assert pause.at.line == line_of("train.py", "nan-forward")
     assert f"train.py:{line_of('train.py', 'nan-forward')}" in pause.hit.description
 
-    run = drive(TRAIN, ["--bad-backward", "2"], breakpoints=[Breakpoint.nan()], stats="none",
-                timeout=90)
-    pause = run.pauses[0]
+    pause = nan_runs["backward"][0].pauses[0]
     assert pause.hit.reason == "nan" and pause.hit.iteration == 2
     assert type(pause.at) is ev.BackwardStep and pause.at.grad_fn == "SqrtBackward0"
     assert "in backward" in pause.hit.description
     assert f"train.py:{line_of('train.py', 'nan-backward')}" in pause.hit.description
+
+
+def test_check_names_the_first_nan_as_the_debugger_does_forward_and_backward(nan_runs):
+    """``check`` judges when the iteration's statistics are read (issue 24: they stay on
+    the device until then); the debugger with a NaN breakpoint judges per op. Both name
+    the same op or node, in the same words."""
+    for name, (debugged, checked) in nan_runs.items():
+        assert checked.returncode == 1, checked.stderr
+        hit = debugged.pauses[0].hit
+        assert hit.reason == "nan" and hit.iteration == 2, name
+        assert (f"FAILED, NaN/Inf found in iteration 2: {hit.description}. The run was "
+                "stopped there.") in " ".join(checked.stderr.split()), (checked.stderr, hit)
 
 
 def test_breakpoints_stepping_values_and_script_breakpoints_on_a_pytorch_script():
@@ -95,13 +135,13 @@ def test_breakpoints_stepping_values_and_script_breakpoints_on_a_pytorch_script(
     assert run.state is not None and run.state.exit_status == 0
 
 
-def test_check_record_summary_and_export_from_the_command_line(tmp_path):
+def test_check_record_summary_and_export_from_the_command_line(tmp_path, nan_runs):
     """One recording of train.py serves the summary and the export (a run of the script
     costs seconds of PyTorch start-up; what each command shows is checked as before)."""
     clean = dyngraph_cli("check", TRAIN, timeout=120)
     assert clean.returncode == 0 and "ok, no NaN/Inf" in clean.stderr, clean.stderr
     assert clean.stdout.count("loss") == 3  # the script's own output, unchanged
-    bad = dyngraph_cli("check", TRAIN, "--nan-at", "2", timeout=120)
+    bad = nan_runs["forward"][1]  # check TRAIN --nan-at 2
     assert bad.returncode == 1
     assert "log" in bad.stderr and f"train.py:{line_of('train.py', 'nan-forward')}" in bad.stderr
 

@@ -118,7 +118,8 @@ def test_variables_console_and_watch_in_tmux(tmp_path):
     try:
         wait_screen(name, "PAUSED", "start", "live")
         keys("n", "n")  # the fc's linear, then the tanh: inside Net.forward, h is a local
-        text = wait_screen(name, "variables · forward", "│ h ", "tanh")
+        # (h's row is read whole: a capture can land while the row is half painted)
+        text = wait_screen(name, "variables · forward", "│ h ", "tanh", "(3, 8) float32")
         h_row = next(line for line in text.splitlines() if "│ h " in line)
         assert "Tensor" in h_row and "(3, 8) float32" in h_row
         keys("!")
