@@ -112,7 +112,8 @@ def _steps(model: torch.nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, 
         opt.zero_grad()
         model(x).square().mean().backward()
         opt.step()
-        found.append([float((p.detach() - b).norm()) for p, b in zip(model.parameters(), before)])
+        found.append([float((p.detach() - b).norm())
+                      for p, b in zip(model.parameters(), before, strict=True)])
     return found
 
 
