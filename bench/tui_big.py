@@ -173,14 +173,17 @@ def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
     counting = CountingLayout()
 
     async def run() -> None:
+        c_start = cpu_now()
         start = time.perf_counter()
         app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
         async with app.run_test(size=SIZE) as pilot:
+            out["  the app up (its first frame), from opening"] = time.perf_counter() - start
             canvas = app.query_one("#graph")
             canvas._layout_fn = counting  # before the worker starts: it is made on mount
             if canvas._worker is not None:
                 canvas._worker.layout_fn = counting
             await wait_until(pilot, lambda: not app.source.loading, 600)
+            out["  the trace read, from opening"] = time.perf_counter() - start
             shown: list[float] = []
             display = app._display
 
@@ -203,6 +206,7 @@ def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
             out["nodes"] = len(app.graph.nodes)
             out["boxes shown"] = len(canvas.scene.boxes)
             out["first picture, from opening the trace"] = shown[-1] - start
+            out["  CPU time of that, from opening (+ the layout program)"] = cpu_now() - c_start
             out["first picture, from the jump to the iteration"] = shown[-1] - t0
             out["  CPU time of that"] = cpu_now() - c_jump
             run_box = next(b for b, n in enumerate(canvas.scene.view.nodes) if n.members)
@@ -254,6 +258,55 @@ def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
     return out
 
 
+def phases(path: Path, iteration: int) -> dict[str, float]:
+    """CPU seconds of each step from a trace file to the first picture, run one after
+    the other on this thread (the app overlaps some of them: see ``measure``)."""
+    import gc
+
+    from dyngraph.tui import canvas_fold as cf
+    from dyngraph.tui import canvas_layout as cl
+    from dyngraph.tui import raster
+
+    out: dict[str, float] = {}
+
+    def timed(name: str, work: Any) -> Any:
+        c0 = time.thread_time()
+        got = work()
+        out[name] = time.thread_time() - c0
+        return got
+
+    gc.disable()  # (the app holds the collector off while a trace loads and lays out)
+    try:
+        trace = timed("read the file's frame index", lambda: dyngraph.read_trace(path))
+        events = timed("decode every event", lambda: list(trace.events))
+        model = Model()
+
+        def ingest() -> None:  # as the app does: a chunk a tick, the graph grown with it
+            for i in range(0, len(events), 8192):
+                model.ingest(events[i:i + 8192])
+                if i == 0:
+                    model.move_to(model.next_step(0))
+                model.graph_at_cursor()
+        timed("ingest, the iteration's graph built", ingest)
+        info = model.iteration(iteration)
+        model.move_to(model.find(info.start, lambda e: e.kind == "backward_start"))
+        graph = timed("the graph at the jump (gradients hidden)", model.graph_at_cursor)
+        canon = cl.Canonical()
+        timed("signatures (Canonical)", lambda: canon.update(graph))
+        sigs = canon.sigs
+        cf._prepared = None
+        timed("module tree (canvas_fold.prepare)", lambda: cf.prepare(sigs))
+        rule = cf.Collapse(fold=True)
+        view, _ = timed("fold and view (build_view)", lambda: cf.build_view(sigs, rule, False))
+        c0 = cpu_now()
+        lay = timed("layout, this process", lambda: cl.lay_out(view, cl.default_layout)[0])
+        out["layout, the layout program"] = cpu_now() - c0 - out["layout, this process"]
+        timed("on the character grid (raster)", lambda: raster.build_scene(view, lay))
+    finally:
+        gc.enable()
+    return out
+
+
 def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None) -> None:
     print("\n5. big models: the module-level picture (goals: first picture < 1.5 s, "
           "open/fold < 200 ms, a step < 50 ms, no layout over more boxes than shown)")
@@ -269,6 +322,11 @@ def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None) -> None:
     record_synthetic(path)
     print(f"   (recorded the synthetic model in {time.perf_counter() - t0:.1f} s)")
     cases.append(("synthetic, 50,000 nodes", path, 1))
+    name, trace, iteration = cases[-1]
+    print(f"   {name}: where the first picture's CPU goes, one step after the other "
+          "(wall clock depends on how the app overlaps them)")
+    for k, v in phases(trace, iteration).items():
+        print(f"     {k:<52} {v * 1000:7.1f} ms CPU")
     for name, trace, iteration in cases:
         out = measure(trace, iteration, repeats)
         print(f"   {name}: {int(out.pop('nodes')):,} nodes, "

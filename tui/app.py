@@ -55,7 +55,11 @@ except ImportError:  # pragma: no cover - only while the canvas is not installed
 
 POLL_HZ = 20
 SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
+# Nodes in an iteration past which a trace loading lays out its forward pass's picture
+# ahead of need (below, a jump there lays it out in well under a second anyway).
+PREFETCH_ABOVE = 2000
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
+LOADING_ROWS = 0.5  # seconds between the timeline's row counts while a trace loads
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
 CTRL_C_AGAIN = 1.0  # seconds: a second ctrl+c this soon quits
@@ -124,7 +128,9 @@ class DebuggerApp(DebuggerActions):
         self._norms_busy = False
         self._norms_again = False
         self._loading = True
+        self._prefetched: set[int] = set()  # iterations whose picture was laid out ahead
         self._last_full = 0.0
+        self._timeline_at = 0.0
         self._graph_title = ""
         self._ctrl_c = -10.0  # when ctrl+c was last pressed (a second one quits)
         self._exporter = Exporter(self._export_done)
@@ -205,11 +211,13 @@ class DebuggerApp(DebuggerActions):
             self.post_message(msg.SourceFailed(error))
         loading = getattr(self.source, "loading", False)
         if self._loading and not loading:
+            self.model.settle()  # (the norms read the graph built while loading)
             self._start_norms()
         self._loading = loading
         state = self._state()
         if state != self._last_state and not events:
             self.refresh_view()
+        self._prefetch_picture()
 
     def _state(self) -> SourceState:
         try:
@@ -317,12 +325,43 @@ class DebuggerApp(DebuggerActions):
             self._show_variables()
             self._show_source(graph, current)
             info = model.cursor_iteration()
-            timeline = self.main.query_one(Timeline)
-            timeline.show(model.events, info.rows or [] if info else [], model.cursor)
+            # While a trace loads, the cursor's iteration gains rows every tick, and each
+            # new row count lays the whole screen out again (27 ms a time at 50,000
+            # nodes): the timeline takes them in twice a second, and at once on a move.
+            now = time.monotonic()
+            if moved or not getattr(self.source, "loading", False) or (
+                    now - self._timeline_at >= LOADING_ROWS):
+                self._timeline_at = now
+                timeline = self.main.query_one(Timeline)
+                timeline.show(model.events, info.rows or [] if info else [], model.cursor)
             index = info.index if info else 0
             diff = model.diff(index) if info is not None and info.changed else None
             self.main.query_one(IterationBar).show(model.iterations, index, diff)
             self._show_status(index)
+
+    def _prefetch_picture(self) -> None:
+        """A replay: once the cursor's iteration has its whole forward pass in and is big,
+        its module-level picture is laid out in the background while the trace goes on
+        loading, so a jump to it (``f``, the end of the iteration) draws at once. Asked
+        on every tick until the layout worker is free for it."""
+        model = self.model
+        info = model.cursor_iteration()
+        if (self.source.live or info is None or info.backward_start is None
+                or info.index in self._prefetched or GraphCanvas is None
+                or not self._panes_ready()):
+            return
+        graph = model.graph(info.index)
+        if graph is None or len(graph.nodes) <= PREFETCH_ABOVE or (
+                model.cursor >= info.backward_start):  # (there already: drawn as usual)
+            self._prefetched.add(info.index)
+            return
+        seq = model.events[info.backward_start].seq
+
+        def strip(nodes: list[Any]) -> None:
+            model.strip_ahead(graph, nodes, seq)
+
+        if self.main.query_one(GraphCanvas).prefetch_forward(graph, seq, also=strip):
+            self._prefetched.add(info.index)
 
     @property
     def main(self) -> Screen:
@@ -570,6 +609,7 @@ class DebuggerApp(DebuggerActions):
         self._last_cursor, self._last_state = -2, None
         self._norms_busy = self._norms_again = False
         self._loading = True
+        self._prefetched = set()
         self.frames = FrameFetcher(source, self.post_message)  # watches go with the old run
         output = self.main.query_one(OutputPane)
         output.flush_partial()

@@ -41,7 +41,7 @@ class BoxStats:
         self._upto = 0
         self._counted: list[int] = []  # the node ids counted in, in creation order
         self._order: list[int] = []  # the backward order counted so far
-        self._values: dict[int, tuple[int, bool]] = {}  # node -> (box, NaN/Inf value)
+        self._values: dict[int, tuple[int, bool]] = {}  # NaN/Inf node -> (box, True)
         self._grads: dict[int, tuple[int, bool]] = {}  # node -> (box, NaN/Inf grad)
         self._bad: dict[int, int] = {}  # box -> nodes holding NaN/Inf
         self._heaps: dict[int, list[tuple[float, int]]] = {}  # box -> (-norm, node)
@@ -66,16 +66,17 @@ class BoxStats:
             box, bad = self._values.pop(node_id, (0, False))
             if bad:
                 self._less(box)
-        for i in range(len(counted), upto):  # nodes come
-            node_id = ids[i]
-            counted.append(node_id)
-            node = nodes.get(node_id)
-            if node is not None:
-                s = node.summary
-                bad = s is not None and not s.finite
-                self._values[node_id] = (to_box[i], bad)
-                if bad:
-                    self._bad[to_box[i]] = self._bad.get(to_box[i], 0) + 1
+        start = len(counted)
+        if upto > start:  # nodes come (a jump: 50,000 of them; only NaN/Inf is kept)
+            came = ids[start:upto]
+            counted += came
+            get, values, per_box = nodes.get, self._values, self._bad
+            for i, node in enumerate(map(get, came), start):
+                s = node.summary if node is not None else None
+                if s is not None and (s.nan or s.inf):
+                    box = to_box[i]
+                    values[node.id] = (box, True)  # type: ignore[union-attr]
+                    per_box[box] = per_box.get(box, 0) + 1
         self._upto = upto
         order = graph.backward_order
         if order != self._order:

@@ -122,12 +122,23 @@ class Prepared:
             scopes = [_path_chain(m) for m in modules]
         self.modules = modules
         self.scopes = scopes
+        # (Signatures made by ``Canonical`` have all nine fields; a few tests give six.)
+        full = all(len(s) > 8 for s in sigs)
         self.tree = fd.ModuleTree.build(
             scopes, [s[6] for s in sigs],
+            [(s[0], s[1], s[3], s[8], s[5]) for s in sigs] if full else
             [(s[0], s[1], s[3], s[8] if len(s) > 8 else "", s[5]) for s in sigs],
             [s[2] if s[0] in _COPYABLE else "" for s in sigs])
-        self.bookkeeping = [fd.is_bookkeeping(s[0], s[8] if len(s) > 8 else "", s[5])
-                            for s in sigs]
+        # Once per (kind, dtype, requires_grad): a graph has a handful of them.
+        known: dict[tuple[Any, ...], bool] = {}
+        bookkeeping = []
+        for s in sigs:
+            key = (s[0], s[8] if len(s) > 8 else "", s[5])
+            got = known.get(key)
+            if got is None:
+                got = known[key] = fd.is_bookkeeping(*key)
+            bookkeeping.append(got)
+        self.bookkeeping = bookkeeping
 
 
 _prepared: tuple[list[Sig], Prepared] | None = None

@@ -70,6 +70,32 @@ class Canonical:
         self._scopes: dict[int, tuple[str, ...]] = {0: ()}  # call id -> its scope
         self._calls_seen = 0
         self._call_counts: Counter[str] = Counter()
+        # A Canonical of a whole forward pass made ahead (``forward_of``, on the layout
+        # worker while a trace loads): a graph whose nodes are a prefix of it takes a
+        # prefix of its lists instead of a pass over every node.
+        self.whole: Canonical | None = None
+        self._edge_ends: list[int] = []  # (a whole one's) edges into nodes[:k], per k
+
+    @classmethod
+    def forward_of(cls, nodes: list[Any], edges: list[Any], calls: dict[int, Any],
+                   iteration: int, seq: int) -> Canonical:
+        """The Canonical of the graph made of ``nodes`` created by event ``seq`` (the
+        forward pass, when ``seq`` is its backward's start) and the edges between them.
+        Takes copies of a graph's lists (made on the UI thread), so it may run on
+        another thread while the graph grows."""
+        kept = {n.id: n for n in nodes if n.seq <= seq}
+        graph = Graph(iteration=iteration, nodes=kept,
+                      edges=[e for e in edges if e.dst in kept], calls=calls)
+        canon = cls()
+        canon.update(graph)
+        index = canon.index
+        counts = [0] * (len(canon.ids) + 1)
+        for e in graph.edges:
+            counts[index[e.dst] + 1] += 1
+        for k in range(1, len(counts)):
+            counts[k] += counts[k - 1]
+        canon._edge_ends = counts
+        return canon
 
     def update(self, graph: Graph) -> bool:
         """Bring the lists up to date with ``graph``; True if anything changed."""
@@ -77,7 +103,33 @@ class Canonical:
                 len(graph.edges) == self._edges):
             return False
         if graph is not self.graph or not (self._shrink(graph) or self._grow(graph)):
-            self._rebuild(graph)
+            if not self._adopt(graph):
+                self._rebuild(graph)
+        return True
+
+    def _adopt(self, graph: Graph) -> bool:
+        """Take the lists of ``whole`` cut to ``graph`` when ``graph`` is a prefix of it
+        (the same nodes in the same order, and as many edges between them): a jump to
+        the end of a 50,000-node forward pass costs a comparison of ids, not 50,000
+        signatures. Signatures only name earlier nodes, so a prefix keeps them."""
+        whole = self.whole
+        m = len(graph.nodes)
+        if whole is None or whole.graph is None or m > len(whole.ids) or (
+                graph.iteration != whole.graph.iteration
+                or len(graph.edges) != whole._edge_ends[m]):
+            return False
+        ids = whole.ids if m == len(whole.ids) else whole.ids[:m]
+        if list(graph.nodes) != ids:
+            return False
+        self.graph = graph
+        self.ids = list(ids)
+        self.index = dict(whole.index) if m == len(whole.ids) else {
+            nid: i for i, nid in enumerate(self.ids)}
+        self.sigs = whole.sigs[:m]
+        self._scopes = dict(whole._scopes)
+        self._calls_seen = whole._calls_seen
+        self._call_counts = Counter(whole._call_counts)
+        self._edges = len(graph.edges)
         return True
 
     def _shrink(self, graph: Graph) -> bool:
@@ -381,6 +433,11 @@ class Job:
     auto: bool = True
     token: int = 0
     urgent: bool = False  # the user asked for it (a module opened): start it at once
+    # A layout made ahead of need: makes the Canonical (and so ``sigs``) in the worker,
+    # kept in ``made`` for the canvas (``GraphCanvas.prefetch_forward``).
+    canon: Callable[[], Canonical] | None = None
+    made: Canonical | None = None
+    after: Callable[[], None] | None = None  # more work ahead, once the layout is made
 
 
 Done = Callable[[Job, "Entry | None", "str | None"], None]
@@ -415,12 +472,18 @@ class LayoutWorker:
         with self._cond:
             if self._closed:
                 return
+            # A layout made ahead that never started is said to be done (without an
+            # entry): whoever waits for it goes on without.
+            dropped = self._pending if self._pending is not None and (
+                self._pending.canon is not None) else None
             self._pending = job
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="graph-canvas-layout",
                                                 daemon=True)
                 self._thread.start()
             self._cond.notify()
+        if dropped is not None:
+            self.on_done(dropped, None, None)
 
     def close(self) -> None:
         with self._cond:
@@ -442,14 +505,24 @@ class LayoutWorker:
                     self._cond.wait(wait)
                     continue
                 job, self._pending = self._pending, None
+                assert job is not None  # (the wait above ends with one pending)
                 self._busy = True
                 self._last_start = time.monotonic()
             entry, error = None, None
             try:
                 rule = Collapse(collapsed=job.user[0], expanded=job.user[1], fold=job.auto)
                 with collector.paused():
-                    entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
-                self.cache.add(entry)
+                    if job.canon is not None:
+                        job.made = job.canon()
+                        job.sigs = job.made.sigs
+                    # A layout made ahead may already draw all of it (the canvas asked
+                    # while that one ran): no second one.
+                    entry, n = self.cache.best(job.sigs, job.compact, job.user)
+                    if entry is None or n < len(job.sigs) or not job.sigs:
+                        entry = compute_entry(job.sigs, rule, job.compact, self.layout_fn)
+                        self.cache.add(entry)
+                    if job.after is not None:
+                        job.after()
             except Exception as exc:  # a layout failure must never take the UI down
                 text = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
                 error = (text.splitlines() or [""])[0]

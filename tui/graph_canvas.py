@@ -158,6 +158,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._urgent = False  # the next layout answers a key: skip the worker's throttle
         self._strips: dict[tuple[object, ...], list[str | None]] = {}  # run strips drawn
         self._stats = BoxStats()  # per box: NaN/Inf, largest gradient norm
+        # (token, iteration) of the picture being laid out ahead, and the ``show`` that
+        # waits for it (see ``prefetch_forward``)
+        self._ahead: tuple[int, int] | None = None
+        self._postponed: tuple[Graph, int | None, str] | None = None
+        self._painted: tuple[object, ...] = ()  # what ``show`` last painted (see there)
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -175,9 +180,19 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
 
     def on_graph_canvas__layout_done(self, message: _LayoutDone) -> None:
         message.stop()
-        if message.job.token == self._token:
+        job = message.job
+        if job.token == self._token:
             self._inflight = None
-        self._error = message.error
+        if job.canon is not None:  # a picture laid out ahead (``prefetch_forward``)
+            if job.made is not None:
+                self._canon.whole = job.made
+            if self._ahead is not None and self._ahead[0] == job.token:
+                self._ahead = None
+            postponed, self._postponed = self._postponed, None
+            if postponed is not None:  # the jump that waited for it
+                self.show(postponed[0], current=postponed[1], mode=postponed[2])
+        else:
+            self._error = message.error
         self._match()
         if self._want_layout and self._upto < len(self._canon.sigs) and not message.error:
             self._request_layout()
@@ -202,6 +217,11 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         """
         if mode not in ("forward", "backward"):
             raise ValueError(f"mode must be 'forward' or 'backward', got {mode!r}")
+        if self._waits_for_ahead(graph, mode):
+            self._postponed = (graph, current, mode)
+            self.refresh()
+            return
+        self._postponed = None
         self._graph = graph
         self._mode = mode
         shown = self._backward_of(graph) if mode == "backward" else graph
@@ -214,11 +234,31 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
         self._current = current
         if moved:
             self._follow(current)
-        self.refresh()
+        # What the pane draws follows from these: unchanged (a trace loading while the
+        # cursor stays put, 20 times a second), the pane is not painted again.
+        drawn = (id(graph), mode, len(graph.nodes), len(graph.edges),
+                 len(graph.backward_order), len(graph.grad_nodes), id(self._entry),
+                 self._upto, current)
+        if changed or moved or drawn != self._painted:
+            self._painted = drawn
+            self.refresh()
+
+    def _waits_for_ahead(self, graph: Graph, mode: str) -> bool:
+        """Should showing ``graph`` wait for the picture being laid out ahead? Yes when
+        that is this iteration's forward pass and ``graph`` would otherwise take a pass
+        over all its nodes here (a jump into it): the worker is making those very
+        signatures, and two passes at once only slow each other down."""
+        ahead = self._ahead
+        if ahead is None or mode != "forward" or graph.iteration != ahead[1]:
+            return False
+        n, have = len(graph.nodes), len(self._canon.ids)
+        return n > 64 and (graph is not self._canon.graph or n > 2 * have + 64)
 
     @property
     def status(self) -> str:
         """One line about what is not drawn yet (pending layout, failure), or ''."""
+        if self._postponed is not None:
+            return "laying out the module-level picture…"
         key = (self._error, len(self._canon.sigs), self._upto, id(self._canon.graph))
         if self._status[0] == key:
             return self._status[1]
@@ -433,6 +473,41 @@ class GraphCanvas(ScrollView, can_focus=True, inherit_bindings=False):
             return  # unrelated to what is on screen: that layout goes first
         self._want_layout = False
         self._submit(canon.sigs)
+
+    def prefetch_forward(self, graph: Graph, seq: int,
+                         also: Callable[[list[Any]], None] | None = None) -> bool:
+        """Lay out, in the background, the module-level picture of ``graph``'s forward
+        pass (its nodes created by event ``seq``, its backward's start), signatures
+        included: a jump there then draws at once, and takes its signatures from that
+        work (``Canonical.whole``) instead of a pass over every node. False when the
+        worker is busy (what is on screen goes first): ask again later. ``also`` is
+        given the same snapshot of the graph's nodes, in the worker, once the layout is
+        made (what else a jump there will need: the model's gradient-free copies).
+
+        For a trace loading: its big iterations' pictures are made while it reads.
+
+        >>> canvas.prefetch_forward(model.graph(index), backward_start_seq)  # doctest: +SKIP
+        """
+        if self._worker is None or self._worker.busy:
+            return False
+        # Copies of the lists the graph grows by (here, on the UI thread, while nothing
+        # else adds to them); the nodes are shared: their fields a picture reads stay.
+        nodes, edges, calls = list(graph.nodes.values()), list(graph.edges), dict(graph.calls)
+        iteration = graph.iteration
+
+        def make() -> cl.Canonical:
+            return cl.Canonical.forward_of(nodes, edges, calls, iteration, seq)
+
+        def after() -> None:
+            if also is not None:
+                also(nodes)
+
+        self._token += 1
+        self._inflight = None  # (its signatures are made in the worker)
+        self._ahead = (self._token, iteration)
+        self._worker.submit(cl.Job([], self._compact, self._user, auto=self.auto_collapse,
+                                   token=self._token, canon=make, after=after))
+        return True
 
     # -- drawing -------------------------------------------------------------------------
     def _style(self, key: object) -> Style:

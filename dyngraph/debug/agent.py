@@ -9,28 +9,25 @@ also keeps recent tensor values (``values.ValueStore``) to answer value requests
 Threads: the script's own thread runs ``on_event`` (the hot path: no locks, no syscalls
 unless a batch is full); a command thread reads the channel; a pump thread drains the
 captured C-level output and flushes batches on the timer.
+
+The agent is its hot path, lifecycle and checks (here and in the ``nonfinite`` and
+``readchecks`` mixins); pausing and the session's commands are ``pausing.Pausing``; the
+batching, the script's output and the sending are ``outbox.Outbox``.
 """
 
 from __future__ import annotations
 
-import gc
 import math
-import operator
 import os
-import sys
 import threading
 import time
-import traceback
 from collections import deque
-from types import TracebackType
 from typing import Any
 
 import numpy as np
 
 from ..capture import backends, tracefile
 from ..capture import events as ev
-from ..capture.arrays import to_numpy
-from ..capture.pending import resolved
 from ..capture.rows import Row, event_of, row_of, summary_of
 from ..capture.tracing import set_run_info, tracer
 from ..compile_lane import set_mode as set_compile_mode
@@ -42,34 +39,25 @@ from .breakpoints import (
     reads_per_op,
     same_file,
 )
-from .channel import Channel, ChannelClosed, readable
-from .describe import ModuleStack, counts, describe_op, first_line, locate_exception, where
+from .channel import Channel
+from .describe import ModuleStack, counts, describe_op, where
 from .evaluation import FrameEvaluator
-from .inspection import InspectError, result_to_wire, view_to_wire
 from .nonfinite import ForwardChecks
+from .outbox import BATCH, Outbox
+from .pausing import Pausing
 from .readchecks import ReadChecks
 from .settled import all_settled, gradient_norm, settled
 from .values import ValueStore
-from .watchdog import Busy, pong
+from .watchdog import Busy
 
-BATCH = 512
-ABORTED = 137  # exit status after {"cmd": "abort"}: what a SIGKILL'd process shows a shell
 MAX_OPS = 200_000  # forward ops remembered (to describe backward steps) within an iteration
-FLUSH_INTERVAL = 0.05
-FLUSH_ROUNDS = 8  # what a flush queued for itself (a finalizer's print) goes in these
-OUTPUT_JOIN = 4096  # print()'s pieces are joined into one event up to this many characters
-RESUME_COMMANDS = ("step_op", "next_iteration", "finish_forward", "finish_backward",
-                   "continue", "run_to_line", "pause")
-INSPECT_COMMANDS = ("inspect", "eval")  # served on the paused thread, one at a time
 
-_hard_exit = os._exit  # the real one: the child wraps os._exit for the script
 # Rows (``dyngraph.capture.rows``) are what the agent sees: the places of the fields it
 # reads. An op row: its op, inputs, output, module, file, line, summary.
 _OP, _INPUTS, _OUTPUT, _MODULE, _FILE, _LINE, _SUMMARY = 3, 4, 5, 10, 11, 12, 16
-_SEQ = operator.itemgetter(1)
 
 
-class Agent(ForwardChecks, ReadChecks):
+class Agent(ForwardChecks, ReadChecks, Pausing, Outbox):
     """Runs in the child. ``start()`` before the script, ``finish()`` after it."""
 
     def __init__(self, channel: Channel, *, stats: str = "full", values: str = "none",
@@ -585,404 +573,7 @@ class Agent(ForwardChecks, ReadChecks):
                 return f", used by {_describe(r)}"
         return ""
 
-    # -- pausing -------------------------------------------------------------------------
-    def _pause(self, reason: str, description: str, at_seq: int,
-               tb: TracebackType | None = None) -> None:
-        """Emit BreakpointHit, flush, and block the script until a resume command. Meanwhile
-        answer questions about its frames (on this thread: user code runs where it was)."""
-        self._stop = None
-        tracer.read_stats()  # (the program is stopped anyway: the statistics go with it)
-        self._number_parked()  # (what the script printed before it stopped goes first)
-        seq = tracer.next_seq()
-        self.evaluator.begin_pause(seq, tb)
-        with self._cond:
-            # Paused before the hit is queued, not only before this thread flushes it: the
-            # pump (or a print on another thread) may send it the moment it is queued, and
-            # a resume that came back before this was set was dropped (a hang).
-            self._paused = True
-        self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
-        self.flush()
-        for listener in self.pause_listeners:
-            listener(True)
-        try:
-            command = self._wait_for_resume()
-        finally:
-            self.evaluator.end_pause()
-            for listener in self.pause_listeners:
-                listener(False)
-        self._apply_resume(command)
-
-    def _wait_for_resume(self) -> dict[str, Any]:
-        while True:
-            with self._cond:
-                while self._resume is None and not self._requests:
-                    if self.channel.closed:
-                        _hard_exit(1)  # the session is gone: nobody will ever resume us
-                    self._cond.wait(0.2)
-                if not self._requests:  # questions asked before the resume are answered first
-                    command, self._resume = self._resume, None
-                    self._paused = False
-                    return command  # type: ignore[return-value]
-                request = self._requests.popleft()
-            self._serve(request)
-
-    def _serve(self, msg: dict[str, Any]) -> None:
-        """Answer an ``inspect`` or ``eval`` request at this pause."""
-        reply: dict[str, Any] = {"reply": msg["cmd"], "request": msg.get("request"),
-                                 "pause": self.evaluator.pause}
-        try:
-            frame = int(msg.get("frame", 0))
-            if msg["cmd"] == "inspect":
-                watches = [(int(w), str(e)) for w, e in msg.get("watches", ())]
-                reply["view"] = view_to_wire(self.evaluator.view(frame, watches))
-            else:
-                reply["result"] = result_to_wire(
-                    self.evaluator.evaluate(str(msg.get("source", "")), frame))
-        except InspectError as exc:
-            reply["error"] = str(exc)
-        except Exception as exc:  # noqa: BLE001 - a bug here must not end the user's run
-            reply["error"] = f"internal error: {type(exc).__name__}: {exc}"
-        self.send_message(reply)
-
-    def _apply_resume(self, msg: dict[str, Any]) -> None:
-        cmd = msg["cmd"]
-        if cmd in ("step_op", "pause"):
-            self._stop = ("op",)
-        elif cmd == "next_iteration":
-            # the first op of the next iteration to begin (from the start: iteration 1)
-            self._stop = ("iteration", self._seen_iteration)
-        elif cmd == "finish_forward":
-            self._stop = ("forward",)
-        elif cmd == "finish_backward":
-            self._stop = ("backward",)
-        elif cmd == "run_to_line":
-            self._stop = ("line", str(msg["file"]), int(msg["line"]))
-        else:
-            self._stop = None
-
-    def script_breakpoint(self, description: str = "", call: str = "dyngraph.breakpoint()"
-                          ) -> None:
-        """``dyngraph.breakpoint()`` (or the built-in ``breakpoint()``) in the script."""
-        file, line, function = tracer.source(2)
-        at = f"{where(file, line)} in {function}()" if file else "the script"
-        text = f"{call} at {at}" + (f": {description}" if description else "")
-        self._pause("breakpoint", text, self._last_op[1] if self._last_op is not None else 0)
-
-    def divergence(self, description: str) -> None:
-        """The ranks of the job went different ways (``dyngraph.ranks``): stop here."""
-        last = self._last_step
-        self._pause("divergence", description, last[1] if last is not None else 0)
-
-    def hold(self, description: str) -> None:
-        """Pause where the script is (a rank of a job held at its first checkpoint)."""
-        last = self._last_step
-        self._pause("held", description, last[1] if last is not None else 0)
-
-    def remote_divergence(self, description: str) -> None:
-        """Another rank found the ranks diverged while this one was busy (from a thread of
-        the rank logic: the script's thread may be inside a collective)."""
-        self.send_message({"note": "divergence", "description": description})
-
-    def exception(self, exc: BaseException, tb: TracebackType | None = None
-                  ) -> ev.ExceptionRaised:
-        """Report an exception that ended the script; post-mortem pause if asked to."""
-        raised = locate_exception(exc.__traceback__)
-        file, line = raised.file, raised.line
-        module = self.modules.module_of(exc)
-        if isinstance(exc, SyntaxError) and exc.filename:
-            file, line = exc.filename, exc.lineno or 0
-        if tracer.display is not None and file:
-            file = tracer.shown_file(file)
-        last = self.last_op
-        text = "".join(traceback.format_exception(type(exc), exc, tb or exc.__traceback__))
-        at_seq = last.seq if last is not None else 0
-        event = ev.ExceptionRaised(tracer.next_seq(), tracer.iteration, type(exc).__name__,
-                                   str(exc), text, at_seq, file, line)
-        self._queue.append(row_of(event))
-        step = self.last_step
-        in_module = _module_text(module, raised.module_class)
-        if raised.in_backward:
-            where_ = " during backward" + (
-                f", after {step.grad_fn} of {self._describe_node(step.node, step.op)}"
-                if type(step) is ev.BackwardStep else "") + in_module
-        elif raised.op:
-            where_ = f" in op {raised.op}{in_module}"
-        else:  # a check before any op ran (a shape check in F.linear), or the user's raise
-            where_ = (f" in {raised.call}()" if raised.call else "") + in_module
-            if last is not None:
-                where_ += f"{',' if where_ else ''} after op {last.op}"
-        message = first_line(str(exc))
-        self.exception_description = (
-            f"{type(exc).__name__}: {message}{where_}, iteration {tracer.iteration}, "
-            f"{where(file, line)}"
-        )
-        self.flush()
-        self.send_message({"note": "exception", "description": self.exception_description})
-        return event
-
-    def post_mortem_pause(self, tb: TracebackType | None = None) -> None:
-        """Pause at an uncaught exception; the console sees the frames of ``tb``."""
-        if self.post_mortem and self._handle is not None:
-            # at the last forward op or backward step that completed before the raise
-            last = self._last_step
-            exc = sys.exc_info()[1]
-            self._pause("exception", self.exception_description,
-                        last[1] if last is not None else 0,
-                        tb if tb is not None else getattr(exc, "__traceback__", None))
-
-    # -- script output -------------------------------------------------------------------
-    def output(self, stream: str, text: str) -> None:
-        """The script wrote ``text`` (the capture calls this, any thread, capture lock held).
-
-        Parked, then numbered (``_number_parked``): no lock, no send. The collector runs
-        wherever Python allocates, inside a flush or inside the recording of an op, and a
-        finalizer or a warning it runs may print: that print comes here, on whatever
-        thread, and must neither wait for the flush nor take a seq while an op's is taken
-        and its row not yet queued."""
-        self._parked.append((stream, text))
-        if threading.get_ident() == self._main_ident:
-            self._number_parked()  # (now, unless inside an op: its place among the ops)
-
-    def _number_parked(self, force: bool = False) -> None:
-        """Queue the parked output as rows, with the next seqs, if no other row is being
-        made: every seq taken so far is queued (or sent). Otherwise later (the next print
-        of the script's thread, the next flush, the pump's tick); ``force`` at the end.
-
-        One thread numbers at a time. The script's thread waits for its turn (its output
-        must go before its next op); the others only try, and leave theirs to the thread
-        numbering now, which looks again before it leaves. Other threads number only in
-        ``flush``, where no frame goes out between their taking seqs and queueing the rows,
-        and the flush sorts by seq the rows that the script's thread queued meanwhile with
-        later seqs."""
-        main = threading.get_ident() == self._main_ident
-        while self._parked:
-            if not self._numbering.acquire(blocking=main):
-                return
-            try:
-                numbered = self._number_locked(force)
-            finally:
-                self._numbering.release()
-            if not numbered:
-                return
-
-    def _number_locked(self, force: bool) -> bool:
-        # No collection in here: the finalizers it runs could print and wait for the
-        # capture lock, held by the script's thread waiting for this one.
-        collecting = gc.isenabled()
-        if collecting:
-            gc.disable()
-        try:
-            parked = self._parked
-            n = len(parked)  # (only this thread takes from it: the numbering lock)
-            queue = self._queue
-            # From the reading of tracer.seq to its update: no call, no loop. CPython
-            # switches threads only at those, so the check and the taking of seqs are one
-            # step for every other thread.
-            seq = tracer.seq
-            newest = queue[-1][1] if queue else self._taken
-            if seq != newest and not force:
-                return False  # a row is being made: its seq is taken, the row not queued
-            tracer.seq = seq + n
-            iteration = tracer.iteration
-            self._outputs = True
-            for i in range(1, n + 1):
-                stream, text = parked.popleft()
-                queue.append(("output", seq + i, iteration, stream, text))
-            return True
-        finally:
-            if collecting:
-                gc.enable()
-
-    def output_written(self, text: str) -> None:
-        """After the capture let go of its lock: lines go out at once (so output written
-        just before a crash survives it), except in a flood: past a few flushes per 10 ms
-        the batch and the timer take over, and a hundred thousand prints cost a few
-        hundred sends, not 100,000."""
-        if "\n" not in text:
-            return
-        now = time.monotonic()
-        if now - self._out_window > 0.01:
-            self._out_window = now
-            self._out_flushes = 0
-        if self._out_flushes < 4:
-            self._out_flushes += 1
-            self.flush()
-
-    # -- the channel -----------------------------------------------------------------------
-    def flush(self) -> None:
-        """Send everything queued, in order.
-
-        One thread sends at a time (the flush lock). What a thread queues while inside its
-        own flush (a finalizer that prints, run by the collector while the batch is
-        encoded) goes out with the next round of that same flush: a flush never waits for
-        itself. Output never takes the flush lock (``output``): no lock is shared by the
-        flush and the output path."""
-        if self.detached:
-            return
-        me = threading.get_ident()
-        if self._flusher == me:
-            return
-        token = self.busy.begin("a flush of events")
-        try:
-            with self._flush_lock:
-                self._flusher = me
-                try:
-                    for _ in range(FLUSH_ROUNDS):
-                        self._number_parked()
-                        if not self._queue or not self._send_batch():
-                            break
-                finally:
-                    self._flusher = 0
-        finally:
-            self.busy.end(token)
-
-    def _send_batch(self) -> bool:
-        """Send what is queued now, as one frame, up to the first row whose statistics
-        are not read yet (``dyngraph.capture.pending``); False if nothing could go."""
-        queue = self._queue
-        n = len(queue)
-        batch: list[Row] = []
-        try:
-            while len(batch) < n:
-                row = resolved(queue[0])
-                if row is None:
-                    break  # (its statistics are not read yet: it waits, and so do later rows)
-                queue.popleft()
-                batch.append(row)
-            if not batch:
-                return False
-            if self._outputs:
-                self._outputs = len(batch) < n  # (output still queued: sort next time too)
-                batch.sort(key=_SEQ)  # (rows queued by two threads: see _number_parked)
-                self._taken = max(self._taken, batch[-1][1])  # (before joining: seqs go)
-                batch = _joined(batch)
-            else:
-                self._taken = max(self._taken, batch[-1][1])
-            self._taken_iteration = batch[-1][2]
-            data = tracefile.encode_rows(batch)
-        except BaseException:
-            # Ctrl-C (or anything) before the frame went out: the rows go back, in order,
-            # ahead of whatever was queued meanwhile.
-            queue.extendleft(reversed(batch))
-            raise
-        self._last_flush = time.monotonic()
-        try:
-            self.channel.send(data)
-        except ChannelClosed:
-            _hard_exit(1)  # the session is gone; a run nobody watches must not go on
-        return True
-
-    def send_message(self, message: dict[str, Any]) -> None:
-        try:
-            self.channel.send(tracefile.encode_message(message))
-        except ChannelClosed:
-            pass
-
-    def _pump(self) -> None:
-        while not self._closing.is_set():
-            fds = self._capture.fds if self._capture is not None else ()
-            if fds:
-                try:
-                    ready = readable(fds, FLUSH_INTERVAL)
-                except OSError:
-                    ready = []
-                if ready:
-                    self._capture.drain()
-            else:
-                self._closing.wait(FLUSH_INTERVAL)
-            if self._queue and time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
-                self.flush()
-
-    def _read_commands(self) -> None:
-        decoder = self._decoder
-        while True:
-            data = self.channel.recv(0.5)
-            if data is None:
-                continue
-            if not data:
-                with self._cond:
-                    self._cond.notify_all()
-                if not self._closing.is_set():
-                    _hard_exit(1)  # the session closed the channel: end the run now
-                return
-            for item in decoder.feed(data):
-                if isinstance(item, dict):
-                    self._command(item)
-
-    def _command(self, msg: dict[str, Any]) -> None:
-        cmd = msg.get("cmd")
-        if cmd in RESUME_COMMANDS:
-            with self._cond:
-                if self._paused:
-                    if cmd != "pause":  # a pause request that crossed a hit is moot
-                        self._resume = msg
-                        self._cond.notify_all()
-                    return
-            if cmd != "continue":
-                self._apply_resume(msg)
-        elif cmd == "add_breakpoint":
-            bp = Breakpoint.from_dict(msg["breakpoint"])
-            self._bps[bp.id] = bp
-            self._matcher = Matcher.build(self._bps.values())
-            self._install_hook()
-        elif cmd == "remove_breakpoint":
-            self._bps.pop(int(msg["id"]), None)
-            self._matcher = Matcher.build(self._bps.values())
-            self._install_hook()
-        elif cmd == "values":
-            self._answer_values(msg)
-        elif cmd in INSPECT_COMMANDS:
-            with self._cond:
-                if self._paused and self._resume is None:
-                    self._requests.append(msg)
-                    self._cond.notify_all()
-                    return
-            self.send_message({"reply": cmd, "request": msg.get("request"),
-                               "error": "the script is running: its variables can be read "
-                                        "only while it is paused"})
-        elif cmd == "ping":  # the session's watchdog (see watchdog.py)
-            self.send_message(pong(self.busy, msg))
-        elif cmd == "interrupt_eval":
-            self.evaluator.interrupt()
-        elif cmd == "abort":  # a session that cannot signal us (another machine) ends us so
-            _hard_exit(ABORTED)
-
-    def _answer_values(self, msg: dict[str, Any]) -> None:
-        array = None
-        if self.store is not None:
-            array = self.store.get(int(msg["tensor"]), grad=bool(msg.get("grad", False)))
-        self.send_message({
-            "reply": "values", "request": msg.get("request"), "tensor": msg["tensor"],
-            "array": None if array is None else tracefile.encode_array(to_numpy(array)),
-        })
-
-
 # -- helpers ---------------------------------------------------------------------------------
-def _module_text(path: str | None, cls: str) -> str:
-    """`` (module encoder.0, a Linear)``: which module was running when it raised."""
-    if path:
-        return f" (module {path}{f', a {cls}' if cls else ''})"
-    if cls:  # the outermost module has no path of its own
-        return f" (in the top-level {cls})"
-    return ""
-
-
-def _joined(batch: list[Row]) -> list[Row]:
-    """``print`` writes its pieces separately ("loss", " ", "0.5", "\\n"): consecutive output
-    rows of one stream become one event (up to ``OUTPUT_JOIN`` characters), with the
-    first piece's seq."""
-    joined: list[Row] = []
-    last: Row | None = None
-    for r in batch:
-        if (r[0] == "output" and last is not None and last[0] == "output"
-                and last[3] == r[3] and len(last[4]) < OUTPUT_JOIN):
-            last = joined[-1] = (*last[:4], last[4] + r[4])
-            continue
-        joined.append(r)
-        last = r
-    return joined
-
-
 def _describe(r: Row) -> str:
     """``describe_op`` of an op row."""
     return describe_op(event_of(r))  # type: ignore[arg-type]

@@ -11,10 +11,10 @@ Gradients may come back broadcast to the output's shape: the engine sums them do
 each input's shape and casts them to its dtype. A backward never mutates ``g`` in place.
 This module knows no Tensor; ``tensor.apply`` is the only caller.
 
-This file holds elementwise ops and matmul; ``ops_reduce.py`` reductions and
-``ops_shape.py`` shape, indexing and joining ops; ``ops_nn.py`` (nn.functional) the fused
-network ops such as softmax, gelu and cross_entropy, and ``ops_conv.py`` convolution and
-pooling. All register into ``OPS``.
+This file holds elementwise ops; ``ops_linalg.py`` matmul, einsum and the diagonal ops;
+``ops_reduce.py`` reductions and ``ops_shape.py`` shape, indexing and joining ops;
+``ops_nn.py`` (nn.functional) the fused network ops such as softmax, gelu and
+cross_entropy, and ``ops_conv.py`` convolution and pooling. All register into ``OPS``.
 """
 
 from __future__ import annotations
@@ -530,137 +530,6 @@ def clone(a):
     return a.copy(), _identity_backward
 
 
-# -- linear algebra -----------------------------------------------------------------------
-@register("matmul", grad_fn="MmBackward0", needs_input_grad=True, saved_for={"a": 1, "b": 0})
-def matmul(a, b, needs_input_grad=(True, True)):
-    if not (type(a) is np.ndarray and a.ndim and type(b) is np.ndarray and b.ndim):
-        if np.ndim(a) == 0 or np.ndim(b) == 0:
-            raise RuntimeError("both arguments to matmul need to be at least 1D, but they "
-                               f"are {np.ndim(a)}D and {np.ndim(b)}D")
-    if a.dtype is not b.dtype or a.dtype.kind == "b":
-        check_matmul_dtypes(a, b)
-    try:
-        out = a @ b
-    except ValueError:
-        raise RuntimeError(f"matmul: shapes {a.shape} and {b.shape} do not align") from None
-    need_a, need_b = needs_input_grad
-
-    def backward(g):
-        if a.ndim == 2 and b.ndim == 2:  # (a layer's every step: the plainest form)
-            return (g @ b.T if need_a else None), (a.T @ g if need_b else None)
-        if a.ndim == 1 and b.ndim == 1:  # a dot product: g is 0-d
-            return (g * b if need_a else None), (g * a if need_b else None)
-        a2 = a[None, :] if a.ndim == 1 else a
-        b2 = b[:, None] if b.ndim == 1 else b
-        g2 = g
-        if a.ndim == 1:
-            g2 = np.expand_dims(g2, -2)
-        if b.ndim == 1:
-            g2 = np.expand_dims(g2, -1)
-        ga = gb = None
-        if need_a:
-            ga = g2 @ b2.swapaxes(-1, -2)
-            if a.ndim == 1:
-                ga = ga.reshape(ga.shape[:-2] + ga.shape[-1:])
-        if need_b:
-            gb = a2.swapaxes(-1, -2) @ g2
-            if b.ndim == 1:
-                gb = gb.reshape(gb.shape[:-1])
-        return ga, gb
-
-    return out, backward
-
-
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
-                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool"}
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-            "uint8": "unsigned char", "bool": "bool"}
-
-
-def torch_name(dtype: np.dtype) -> str:
-    """PyTorch's scalar type name of a dtype, as its errors give it (``Float``)."""
-    return _TORCH_NAMES.get(dtype.name, dtype.name)
-
-
-def check_matmul_dtypes(a: np.ndarray, b: np.ndarray) -> None:
-    """PyTorch's matmul does not promote: operands of two dtypes are refused, in the words
-    of the kernel the shapes lead to (dot, mv, mm, bmm); bools have no kernel."""
-    if a.dtype == b.dtype:
-        if a.dtype.kind == "b":
-            kernel = ("dot" if a.ndim == 1 and b.ndim == 1 else "addmv_impl_cpu"
-                      if b.ndim == 1 else "addmm_impl_cpu_" if b.ndim == 2 else "bmm")
-            raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
-        return
-    na, nb = torch_name(a.dtype), torch_name(b.dtype)
-    if a.ndim == 1 and b.ndim == 1:
-        message = f"dot : expected both vectors to have same dtype, but found {na} and {nb}"
-    elif b.ndim == 1:
-        message = f"addmv input tensors must have the same dtype, but got {nb}, {na}, and {nb}"
-    elif b.ndim == 2:
-        message = (f"expected m1 and m2 to have the same dtype, but got: "
-                   f"{_C_NAMES.get(a.dtype.name)} != {_C_NAMES.get(b.dtype.name)}")
-    else:
-        message = f"expected scalar type {na} but found {nb}"
-    raise RuntimeError(message)
-
-
-def _einsum_parse(equation: str, n: int) -> tuple[list[str], str]:
-    eq = equation.replace(" ", "")
-    if "." in eq:
-        raise NotImplementedError("einsum with '...' is not supported by dyngraph")
-    if "->" in eq:
-        lhs, out = eq.split("->")
-    else:  # implicit output: the letters used once, in alphabetical order
-        lhs = eq
-        letters = lhs.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    terms = lhs.split(",")
-    if len(terms) != n:
-        raise RuntimeError(
-            "einsum(): more operands were provided than specified in the equation"
-            if n > len(terms) else
-            "einsum(): fewer operands were provided than specified in the equation"
-        )
-    for t in terms:
-        if len(set(t)) != len(t):
-            raise NotImplementedError(
-                f"einsum with a repeated index in one operand ({t!r}) is not supported by "
-                "dyngraph"
-            )
-    return terms, out
-
-
-@register("einsum", grad_fn="EinsumBackward0", needs_input_grad=True)
-def einsum(*operands, equation, needs_input_grad=()):
-    terms, out_terms = _einsum_parse(equation, len(operands))
-    out = np.einsum(f"{','.join(terms)}->{out_terms}", *operands)
-    shapes = [o.shape for o in operands]
-    # An operand is held only if another operand's gradient needs it, as PyTorch's
-    # products save (so the version counter ignores one nothing differentiates against).
-    held = tuple(o if any(needs_input_grad[j] for j in range(len(operands)) if j != i)
-                 else None for i, o in enumerate(operands))
-
-    def backward(g):
-        grads = []
-        for i, (term, a_shape) in enumerate(zip(terms, shapes, strict=True)):
-            if not needs_input_grad[i]:
-                grads.append(None)
-                continue
-            others = [(t, o) for j, (t, o) in enumerate(zip(terms, held, strict=True))
-                      if j != i]
-            present = set(out_terms).union(*[set(t) for t, _ in others])
-            kept = "".join(c for c in term if c in present)  # the rest was summed away
-            spec = ",".join([out_terms] + [t for t, _ in others]) + "->" + kept
-            gi = np.einsum(spec, g, *[o for _, o in others])
-            shape = tuple(a_shape[k] if c in present else 1 for k, c in enumerate(term))
-            grads.append(np.broadcast_to(gi.reshape(shape), a_shape))
-        return tuple(grads)
-
-    return out, backward
-
-
 # -- not differentiable -------------------------------------------------------------------
 def _nondiff(name: str, fn: Callable[..., Any]) -> None:
     register(name, saves=False, promotes=True)(lambda *args, **kw: (fn(*args, **kw), None))
@@ -823,5 +692,5 @@ def remainder(a, b):
     return out, backward
 
 
-# Shape, reduction and joining ops register themselves on import.
-from . import ops_reduce, ops_shape  # noqa: E402,F401
+# Linear algebra, shape, reduction and joining ops register themselves on import.
+from . import ops_linalg, ops_reduce, ops_shape  # noqa: E402,F401
