@@ -82,11 +82,13 @@ class Pausing:
         tracer.read_stats()  # (the program is stopped anyway: the statistics go with it)
         self._number_parked()  # (what the script printed before it stopped goes first)
         seq = tracer.next_seq()
-        self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
         self.evaluator.begin_pause(seq, tb)
         with self._cond:
-            # Paused before the hit goes out: a resume command may come back at once.
+            # Paused before the hit is queued, not only before this thread flushes it: the
+            # pump (or a print on another thread) may send it the moment it is queued, and
+            # a resume that came back before this was set was dropped (a hang).
             self._paused = True
+        self._queue.append(("breakpoint", seq, tracer.iteration, reason, description, at_seq))
         self.flush()
         for listener in self.pause_listeners:
             listener(True)

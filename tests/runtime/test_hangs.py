@@ -109,6 +109,18 @@ def test_debug_session_with_finalizers_printing_during_flushes_ends():
     _finalized(run.text("stdout"), run.text("stderr"), STEPS)
 
 
+# -- a resume that crosses the pause ---------------------------------------------------------
+def test_a_continue_sent_the_moment_the_hit_arrives_resumes_the_script():
+    """One run in 20 to 40 of a value breakpoint stalled under load: the agent's pump sent
+    the BreakpointHit as soon as it was queued, while the script's thread was still setting
+    up its pause, and the session's continue, read before the agent counted itself paused,
+    was dropped: the script waited for good. The script forces that order every time."""
+    run = drive("slow_pause.py")
+    assert [p.hit.reason for p in run.pauses] == ["breakpoint"]
+    assert run.state is not None and run.state.exit_status == 0, run.text("stderr")
+    assert "resumed 6.0 - the hit went out first: True\n" in run.text("stdout")
+
+
 # -- Ctrl-C ------------------------------------------------------------------------------------
 def test_no_python_function_runs_inside_the_collector_while_recording():
     """Python code the collector calls is where a Ctrl-C during a collection is raised, and
