@@ -66,6 +66,17 @@ def fake_layout(dot_text: str) -> FakeLayout:
     return lay
 
 
+class Counting:
+    """``fake_layout``, remembering how many boxes each layout was given."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def __call__(self, dot: str):
+        self.sizes.append(dot.count("[width="))
+        return fake_layout(dot)
+
+
 class Net(nn.Module):
     def __init__(self) -> None:
         super().__init__()

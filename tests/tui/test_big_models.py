@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from canvas_helpers import fake_layout, gpt_events, gpt_graph
+from canvas_helpers import Counting, fake_layout, gpt_events, gpt_graph
 from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.graph_canvas import GraphCanvas
 from dyngraph.tui.inspector import Inspector, unit_view
@@ -19,17 +19,6 @@ from test_graph_canvas import Host, settle
 from dyngraph.capture import events as ev
 
 SIZES = [(200, 50), (80, 24)]
-
-
-class Counting:
-    """``fake_layout``, remembering how many boxes each layout was given."""
-
-    def __init__(self) -> None:
-        self.sizes: list[int] = []
-
-    def __call__(self, dot: str):
-        self.sizes.append(dot.count("[width="))
-        return fake_layout(dot)
 
 
 def text_of(canvas: GraphCanvas) -> str:

@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from canvas_helpers import _GPT, fake_layout
+from canvas_helpers import _GPT, Counting
 from dyngraph.tui import app as app_module
 from dyngraph.tui import canvas_layout as cl
 from dyngraph.tui.app import DebuggerApp
@@ -28,17 +28,6 @@ def record_gpt(path, layers: int = 24) -> None:
     model = _GPT(layers)
     with dyngraph.record(path, stats="cheap"):
         model(dyngraph.tensor([[1, 2, 3]])).backward()
-
-
-class Counting:
-    """``fake_layout``, remembering how many boxes each layout was given."""
-
-    def __init__(self) -> None:
-        self.sizes: list[int] = []
-
-    def __call__(self, dot: str):
-        self.sizes.append(dot.count("[width="))
-        return fake_layout(dot)
 
 
 async def wait_for(pilot, cond, timeout: float = 20.0) -> None:
