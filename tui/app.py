@@ -59,6 +59,7 @@ SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 # ahead of need (below, a jump there lays it out in well under a second anyway).
 PREFETCH_ABOVE = 2000
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
+PICTURE_FIRST = 3.0  # seconds a trace's loading waits for the picture being laid out
 LOADING_ROWS = 0.5  # seconds between the timeline's row counts while a trace loads
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
@@ -128,6 +129,7 @@ class DebuggerApp(DebuggerActions):
         self._norms_busy = False
         self._norms_again = False
         self._loading = True
+        self._picture_since: float | None = None  # the loading waits for a picture since
         self._prefetched: set[int] = set()  # iterations whose picture was laid out ahead
         self._last_full = 0.0
         self._timeline_at = 0.0
@@ -198,6 +200,8 @@ class DebuggerApp(DebuggerActions):
 
     # -- events in -----------------------------------------------------------------------
     def _tick(self) -> None:
+        if self._picture_first():
+            return
         try:
             events = self.source.pump()
         except Exception as exc:  # a broken channel must not kill the UI
@@ -218,6 +222,23 @@ class DebuggerApp(DebuggerActions):
         if state != self._last_state and not events:
             self.refresh_view()
         self._prefetch_picture()
+
+    def _picture_first(self) -> bool:
+        """Does the loading of a trace wait while the graph pane lays out the picture
+        the user moved to? Both want the one interpreter (the decoding thread waits when
+        the app takes no more), and the picture is what the user waits for; for at most
+        ``PICTURE_FIRST`` seconds at a time, so that a layout of minutes stalls nothing."""
+        now = time.monotonic()
+        if self.source.live or not getattr(self.source, "loading", False) or \
+                GraphCanvas is None or not self._panes_ready():
+            self._picture_since = None
+            return False
+        if not self.main.query_one("#graph").laying_out:  # type: ignore[attr-defined]
+            self._picture_since = None
+            return False
+        if self._picture_since is None:
+            self._picture_since = now
+        return now - self._picture_since < PICTURE_FIRST
 
     def _state(self) -> SourceState:
         try:

@@ -257,11 +257,14 @@ class Source:
         self._reason = (reason, description)
 
     def _run(self, command: str, target: Predicate, stop_at_breakpoints: bool = True,
-             **kwargs: Any) -> None:
+             start: int | None = None, **kwargs: Any) -> None:
+        """Move to the first event from ``start`` (default: past the cursor) that
+        ``target`` accepts or a breakpoint stops at; past what is known, as the source
+        does at its frontier."""
         model = self.model
         specs = list(self.breakpoints.values()) if stop_at_breakpoints else []
         events = model.events
-        for i in range(model.cursor + 1, len(events)):
+        for i in range(model.cursor + 1 if start is None else start, len(events)):
             event = events[i]
             if target(event):
                 self._history_move(i, _REASONS.get(command, "step"), "")
@@ -271,9 +274,16 @@ class Source:
                 if hit is not None:
                     self._history_move(i, spec.kind, hit)
                     return
+        if self._wait_for_more(len(events), target, stop_at_breakpoints):
+            return
         model.move_to(model.frontier)
         self._last_run = (target, stop_at_breakpoints)
         self._at_frontier(command, **kwargs)
+
+    def _wait_for_more(self, scanned: int, target: Predicate, stop: bool) -> bool:
+        """Should a run that found nowhere to stop in the first ``scanned`` events wait,
+        the cursor where it is, for more (a replay still loading)? Then it says so."""
+        return False
 
 
 _REASONS = {"step_op": "step", "next_iteration": "step", "finish_forward": "step",
@@ -289,14 +299,21 @@ class ReplaySource(Source):
     """
 
     CHUNK = 4096
+    AHEAD = 4  # chunks decoded ahead of the app at most
 
     def __init__(self, model: Model, trace: Any) -> None:
         super().__init__(model)
         self.trace = trace
         self._finished = False
-        self._waiting: tuple[Predicate, bool] | None = None
-        self._queue: queue.SimpleQueue[list[ev.Event] | BaseException | None] = \
-            queue.SimpleQueue()
+        # A run past what is loaded so far: (its target, stop at breakpoints?, how far
+        # it looked). It goes on from there as events arrive; the cursor stays put.
+        self._waiting: tuple[Predicate, bool, int] | None = None
+        # Bounded: the decoding thread stays a few chunks ahead of what the app took in,
+        # so when the app stops taking (``pump`` not called while the picture the user
+        # asked for is laid out) the thread stops too, instead of taking the interpreter
+        # from that picture.
+        self._queue: queue.Queue[list[ev.Event] | BaseException | None] = \
+            queue.Queue(maxsize=self.AHEAD)
         self.total = len(trace.events)
         self.error: BaseException | None = None
         events = trace.events
@@ -375,9 +392,9 @@ class ReplaySource(Source):
             first = model.next_step(0)
             model.move_to(first if first is not None else -1)
         elif self._waiting is not None:
-            target, stop = self._waiting
+            target, stop, scanned = self._waiting
             self._waiting = None
-            self._run("resume", target, stop)
+            self._run("resume", target, stop, start=scanned)
         return got
 
     @property
@@ -406,10 +423,16 @@ class ReplaySource(Source):
         if self._hold is not None:  # (quit while the trace was still loading)
             self._hold.release()
 
+    def _wait_for_more(self, scanned: int, target: Predicate, stop: bool) -> bool:
+        # The cursor does not follow the loading trace: drawing each chunk's frontier
+        # (a bigger graph every tick) cost more than loading it, and the picture the
+        # user asked for (``f`` on a 50,000-node iteration) came seconds later.
+        if not self.loading:
+            return False
+        self._waiting = (target, stop, scanned)
+        return True
+
     def _at_frontier(self, command: str, **kwargs: Any) -> None:
-        if self.loading:
-            self._waiting = self._last_run
-            return
         self._finished = True
 
     def fetch_values(self, tensor_id: int, grad: bool = False) -> np.ndarray | None:
