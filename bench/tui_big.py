@@ -273,6 +273,7 @@ def first_picture(path: Path, iteration: int) -> dict[str, float]:
         app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
         async with app.run_test(size=SIZE) as pilot:
             out["the app up (its first frame)"] = time.perf_counter() - start
+            out["  CPU time of that"] = cpu_now() - c_start
             canvas = app.query_one("#graph")
             done: list[float] = []
             display = app._display
@@ -289,13 +290,15 @@ def first_picture(path: Path, iteration: int) -> dict[str, float]:
                 display(screen, renderable)
                 if not done and at_target():
                     done.append(time.perf_counter())
-                    out["CPU time to the picture (+ the layout program)"] = \
+                    out["  CPU time of that (+ the layout program)"] = \
                         cpu_now() - c_start
 
             app._display = displayed  # type: ignore[method-assign]
             await pilot.press("f")
             await wait_until(pilot, lambda: bool(done), 120)
             out["first picture after f (from opening)"] = done[0] - start
+            cpu = out.pop("  CPU time of that (+ the layout program)")
+            out["  CPU time of that (+ the layout program)"] = cpu
             out["nodes"] = len(app.graph.nodes)
             out["boxes shown"] = len(canvas.scene.boxes)
             await wait_until(pilot, lambda: not app.source.loading, 600)

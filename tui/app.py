@@ -255,6 +255,15 @@ class DebuggerApp(DebuggerActions):
                 and now - self._last_full < RUNNING_REDRAW:
             self.refresh_light()
             return
+        # A trace loading behind a cursor that stays put: what the cursor shows is as it
+        # was (the events after it change nothing before it); the rest follows twice a
+        # second. Each full redraw paid for the panes and its chunk of the graph, most of
+        # the time it took to reach the picture a waiting ``f`` asked for.
+        if not self.source.live and getattr(self.source, "loading", False) \
+                and self.model.cursor == self._last_cursor \
+                and now - self._last_full < LOADING_ROWS:
+            self.refresh_light()
+            return
         self.refresh_view()
 
     def on_paused(self, message: msg.Paused) -> None:

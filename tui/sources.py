@@ -371,7 +371,7 @@ class ReplaySource(Source):
             self._start()
         got: list[ev.Event] = []
         # At most a few chunks per tick: the UI stays responsive while a big trace loads.
-        while self.loading and len(got) < 2 * self.CHUNK:
+        while self.loading and len(got) < self.AHEAD * self.CHUNK:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
