@@ -330,16 +330,20 @@ def baseline_tree(rev: str, into: Path) -> Path:
     return pkg
 
 
-def side_by_side(trace: Path, iteration: int, rounds: int, baseline: Path | None
-                 ) -> dict[str, list[dict[str, float]]]:
+def side_by_side(trace: Path, iteration: int, rounds: int, baseline: Path | None,
+                 pycache: Path) -> dict[str, list[dict[str, float]]]:
     """``first_picture`` in a fresh process per run (a cold start, as a user's), this
-    checkout and the baseline alternating round by round."""
+    checkout and the baseline alternating round by round, after one run of each not
+    counted. Modules are compiled once into ``pycache`` (with PYTHONDONTWRITEBYTECODE
+    set, each run would compile the modules the app imports lazily again; a user's
+    installed package has its bytecode)."""
     runs: dict[str, list[dict[str, float]]] = {"this checkout": []}
     if baseline is not None:
         runs["baseline"] = []
-    for _ in range(rounds):
+    for round_ in range(rounds + 1):
         for name in runs:
-            env = dict(os.environ)
+            env = dict(os.environ, PYTHONPYCACHEPREFIX=str(pycache / name.replace(" ", "-")))
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
             if name == "baseline":
                 env["PYTHONPATH"] = str(baseline)
             done = subprocess.run(
@@ -347,7 +351,8 @@ def side_by_side(trace: Path, iteration: int, rounds: int, baseline: Path | None
                 capture_output=True, text=True, env=env, check=False)
             if done.returncode:
                 sys.exit(f"tui_big.py: {name} failed:\n{done.stderr[-2000:]}")
-            runs[name].append(json.loads(done.stdout.splitlines()[-1]))
+            if round_:
+                runs[name].append(json.loads(done.stdout.splitlines()[-1]))
     return runs
 
 
@@ -431,7 +436,8 @@ def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None,
     print(f"   {name}: the first picture as a user waits for it (a fresh process: open the "
           "trace, press f at once)" + (f"; against {baseline}" if baseline else ""))
     print_side_by_side(side_by_side(trace, iteration, rounds, None if baseline is None
-                                    else baseline_tree(baseline, tmp / "baseline")))
+                                    else baseline_tree(baseline, tmp / "baseline"),
+                                    tmp / "pycache"))
     print(f"   {name}: where the first picture's CPU goes, one step after the other "
           "(wall clock depends on how the app overlaps them)")
     for k, v in phases(trace, iteration).items():

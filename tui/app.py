@@ -229,16 +229,19 @@ class DebuggerApp(DebuggerActions):
         the app takes no more), and the picture is what the user waits for; for at most
         ``PICTURE_FIRST`` seconds at a time, so that a layout of minutes stalls nothing."""
         now = time.monotonic()
-        if self.source.live or not getattr(self.source, "loading", False) or \
-                GraphCanvas is None or not self._panes_ready():
+        hold = getattr(self.source, "hold", None)
+        if self.source.live or hold is None or not getattr(self.source, "loading", False) \
+                or GraphCanvas is None or not self._panes_ready() \
+                or not self.main.query_one("#graph").laying_out:  # type: ignore[attr-defined]
+            waits = False
             self._picture_since = None
-            return False
-        if not self.main.query_one("#graph").laying_out:  # type: ignore[attr-defined]
-            self._picture_since = None
-            return False
-        if self._picture_since is None:
-            self._picture_since = now
-        return now - self._picture_since < PICTURE_FIRST
+        else:
+            if self._picture_since is None:
+                self._picture_since = now
+            waits = now - self._picture_since < PICTURE_FIRST
+        if hold is not None:
+            hold(waits)
+        return waits
 
     def _state(self) -> SourceState:
         try:

@@ -299,7 +299,10 @@ class ReplaySource(Source):
     """
 
     CHUNK = 4096
-    AHEAD = 4  # chunks decoded ahead of the app at most
+    # Chunks decoded ahead of the app at most: enough for the thread to go on while the
+    # app starts (the first tick comes a third of a second after the first chunk).
+    AHEAD = 16
+    TAKEN = 4  # chunks the app takes in per tick at most
 
     def __init__(self, model: Model, trace: Any) -> None:
         super().__init__(model)
@@ -308,12 +311,11 @@ class ReplaySource(Source):
         # A run past what is loaded so far: (its target, stop at breakpoints?, how far
         # it looked). It goes on from there as events arrive; the cursor stays put.
         self._waiting: tuple[Predicate, bool, int] | None = None
-        # Bounded: the decoding thread stays a few chunks ahead of what the app took in,
-        # so when the app stops taking (``pump`` not called while the picture the user
-        # asked for is laid out) the thread stops too, instead of taking the interpreter
-        # from that picture.
+        # Bounded: the decoding thread stays at most AHEAD chunks ahead of the app.
         self._queue: queue.Queue[list[ev.Event] | BaseException | None] = \
             queue.Queue(maxsize=self.AHEAD)
+        self._go = threading.Event()  # cleared: the decoding thread waits (``hold``)
+        self._go.set()
         self.total = len(trace.events)
         self.error: BaseException | None = None
         events = trace.events
@@ -356,6 +358,7 @@ class ReplaySource(Source):
                     self._queue.put(chunk)
                     chunk = []
                     time.sleep(0.002)  # hand the GIL to the UI between chunks
+                    self._go.wait()
             read += len(chunk)
             self._queue.put(chunk)
             self._queue.put(None)
@@ -371,7 +374,7 @@ class ReplaySource(Source):
             self._start()
         got: list[ev.Event] = []
         # At most a few chunks per tick: the UI stays responsive while a big trace loads.
-        while self.loading and len(got) < self.AHEAD * self.CHUNK:
+        while self.loading and len(got) < self.TAKEN * self.CHUNK:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
@@ -419,7 +422,17 @@ class ReplaySource(Source):
         self._finished = False
         self._waiting = None
 
+    def hold(self, on: bool) -> None:
+        """Stop decoding the trace (after the chunk in hand) while ``on``: the app holds
+        it while it lays out the picture the user moved to, which wants the interpreter
+        the decoding thread would take (a thread of Python code gets no core of its own)."""
+        if on:
+            self._go.clear()
+        else:
+            self._go.set()
+
     def close(self) -> None:
+        self._go.set()
         if self._hold is not None:  # (quit while the trace was still loading)
             self._hold.release()
 
