@@ -265,6 +265,10 @@ class DebuggerApp(DebuggerActions):
         if not self.source.live and getattr(self.source, "loading", False) \
                 and self.model.cursor == self._last_cursor \
                 and now - self._last_full < LOADING_ROWS:
+            # (The graph is brought up to date all the same: building it gives nodes
+            # the gradients backward gave them, which the cursor's view must not show.)
+            with collector.paused():
+                self.model.graph_at_cursor()
             self.refresh_light()
             return
         self.refresh_view()
