@@ -374,7 +374,9 @@ class ReplaySource(Source):
             self._start()
         got: list[ev.Event] = []
         # At most a few chunks per tick: the UI stays responsive while a big trace loads.
-        while self.loading and len(got) < self.TAKEN * self.CHUNK:
+        # A command waiting for the trace: the app has nothing else to do, take all.
+        limit = (self.AHEAD if self._waiting is not None else self.TAKEN) * self.CHUNK
+        while self.loading and len(got) < limit:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
