@@ -413,6 +413,8 @@ class ReplaySource(Source):
             target, stop, scanned = self._waiting
             self._waiting = None
             self._run("resume", target, stop, start=scanned)
+            if self._waiting is None:  # there: its picture comes first (the app lets go)
+                self.hold(True)
         return got
 
     @property
