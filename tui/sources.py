@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,7 +34,6 @@ Predicate = Callable[[ev.Event], bool]
 # A live run keeps the full history of this many events (~0.5 KB each), then lets the
 # oldest complete iterations go; a recorded trace keeps everything.
 LIVE_MAX_EVENTS = 1_000_000
-LOADING_SWITCH = 0.001  # seconds: the interpreter's switch interval while a trace decodes
 LIVE_ONLY = ("variables, watches and the console are available in live runs only "
              "(dyngraph debug SCRIPT): a recorded trace holds no Python objects")
 
@@ -323,7 +321,6 @@ class ReplaySource(Source):
         events = trace.events
         self._iterator = None
         self._hold: collector.Hold | None = None
-        self._switch: float | None = None  # the switch interval to restore once read
         if isinstance(events, list):  # already in memory: no need for a thread
             self._queue.put(events)
             self._queue.put(None)
@@ -335,10 +332,6 @@ class ReplaySource(Source):
         """Read the first iteration here (the first screen needs it), the rest on a thread."""
         iterator, self._iterator = self._iterator, None
         self._hold = collector.Hold()  # (released by the thread once the trace is read)
-        # While the thread decodes, the UI thread waits for the interpreter after each
-        # of its waits for input (many a frame): up to the switch interval (5 ms) each.
-        self._switch = sys.getswitchinterval()
-        sys.setswitchinterval(LOADING_SWITCH)
         head: list[ev.Event] = []
         try:
             for event in iterator:  # type: ignore[union-attr]
@@ -373,14 +366,8 @@ class ReplaySource(Source):
             self._queue.put(exc)
             self._queue.put(None)
         finally:
-            self._switch_back()
             if self._hold is not None:
                 self._hold.release(read)
-
-    def _switch_back(self) -> None:
-        switch, self._switch = self._switch, None
-        if switch is not None:
-            sys.setswitchinterval(switch)
 
     def pump(self) -> list[ev.Event]:
         if self._iterator is not None:
@@ -450,7 +437,6 @@ class ReplaySource(Source):
 
     def close(self) -> None:
         self._go.set()
-        self._switch_back()
         if self._hold is not None:  # (quit while the trace was still loading)
             self._hold.release()
 
