@@ -262,9 +262,12 @@ class DebuggerApp(DebuggerActions):
         # was (the events after it change nothing before it); the rest follows twice a
         # second. Each full redraw paid for the panes and its chunk of the graph, most of
         # the time it took to reach the picture a waiting ``f`` asked for.
+        # While a command waits for the trace (``f`` at once), nothing but the status
+        # changes until it lands: no full redraw at all.
         if not self.source.live and getattr(self.source, "loading", False) \
-                and self.model.cursor == self._last_cursor \
-                and now - self._last_full < LOADING_ROWS:
+                and self.model.cursor == self._last_cursor and (
+                    now - self._last_full < LOADING_ROWS
+                    or getattr(self.source, "waiting", False)):
             # (The graph is brought up to date all the same: building it gives nodes
             # the gradients backward gave them, which the cursor's view must not show.)
             with collector.paused():

@@ -405,6 +405,11 @@ class ReplaySource(Source):
         return got
 
     @property
+    def waiting(self) -> bool:
+        """Does a command wait for the trace to load further?"""
+        return self._waiting is not None
+
+    @property
     def progress(self) -> float:
         return len(self.model.events) / self.total if self.total else 1.0
 
