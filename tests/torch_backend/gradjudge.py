@@ -92,7 +92,9 @@ class Run:
     # value -> the line after which its node was rebuilt: a view changed in place outside
     # autograd (``with no_grad(): v4.add_(1)``) gets a new node when its ``grad_fn`` is
     # next read, and PyTorch moves its retained ``.grad`` there; the ops that used it
-    # before the change still hand their gradient to the old node (seen by a hook).
+    # before the change still hand their gradient to the old node (seen by a hook). The
+    # capture names the changed value anew when it is next used: until then the name's
+    # id is the value before the change, under which each node that ran records its own.
     rebuilt: dict[str, int] = field(default_factory=dict)
 
 
@@ -450,12 +452,15 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
         ids = {n: i for n, i in every.items() if i in graph}
         where = f"pass at line {p.line} ({program.lines[p.line]})"
         grads: dict[int, Any] = {}
+        every_slot: dict[int, list[Any]] = {}  # (a value may be the output of two nodes)
         leaf_grads: dict[int, Any] = {}
         for e in steps:
             if type(e) is ev.BackwardStep:
                 for oid, s in e.slots:
                     if oid >= 0 and oid not in grads:
                         grads[oid] = s
+                    if oid >= 0 and s is not None:
+                        every_slot.setdefault(oid, []).append(s)
             elif type(e) is ev.GradAccumulated:
                 leaf_grads[e.tensor] = e.summary
         line = program.lines[p.line]
@@ -464,11 +469,13 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
             if rid is None:
                 continue  # not drawn on this pass's graph (made in an earlier iteration)
             changed_at = plain.rebuilt.get(n)
-            if changed_at is not None and changed_at > 0 and \
-                    captured.ids[changed_at - 1].get(n) == rid:
-                # Changed outside autograd and not used since: the id dyngraph gave it is
-                # still the value before the change, whose gradient is its old node's.
-                truth = p.old_grads.get(n)
+            if n in p.old_grads and changed_at and captured.ids[changed_at - 1].get(n) == rid:
+                # Changed outside autograd: one id, two nodes (before and after the change),
+                # each recording what autograd hands it, the old one seen by a hook.
+                truths = [g for g in (p.old_grads[n], truth) if g is not None]
+                out += [f"{where}: {n} (t{rid}): {m}" for m in
+                        _each_node(truths, every_slot.get(rid, []))]
+                continue
             got = grads.get(rid)
             if got is None and rid not in grads and "autograd.grad(" in line and \
                     not re.search(rf"\b{n}\b", line):
@@ -501,6 +508,22 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
         if p.graph is not None:
             out += [f"{where}: {m}" for m in _same_graph(p.graph, steps, ids, every)]
     return out
+
+
+def _each_node(truths: list[Any], recorded: list[Any]) -> list[str]:
+    """Problems unless each gradient in ``truths`` is one of ``recorded``, one for one."""
+    left = list(recorded)
+    for truth in truths:
+        match = next((r for r in left if summary_problem(r, truth) is None), None)
+        if match is None:
+            return [f"gradients {[_norm(t) for t in truths]} expected, recorded "
+                    f"{[r.norm for r in recorded]}"]
+        left.remove(match)
+    return [f"recorded gradients {[r.norm for r in left]} no node had"] if left else []
+
+
+def _norm(t: Any) -> float:
+    return float(t.double().norm())
 
 
 def _same_graph(truth: Any, steps: list[ev.Event], ids: dict[str, int | None],
