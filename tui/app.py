@@ -22,6 +22,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -333,7 +334,11 @@ class DebuggerApp(DebuggerActions):
             return
         info = self.model.cursor_iteration()
         index = info.index if info else 0
-        self.main.query_one(IterationBar).show(self.model.iterations, index, None)
+        try:  # (a trace's chunk may arrive while the app closes, its panes going)
+            bar = self.main.query_one(IterationBar)
+        except NoMatches:
+            return
+        bar.show(self.model.iterations, index, None)
         self._show_status(index)
 
     def refresh_view(self) -> None:

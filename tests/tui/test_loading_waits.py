@@ -11,6 +11,7 @@ many ticks).
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -59,13 +60,11 @@ def open_app(path, layout=None) -> DebuggerApp:
 
 async def cursor_after(path, keys: list[str], slow: bool
                        ) -> tuple[int, tuple[str, str, str], list[int]]:
-    """Where ``keys`` take the cursor, pressed as soon as the app is up (``slow``: the
-    trace still loading, a few events a tick) or once the trace is read whole; the
-    status once it is; and the cursor at each look while a key waited for the trace."""
+    """Where ``keys`` take the cursor, pressed as soon as the app is up or (not
+    ``slow``) once the trace is read whole; the status there; and the cursor at each
+    look while a key waited for the trace."""
     app = open_app(path, Counting())
     source = app.source
-    if slow:  # 8 events a tick
-        source.CHUNK, source.TAKEN = 8, 1  # type: ignore[attr-defined]
     seen: list[int] = []
     async with app.run_test(size=(200, 50)) as pilot:
         if not slow:
@@ -77,18 +76,21 @@ async def cursor_after(path, keys: list[str], slow: bool
                 await pilot.pause(0.01)
             await wait_for(pilot, lambda: source._waiting is None)
         cursor = app.model.cursor
-        source.TAKEN = 1000  # type: ignore[attr-defined]  # (the rest at once)
-        await wait_for(pilot, lambda: not source.loading)
         state = app.source.state
-    return cursor, (state.status, state.reason, state.description), seen
+    # (how far the trace is read, said while it is, aside)
+    said = re.sub(r"(^| · )reading the trace… \d+%$", "", state.description)
+    return cursor, (state.status, state.reason, said), seen
 
 
 @pytest.mark.parametrize("keys", [["f"], ["F"], ["f", "F", "i"]])
 async def test_a_key_pressed_while_the_trace_loads_waits_in_place_and_lands_where_it_would(
-        tmp_path, keys):
+        tmp_path, monkeypatch, keys):
     path = tmp_path / "gpt.dgtrace"
     record_gpt(path, layers=12)
     read_whole = await cursor_after(path, keys, slow=False)
+    # 8 events a chunk, two decoded ahead at most: the app takes in 16 events a tick.
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
     while_loading = await cursor_after(path, keys, slow=True)
     assert while_loading[0] == read_whole[0]
     assert while_loading[1] == read_whole[1]
@@ -102,8 +104,8 @@ async def test_f_at_once_on_a_loading_trace_shows_the_status_then_the_forward_pa
         tmp_path, monkeypatch):
     path = tmp_path / "gpt.dgtrace"
     record_gpt(path, layers=12, iterations=1)
-    monkeypatch.setattr(ReplaySource, "CHUNK", 16)
-    monkeypatch.setattr(ReplaySource, "TAKEN", 1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
     app = open_app(path, Counting())
     async with app.run_test(size=(80, 24)) as pilot:
         first = app.model.cursor
