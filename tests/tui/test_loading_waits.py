@@ -22,6 +22,7 @@ from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.graph_canvas import GraphCanvas
 from dyngraph.tui.model import Model
 from dyngraph.tui.sources import ReplaySource
+from dyngraph.tui.status_line import StatusLine
 
 import dyngraph
 
@@ -116,6 +117,9 @@ async def test_f_at_once_on_a_loading_trace_shows_the_status_then_the_forward_pa
         assert (state.status, state.reason) == ("running", "loading")
         assert "reading the trace…" in state.description
         assert app.model.cursor == first
+        await pilot.pause()
+        line = "\n".join(str(s) for s in app.query_one(StatusLine)._parts)
+        assert "RUNNING" in line.upper() and "reading the trace…" in line, line
         await wait_for(pilot, lambda: app.source._waiting is None)
         canvas = app.query_one(GraphCanvas)
         await wait_for(pilot, lambda: app._last_cursor == app.model.cursor
