@@ -302,7 +302,7 @@ class ReplaySource(Source):
     # Chunks decoded ahead of the app at most: enough for the thread to go on while the
     # app starts (the first tick comes a third of a second after the first chunk).
     AHEAD = 16
-    TAKEN = 4  # chunks the app takes in per tick at most
+    TAKEN = 2  # chunks the app takes in per tick at most (keys wait for a tick)
 
     def __init__(self, model: Model, trace: Any) -> None:
         super().__init__(model)
