@@ -182,3 +182,35 @@ async def test_the_trace_waits_for_the_picture_the_user_moved_to_for_a_bounded_t
             await wait_for(pilot, lambda: not app.source.loading)
         assert len(app.model.events) == len(dyngraph.read_trace(path).events)
         assert app.model.events[app.model.cursor].kind == "backward_start"
+
+
+async def picture_after_f(path, at_once: bool) -> tuple[object, object, list[str]]:
+    """The graph pane after ``f`` (pressed at once, or once the trace is read whole),
+    the trace then read whole: its scroll offset, size and lines."""
+    app = open_app(path, Counting())
+    async with app.run_test(size=(80, 24)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        if not at_once:
+            await wait_for(pilot, lambda: not app.source.loading)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: app.source._waiting is None
+                       and app._last_cursor == app.model.cursor
+                       and canvas.scene is not None and not canvas.status)
+        await wait_for(pilot, lambda: not app.source.loading)
+        await pilot.pause(0.3)
+        return canvas.scroll_offset, canvas.virtual_size, canvas.visible_lines()
+
+
+async def test_f_at_once_draws_the_picture_f_draws_on_the_trace_read_whole(
+        tmp_path, monkeypatch):
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=24, iterations=1)
+    whole = await picture_after_f(path, at_once=False)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
+    at_once = await picture_after_f(path, at_once=True)
+    # The same boxes, labels and place: centred against the picture's edge, the jump
+    # made from a small picture stopped a scrollbar's width short before.
+    assert at_once[1] == whole[1]
+    assert at_once[0] == whole[0]
+    assert at_once[2] == whole[2]
