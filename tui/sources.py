@@ -357,8 +357,7 @@ class ReplaySource(Source):
                     read += len(chunk)
                     self._queue.put(chunk)
                     chunk = []
-                    if self._waiting is None:  # (a key waiting for the trace: no UI to serve)
-                        time.sleep(0.002)  # hand the GIL to the UI between chunks
+                    time.sleep(0.002)  # hand the GIL to the UI between chunks
                     self._go.wait()
             read += len(chunk)
             self._queue.put(chunk)
