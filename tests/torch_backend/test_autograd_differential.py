@@ -10,7 +10,8 @@ value's own ``.grad``, the recorded backward nodes are autograd's ``next_functio
 graph, and the capture told of no failure of its own.
 
 Sizes: by default a fixed, derandomized set of ``EXAMPLES`` programs per family (10 of
-modules; CI never flakes on a new draw); ``DYNGRAPH_DIFF_EXAMPLES=5000 pytest
+modules; a run never flakes on a new draw); CI sets ``DYNGRAPH_DIFF_FIXED_EXAMPLES=200``,
+a larger fixed set of every family (.ci/run); ``DYNGRAPH_DIFF_EXAMPLES=5000 pytest
 tests/torch_backend/test_autograd_differential.py`` runs a big random search. A failure
 prints the program as code: keep it below as a named regression test once fixed.
 """
@@ -47,11 +48,12 @@ from dyngraph.capture import events as ev  # noqa: E402
 # and the whole suite has a budget. The module family (LSTM, attention) is the slowest.
 EXAMPLES = 25
 _LOCAL_EXAMPLES = int(os.environ.get("DYNGRAPH_DIFF_EXAMPLES", "0"))
+_FIXED_EXAMPLES = int(os.environ.get("DYNGRAPH_DIFF_FIXED_EXAMPLES", "0"))
 
 
 def _settings(examples: int = EXAMPLES) -> settings:
     return settings(
-        max_examples=_LOCAL_EXAMPLES or examples,
+        max_examples=_LOCAL_EXAMPLES or _FIXED_EXAMPLES or examples,
         derandomize=not _LOCAL_EXAMPLES,
         deadline=None,
         database=None,
