@@ -66,6 +66,9 @@ class Pass:
     # filled while the name v5 did not exist yet)
     leaf_grads_before: dict[str, Any] = field(default_factory=dict)
     graph: Any = None  # (torch) autograd's graph from the roots, before the pass
+    # value -> the gradient its node before a rebuild got in this pass (None: not run):
+    # see ``Run.rebuilt``
+    old_grads: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,6 +89,13 @@ class Run:
     notes: list[str] = field(default_factory=list)  # what the capture told (captured run)
     # value -> the lines that changed it in place (run as written: ``run_pure``'s)
     changes: dict[str, list[int]] = field(default_factory=dict)
+    # value -> the line after which its node was rebuilt: a view changed in place outside
+    # autograd (``with no_grad(): v4.add_(1)``) gets a new node when its ``grad_fn`` is
+    # next read, and PyTorch moves its retained ``.grad`` there; the ops that used it
+    # before the change still hand their gradient to the old node (seen by a hook). The
+    # capture names the changed value anew when it is next used: until then the name's
+    # id is the value before the change, under which each node that ran records its own.
+    rebuilt: dict[str, int] = field(default_factory=dict)
 
 
 def _lib(program: Program) -> Any:
@@ -115,12 +125,14 @@ def _run_plain(program: Program, changes: dict[str, list[int]]) -> Run:
     env = environment(program, lib)
     run = Run(env, changes=changes)
     retained: set[str] = set()
+    old_grads: dict[str, Any] = {}  # (filled by hooks on rebuilt views' old nodes)
     for i, (line, kind) in enumerate(zip(program.lines, program.kinds, strict=True)):
         graph = None
         if kind == "backward" and lib is torch:
             graph = autograd_graph(env, program.roots[i])
         nodes = _nodes_of(env) if lib is torch else {}
-        versions = {n: _version(t) for n, t in tensors(env).items()}
+        objects = tensors(env)
+        versions = {n: _version(t) for n, t in objects.items()}
         before = _leaf_grads(env) if kind == "backward" else {}
         err = run_line(line, env)
         if err is not None:
@@ -129,6 +141,7 @@ def _run_plain(program: Program, changes: dict[str, list[int]]) -> Run:
         now = tensors(env)
         if lib is torch:
             run.unreliable |= _siblings_changed(nodes, now)
+            _hook_rebuilt(run, nodes, objects, now, i, old_grads)
         for n, t in now.items():
             if n not in retained and t.requires_grad and not is_leaf(t) and not (
                     lib is torch and _later(changes, n, i) and _several_outputs(t)):
@@ -141,7 +154,8 @@ def _run_plain(program: Program, changes: dict[str, list[int]]) -> Run:
             grads = {n: _copy(now[n].grad) for n in retained if n not in run.unreliable}
             for n in retained:  # (two names may hold one tensor: all read, then cleared)
                 now[n].grad = None
-            run.passes.append(Pass(i, grads, _leaf_grads(env), before, graph))
+            run.passes.append(Pass(i, grads, _leaf_grads(env), before, graph,
+                                   {n: old_grads.pop(n, None) for n in run.rebuilt}))
     return run
 
 
@@ -170,6 +184,22 @@ def _several_outputs(t: Any) -> bool:
     retains it, and refuses to read its node once the base changed.)"""
     fn = _grad_fn(t)
     return fn is not None and len(fn._input_metadata) >= 2 and not t._is_view()
+
+
+def _hook_rebuilt(run: Run, nodes: dict[str, tuple[Any, int]], before: dict[str, Any],
+                  now: dict[str, Any], line: int, into: dict[str, Any]) -> None:
+    """Views a line changed in place whose node that rebuilt (see ``Run.rebuilt``): a hook
+    on the old node notes the gradient it gets, into ``into``. (``nodes``, ``before``:
+    each value's node and tensor before the line.)"""
+    for n, (fn, slot) in nodes.items():
+        t = now.get(n)
+        if t is None or t is not before.get(n) or not t._is_view() or _grad_fn(t) is fn:
+            continue
+        run.rebuilt[n] = line
+
+        def seen(grad_inputs: Any, grad_outputs: Any, n: str = n, slot: int = slot) -> None:
+            into[n] = _copy(grad_outputs[slot])
+        fn.register_hook(seen)
 
 
 def _siblings_changed(before: dict[str, tuple[Any, int]], now: dict[str, Any]) -> set[str]:
@@ -422,12 +452,15 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
         ids = {n: i for n, i in every.items() if i in graph}
         where = f"pass at line {p.line} ({program.lines[p.line]})"
         grads: dict[int, Any] = {}
+        every_slot: dict[int, list[Any]] = {}  # (a value may be the output of two nodes)
         leaf_grads: dict[int, Any] = {}
         for e in steps:
             if type(e) is ev.BackwardStep:
                 for oid, s in e.slots:
                     if oid >= 0 and oid not in grads:
                         grads[oid] = s
+                    if oid >= 0 and s is not None:
+                        every_slot.setdefault(oid, []).append(s)
             elif type(e) is ev.GradAccumulated:
                 leaf_grads[e.tensor] = e.summary
         line = program.lines[p.line]
@@ -435,6 +468,14 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
             rid = ids.get(n)
             if rid is None:
                 continue  # not drawn on this pass's graph (made in an earlier iteration)
+            changed_at = plain.rebuilt.get(n)
+            if n in p.old_grads and changed_at and captured.ids[changed_at - 1].get(n) == rid:
+                # Changed outside autograd: one id, two nodes (before and after the change),
+                # each recording what autograd hands it, the old one seen by a hook.
+                truths = [g for g in (p.old_grads[n], truth) if g is not None]
+                out += [f"{where}: {n} (t{rid}): {m}" for m in
+                        _each_node(truths, every_slot.get(rid, []))]
+                continue
             got = grads.get(rid)
             if got is None and rid not in grads and "autograd.grad(" in line and \
                     not re.search(rf"\b{n}\b", line):
@@ -467,6 +508,22 @@ def _backward(program: Program, plain: Run, captured: Run) -> list[str]:
         if p.graph is not None:
             out += [f"{where}: {m}" for m in _same_graph(p.graph, steps, ids, every)]
     return out
+
+
+def _each_node(truths: list[Any], recorded: list[Any]) -> list[str]:
+    """Problems unless each gradient in ``truths`` is one of ``recorded``, one for one."""
+    left = list(recorded)
+    for truth in truths:
+        match = next((r for r in left if summary_problem(r, truth) is None), None)
+        if match is None:
+            return [f"gradients {[_norm(t) for t in truths]} expected, recorded "
+                    f"{[r.norm for r in recorded]}"]
+        left.remove(match)
+    return [f"recorded gradients {[r.norm for r in left]} no node had"] if left else []
+
+
+def _norm(t: Any) -> float:
+    return float(t.double().norm())
 
 
 def _same_graph(truth: Any, steps: list[ev.Event], ids: dict[str, int | None],

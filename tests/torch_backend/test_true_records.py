@@ -95,27 +95,59 @@ def test_the_exported_svg_shows_each_pieces_gradient(split_trace, tmp_path):
 
 
 def test_the_debugger_shows_each_pieces_gradient(split_trace):
-    asyncio.run(_pieces_in_the_inspector(split_trace, PIECES))
+    asyncio.run(_pieces_in_the_inspector(replaying(split_trace), PIECES))
 
 
-async def _pieces_in_the_inspector(trace_path, norms):
-    """The first iteration's split pieces, selected one by one in the debugger (replaying
-    ``trace_path``) after its backward: the inspector shows each one's ``norms``."""
+def test_a_live_debug_session_shows_each_pieces_gradient(tmp_path):
+    """The same in ``dyngraph debug`` on the running script: ``F`` (finish backward), then
+    each piece selected."""
+    (tmp_path / "split.py").write_text(SPLIT)
+    debugging(tmp_path / "split.py", PIECES)
+
+
+def replaying(path):
     from dyngraph.tui.app import DebuggerApp
-    from dyngraph.tui.inspector import Inspector
     from dyngraph.tui.model import Model
     from dyngraph.tui.sources import ReplaySource
 
-    trace = dyngraph.read_trace(trace_path)
-    app = DebuggerApp(ReplaySource(Model(), trace))
+    return DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
+
+
+def debugging(script: Path, norms) -> None:
+    """``dyngraph debug script``: the first iteration's split pieces show ``norms``."""
+    from dyngraph.tui.app import DebuggerApp
+    from dyngraph.tui.model import Model
+    from dyngraph.tui.sources import LiveSource
+
+    source = LiveSource.start(Model(), str(script), cwd=str(script.parent))
+    try:
+        asyncio.run(_pieces_in_the_inspector(DebuggerApp(source), norms, live=True))
+    finally:
+        source.close()
+
+
+async def _pieces_in_the_inspector(app, norms, live=False):
+    """The first iteration's split pieces, selected one by one in the debugger ``app``
+    after its backward: the inspector shows each one's ``norms``."""
+    from dyngraph.tui.inspector import Inspector
+
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
-        app.action_finish_backward()
-        for _ in range(50):
-            await pilot.pause()
-            if app.model.backward_done():
-                break
-        pieces = [n.id for n in trace.iterations[0].graph.nodes.values() if n.op == "split"]
+        if live:  # (paused before the first line; the session's first state comes first)
+            for _ in range(600):
+                await pilot.pause(0.05)
+                if app.source.state.status == "paused":
+                    break
+        await pilot.press("F")
+        for _ in range(600):
+            await pilot.pause(0.05)
+            state = app.source.state if live else None
+            if app.model.backward_done() and (not live or (
+                    "end of backward" in state.description and app._last_state == state)):
+                break  # (live: paused there, and the UI has drawn it)
+        assert app.model.backward_done()
+        pieces = [n.id for n in app.graph.nodes.values() if n.op == "split"]
+        assert len(pieces) == len(norms)
         for node_id, norm in zip(pieces, norms, strict=True):
             app.select_node(node_id)
             await pilot.pause()
@@ -159,7 +191,16 @@ def test_nanogpts_q_k_v_each_have_their_own_gradient_in_every_block(qkv):
 
 def test_the_debugger_shows_q_k_and_v_gradients_of_each_block(qkv):
     path, truth = qkv
-    asyncio.run(_pieces_in_the_inspector(path, truth[0]))
+    asyncio.run(_pieces_in_the_inspector(replaying(path), truth[0]))
+
+
+def test_a_live_debug_session_shows_q_k_and_v_gradients_of_each_block(qkv, tmp_path):
+    """nanoGPT's split in ``dyngraph debug`` on the running script (the first step's six
+    pieces, PyTorch's own norms)."""
+    _, truth = qkv
+    script = tmp_path / "nanogpt_qkv.py"
+    script.write_text((SCRIPTS / "nanogpt_qkv.py").read_text())
+    debugging(script, truth[0])
 
 
 def test_an_unused_piece_is_said_not_used_and_an_unrecorded_one_why():
