@@ -492,11 +492,15 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller runs (a smoke test)")
     parser.add_argument("--only", choices=["big"], help="run one part only: big models (5.)")
     parser.add_argument("--gpt-trace", help="a recorded 72-layer nanoGPT trace for part 5")
+    parser.add_argument("--baseline", metavar="REV", help="part 5's first picture also with "
+                        "git revision REV's dyngraph, in interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="interleaved rounds of part 5's first picture (default 5)")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     tmp = Path(tempfile.mkdtemp(prefix="dyngraph-bench-"))
     if args.only == "big":
-        bench_big(tmp, 3 if args.quick else 7, args.gpt_trace)
+        bench_big(tmp, 3 if args.quick else 7, args.gpt_trace, args.baseline, args.rounds)
         shutil.rmtree(tmp, ignore_errors=True)
         return
 
@@ -520,7 +524,7 @@ def main() -> None:
         print(f"\n   real debug child, tight loop: {real_child_rate():10,.0f} ops/s streamed")
     except Exception as exc:  # the runtime may be missing in a partial checkout
         print(f"\n   real debug child: not measured ({exc})")
-    bench_big(tmp, 3 if args.quick else 7, args.gpt_trace)
+    bench_big(tmp, 3 if args.quick else 7, args.gpt_trace, args.baseline, args.rounds)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -15,13 +15,22 @@ Measured, goals from the issue: the first picture of the iteration (< 1.5 s afte
 trace opens), opening one folded module in place and folding it again (< 200 ms, key to
 screen), a step key (< 50 ms, key to screen), and the most boxes any layout was given
 against the boxes the pane shows (no layout over more nodes than are shown).
+
+The first picture is measured as a user gets it (``first_picture``: a fresh process opens
+the trace and presses ``f`` as soon as the app is up, until the iteration's module-level
+picture at the end of its forward pass is on the screen), in interleaved rounds, beside
+git revision ``--baseline REV`` when given (``side_by_side``); and after the whole trace
+has been read (``measure``: the jump alone), which is where open, fold and step are timed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -205,7 +214,7 @@ def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
             await wait_until(pilot, lambda: bool(shown) and shown[-1] > t0, 10)
             out["nodes"] = len(app.graph.nodes)
             out["boxes shown"] = len(canvas.scene.boxes)
-            out["first picture, from opening the trace"] = shown[-1] - start
+            out["the jump's picture, from opening (all read first)"] = shown[-1] - start
             out["  CPU time of that, from opening (+ the layout program)"] = cpu_now() - c_start
             out["first picture, from the jump to the iteration"] = shown[-1] - t0
             out["  CPU time of that"] = cpu_now() - c_jump
@@ -258,6 +267,112 @@ def measure(path: Path, iteration: int, repeats: int) -> dict[str, float]:
     return out
 
 
+def first_picture(path: Path, iteration: int) -> dict[str, float]:
+    """What a user waits for: ``dyngraph view`` of the trace, ``f`` pressed as soon as the
+    app is up, until the iteration's module-level picture at the end of its forward pass
+    is on the screen (the trace may still be loading behind it)."""
+    out: dict[str, float] = {}
+
+    async def run() -> None:
+        c_start = cpu_now()
+        start = time.perf_counter()
+        app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
+        async with app.run_test(size=SIZE) as pilot:
+            out["the app up (its first frame)"] = time.perf_counter() - start
+            out["  CPU time of that"] = cpu_now() - c_start
+            canvas = app.query_one("#graph")
+            done: list[float] = []
+            display = app._display
+
+            def at_target() -> bool:
+                model = app.model
+                info = model.iteration(iteration)
+                return (info is not None and info.backward_start is not None
+                        and model.cursor == info.backward_start and canvas.scene is not None
+                        and not canvas.status and canvas._graph is app.graph
+                        and len(app.graph.nodes) > 0)
+
+            def displayed(screen: Any, renderable: Any) -> None:
+                display(screen, renderable)
+                if not done and at_target():
+                    done.append(time.perf_counter())
+                    out["  CPU time of that (+ the layout program)"] = \
+                        cpu_now() - c_start
+
+            app._display = displayed  # type: ignore[method-assign]
+            await pilot.press("f")
+            await wait_until(pilot, lambda: bool(done), 120)
+            out["first picture after f (from opening)"] = done[0] - start
+            cpu = out.pop("  CPU time of that (+ the layout program)")
+            out["  CPU time of that (+ the layout program)"] = cpu
+            out["nodes"] = len(app.graph.nodes)
+            out["boxes shown"] = len(canvas.scene.boxes)
+            await wait_until(pilot, lambda: not app.source.loading, 600)
+            out["the whole trace read"] = time.perf_counter() - start
+
+    asyncio.run(run())
+    return out
+
+
+def baseline_tree(rev: str, into: Path) -> Path:
+    """Git revision ``rev``'s dyngraph (with its tui/ and exporters/ inside, as installed)
+    under ``into``: a PYTHONPATH that runs the baseline beside this checkout."""
+    repo = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev],
+                             capture_output=True, check=False)
+    if archive.returncode:
+        sys.exit(f"tui_big.py: no git revision {rev!r}: "
+                 f"{archive.stderr.decode(errors='replace').strip()}")
+    src = into / "src"
+    src.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive.stdout, check=True)
+    for sub, name in (("tui", "tui"), ("exporters", "exporters"), ("viewer", "viewer"),
+                      ("demos", "demos")):
+        if (src / sub).is_dir() and not (src / "dyngraph" / name).exists():
+            (src / sub).rename(src / "dyngraph" / name)
+    pkg = into / "pkg"
+    pkg.mkdir()
+    (pkg / "dyngraph").symlink_to(src / "dyngraph")
+    return pkg
+
+
+def side_by_side(trace: Path, iteration: int, rounds: int, baseline: Path | None,
+                 pycache: Path) -> dict[str, list[dict[str, float]]]:
+    """``first_picture`` in a fresh process per run (a cold start, as a user's), this
+    checkout and the baseline alternating round by round, after one run of each not
+    counted. Modules are compiled once into ``pycache`` (with PYTHONDONTWRITEBYTECODE
+    set, each run would compile the modules the app imports lazily again; a user's
+    installed package has its bytecode)."""
+    runs: dict[str, list[dict[str, float]]] = {"this checkout": []}
+    if baseline is not None:
+        runs["baseline"] = []
+    for round_ in range(rounds + 1):
+        for name in runs:
+            env = dict(os.environ, PYTHONPYCACHEPREFIX=str(pycache / name.replace(" ", "-")))
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            if name == "baseline":
+                env["PYTHONPATH"] = str(baseline)
+            done = subprocess.run(
+                [sys.executable, __file__, "--first-picture", str(trace), str(iteration)],
+                capture_output=True, text=True, env=env, check=False)
+            if done.returncode:
+                sys.exit(f"tui_big.py: {name} failed:\n{done.stderr[-2000:]}")
+            if round_:
+                runs[name].append(json.loads(done.stdout.splitlines()[-1]))
+    return runs
+
+
+def print_side_by_side(runs: dict[str, list[dict[str, float]]]) -> None:
+    keys = [k for k in runs["this checkout"][0] if k not in ("nodes", "boxes shown")]
+    names = list(runs)
+    print(f"     {'(medians of ' + str(len(runs[names[0]])) + ' interleaved rounds)':<52} "
+          + " ".join(f"{n:>14}" for n in names) + ("       ratio" if len(names) > 1 else ""))
+    for k in keys:
+        meds = [statistics.median(r[k] for r in runs[n]) for n in names]
+        ratio = f"  {meds[0] / meds[1]:9.2f}×" if len(meds) > 1 and meds[1] else ""
+        print(f"     {k:<52} " + " ".join(f"{m * 1000:11.1f} ms" for m in meds) + ratio)
+
+
 def phases(path: Path, iteration: int) -> dict[str, float]:
     """CPU seconds of each step from a trace file to the first picture, run one after
     the other on this thread (the app overlaps some of them: see ``measure``)."""
@@ -307,7 +422,8 @@ def phases(path: Path, iteration: int) -> dict[str, float]:
     return out
 
 
-def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None) -> None:
+def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None,
+              baseline: str | None = None, rounds: int = 5) -> None:
     print("\n5. big models: the module-level picture (goals: first picture < 1.5 s, "
           "open/fold < 200 ms, a step < 50 ms, no layout over more boxes than shown)")
     cases = []
@@ -323,6 +439,11 @@ def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None) -> None:
     print(f"   (recorded the synthetic model in {time.perf_counter() - t0:.1f} s)")
     cases.append(("synthetic, 50,000 nodes", path, 1))
     name, trace, iteration = cases[-1]
+    print(f"   {name}: the first picture as a user waits for it (a fresh process: open the "
+          "trace, press f at once)" + (f"; against {baseline}" if baseline else ""))
+    print_side_by_side(side_by_side(trace, iteration, rounds, None if baseline is None
+                                    else baseline_tree(baseline, tmp / "baseline"),
+                                    tmp / "pycache"))
     print(f"   {name}: where the first picture's CPU goes, one step after the other "
           "(wall clock depends on how the app overlaps them)")
     for k, v in phases(trace, iteration).items():
@@ -334,3 +455,11 @@ def bench_big(tmp: Path, repeats: int, gpt_trace: str | None = None) -> None:
         for k, v in out.items():
             text = f"{int(v)}" if k.startswith("most") else f"{v * 1000:7.1f} ms"
             print(f"     {k:<52} {text}")
+
+
+if __name__ == "__main__":  # one run of ``first_picture``, for ``side_by_side``
+    if len(sys.argv) == 4 and sys.argv[1] == "--first-picture":
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        print(json.dumps(first_picture(Path(sys.argv[2]), int(sys.argv[3]))))
+    else:
+        sys.exit("usage: python bench/tui.py --only big (this file is its part 5)")

@@ -22,6 +22,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -59,6 +60,7 @@ SPARK_ITERATIONS = 200  # iterations a gradient-norm sparkline covers
 # ahead of need (below, a jump there lays it out in well under a second anyway).
 PREFETCH_ABOVE = 2000
 RUNNING_REDRAW = 0.25  # seconds between full redraws while a live script streams
+PICTURE_FIRST = 3.0  # seconds a trace's loading waits for the picture being laid out
 LOADING_ROWS = 0.5  # seconds between the timeline's row counts while a trace loads
 SHORT = 36  # rows: fewer, and the variables pane makes room for the others
 TINY = (90, 27)  # columns, rows: fewer of either, and the panes share what there is
@@ -128,6 +130,7 @@ class DebuggerApp(DebuggerActions):
         self._norms_busy = False
         self._norms_again = False
         self._loading = True
+        self._picture_since: float | None = None  # the loading waits for a picture since
         self._prefetched: set[int] = set()  # iterations whose picture was laid out ahead
         self._last_full = 0.0
         self._timeline_at = 0.0
@@ -198,6 +201,8 @@ class DebuggerApp(DebuggerActions):
 
     # -- events in -----------------------------------------------------------------------
     def _tick(self) -> None:
+        if self._picture_first():
+            return
         try:
             events = self.source.pump()
         except Exception as exc:  # a broken channel must not kill the UI
@@ -219,6 +224,26 @@ class DebuggerApp(DebuggerActions):
             self.refresh_view()
         self._prefetch_picture()
 
+    def _picture_first(self) -> bool:
+        """Does the loading of a trace wait while the graph pane lays out the picture
+        the user moved to? Both want the one interpreter (the decoding thread waits when
+        the app takes no more), and the picture is what the user waits for; for at most
+        ``PICTURE_FIRST`` seconds at a time, so that a layout of minutes stalls nothing."""
+        now = time.monotonic()
+        hold = getattr(self.source, "hold", None)
+        if self.source.live or hold is None or not getattr(self.source, "loading", False) \
+                or GraphCanvas is None or not self._panes_ready() \
+                or not self.main.query_one("#graph").laying_out:  # type: ignore[attr-defined]
+            waits = False
+            self._picture_since = None
+        else:
+            if self._picture_since is None:
+                self._picture_since = now
+            waits = now - self._picture_since < PICTURE_FIRST
+        if hold is not None:
+            hold(waits)
+        return waits
+
     def _state(self) -> SourceState:
         try:
             return self.source.state
@@ -232,6 +257,22 @@ class DebuggerApp(DebuggerActions):
         now = time.monotonic()
         if self.source.live and self._state().status == "running" \
                 and now - self._last_full < RUNNING_REDRAW:
+            self.refresh_light()
+            return
+        # A trace loading behind a cursor that stays put: what the cursor shows is as it
+        # was (the events after it change nothing before it); the rest follows twice a
+        # second. Each full redraw paid for the panes and its chunk of the graph, most of
+        # the time it took to reach the picture a waiting ``f`` asked for.
+        # While a command waits for the trace (``f`` at once), nothing but the status
+        # changes until it lands: no full redraw at all.
+        if not self.source.live and getattr(self.source, "loading", False) \
+                and self.model.cursor == self._last_cursor and (
+                    now - self._last_full < LOADING_ROWS
+                    or getattr(self.source, "waiting", False)):
+            # (The graph is brought up to date all the same: building it gives nodes
+            # the gradients backward gave them, which the cursor's view must not show.)
+            with collector.paused():
+                self.model.graph_at_cursor()
             self.refresh_light()
             return
         self.refresh_view()
@@ -293,7 +334,11 @@ class DebuggerApp(DebuggerActions):
             return
         info = self.model.cursor_iteration()
         index = info.index if info else 0
-        self.main.query_one(IterationBar).show(self.model.iterations, index, None)
+        try:  # (a trace's chunk may arrive while the app closes, its panes going)
+            bar = self.main.query_one(IterationBar)
+        except NoMatches:
+            return
+        bar.show(self.model.iterations, index, None)
         self._show_status(index)
 
     def refresh_view(self) -> None:

@@ -217,6 +217,12 @@ class CanvasPainting:
             centre = not view.contains_region(region)
         self.scroll_to_region(region, animate=False, center=centre, spacing=None, force=True,
                               immediate=True)
+        if centre:
+            # Again once the screen is refreshed: a picture that just grew gets its
+            # scrollbars then, and a box centred against the edge is clamped again with
+            # them (else it stopped a scrollbar's width short of where it does otherwise).
+            self.call_after_refresh(self.scroll_to_region, region, animate=False,
+                                    center=True, spacing=None, force=True, immediate=True)
 
     def watch_selected(self, old: int | None, new: int | None) -> None:
         self._follow(new)

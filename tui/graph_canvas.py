@@ -273,6 +273,12 @@ class GraphCanvas(CanvasActions, CanvasPainting, ScrollView, can_focus=True,
         return text
 
     @property
+    def laying_out(self) -> bool:
+        """Is the picture of the graph shown still being laid out (not failed)?"""
+        return self._postponed is not None or (
+            not self._error and len(self._canon.sigs) > self._upto)
+
+    @property
     def info(self) -> str:
         """The bottom line when nothing is pending: which layout drew the pane if not
         Graphviz, else the gradient-norm legend (its colours in ``legend``), else ''."""

@@ -275,7 +275,8 @@ class Model:
         if info.complete:
             graph = self._graphs.get(index)
             if graph is None:
-                if self._open is not None and self._open[0] == index:
+                fed = self._open is not None and self._open[0] == index
+                if fed:
                     graph = self._feed_open(index)
                     self._open = None
                 else:
@@ -283,13 +284,28 @@ class Model:
                 self._graphs[index] = graph
                 if len(self._graphs) > _GRAPH_CACHE:
                     self._graphs.popitem(last=False)
+                if fed:
+                    self._refill_view(index)
             else:
                 self._graphs.move_to_end(index)
             return graph
         # The open iteration grows: feed its builder only the events since last time.
         if self._open is None or self._open[0] != index:
             self._open = (index, info.start, GraphBuilder())
-        return self._feed_open(index)
+        fed = self._open[1]
+        graph = self._feed_open(index)
+        if self._open[1] != fed:
+            self._refill_view(index)
+        return graph
+
+    def _refill_view(self, index: int) -> None:
+        """Refill the cursor's view after iteration ``index``'s graph took in more events:
+        building it sets gradients on the nodes themselves, which the view, holding some
+        of those nodes, must not show before the cursor gets there."""
+        view = self._view
+        if view is not None and view.iteration == index and view.nodes and (
+                self._as_of is not None and self._as_of.graph is not None):
+            self.graph_at_cursor()
 
     def settle(self) -> None:
         """Cache the graphs the UI has or is about to build before the gradient norms'

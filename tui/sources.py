@@ -257,11 +257,14 @@ class Source:
         self._reason = (reason, description)
 
     def _run(self, command: str, target: Predicate, stop_at_breakpoints: bool = True,
-             **kwargs: Any) -> None:
+             start: int | None = None, **kwargs: Any) -> None:
+        """Move to the first event from ``start`` (default: past the cursor) that
+        ``target`` accepts or a breakpoint stops at; past what is known, as the source
+        does at its frontier."""
         model = self.model
         specs = list(self.breakpoints.values()) if stop_at_breakpoints else []
         events = model.events
-        for i in range(model.cursor + 1, len(events)):
+        for i in range(model.cursor + 1 if start is None else start, len(events)):
             event = events[i]
             if target(event):
                 self._history_move(i, _REASONS.get(command, "step"), "")
@@ -271,9 +274,16 @@ class Source:
                 if hit is not None:
                     self._history_move(i, spec.kind, hit)
                     return
+        if self._wait_for_more(len(events), target, stop_at_breakpoints):
+            return
         model.move_to(model.frontier)
         self._last_run = (target, stop_at_breakpoints)
         self._at_frontier(command, **kwargs)
+
+    def _wait_for_more(self, scanned: int, target: Predicate, stop: bool) -> bool:
+        """Should a run that found nowhere to stop in the first ``scanned`` events wait,
+        the cursor where it is, for more (a replay still loading)? Then it says so."""
+        return False
 
 
 _REASONS = {"step_op": "step", "next_iteration": "step", "finish_forward": "step",
@@ -289,14 +299,23 @@ class ReplaySource(Source):
     """
 
     CHUNK = 4096
+    # Chunks decoded ahead of the app at most: enough for the thread to go on while the
+    # app starts (the first tick comes a third of a second after the first chunk).
+    AHEAD = 16
+    TAKEN = 2  # chunks the app takes in per tick at most (keys wait for a tick)
 
     def __init__(self, model: Model, trace: Any) -> None:
         super().__init__(model)
         self.trace = trace
         self._finished = False
-        self._waiting: tuple[Predicate, bool] | None = None
-        self._queue: queue.SimpleQueue[list[ev.Event] | BaseException | None] = \
-            queue.SimpleQueue()
+        # A run past what is loaded so far: (its target, stop at breakpoints?, how far
+        # it looked). It goes on from there as events arrive; the cursor stays put.
+        self._waiting: tuple[Predicate, bool, int] | None = None
+        # Bounded: the decoding thread stays at most AHEAD chunks ahead of the app.
+        self._queue: queue.Queue[list[ev.Event] | BaseException | None] = \
+            queue.Queue(maxsize=self.AHEAD)
+        self._go = threading.Event()  # cleared: the decoding thread waits (``hold``)
+        self._go.set()
         self.total = len(trace.events)
         self.error: BaseException | None = None
         events = trace.events
@@ -339,6 +358,7 @@ class ReplaySource(Source):
                     self._queue.put(chunk)
                     chunk = []
                     time.sleep(0.002)  # hand the GIL to the UI between chunks
+                    self._go.wait()
             read += len(chunk)
             self._queue.put(chunk)
             self._queue.put(None)
@@ -354,7 +374,9 @@ class ReplaySource(Source):
             self._start()
         got: list[ev.Event] = []
         # At most a few chunks per tick: the UI stays responsive while a big trace loads.
-        while self.loading and len(got) < 2 * self.CHUNK:
+        # A command waiting for the trace: the app has nothing else to do, take all.
+        limit = (self.AHEAD if self._waiting is not None else self.TAKEN) * self.CHUNK
+        while self.loading and len(got) < limit:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
@@ -375,10 +397,17 @@ class ReplaySource(Source):
             first = model.next_step(0)
             model.move_to(first if first is not None else -1)
         elif self._waiting is not None:
-            target, stop = self._waiting
+            target, stop, scanned = self._waiting
             self._waiting = None
-            self._run("resume", target, stop)
+            self._run("resume", target, stop, start=scanned)
+            if self._waiting is None:  # there: its picture comes first (the app lets go)
+                self.hold(True)
         return got
+
+    @property
+    def waiting(self) -> bool:
+        """Does a command wait for the trace to load further?"""
+        return self._waiting is not None
 
     @property
     def progress(self) -> float:
@@ -402,14 +431,30 @@ class ReplaySource(Source):
         self._finished = False
         self._waiting = None
 
+    def hold(self, on: bool) -> None:
+        """Stop decoding the trace (after the chunk in hand) while ``on``: the app holds
+        it while it lays out the picture the user moved to, which wants the interpreter
+        the decoding thread would take (a thread of Python code gets no core of its own)."""
+        if on:
+            self._go.clear()
+        else:
+            self._go.set()
+
     def close(self) -> None:
+        self._go.set()
         if self._hold is not None:  # (quit while the trace was still loading)
             self._hold.release()
 
+    def _wait_for_more(self, scanned: int, target: Predicate, stop: bool) -> bool:
+        # The cursor does not follow the loading trace: drawing each chunk's frontier
+        # (a bigger graph every tick) cost more than loading it, and the picture the
+        # user asked for (``f`` on a 50,000-node iteration) came seconds later.
+        if not self.loading:
+            return False
+        self._waiting = (target, stop, scanned)
+        return True
+
     def _at_frontier(self, command: str, **kwargs: Any) -> None:
-        if self.loading:
-            self._waiting = self._last_run
-            return
         self._finished = True
 
     def fetch_values(self, tensor_id: int, grad: bool = False) -> np.ndarray | None:

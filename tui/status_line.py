@@ -80,6 +80,8 @@ def status_parts(*, status: str, reason: str, description: str, event: ev.Event 
         tail = Text(shown(_compact(description, reason, event)))
     elif status == "finished":
         tail = Text(shown(description or "the run is over"), "bold")
+    elif status == "running" and reason == "loading" and description:
+        tail = Text(shown(description), "dim")  # a replay's key waiting for the trace
     elif status == "running":
         tail = Text("running until a breakpoint · n: stop at the next op", "dim")
     else:
