@@ -7,56 +7,24 @@ trace file read as ``dyngraph view`` reads it (decoded in chunks on a thread).""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
-from canvas_helpers import _GPT, Counting
+from canvas_helpers import Counting
 from dyngraph.tui import app as app_module
 from dyngraph.tui import canvas_layout as cl
-from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.graph_canvas import GraphCanvas
 from dyngraph.tui.model import Model
 from dyngraph.tui.sources import ReplaySource
-
-import dyngraph
+from replay_helpers import open_app, record_gpt, wait_for
 
 SIZES = [(200, 50), (80, 24)]
-
-
-def record_gpt(path, layers: int = 24) -> None:
-    dyngraph.manual_seed(0)
-    model = _GPT(layers)
-    with dyngraph.record(path, stats="cheap"):
-        model(dyngraph.tensor([[1, 2, 3]])).backward()
-
-
-async def wait_for(pilot, cond, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond() and time.monotonic() < deadline:
-        await pilot.pause(0.02)
-    assert cond()
-
-
-def open_app(path, layout: Counting) -> DebuggerApp:
-    app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
-    original = app.on_mount
-
-    def on_mount() -> None:  # the stand-in layout before the first layout job
-        canvas = app.query_one(GraphCanvas)
-        canvas._layout_fn = layout
-        original()
-        if canvas._worker is not None:
-            canvas._worker.layout_fn = layout
-
-    app.on_mount = on_mount  # type: ignore[method-assign]
-    return app
 
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_a_big_trace_lays_out_its_picture_while_loading_and_the_jump_makes_no_signatures(
         tmp_path, monkeypatch, size):
     path = tmp_path / "gpt.dgtrace"
-    record_gpt(path)  # 24 blocks: a few hundred nodes, over the (lowered) threshold
+    record_gpt(path, layers=24)  # 24 blocks: a few hundred nodes, over the (lowered) threshold
     monkeypatch.setattr(app_module, "PREFETCH_ABOVE", 100)
     layout = Counting()
     passes: list[int] = []  # signature passes on the UI thread, by node count

@@ -15,48 +15,15 @@ import re
 import time
 
 import pytest
-from canvas_helpers import _GPT, Counting
+from canvas_helpers import Counting
 from dyngraph.tui import app as app_module
 from dyngraph.tui import canvas_layout as cl
-from dyngraph.tui.app import DebuggerApp
 from dyngraph.tui.graph_canvas import GraphCanvas
-from dyngraph.tui.model import Model
 from dyngraph.tui.sources import ReplaySource
 from dyngraph.tui.status_line import StatusLine
+from replay_helpers import open_app, record_gpt, wait_for
 
 import dyngraph
-
-
-def record_gpt(path, layers: int = 6, iterations: int = 2) -> None:
-    dyngraph.manual_seed(0)
-    model = _GPT(layers)
-    with dyngraph.record(path, stats="cheap"):
-        for _ in range(iterations):
-            model(dyngraph.tensor([[1, 2, 3]])).backward()
-
-
-async def wait_for(pilot, cond, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond() and time.monotonic() < deadline:
-        await pilot.pause(0.02)
-    assert cond()
-
-
-def open_app(path, layout=None) -> DebuggerApp:
-    app = DebuggerApp(ReplaySource(Model(), dyngraph.read_trace(path)))
-    if layout is None:
-        return app
-    original = app.on_mount
-
-    def on_mount() -> None:  # the stand-in layout before the first layout job
-        canvas = app.query_one(GraphCanvas)
-        canvas._layout_fn = layout
-        original()
-        if canvas._worker is not None:
-            canvas._worker.layout_fn = layout
-
-    app.on_mount = on_mount  # type: ignore[method-assign]
-    return app
 
 
 async def cursor_after(path, keys: list[str], slow: bool
@@ -87,7 +54,7 @@ async def cursor_after(path, keys: list[str], slow: bool
 async def test_a_key_pressed_while_the_trace_loads_waits_in_place_and_lands_where_it_would(
         tmp_path, monkeypatch, keys):
     path = tmp_path / "gpt.dgtrace"
-    record_gpt(path, layers=12)
+    record_gpt(path, layers=12, iterations=2)
     read_whole = await cursor_after(path, keys, slow=False)
     # 8 events a chunk, two decoded ahead at most: the app takes in 16 events a tick.
     monkeypatch.setattr(ReplaySource, "CHUNK", 8)
