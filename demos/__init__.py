@@ -30,14 +30,14 @@ DEMOS: dict[str, str] = {
     "nan_hunt": "runaway warm-up meets log(softmax): NaN at a predictable iteration and line",
     "torch_gpt": "a small GPT in real PyTorch on the built-in text: PyTorch's own ops and "
                  "backward nodes",
-    "compile_varlen": "torch.compile on a variable-length RNN: recompiles and a graph break, "
+    "torch_compile_varlen": "torch.compile on a variable-length RNN: recompiles and a graph break, "
                       "and --fixed, the fix",
-    "ddp_divergence": "two DDP ranks on gloo; rank 1 takes another branch at iteration 7 "
+    "torch_ddp_divergence": "two DDP ranks on gloo; rank 1 takes another branch at iteration 7 "
                       "(dyngraph check --nproc 2: named before the hang)",
 }
 
 # Demos written against PyTorch itself (``import torch``): they run only where it is installed.
-NEEDS_TORCH = frozenset({"torch_gpt", "compile_varlen", "ddp_divergence"})
+NEEDS_TORCH = frozenset({"torch_gpt", "torch_compile_varlen", "torch_ddp_divergence"})
 
 
 def path(name: str) -> Path:

@@ -29,13 +29,13 @@ from dyngraph.capture import events as ev  # noqa: E402
 from dyngraph.compile_lane import report  # noqa: E402
 from dyngraph.compile_lane.lane import EARLY_NOTE, OBSERVE_NOTE, SOURCE_ENV  # noqa: E402
 
-DEMO = demos.path("compile_varlen")
+DEMO = demos.path("torch_compile_varlen")
 
 
 def demo_module() -> dict:
     """The demo's namespace, new: its functions are code Dynamo has not seen."""
     torch._dynamo.reset()
-    return runpy.run_path(str(DEMO), run_name="compile_varlen_demo")
+    return runpy.run_path(str(DEMO), run_name="torch_compile_varlen_demo")
 
 
 def line_of(text: str) -> int:
@@ -105,7 +105,7 @@ def plain(runs: dict) -> list:
 @pytest.fixture(scope="module")
 def observed(runs: dict, shared_dir: Path) -> tuple[dyngraph.Trace, dict, list[str], list]:
     """The recorded run: its trace, the demo's constants, the notes, its counts."""
-    constants = runpy.run_path(str(DEMO), run_name="compile_varlen_constants")
+    constants = runpy.run_path(str(DEMO), run_name="torch_compile_varlen_constants")
     return (dyngraph.read_trace(shared_dir / "observed.dgtrace"), constants, runs["notes"],
             runs["seen"])
 

@@ -16,7 +16,7 @@ from dyngraph import demos  # noqa: E402
 from dyngraph.capture import events as ev  # noqa: E402
 from dyngraph.debug import Breakpoint, Session  # noqa: E402
 
-DEMO = str(demos.path("compile_varlen"))
+DEMO = str(demos.path("torch_compile_varlen"))
 
 
 def check(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,7 +36,7 @@ def test_check_max_recompiles_passes_and_fails_as_it_should(limit):
     else:
         assert done.returncode == 1, done.stderr
         line = next(x for x in done.stderr.splitlines() if "FAILED" in x)
-        assert "recompile storm: train_step (compile_varlen.py:50) recompiled 1 time (> " \
+        assert "recompile storm: train_step (torch_compile_varlen.py:50) recompiled 1 time (> " \
                "--max-recompiles 0), the last in iteration 3" in line
         assert "guard failed on input x: tensor 'x' size mismatch at index 1. expected 5, " \
                "actual 7" in line
@@ -67,7 +67,7 @@ def test_compile_breakpoints_pause_after_the_compiled_call_at_the_break_and_the_
     by_seq = {e.seq: e for e in events}
     first, second = (by_seq[p.at_seq] for p in pauses)
     assert (first.what, first.line) == ("break", 52)  # the .item() branch
-    assert "graph break in train_step at compile_varlen.py:52" in pauses[0].description
+    assert "graph break in train_step at torch_compile_varlen.py:52" in pauses[0].description
     assert (second.what, second.input) == ("recompile", "x")
     assert "expected 5, actual 7" in pauses[1].description
     # Each pause came after the compile's own events: back in the script, not mid-compile.

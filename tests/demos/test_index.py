@@ -13,7 +13,7 @@ from dyngraph.errors import UserError
 DEMO_DIR = Path(demos.__file__).parent
 ENGINE_DEMOS = {"mlp", "rnn_varlen", "tree_rnn", "dynamic_routing", "gnn", "transformer",
                 "rl_policy", "nan_hunt"}
-TORCH_DEMOS = {"torch_gpt", "compile_varlen", "ddp_divergence"}
+TORCH_DEMOS = {"torch_gpt", "torch_compile_varlen", "torch_ddp_divergence"}
 EXPECTED = ENGINE_DEMOS | TORCH_DEMOS
 
 

@@ -28,7 +28,7 @@ from dyngraph import demos  # noqa: E402
 from dyngraph.capture import events as ev  # noqa: E402
 from dyngraph.ranks import jobtrace  # noqa: E402
 
-DEMO = demos.path("ddp_divergence")
+DEMO = demos.path("torch_ddp_divergence")
 SCRIPTS = Path(__file__).parent / "scripts"
 ALL = os.environ.get("DYNGRAPH_RANK_JOBS", "") == "all"
 heavy = pytest.mark.skipif(not ALL, reason="a job of its own: DYNGRAPH_RANK_JOBS=all")
@@ -89,7 +89,7 @@ def test_the_divergence_is_named_at_its_iteration_and_line_before_the_timeout(de
     assert run.returncode == 1, run.stderr
     clamp = line_of(DEMO, "h.clamp(")
     assert "ranks diverged at iteration 7: rank 1 ran clamp [module] at " in run.stderr
-    assert f"ddp_divergence.py:{clamp}" in run.stderr
+    assert f"torch_ddp_divergence.py:{clamp}" in run.stderr
     # no rank's script died of the collective's timeout (30 s): dyngraph stopped it first
     assert "Timed out" not in run.stderr + run.stdout
     for r in (0, 1):

@@ -10,12 +10,12 @@ Without dyngraph the job hangs until the process group's timeout; under dyngraph
 ranks compare where they are before either collective, and the divergence is named at
 once: the rank, the iteration, the first op that differs and its line. Needs PyTorch.
 
-    dyngraph check --nproc 2 demos/ddp_divergence.py          # named at iteration 7
-    dyngraph record --nproc 2 -o ddp.dgtrace demos/ddp_divergence.py
+    dyngraph check --nproc 2 demos/torch_ddp_divergence.py     # named at iteration 7
+    dyngraph record --nproc 2 -o ddp.dgtrace demos/torch_ddp_divergence.py
     dyngraph view ddp.rank0.dgtrace                            # the rank x iteration grid
-    torchrun --nproc-per-node 2 demos/ddp_divergence.py --timeout 30    # hangs 30 s
+    torchrun --nproc-per-node 2 demos/torch_ddp_divergence.py --timeout 30    # hangs 30 s
 
-Run by itself (``python demos/ddp_divergence.py``) it is a job of one rank: nothing to
+Run by itself (``python demos/torch_ddp_divergence.py``) it is a job of one rank: nothing to
 diverge from.
 """
 

@@ -8,10 +8,10 @@ to one length with a mask over the steps past each sequence's end, and the branc
 with ``torch.where`` inside the graph, compiled with ``fullgraph=True``: one compile, no
 break, no recompile. Needs PyTorch (``pip install "dyngraph[torch]"``).
 
-    python demos/compile_varlen.py            # prints how often it compiled
-    dyngraph debug demos/compile_varlen.py    # which iteration recompiled, and why
-    dyngraph record -o varlen.dgtrace demos/compile_varlen.py && dyngraph summary varlen.dgtrace
-    dyngraph record -o fixed.dgtrace demos/compile_varlen.py -- --fixed
+    python demos/torch_compile_varlen.py          # prints how often it compiled
+    dyngraph debug demos/torch_compile_varlen.py  # which iteration recompiled, and why
+    dyngraph record -o v.dgtrace demos/torch_compile_varlen.py && dyngraph summary v.dgtrace
+    dyngraph record -o fixed.dgtrace demos/torch_compile_varlen.py -- --fixed
 """
 
 import argparse
