@@ -3,29 +3,19 @@
 Loading a 50,000-node iteration and drawing it make hundreds of thousands of tuples,
 lists and nodes that all live on and hold no cycles. With the collector running, its
 young collections walked them again and again while they were built: a pass over 70,000
-edges took 0.20 s instead of 0.03 s. The exporters (``exporters/batch.py``) and the
-trace decoder pause it the same way; it runs again, as usual, afterwards.
+edges took 0.20 s instead of 0.03 s. The exporters and the trace decoder pause it the same
+way (``dyngraph.capture.collector``, which counts the pauses of all threads); it runs again, as
+usual, afterwards.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
 
+from dyngraph.capture.collector import pause, paused, resume
 
-@contextmanager
-def paused() -> Iterator[None]:
-    """No automatic collection inside. (The collector is one per process: a thread that
-    found it enabled enables it again, whatever another thread did meanwhile.)"""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
+__all__ = ["FREEZE_ABOVE", "Hold", "paused"]
 
 FREEZE_ABOVE = 50_000  # events: a trace this big is frozen once loaded (see ``Hold``)
 
@@ -38,16 +28,13 @@ class Hold:
     """
 
     def __init__(self) -> None:
-        self._enabled = gc.isenabled()
-        self._held = True
-        gc.disable()
+        self._released = threading.Lock()  # taken by the one release that counts
+        pause()
 
     def release(self, events: int = 0) -> None:
-        """Collect as usual again (once; later calls do nothing)."""
-        if not self._held:
+        """Collect as usual again (once; later calls, from any thread, do nothing)."""
+        if not self._released.acquire(blocking=False):
             return
-        self._held = False
         if events > FREEZE_ABOVE:
             gc.freeze()
-        if self._enabled:
-            gc.enable()
+        resume()

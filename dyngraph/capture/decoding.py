@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gc
 import json
 import struct
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TraceFileError
+from . import collector
 from . import events as ev
 from .framecost import Allowance, json_cost
 
@@ -550,11 +550,8 @@ def decode_events_payload(payload: bytes | memoryview,
     # A frame makes thousands of lists and objects that all live on (the rows until they are
     # events, the events in the caller's hands): the cyclic collector would walk them over
     # and over while they are built, for nothing, since they hold no cycles. It runs again
-    # after the frame. (Several threads may do this at once: one that found it enabled
-    # enables it again.)
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # after the frame (``dyngraph.capture.collector``: several threads may pause it at once).
+    with collector.paused():
         try:
             rows = json.loads(text)
         except RecursionError:
@@ -563,9 +560,6 @@ def decode_events_payload(payload: bytes | memoryview,
             raise TraceFileError(f"undecodable events frame ({exc})"[:200]) from None
         _check_surrogates(text, rows)
         events = decode_rows(rows, lo, hi, position)
-    finally:
-        if enabled:
-            gc.enable()
     _check_against_meta(events, count, lo, hi, first_seq, position)
     return events
 

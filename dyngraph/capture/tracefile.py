@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ..errors import TraceFileError, UserError
-from . import columns, templateencode, templates, templatetable
+from . import collector, columns, templateencode, templates, templatetable
 from . import events as ev
 from .decoding import (  # decoding lives there; these names are still found here
     _ARRAY_KINDS,  # noqa: F401
@@ -290,10 +290,9 @@ def decode_rows_payload(payload: bytes | memoryview, position: int | None = STRE
     count, lo, hi, _flags, first_seq = EVENTS_META.unpack_from(payload)
     if position is STREAM:
         lo, hi = 0, (1 << 32) - 1
-    enabled = gc.isenabled()
-    gc.disable()  # (as decoding.decode_events_payload does, for the same reason)
+    collector.pause()  # (as decoding.decode_events_payload does, for the same reason)
     try:
-        settle = keep and enabled and gc.get_threshold()[0] > 0
+        settle = keep and collector.program_collects() and gc.get_threshold()[0] > 0
         if version == TABLE_VERSION:
             rows = templatetable.decode_payload(payload, lo, hi, position, table,
                                                 settle=settle)
@@ -305,8 +304,7 @@ def decode_rows_payload(payload: bytes | memoryview, position: int | None = STRE
     except RecursionError:
         raise TraceFileError("undecodable events frame (nested too deep)") from None
     finally:
-        if enabled:
-            gc.enable()
+        collector.resume()
     columns.check_rows(rows, count, lo, hi, first_seq, position)
     return rows
 
@@ -603,13 +601,8 @@ class TraceWriter:
         # recording (a 1,000-op chain's templated frame cost twice what it does paused).
         # Encoding makes no cycles; the program's own collection comes at the next
         # allocation after, as it would have.
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector.paused():
             return self._encode_rows(rows)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _encode_rows(self, rows: Sequence[Row]) -> bytes:
         table = self._table

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import dyngraph as dg
+from dyngraph.capture import collector
 from dyngraph.capture.graph import Graph
 from dyngraph.capture.rowgraph import PendingGraph, graph_of_rows, pending_graph
 from dyngraph.capture.sharedgraph import SharedGraph
@@ -122,17 +123,7 @@ def test_rows_read_from_a_file_are_no_work_for_the_collector(tmp_path, stats) ->
     # Rows of plain values (summaries, shapes, attribute items, update pairs inside) are
     # untracked by the collection that follows their frame's decoding, not one level per
     # collection: kept by pending graphs, they would make full collections frequent.
-    dg.manual_seed(0)
-    model = dg.nn.Sequential(dg.nn.Linear(4, 8), dg.nn.ReLU(), dg.nn.Linear(8, 2))
-    opt = dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    with dg.trace(stats=stats) as t:
-        for _ in range(3):
-            opt.zero_grad()
-            dg.nn.functional.cross_entropy(model(dg.randn(3, 4)), dg.tensor([0, 1, 1])
-                                           ).backward()
-            opt.step()
-    path = tmp_path / "t.dgtrace"
-    t.save(path)
+    path = _saved_training(tmp_path, stats)
     read = dg.read_trace(path)
     kinds = {r[0] for it in read.iterations for r in read._iteration_rows(it.index)}
     assert {"op", "backward_step", "grad", "optimizer_step"} <= kinds
@@ -146,3 +137,45 @@ def test_rows_read_from_a_file_are_no_work_for_the_collector(tmp_path, stats) ->
         assert len(_tracked_rows(again)) > 0 and gc.get_count()[1] == before
     finally:
         gc.enable()
+
+
+@pytest.mark.skipif(sys.implementation.name != "cpython", reason="CPython's collector")
+def test_rows_read_while_another_thread_pauses_the_collector_are_still_settled(tmp_path):
+    # The debugger's trace loader, the outbox and the exporters pause the collector from
+    # their own threads; a frame decoded meanwhile took that pause for the program's own
+    # gc.disable() and left its rows tracked (seen when an earlier test in the same
+    # worker left such a thread running).
+    path = _saved_training(tmp_path, "full")
+    inside, done = threading.Event(), threading.Event()
+
+    def pausing_thread() -> None:
+        with collector.paused():
+            inside.set()
+            done.wait(30)
+
+    other = threading.Thread(target=pausing_thread)
+    other.start()
+    try:
+        assert inside.wait(30) and not gc.isenabled()
+        read = dg.read_trace(path)
+        assert _tracked_rows(read) == []
+        assert not gc.isenabled()  # (the other thread's pause is still on)
+    finally:
+        done.set()
+        other.join()
+    assert gc.isenabled()
+
+
+def _saved_training(tmp_path, stats: str):
+    dg.manual_seed(0)
+    model = dg.nn.Sequential(dg.nn.Linear(4, 8), dg.nn.ReLU(), dg.nn.Linear(8, 2))
+    opt = dg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with dg.trace(stats=stats) as t:
+        for _ in range(3):
+            opt.zero_grad()
+            dg.nn.functional.cross_entropy(model(dg.randn(3, 4)), dg.tensor([0, 1, 1])
+                                           ).backward()
+            opt.step()
+    path = tmp_path / "t.dgtrace"
+    t.save(path)
+    return path

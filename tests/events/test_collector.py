@@ -1,0 +1,73 @@
+"""``dyngraph.capture.collector``: pauses of the cyclic collector from several threads at once end
+with the collector as the program had it, and the program's own setting stays readable
+while they run."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from dyngraph.capture import collector
+
+
+@pytest.fixture(autouse=True)
+def _collector_on():
+    assert gc.isenabled()
+    yield
+    gc.enable()
+
+
+def _pause_on_a_thread() -> tuple[threading.Event, threading.Thread]:
+    inside, done = threading.Event(), threading.Event()
+
+    def run() -> None:
+        with collector.paused():
+            inside.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert inside.wait(30)
+    return done, thread
+
+
+def test_the_collector_runs_again_only_when_the_last_of_overlapping_pauses_ends():
+    # Thread A pauses, then B, then A ends first: the collector stays off until B ends
+    # (each pause used to restore what it found, so A's end turned it on under B).
+    done_a, a = _pause_on_a_thread()
+    done_b, b = _pause_on_a_thread()
+    done_a.set()
+    a.join()
+    assert not gc.isenabled() and collector.program_collects()
+    done_b.set()
+    b.join()
+    assert gc.isenabled()
+
+
+def test_a_program_that_turned_the_collector_off_keeps_it_off():
+    gc.disable()
+    done, thread = _pause_on_a_thread()
+    assert not collector.program_collects()
+    with collector.paused():
+        assert not collector.program_collects()
+    done.set()
+    thread.join()
+    assert not gc.isenabled() and not collector.program_collects()
+
+
+def test_a_program_that_collects_is_seen_to_while_another_thread_pauses():
+    done, thread = _pause_on_a_thread()
+    try:
+        assert not gc.isenabled() and collector.program_collects()
+    finally:
+        done.set()
+        thread.join()
+
+
+def test_a_resume_without_a_pause_is_an_error_not_a_collector_left_on():
+    gc.disable()
+    with pytest.raises(RuntimeError, match="without a pause"):
+        collector.resume()
+    assert not gc.isenabled()
