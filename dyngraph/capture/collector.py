@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 # Re-entrant: a collection can run at an allocation inside ``pause`` and its finalizers
 # may pause again on the same thread.
@@ -51,14 +49,26 @@ def resume() -> None:
             gc.enable()
 
 
-@contextmanager
-def paused() -> Iterator[None]:
-    """No automatic collection inside."""
-    pause()
-    try:
-        yield
-    finally:
+class _Paused:
+    """``with paused():``, allocating nothing: a ``with`` that made a generator could itself
+    start the collection it is there to hold off (a finalizer that prints, run inside the
+    debugger's outbox while it holds its numbering lock, waited on the script's thread)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pause()
+
+    def __exit__(self, *exc_info: object) -> None:
         resume()
+
+
+_PAUSED = _Paused()
+
+
+def paused() -> _Paused:
+    """No automatic collection inside the ``with`` block."""
+    return _PAUSED
 
 
 def program_collects() -> bool:
