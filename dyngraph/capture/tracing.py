@@ -311,6 +311,10 @@ class Tracer(SourceSites):
                 self.flush_rows()  # what it has not been given yet is its too
                 self._listeners.remove(entry)
                 self._refresh()
+                if not self._listeners:
+                    # Where iterations end is the recording's choice, not the process's:
+                    # a later ``subscribe`` (which does not choose) ends them at backward.
+                    self.mode = "backward"
 
         return Handle(remove)
 

@@ -87,3 +87,17 @@ def test_a_recorded_file_keeps_setup_and_the_mode(tmp_path):
     assert t.header.iteration_mode == "step" and t.header.schema_version >= 3
     assert [(it.index, it.complete) for it in t.iterations] == [(0, True), (1, True),
                                                                 (2, True)]
+
+
+def test_a_recording_by_steps_leaves_the_next_listener_ending_iterations_at_backward():
+    # The mode was the process's once set: an in-process subscriber after a
+    # trace(iteration="step") saw every backward of its run in one iteration (found as
+    # tests of the debugger's model failing after this file in the same worker).
+    corpus_then_training(steps=1, micro=2, iteration="step")
+    seen: list[ev.Event] = []
+    dyngraph.manual_seed(0)
+    model = nn.Linear(4, 2)
+    with dyngraph.subscribe(seen.append):
+        for _ in range(3):
+            model(dyngraph.randn(2, 4)).sum().backward()
+    assert [e.iteration for e in seen if e.kind == "backward_start"] == [1, 2, 3]
