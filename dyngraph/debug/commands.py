@@ -37,6 +37,13 @@ if TYPE_CHECKING:
     from ..capture.tracefile import TraceWriter
     from ..ranks.job import Job
 
+# Seconds a rank that found the ranks diverged stays paused before it is stopped. The
+# others heard of it (the finder waits for that: ranks/exchange.py), and each is stopped by
+# its own dyngraph at its next look; one that is inside a collective meanwhile saw it fail
+# with the transport's error ("Connection closed by peer") when the finder, stopped first,
+# closed its connections: an exception in its script that dyngraph had caused (2 of 8
+# two-rank runs of the demo at a load of 2-3).
+STOP_GRACE = 1.0
 CHECK_FAILED = 1  # exit status of `dyngraph check` when a NaN/Inf or a large gradient is found
 
 
@@ -95,14 +102,17 @@ def _drive(session: Session, on_events: Callable[[list[ev.Event]], bool],
     ``_ctrl_c_forwarded``, so Ctrl-C reaches the script, not this loop). When the ranks of
     a job diverged (this rank paused there, or another rank said so), the script is
     stopped, and its last events drained."""
+    found_at = None  # when this rank paused at a divergence it found
     while True:
         events = session.poll(0.1)
         if events and on_events(events):
             return
         if status is not None:
             status()
-        if session.divergence or (session.state.paused
-                                  and session.state.reason == "divergence"):
+        found = session.state.paused and session.state.reason == "divergence"
+        if found and found_at is None:
+            found_at = time.monotonic()
+        if session.divergence or (found and time.monotonic() - found_at >= STOP_GRACE):
             session.abort()  # (the run would hang at its next collective) then drain it
         elif session.state.paused and session.state.reason not in ("nan", "grad_norm",
                                                                  "divergence"):
