@@ -232,6 +232,7 @@ class DebuggerApp(DebuggerActions):
         now = time.monotonic()
         hold = getattr(self.source, "hold", None)
         if self.source.live or hold is None or not getattr(self.source, "loading", False) \
+                or getattr(self.source, "waiting", False) \
                 or GraphCanvas is None or not self._panes_ready() \
                 or not self.main.query_one("#graph").laying_out:  # type: ignore[attr-defined]
             waits = False

@@ -452,6 +452,9 @@ class ReplaySource(Source):
         if not self.loading:
             return False
         self._waiting = (target, stop, scanned)
+        # What the user waits for now is further on in the trace, not the picture the
+        # app may be laying out (which held the decoding: ``hold``): go on at once.
+        self.hold(False)
         return True
 
     def _at_frontier(self, command: str, **kwargs: Any) -> None:
