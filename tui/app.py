@@ -25,7 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from dyngraph.capture.graph import Graph, backward_graph
 from dyngraph.capture.paths import resolve as resolve_path
@@ -37,6 +37,7 @@ from . import messages as msg
 from .app_actions import DebuggerActions
 from .console_screen import ConsoleScreen, ConsoleState
 from .export import Exporter
+from .footer import KeysFooter
 from .frame_fetcher import FrameFetcher, FrameViewArrived
 from .inspector import Inspector
 from .iteration_bar import IterationBar
@@ -154,7 +155,7 @@ class DebuggerApp(DebuggerActions):
                 yield VariablesPane(id="variables")
                 yield Timeline(id="timeline")
         yield OutputPane(id="output")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.main.query_one("#timeline").border_title = "timeline"
