@@ -374,10 +374,13 @@ class DebuggerApp(DebuggerActions):
             info = model.cursor_iteration()
             # While a trace loads, the cursor's iteration gains rows every tick, and each
             # new row count lays the whole screen out again (27 ms a time at 50,000
-            # nodes): the timeline takes them in twice a second, and at once on a move.
+            # nodes; 50-80 ms at 200x50): the timeline takes them in twice a second, and
+            # at once on a move; not while a key waits for the trace (``f`` at once),
+            # which moves the cursor, and so the rows, once it lands.
             now = time.monotonic()
             if moved or not getattr(self.source, "loading", False) or (
-                    now - self._timeline_at >= LOADING_ROWS):
+                    now - self._timeline_at >= LOADING_ROWS
+                    and not getattr(self.source, "waiting", False)):
                 self._timeline_at = now
                 timeline = self.main.query_one(Timeline)
                 timeline.show(model.events, info.rows or [] if info else [], model.cursor)
