@@ -49,6 +49,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from typing import Any
 
 FOLD_ABOVE = 300  # graphs with more nodes open folded by module
@@ -112,12 +113,9 @@ class ModuleTree:
         members: dict[str, list[int]] = {}
         # Consecutive nodes of one call share their scope: taken a stretch at a time
         # (a 50,000-node graph has a few thousand stretches).
-        n = len(scope_of)
         i = 0
-        while i < n:
-            chain, j = scopes[i], i + 1
-            while j < n and scope_of[j] == scope_of[i] and scopes[j] == chain:
-                j += 1
+        for chain, stretch in groupby(scopes):
+            j = i + len(list(stretch))
             parent = ""
             for key in chain:
                 call = calls.get(key)
