@@ -99,6 +99,13 @@ class _NormsReady(Message):
         return isinstance(message, _NormsReady)
 
 
+class _TraceWoke(Message):
+    """The trace's decoding thread has put what a waiting key looks for."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, _TraceWoke)
+
+
 class DebuggerApp(DebuggerActions):
     """``DebuggerApp(source).run()``; the exit value is the script's exit status (or 0)."""
 
@@ -141,6 +148,7 @@ class DebuggerApp(DebuggerActions):
         self.redraws = 0
         self.frames = FrameFetcher(source, self.post_message)
         self.console_state = ConsoleState()
+        self._listen(source)
 
     # -- layout --------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -224,6 +232,13 @@ class DebuggerApp(DebuggerActions):
         if state != self._last_state and not events:
             self.refresh_view()
         self._prefetch_picture()
+
+    def _listen(self, source: Source) -> None:
+        if hasattr(source, "wake"):  # (a replay: see ``ReplaySource._decode``)
+            source.wake = lambda: self.post_message(_TraceWoke())  # (thread-safe)
+
+    def on__trace_woke(self, message: _TraceWoke) -> None:
+        self._tick()  # the key's target is in: no need to wait for the timer
 
     def _picture_first(self) -> bool:
         """Does the loading of a trace wait while the graph pane lays out the picture
@@ -661,6 +676,7 @@ class DebuggerApp(DebuggerActions):
         self._loading = True
         self._prefetched = set()
         self.frames = FrameFetcher(source, self.post_message)  # watches go with the old run
+        self._listen(source)
         output = self.main.query_one(OutputPane)
         output.flush_partial()
         output.write_line("── restarted ──")

@@ -181,3 +181,30 @@ async def test_f_at_once_draws_the_picture_f_draws_on_the_trace_read_whole(
     assert at_once[1] == whole[1]
     assert at_once[0] == whole[0]
     assert at_once[2] == whole[2]
+
+
+async def test_the_decoding_stops_at_the_event_a_waiting_key_looks_for(tmp_path, monkeypatch):
+    # ``f`` at once: the thread decoding the trace puts the chunk it has as soon as it
+    # has decoded the forward pass's end, and decodes no further until the app has
+    # looked: the jump lands with nothing past it decoded and taken in (the decoding
+    # went on for up to two chunks more, which the app then took in as well).
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
+    landed: list[tuple[int, int]] = []
+    move = ReplaySource._history_move
+
+    def moved(self, index, reason, description):
+        landed.append((index, len(self.model.events)))
+        return move(self, index, reason, description)
+
+    monkeypatch.setattr(ReplaySource, "_history_move", moved)
+    app = open_app(path, Counting())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f")
+        assert app.source._waiting is not None
+        await wait_for(pilot, lambda: app.source._waiting is None, timeout=60)
+        index, taken = landed[-1]
+        assert app.model.events[index].kind == "backward_start"
+        assert taken == index + 1, (index, taken)
