@@ -208,3 +208,31 @@ async def test_the_decoding_stops_at_the_event_a_waiting_key_looks_for(tmp_path,
         index, taken = landed[-1]
         assert app.model.events[index].kind == "backward_start"
         assert taken == index + 1, (index, taken)
+
+
+async def test_the_timeline_keeps_its_rows_while_a_key_waits_for_the_trace(
+        tmp_path, monkeypatch):
+    # Each new row count lays the whole screen out again; while ``f`` waits, the rows
+    # change once, when it lands (redraws meanwhile, however long since the last rows,
+    # leave them be).
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
+    app = open_app(path, Counting())
+    async with app.run_test(size=(80, 24)) as pilot:
+        timeline = app.query_one("#timeline")
+        await pilot.press("f")
+        assert app.source._waiting is not None
+        rows = timeline.row_count
+        read = len(app.model.events)
+        await wait_for(pilot, lambda: len(app.model.events) > read + 32
+                       or app.source._waiting is None)
+        assert app.source._waiting is not None, "the test loads too fast to tell"
+        app._timeline_at = -1e9  # (the rows were last taken in long ago)
+        app.refresh_view()
+        assert timeline.row_count == rows
+        await wait_for(pilot, lambda: app.source._waiting is None, timeout=60)
+        await wait_for(pilot, lambda: app._last_cursor == app.model.cursor)
+        info = app.model.cursor_iteration()
+        assert timeline.row_count == len(info.rows) > rows
