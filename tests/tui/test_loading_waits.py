@@ -236,3 +236,27 @@ async def test_the_timeline_keeps_its_rows_while_a_key_waits_for_the_trace(
         await wait_for(pilot, lambda: app._last_cursor == app.model.cursor)
         info = app.model.cursor_iteration()
         assert timeline.row_count == len(info.rows) > rows
+
+
+async def test_a_key_waiting_for_the_trace_is_not_held_up_by_the_picture_on_screen(
+        tmp_path, monkeypatch):
+    # The decoding waits while the pane lays out the picture on screen (the picture
+    # first); a key that waits for the trace (f while the first op's picture is still
+    # being laid out) lets it go on at once: what the user waits for is further on.
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 64)
+    monkeypatch.setattr(app_module, "PICTURE_FIRST", 30.0)
+    layout = SlowLayout(5.0)
+    layout.slow = True  # (the first op's picture too)
+    monkeypatch.setattr(cl, "lay_out", layout)
+    app = open_app(path, Counting())
+    async with app.run_test(size=(200, 50)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        await wait_for(pilot, lambda: canvas.laying_out and not app.source._go.is_set())
+        read = len(app.model.events)
+        await pilot.pause(0.3)
+        assert len(app.model.events) == read  # (held: the picture first)
+        await pilot.press("f")
+        # Well within the 5 s the first op's picture takes: the trace reads on.
+        await wait_for(pilot, lambda: len(app.model.events) > read, timeout=2.0)
