@@ -287,10 +287,15 @@ def first_picture(path: Path, iteration: int) -> dict[str, float]:
             def at_target() -> bool:
                 model = app.model
                 info = model.iteration(iteration)
+                # The pane's scene draws every node of the graph at the cursor: the
+                # model refills the app's graph object in place as the cursor moves, so
+                # before the pane has taken it in, ``status`` (of its old signatures)
+                # says nothing is pending and the old scene is on the screen.
                 return (info is not None and info.backward_start is not None
                         and model.cursor == info.backward_start and canvas.scene is not None
                         and not canvas.status and canvas._graph is app.graph
-                        and len(app.graph.nodes) > 0)
+                        and len(app.graph.nodes) > 0
+                        and canvas._upto == len(canvas._canon.sigs) == len(app.graph.nodes))
 
             def displayed(screen: Any, renderable: Any) -> None:
                 display(screen, renderable)

@@ -25,7 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from dyngraph.capture.graph import Graph, backward_graph
 from dyngraph.capture.paths import resolve as resolve_path
@@ -37,6 +37,7 @@ from . import messages as msg
 from .app_actions import DebuggerActions
 from .console_screen import ConsoleScreen, ConsoleState
 from .export import Exporter
+from .footer import KeysFooter
 from .frame_fetcher import FrameFetcher, FrameViewArrived
 from .inspector import Inspector
 from .iteration_bar import IterationBar
@@ -98,6 +99,13 @@ class _NormsReady(Message):
         return isinstance(message, _NormsReady)
 
 
+class _TraceWoke(Message):
+    """The trace's decoding thread has put what a waiting key looks for."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, _TraceWoke)
+
+
 class DebuggerApp(DebuggerActions):
     """``DebuggerApp(source).run()``; the exit value is the script's exit status (or 0)."""
 
@@ -140,6 +148,7 @@ class DebuggerApp(DebuggerActions):
         self.redraws = 0
         self.frames = FrameFetcher(source, self.post_message)
         self.console_state = ConsoleState()
+        self._listen(source)
 
     # -- layout --------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -154,7 +163,7 @@ class DebuggerApp(DebuggerActions):
                 yield VariablesPane(id="variables")
                 yield Timeline(id="timeline")
         yield OutputPane(id="output")
-        yield Footer(compact=True)
+        yield KeysFooter(compact=True)
 
     def on_mount(self) -> None:
         self.main.query_one("#timeline").border_title = "timeline"
@@ -224,6 +233,13 @@ class DebuggerApp(DebuggerActions):
             self.refresh_view()
         self._prefetch_picture()
 
+    def _listen(self, source: Source) -> None:
+        if hasattr(source, "wake"):  # (a replay: see ``ReplaySource._decode``)
+            source.wake = lambda: self.post_message(_TraceWoke())  # (thread-safe)
+
+    def on__trace_woke(self, message: _TraceWoke) -> None:
+        self._tick()  # the key's target is in: no need to wait for the timer
+
     def _picture_first(self) -> bool:
         """Does the loading of a trace wait while the graph pane lays out the picture
         the user moved to? Both want the one interpreter (the decoding thread waits when
@@ -232,6 +248,7 @@ class DebuggerApp(DebuggerActions):
         now = time.monotonic()
         hold = getattr(self.source, "hold", None)
         if self.source.live or hold is None or not getattr(self.source, "loading", False) \
+                or getattr(self.source, "waiting", False) \
                 or GraphCanvas is None or not self._panes_ready() \
                 or not self.main.query_one("#graph").laying_out:  # type: ignore[attr-defined]
             waits = False
@@ -372,10 +389,13 @@ class DebuggerApp(DebuggerActions):
             info = model.cursor_iteration()
             # While a trace loads, the cursor's iteration gains rows every tick, and each
             # new row count lays the whole screen out again (27 ms a time at 50,000
-            # nodes): the timeline takes them in twice a second, and at once on a move.
+            # nodes; 50-80 ms at 200x50): the timeline takes them in twice a second, and
+            # at once on a move; not while a key waits for the trace (``f`` at once),
+            # which moves the cursor, and so the rows, once it lands.
             now = time.monotonic()
             if moved or not getattr(self.source, "loading", False) or (
-                    now - self._timeline_at >= LOADING_ROWS):
+                    now - self._timeline_at >= LOADING_ROWS
+                    and not getattr(self.source, "waiting", False)):
                 self._timeline_at = now
                 timeline = self.main.query_one(Timeline)
                 timeline.show(model.events, info.rows or [] if info else [], model.cursor)
@@ -656,6 +676,7 @@ class DebuggerApp(DebuggerActions):
         self._loading = True
         self._prefetched = set()
         self.frames = FrameFetcher(source, self.post_message)  # watches go with the old run
+        self._listen(source)
         output = self.main.query_one(OutputPane)
         output.flush_partial()
         output.write_line("── restarted ──")

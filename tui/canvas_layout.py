@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,7 +69,7 @@ class Canonical:
         self._edges = 0
         self._scopes: dict[int, tuple[str, ...]] = {0: ()}  # call id -> its scope
         self._calls_seen = 0
-        self._call_counts: Counter[str] = Counter()
+        self._call_counts: dict[str, int] = {}  # module path -> its calls so far
         # A Canonical of a whole forward pass made ahead (``forward_of``, on the layout
         # worker while a trace loads): a graph whose nodes are a prefix of it takes a
         # prefix of its lists instead of a pass over every node.
@@ -128,7 +128,7 @@ class Canonical:
         self.sigs = whole.sigs[:m]
         self._scopes = dict(whole._scopes)
         self._calls_seen = whole._calls_seen
-        self._call_counts = Counter(whole._call_counts)
+        self._call_counts = dict(whole._call_counts)
         self._edges = len(graph.edges)
         return True
 
@@ -151,12 +151,16 @@ class Canonical:
         if any(a > b for a, b in zip(seqs, seqs[1:], strict=False)):  # builders append in order
             nodes.sort(key=lambda n: (n.seq, n.id))
         self.graph = graph
-        self._scopes, self._calls_seen, self._call_counts = {0: ()}, 0, Counter()
+        self._scopes, self._calls_seen, self._call_counts = {0: ()}, 0, {}
         self.ids = [n.id for n in nodes]
-        self.index = {nid: i for i, nid in enumerate(self.ids)}
+        self.index = dict(zip(self.ids, range(len(self.ids)), strict=True))
         inputs: dict[int, list[tuple[int, int]]] = {}
         for e in graph.edges:
-            inputs.setdefault(e.dst, []).append((e.index, e.src))
+            got = inputs.get(e.dst)
+            if got is None:
+                inputs[e.dst] = [(e.index, e.src)]
+            else:
+                got.append((e.index, e.src))
         self.sigs = self._sigs(nodes, inputs)
         self._edges = len(graph.edges)
 
@@ -166,14 +170,16 @@ class Canonical:
         index, scopes, scope_of = self.index, self._scopes, self._scope
         out: list[Sig] = []
         append = out.append
+        inputs_of, at = inputs.get, index.get
         for n in nodes:
-            got = inputs.get(n.id)
+            got = inputs_of(n.id)
             if got is None:
                 ins: tuple[int, ...] = ()
+            elif len(got) == 1:  # (most ops: no list to sort or build)
+                ins = (at(got[0][1], -1),)
             else:
-                if len(got) > 1:
-                    got.sort()
-                ins = tuple([index.get(src, -1) for _, src in got])
+                got.sort()
+                ins = tuple([at(src, -1) for _, src in got])
             call = getattr(n, "call", 0)
             scope = scopes.get(call) if call else ()
             if scope is None:
@@ -231,12 +237,13 @@ class Canonical:
         """The scope of ``call``, reading the graph's calls made since the last look."""
         calls = self.graph.calls if self.graph is not None else {}
         if len(calls) > self._calls_seen:
+            scopes, counts = self._scopes, self._call_counts
             for cid, (path, parent) in list(calls.items())[self._calls_seen:]:
-                up = self._scopes.get(parent, ())
+                up = scopes.get(parent, ())
                 if path:
-                    self._call_counts[path] += 1
-                    up = (*up, f"{path}#{self._call_counts[path]}")
-                self._scopes[cid] = up
+                    counts[path] = k = counts.get(path, 0) + 1
+                    up = (*up, f"{path}#{k}")
+                scopes[cid] = up
             self._calls_seen = len(calls)
         return self._scopes.get(call, ())
 

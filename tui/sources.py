@@ -318,6 +318,9 @@ class ReplaySource(Source):
         self._go.set()
         self.total = len(trace.events)
         self.error: BaseException | None = None
+        # Called from the decoding thread when it has put the event a waiting command
+        # looks for (the app: take it in now rather than at the next tick).
+        self.wake: Callable[[], None] | None = None
         events = trace.events
         self._iterator = None
         self._hold: collector.Hold | None = None
@@ -353,10 +356,21 @@ class ReplaySource(Source):
             chunk: list[ev.Event] = []
             for event in iterator:
                 chunk.append(event)
-                if len(chunk) >= self.CHUNK:
+                waiting = self._waiting  # (set and cleared by the app's thread)
+                try:
+                    found = waiting is not None and waiting[0](event)
+                except Exception:  # (the app's own look at the event says why)
+                    found = False
+                if found or len(chunk) >= self.CHUNK:
                     read += len(chunk)
                     self._queue.put(chunk)
                     chunk = []
+                    if found:
+                        # What a key waits for (``f`` at once): the rest can wait until
+                        # its picture is made (the app's next look lets go or holds on).
+                        self._go.clear()
+                        if self.wake is not None:
+                            self.wake()
                     time.sleep(0.002)  # hand the GIL to the UI between chunks
                     self._go.wait()
             read += len(chunk)
@@ -452,6 +466,9 @@ class ReplaySource(Source):
         if not self.loading:
             return False
         self._waiting = (target, stop, scanned)
+        # What the user waits for now is further on in the trace, not the picture the
+        # app may be laying out (which held the decoding: ``hold``): go on at once.
+        self.hold(False)
         return True
 
     def _at_frontier(self, command: str, **kwargs: Any) -> None:

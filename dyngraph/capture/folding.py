@@ -49,6 +49,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import groupby
 from typing import Any
 
 FOLD_ABOVE = 300  # graphs with more nodes open folded by module
@@ -112,12 +113,9 @@ class ModuleTree:
         members: dict[str, list[int]] = {}
         # Consecutive nodes of one call share their scope: taken a stretch at a time
         # (a 50,000-node graph has a few thousand stretches).
-        n = len(scope_of)
         i = 0
-        while i < n:
-            chain, j = scopes[i], i + 1
-            while j < n and scope_of[j] == scope_of[i] and scopes[j] == chain:
-                j += 1
+        for chain, stretch in groupby(scopes):
+            j = i + len(list(stretch))
             parent = ""
             for key in chain:
                 call = calls.get(key)
@@ -236,22 +234,32 @@ def _call_signature(call: Call, nodes: list[int], scopes: Sequence[Sequence[str]
                     inputs: Sequence[Sequence[int]], sigs: Sequence[Hashable],
                     names: Sequence[str]) -> Hashable:
     """What a call computes, without ids or its own path: repeats compare equal."""
-    local = {i: k for k, i in enumerate(nodes)}
+    local = dict(zip(nodes, range(len(nodes)), strict=True))
     depth = list(scopes[nodes[0]]).index(call.key) if nodes else 0
     parts: list[Hashable] = []
+    append = parts.append
     # The scopes below the call, relative to it, once per scope object (consecutive
     # nodes of a nested call share theirs).
     inner_of: dict[int, tuple[str, ...]] = {}
     base = call.path
     get = local.get
-    for i in nodes:
+    for i in nodes:  # (a 50,000-node graph: twice over each node)
         chain = scopes[i]
         inner = inner_of.get(id(chain))
         if inner is None:
             inner = inner_of[id(chain)] = tuple(
                 [_relative(path_of(k), base) for k in chain[depth + 1:]])
-        name = _relative(names[i], base) if names[i] else ""
-        parts.append((sigs[i], inner, name, tuple([get(j, -1) for j in inputs[i]])))
+        name = names[i]
+        if name:
+            name = _relative(name, base)
+        ins = inputs[i]
+        if len(ins) == 1:  # (most ops)
+            ins = (get(ins[0], -1),)
+        elif ins:
+            ins = tuple([get(j, -1) for j in ins])
+        else:
+            ins = ()
+        append((sigs[i], inner, name, ins))
     return hash(tuple(parts)), len(parts)
 
 

@@ -181,3 +181,82 @@ async def test_f_at_once_draws_the_picture_f_draws_on_the_trace_read_whole(
     assert at_once[1] == whole[1]
     assert at_once[0] == whole[0]
     assert at_once[2] == whole[2]
+
+
+async def test_the_decoding_stops_at_the_event_a_waiting_key_looks_for(tmp_path, monkeypatch):
+    # ``f`` at once: the thread decoding the trace puts the chunk it has as soon as it
+    # has decoded the forward pass's end, and decodes no further until the app has
+    # looked: the jump lands with nothing past it decoded and taken in (the decoding
+    # went on for up to two chunks more, which the app then took in as well).
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
+    landed: list[tuple[int, int]] = []
+    move = ReplaySource._history_move
+
+    def moved(self, index, reason, description):
+        landed.append((index, len(self.model.events)))
+        return move(self, index, reason, description)
+
+    monkeypatch.setattr(ReplaySource, "_history_move", moved)
+    app = open_app(path, Counting())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f")
+        assert app.source._waiting is not None
+        await wait_for(pilot, lambda: app.source._waiting is None, timeout=60)
+        index, taken = landed[-1]
+        assert app.model.events[index].kind == "backward_start"
+        assert taken == index + 1, (index, taken)
+
+
+async def test_the_timeline_keeps_its_rows_while_a_key_waits_for_the_trace(
+        tmp_path, monkeypatch):
+    # Each new row count lays the whole screen out again; while ``f`` waits, the rows
+    # change once, when it lands (redraws meanwhile, however long since the last rows,
+    # leave them be).
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
+    app = open_app(path, Counting())
+    async with app.run_test(size=(80, 24)) as pilot:
+        timeline = app.query_one("#timeline")
+        await pilot.press("f")
+        assert app.source._waiting is not None
+        rows = timeline.row_count
+        read = len(app.model.events)
+        await wait_for(pilot, lambda: len(app.model.events) > read + 32
+                       or app.source._waiting is None)
+        assert app.source._waiting is not None, "the test loads too fast to tell"
+        app._timeline_at = -1e9  # (the rows were last taken in long ago)
+        app.refresh_view()
+        assert timeline.row_count == rows
+        await wait_for(pilot, lambda: app.source._waiting is None, timeout=60)
+        await wait_for(pilot, lambda: app._last_cursor == app.model.cursor)
+        info = app.model.cursor_iteration()
+        assert timeline.row_count == len(info.rows) > rows
+
+
+async def test_a_key_waiting_for_the_trace_is_not_held_up_by_the_picture_on_screen(
+        tmp_path, monkeypatch):
+    # The decoding waits while the pane lays out the picture on screen (the picture
+    # first); a key that waits for the trace (f while the first op's picture is still
+    # being laid out) lets it go on at once: what the user waits for is further on.
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 64)
+    monkeypatch.setattr(app_module, "PICTURE_FIRST", 30.0)
+    layout = SlowLayout(5.0)
+    layout.slow = True  # (the first op's picture too)
+    monkeypatch.setattr(cl, "lay_out", layout)
+    app = open_app(path, Counting())
+    async with app.run_test(size=(200, 50)) as pilot:
+        canvas = app.query_one(GraphCanvas)
+        await wait_for(pilot, lambda: canvas.laying_out and not app.source._go.is_set())
+        read = len(app.model.events)
+        await pilot.pause(0.3)
+        assert len(app.model.events) == read  # (held: the picture first)
+        await pilot.press("f")
+        # Well within the 5 s the first op's picture takes: the trace reads on.
+        await wait_for(pilot, lambda: len(app.model.events) > read, timeout=2.0)
