@@ -324,6 +324,7 @@ class ReplaySource(Source):
         events = trace.events
         self._iterator = None
         self._hold: collector.Hold | None = None
+        self._closed = False
         if isinstance(events, list):  # already in memory: no need for a thread
             self._queue.put(events)
             self._queue.put(None)
@@ -373,6 +374,8 @@ class ReplaySource(Source):
                             self.wake()
                     time.sleep(0.002)  # hand the GIL to the UI between chunks
                     self._go.wait()
+                    if self._closed:  # (quit while loading: the rest is nobody's)
+                        return
             read += len(chunk)
             self._queue.put(chunk)
             self._queue.put(None)
@@ -455,8 +458,17 @@ class ReplaySource(Source):
             self._go.set()
 
     def close(self) -> None:
+        # Quit while the trace was still loading: the decoding thread stops at its next
+        # chunk. It went on decoding the whole file while the process exited, and `q` on
+        # a 50,000-node trace took 0.9-1.1 s to give the prompt back (0.37 s once loaded).
+        self._closed = True
         self._go.set()
-        if self._hold is not None:  # (quit while the trace was still loading)
+        while True:  # (a chunk it is handing over, into a full queue, goes in)
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        if self._hold is not None:
             self._hold.release()
 
     def _wait_for_more(self, scanned: int, target: Predicate, stop: bool) -> bool:
