@@ -347,6 +347,11 @@ class Tracer(SourceSites):
         self.iteration_tensors = []
         self.rows = []
         self.known.clear()
+        # At top level: a module call a KeyboardInterrupt cut short (PyTorch runs its
+        # always-called forward hooks for an Exception only) was never left, and every
+        # later recording in the process put its ops inside it.
+        self.module_stack = [""]
+        self.call_stack = [0]
         self._announced = 1
         self._foreign_noted = False
 

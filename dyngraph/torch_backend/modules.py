@@ -54,6 +54,7 @@ class ModulePaths:
         self._named: dict[int, tuple[weakref.ref[Any], int]] = {}
 
     def install(self) -> None:
+        self.depth = 0  # (a call a Ctrl-C cut short never left: see Tracer.restart)
         self.registry.install()
         self._handles = [
             module_mod.register_module_forward_pre_hook(self._enter),
