@@ -9,7 +9,6 @@ parked and numbered among the events in the order it happened (``_number_parked`
 
 from __future__ import annotations
 
-import gc
 import operator
 import os
 import threading
@@ -17,7 +16,7 @@ import time
 from collections import deque
 from typing import Any
 
-from ..capture import tracefile
+from ..capture import collector, tracefile
 from ..capture.pending import resolved
 from ..capture.rows import Row
 from ..capture.tracing import tracer
@@ -91,17 +90,8 @@ class Outbox:
 
     def _number_locked(self, force: bool) -> bool:
         # No collection in here: the finalizers it runs could print and wait for the
-        # capture lock, held by the script's thread waiting for this one. Paused with C
-        # calls alone, not ``capture.collector``'s count: this runs inside the script's
-        # writes, and with the count's Python calls here a Ctrl-C at a random moment lost
-        # the run's end now and then (the child died by SIGINT before its RunEnd: 1 or 2
-        # in each of four stress runs of 40 to 60 in tests/runtime/test_hangs.py; 0 in
-        # 190 runs with this; the exact path not found). The pause is a few microseconds;
-        # one of ``collector``'s that begins inside it keeps the collector as it finds it.
-        collecting = gc.isenabled()
-        if collecting:
-            gc.disable()
-        try:
+        # capture lock, held by the script's thread waiting for this one.
+        with collector.paused():
             parked = self._parked
             n = len(parked)  # (only this thread takes from it: the numbering lock)
             queue = self._queue
@@ -119,9 +109,6 @@ class Outbox:
                 stream, text = parked.popleft()
                 queue.append(("output", seq + i, iteration, stream, text))
             return True
-        finally:
-            if collecting:
-                gc.enable()
 
     def output_written(self, text: str) -> None:
         """After the capture let go of its lock: lines go out at once (so output written
