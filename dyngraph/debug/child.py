@@ -204,6 +204,11 @@ def _end(agent: Agent, capture: OutputCapture, status: int, reason: str) -> NoRe
         atexit._run_exitfuncs()
     except BaseException:  # noqa: BLE001 - nothing may stop the report below
         traceback.print_exc()
+    # The script and its exit handlers are over: a Ctrl-C from here on could only lose the
+    # report of how it ended (the child died of SIGINT before sending it, and the trace
+    # said "killed by SIGINT" after the script's last line). Python runs handlers on this
+    # thread whichever thread the signal reaches, so it is ignored, not masked.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout.flush()
     _flush_c_stdio()
     _finish_ranks()
