@@ -165,6 +165,12 @@ class DebuggerApp(DebuggerActions):
         yield OutputPane(id="output")
         yield KeysFooter(compact=True)
 
+    def on_unmount(self) -> None:
+        # However the app ends (q, or an exit nobody asked the source about): a trace
+        # still loading held the collector paused, and its decoding thread waited, for
+        # the rest of the process.
+        self.source.app_ended()
+
     def on_mount(self) -> None:
         self.main.query_one("#timeline").border_title = "timeline"
         self.main.query_one("#output").display = False

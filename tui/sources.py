@@ -176,6 +176,11 @@ class Source:
     def close(self) -> None:
         """Release everything (a live child included); safe to call twice."""
 
+    def app_ended(self) -> None:
+        """The app on this source is gone, however it ended: stop what only served it
+        (a replayed trace still loading). A live child is ended by whoever started it:
+        what it printed is read after the app."""
+
     # -- breakpoints ---------------------------------------------------------------------
     def add_breakpoint(self, spec: Breakpoint) -> int:
         bp_id = self._next_bp
@@ -456,6 +461,9 @@ class ReplaySource(Source):
             self._go.clear()
         else:
             self._go.set()
+
+    def app_ended(self) -> None:
+        self.close()
 
     def close(self) -> None:
         # Quit while the trace was still loading: the decoding thread stops at its next

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 
 import pytest
 
@@ -14,6 +15,12 @@ from dyngraph.capture import collector
 
 @pytest.fixture(autouse=True)
 def _collector_on():
+    # An earlier test's thread may still be inside a pause of its own (a layout a test
+    # made slow, a frame being decoded): these tests count from none.
+    deadline = time.monotonic() + 30
+    while collector._depth and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert collector._depth == 0, "a pause of the collector was never ended"
     assert gc.isenabled()
     yield
     gc.enable()
