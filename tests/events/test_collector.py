@@ -5,10 +5,10 @@ while they run."""
 from __future__ import annotations
 
 import gc
-import threading
 import time
 
 import pytest
+from pausing_thread import pause_on_a_thread
 
 from dyngraph.capture import collector
 
@@ -26,25 +26,11 @@ def _collector_on():
     gc.enable()
 
 
-def _pause_on_a_thread() -> tuple[threading.Event, threading.Thread]:
-    inside, done = threading.Event(), threading.Event()
-
-    def run() -> None:
-        with collector.paused():
-            inside.set()
-            done.wait(30)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    assert inside.wait(30)
-    return done, thread
-
-
 def test_the_collector_runs_again_only_when_the_last_of_overlapping_pauses_ends():
     # Thread A pauses, then B, then A ends first: the collector stays off until B ends
     # (each pause used to restore what it found, so A's end turned it on under B).
-    done_a, a = _pause_on_a_thread()
-    done_b, b = _pause_on_a_thread()
+    done_a, a = pause_on_a_thread()
+    done_b, b = pause_on_a_thread()
     done_a.set()
     a.join()
     assert not gc.isenabled() and collector.program_collects()
@@ -55,7 +41,7 @@ def test_the_collector_runs_again_only_when_the_last_of_overlapping_pauses_ends(
 
 def test_a_program_that_turned_the_collector_off_keeps_it_off():
     gc.disable()
-    done, thread = _pause_on_a_thread()
+    done, thread = pause_on_a_thread()
     assert not collector.program_collects()
     with collector.paused():
         assert not collector.program_collects()
@@ -65,7 +51,7 @@ def test_a_program_that_turned_the_collector_off_keeps_it_off():
 
 
 def test_a_program_that_collects_is_seen_to_while_another_thread_pauses():
-    done, thread = _pause_on_a_thread()
+    done, thread = pause_on_a_thread()
     try:
         assert not gc.isenabled() and collector.program_collects()
     finally:

@@ -11,9 +11,9 @@ import threading
 
 import numpy as np
 import pytest
+from pausing_thread import pause_on_a_thread
 
 import dyngraph as dg
-from dyngraph.capture import collector
 from dyngraph.capture.graph import Graph
 from dyngraph.capture.rowgraph import PendingGraph, graph_of_rows, pending_graph
 from dyngraph.capture.sharedgraph import SharedGraph
@@ -146,17 +146,9 @@ def test_rows_read_while_another_thread_pauses_the_collector_are_still_settled(t
     # gc.disable() and left its rows tracked (seen when an earlier test in the same
     # worker left such a thread running).
     path = _saved_training(tmp_path, "full")
-    inside, done = threading.Event(), threading.Event()
-
-    def pausing_thread() -> None:
-        with collector.paused():
-            inside.set()
-            done.wait(30)
-
-    other = threading.Thread(target=pausing_thread)
-    other.start()
+    done, other = pause_on_a_thread()
     try:
-        assert inside.wait(30) and not gc.isenabled()
+        assert not gc.isenabled()
         read = dg.read_trace(path)
         assert _tracked_rows(read) == []
         assert not gc.isenabled()  # (the other thread's pause is still on)

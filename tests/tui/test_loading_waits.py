@@ -26,6 +26,16 @@ from replay_helpers import open_app, record_gpt, wait_for
 import dyngraph
 
 
+def slowly_loading_app(tmp_path, monkeypatch) -> app_module.DebuggerApp:
+    """The debugger on a 12-layer GPT iteration read 8 events a chunk, two chunks ahead
+    at most: slow enough to press keys while it loads."""
+    path = tmp_path / "gpt.dgtrace"
+    record_gpt(path, layers=12, iterations=1)
+    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
+    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
+    return open_app(path, Counting())
+
+
 async def cursor_after(path, keys: list[str], slow: bool
                        ) -> tuple[int, tuple[str, str, str], list[int]]:
     """Where ``keys`` take the cursor, pressed as soon as the app is up or (not
@@ -70,11 +80,7 @@ async def test_a_key_pressed_while_the_trace_loads_waits_in_place_and_lands_wher
 
 async def test_f_at_once_on_a_loading_trace_shows_the_status_then_the_forward_pass(
         tmp_path, monkeypatch):
-    path = tmp_path / "gpt.dgtrace"
-    record_gpt(path, layers=12, iterations=1)
-    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
-    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
-    app = open_app(path, Counting())
+    app = slowly_loading_app(tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         first = app.model.cursor
         await pilot.press("f")
@@ -215,11 +221,7 @@ async def test_the_timeline_keeps_its_rows_while_a_key_waits_for_the_trace(
     # Each new row count lays the whole screen out again; while ``f`` waits, the rows
     # change once, when it lands (redraws meanwhile, however long since the last rows,
     # leave them be).
-    path = tmp_path / "gpt.dgtrace"
-    record_gpt(path, layers=12, iterations=1)
-    monkeypatch.setattr(ReplaySource, "CHUNK", 8)
-    monkeypatch.setattr(ReplaySource, "AHEAD", 2)
-    app = open_app(path, Counting())
+    app = slowly_loading_app(tmp_path, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
         timeline = app.query_one("#timeline")
         await pilot.press("f")
