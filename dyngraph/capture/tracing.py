@@ -48,14 +48,15 @@ from . import events as ev
 from . import summaries
 from .arrays import to_numpy
 from .keys import StructureKeys
+from .listening import EventHook, Handle, Subscriber
+from .modulecalls import ModuleCalls
 from .pacing import CollectorPacing, keep
-from .pending import Pending, resolved, resolved_prefix
-from .rows import MAKERS as _MAKERS
-from .rows import Row, summary_builder, summary_row
+from .pending import Pending, resolved_prefix
+from .plainvalues import PLAIN_TYPES, plain
+from .rows import Row, summary_row
 from .sites import SourceSites
 from .summaries import ROW_SUMMARIZERS, STATS_MODES
 
-Subscriber = Callable[[ev.Event], None]
 Sink = Callable[[list[Row]], None]
 RowHook = Callable[[Row], None]
 
@@ -64,7 +65,6 @@ VALUES_LIMIT = 4_096
 """With ``values="small"``, tensors of at most this many elements have their values recorded."""
 
 _STATS_RANK = {mode: i for i, mode in enumerate(STATS_MODES)}
-_PLAIN_TYPES = frozenset((int, float, bool, str, type(None)))
 _get_ident = threading.get_ident
 BATCH_ROWS = 1024
 """Rows are handed to the batch sinks (trace files, in-memory traces) at every iteration's
@@ -75,114 +75,7 @@ tensor_ids = itertools.count(1)
 between backends or between two recordings (``next(tensor_ids)``)."""
 
 
-class Handle:
-    """Returned by every subscribe/register: ``remove()`` undoes it; also a context manager."""
-
-    __slots__ = ("_remove",)
-
-    def __init__(self, remove: Callable[[], None]) -> None:
-        self._remove: Callable[[], None] | None = remove
-
-    def remove(self) -> None:
-        if self._remove is not None:
-            self._remove()
-            self._remove = None
-
-    def __enter__(self) -> Handle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
-
-
-def plain(value: Any) -> Any:
-    """``value`` as plain data an event can carry and a trace file can store.
-
-    >>> plain((slice(1, 3), np.int64(2), Ellipsis))
-    ('1:3', 2, '...')
-    """
-    t = type(value)
-    if t in _PLAIN_TYPES:
-        return value
-    if t is slice:
-        start, stop, step = value.start, value.stop, value.step
-        if type(start) is int and type(stop) is int and step is None:  # x[a:b], the usual
-            return f"{start}:{stop}"
-        parts = ["" if p is None else str(plain(p)) for p in (start, stop)]
-        if step is not None:
-            parts.append(str(plain(step)))
-        return ":".join(parts)
-    if t is tuple or t is list:
-        return plain_tuple(value)
-    if value is Ellipsis:
-        return "..."
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        # Never the values: an index array's contents are data, not structure.
-        return f"array{tuple(value.shape)}:{value.dtype}"
-    for base in (bool, int, float, str):  # subclasses (IntEnum, ...) become the base type
-        if isinstance(value, base):
-            return base(value)
-    return str(value)[:80]
-
-
-def plain_tuple(values: Any) -> tuple[Any, ...]:
-    """``tuple(plain(v) for v in values)``, the tuple itself when it is plain already."""
-    for v in values:
-        if type(v) not in _PLAIN_TYPES:
-            return tuple([plain(v) for v in values])
-    return values if type(values) is tuple else tuple(values)
-
-
-def plain_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
-    for v in attrs.values():
-        if type(v) not in _PLAIN_TYPES:
-            return {k: plain(v) for k, v in attrs.items()}
-    return attrs
-
-
-class _EventHook:
-    """A ``subscribe`` callback fed rows: each becomes its event object on the way. Summary
-    rows shared between rows (a gradient handed on in backward) become shared Summary
-    objects, within a bounded memo."""
-
-    __slots__ = ("callback", "_build", "_built", "_held")
-
-    def __init__(self, callback: Subscriber) -> None:
-        self.callback = callback
-        self._build = summary_builder()
-        self._built = 0
-        self._held: list[Row] = []  # rows waiting for their statistics (``pending``)
-
-    def __call__(self, row: Row) -> None:
-        if self._held:
-            self._held.append(row)
-            self.drain()
-            return
-        done = resolved(row)
-        if done is None:
-            self._held.append(row)
-            return
-        self._built += 1
-        if self._built > 4096:  # the memo holds its rows: start a new one now and then
-            self._build, self._built = summary_builder(), 0
-        self.callback(_MAKERS[done[0]](done, self._build))
-
-    def drain(self) -> None:
-        """Hand on the held rows whose statistics were read since, in order."""
-        held = self._held
-        i = 0
-        while i < len(held):
-            done = resolved(held[i])
-            if done is None:
-                break
-            self.callback(_MAKERS[done[0]](done, self._build))
-            i += 1
-        del held[:i]
-
-
-class Tracer(SourceSites):
+class Tracer(SourceSites, ModuleCalls):
     """The one emitter of events. Backends report what happened through its recording API.
 
     The recording API, shared by every backend (the numpy engine, PyTorch), speaks in ids,
@@ -227,13 +120,7 @@ class Tracer(SourceSites):
         self.seq = 0
         self.iteration = 0  # setup, until the first differentiable op (see end_setup)
         self.mode = "backward"  # where iterations end: "backward" or "step"
-        self.module_stack: list[str] = [""]
-        # The id of each module call on ``module_stack`` (0: top level); ids are unique in
-        # a run. The first ``_announced`` entries had their ModuleCall event this
-        # iteration. Maintained by enter_module/exit_module only.
-        self.call_stack: list[int] = [0]
-        self._calls = 0
-        self._announced = 1
+        ModuleCalls.__init__(self)  # (the module calls ops run in: ``modulecalls``)
         self.run_info: tuple[str, tuple[str, ...]] | None = None
         # (rank, world size, run id) of a rank of a torchrun job, for headers (see ranks/)
         self.job: tuple[int, int, str] = (0, 0, "")
@@ -275,7 +162,7 @@ class Tracer(SourceSites):
     def subscribe(self, callback: Subscriber, stats: str = "cheap",
                   values: str = "none") -> Handle:
         """Send every event to ``callback`` until the returned handle is removed."""
-        hook = _EventHook(callback)
+        hook = EventHook(callback)
         self.after_read.append(hook.drain)
         handle = self.attach(hook=hook, stats=stats, values=values)
 
@@ -347,12 +234,7 @@ class Tracer(SourceSites):
         self.iteration_tensors = []
         self.rows = []
         self.known.clear()
-        # At top level: a module call a KeyboardInterrupt cut short (PyTorch runs its
-        # always-called forward hooks for an Exception only) was never left, and every
-        # later recording in the process put its ops inside it.
-        self.module_stack = [""]
-        self.call_stack = [0]
-        self._announced = 1
+        self.at_top_level()
         self._foreign_noted = False
 
     def other_thread(self) -> bool:
@@ -411,44 +293,6 @@ class Tracer(SourceSites):
         from .rows import row_of
 
         self.deliver(row_of(event))
-
-    @property
-    def module(self) -> str:
-        return self.module_stack[-1]
-
-    # -- module calls (every backend: push on a module's call, pop when it returns) -------
-    def enter_module(self, path: str) -> None:
-        """A call of the module at ``path`` starts: ops until ``exit_module`` run in it.
-
-        Each call gets its own id, so the ops of two calls of one module (a loop over a
-        shared block, a Tree-RNN's ``combine``) can be told apart and drawn apart.
-        """
-        if _get_ident() != self.thread:
-            return  # another thread's module: not captured, and not on this stack
-        self.module_stack.append(path)
-        self._calls += 1
-        self.call_stack.append(self._calls)
-
-    def exit_module(self) -> None:
-        """The innermost module call returned (or raised)."""
-        if _get_ident() != self.thread:
-            return
-        self.module_stack.pop()
-        calls = self.call_stack
-        calls.pop()
-        if self._announced > len(calls):
-            self._announced = len(calls)
-
-    def announce_calls(self) -> None:
-        """Emit ModuleCall for the calls on the stack that ops now run in, outermost first."""
-        calls, paths = self.call_stack, self.module_stack
-        for i in range(self._announced, len(calls)):
-            self.seq += 1
-            self.deliver(("module_call", self.seq, self.iteration, calls[i], calls[i - 1],
-                          paths[i]))
-        self._announced = len(calls)
-
-    _announce_calls = announce_calls
 
     def end_iteration(self) -> None:
         """Close the current iteration: emit IterationEnd and move to the next."""
@@ -585,7 +429,7 @@ class Tracer(SourceSites):
     def attrs(self, attrs: dict[str, Any]) -> tuple[Any, ...]:
         """``attrs`` as a row holds them: its items as plain data, one shared tuple per
         distinct value (they repeat a lot)."""
-        return self.shared_attrs(tuple([(k, v) if type(v) in _PLAIN_TYPES else (k, plain(v))
+        return self.shared_attrs(tuple([(k, v) if type(v) in PLAIN_TYPES else (k, plain(v))
                                         for k, v in attrs.items()]))
 
     def shared_attrs(self, key: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -26,8 +26,9 @@ from torch.overrides import TorchFunctionMode
 
 from ..capture.arrays import UNWRITTEN
 from ..capture.events import Summary
+from ..capture.plainvalues import plain
 from ..capture.rows import summary_row
-from ..capture.tracing import BATCH_ROWS, now_ns, plain, tensor_ids, tracer
+from ..capture.tracing import BATCH_ROWS, now_ns, tensor_ids, tracer
 from . import stats
 from .calls import BACKWARD, EMPTY, INPLACE, ITER, OP, PARTIAL_WRITES, SKIP, _kinds, classify
 from .guard import failed
